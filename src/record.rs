@@ -1,0 +1,113 @@
+//! One request's raw facts, as observed by the client. Metrics are derived from these later,
+//! off the hot path (see `metrics`).
+
+use serde::Serialize;
+
+/// Which part of the run a request belonged to. Warmup records never enter the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Warmup,
+    Profiling,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Warmup => "warmup",
+            Phase::Profiling => "profiling",
+        }
+    }
+}
+
+/// What was sent: known before the run, copied onto the record.
+#[derive(Debug, Clone, Default)]
+pub struct RequestInput {
+    /// Index of the conversation this turn belongs to (AIPerf's `session_num` for single-turn).
+    pub session_num: u64,
+    pub conversation_id: String,
+    pub turn_index: u32,
+    /// Client-side token count of the prompt text (text parts only; images excluded).
+    pub input_tokens: Option<u64>,
+    /// Number of image parts in the payload.
+    pub num_images: u32,
+    /// `max_completion_tokens` (or `max_tokens`) that was asked for, if any.
+    pub requested_output_tokens: Option<u64>,
+}
+
+/// One parsed response event with content (text and/or reasoning). Role-only, empty,
+/// finish-only and usage-only events are not stored here: they are not tokens.
+#[derive(Debug, Clone, Default)]
+pub struct ContentResponse {
+    /// Monotonic ns (see `Clock`) when the first bytes of this event arrived.
+    pub perf_ns: u64,
+    pub text: String,
+    pub reasoning: String,
+}
+
+/// Token usage as the server reported it (the last non-empty `usage` object of the stream).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub total_tokens: Option<u64>,
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// Why a request failed. `code` is the HTTP status, or AIPerf's codes for client-side
+/// failures (499 cancelled, 408 timeout), or `None` for transport errors without a status.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ErrorDetails {
+    pub code: Option<u16>,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct RequestRecord {
+    pub phase: Phase,
+    pub input: RequestInput,
+    /// `X-Request-ID` sent with the request.
+    pub x_request_id: String,
+    /// Monotonic ns just before the request was written.
+    pub start_perf_ns: u64,
+    /// Monotonic ns when the response headers arrived.
+    pub ack_perf_ns: Option<u64>,
+    /// Monotonic ns when the response ended (last byte, error or cancellation).
+    pub end_perf_ns: u64,
+    /// Wall-clock ns since the epoch at `start_perf_ns` (AIPerf's `timestamp_ns`).
+    pub start_wall_ns: u64,
+    /// Wall-clock ns since the epoch at `end_perf_ns`.
+    pub end_wall_ns: u64,
+    /// HTTP status, when a response arrived.
+    pub status: Option<u16>,
+    /// True when the response was an SSE stream.
+    pub streamed: bool,
+    /// Content-bearing events in arrival order. For a non-streaming response, one entry
+    /// stamped when the whole body had been read.
+    pub responses: Vec<ContentResponse>,
+    /// Monotonic ns of the last event of any kind (including usage-only), if any arrived.
+    pub last_event_perf_ns: Option<u64>,
+    pub usage: Option<Usage>,
+    pub error: Option<ErrorDetails>,
+    pub was_cancelled: bool,
+    /// Monotonic ns when the request was cancelled, if it was.
+    pub cancellation_perf_ns: Option<u64>,
+}
+
+impl RequestRecord {
+    pub fn is_valid(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// All content text joined, as AIPerf tokenizes it (once, not per chunk).
+    pub fn output_text(&self) -> String {
+        self.responses.iter().map(|r| r.text.as_str()).collect()
+    }
+
+    /// All reasoning text joined.
+    pub fn reasoning_text(&self) -> String {
+        self.responses.iter().map(|r| r.reasoning.as_str()).collect()
+    }
+}
