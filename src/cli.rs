@@ -1,9 +1,21 @@
 //! Command-line definitions: AIPerf's flag names, aliases and defaults.
+//!
+//! Parsing only; every cross-flag check lives in `config`.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+use crate::dataset::ImageFormat;
 
 #[derive(Debug, Parser)]
-#[command(name = "aiperf", version, about = "Benchmark OpenAI-compatible inference servers")]
+#[command(
+    name = "aiperf",
+    version,
+    about = "Benchmark OpenAI-compatible inference servers (LLM and vision-language models)",
+    long_about = "Benchmark OpenAI-compatible inference servers (vLLM, SGLang, TensorRT-LLM, \
+Dynamo, llama.cpp, NIM). `aiperf profile` takes NVIDIA AIPerf's flags and writes AIPerf's \
+artifacts; `aiperf mock-server` runs a predictable OpenAI-compatible server for trying it out."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -11,6 +23,184 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Profile an inference server (AIPerf-compatible flags).
+    Profile(Box<ProfileArgs>),
     /// Run the built-in OpenAI-compatible mock server.
     MockServer(crate::mock::MockServerArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EndpointType {
+    /// OpenAI chat completions (`/v1/chat/completions`); text and images.
+    Chat,
+    /// OpenAI text completions (`/v1/completions`); text only.
+    Completions,
+}
+
+impl EndpointType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndpointType::Chat => "chat",
+            EndpointType::Completions => "completions",
+        }
+    }
+
+    pub fn default_path(self) -> &'static str {
+        match self {
+            EndpointType::Chat => "/v1/chat/completions",
+            EndpointType::Completions => "/v1/completions",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UiType {
+    /// Live dashboard (not built yet: shows the progress bar).
+    Dashboard,
+    /// A progress bar.
+    Simple,
+    /// Log lines only.
+    None,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ProfileArgs {
+    // ----- Endpoint -----
+    /// Model name(s) to send in each request (comma-separated list allowed; the first is used).
+    #[arg(short = 'm', long = "model-names", visible_aliases = ["model"], value_delimiter = ',', num_args = 1.., required = true, help_heading = "Endpoint")]
+    pub model_names: Vec<String>,
+
+    /// API shape of the endpoint.
+    #[arg(long, value_enum, default_value_t = EndpointType::Chat, help_heading = "Endpoint")]
+    pub endpoint_type: EndpointType,
+
+    /// Path to request instead of the endpoint type's default (e.g. `/v1/chat/completions`).
+    #[arg(long = "custom-endpoint", visible_aliases = ["endpoint"], help_heading = "Endpoint")]
+    pub custom_endpoint: Option<String>,
+
+    /// Server URL; `http://` is added when no scheme is given.
+    #[arg(short = 'u', long, default_value = "localhost:8000", help_heading = "Endpoint")]
+    pub url: String,
+
+    /// Ask for streamed responses (needed for TTFT, ITL and inter-chunk latency).
+    #[arg(long, help_heading = "Endpoint")]
+    pub streaming: bool,
+
+    /// Seconds before a request is abandoned (includes connecting).
+    #[arg(long, default_value_t = 21600.0, help_heading = "Endpoint")]
+    pub request_timeout_seconds: f64,
+
+    /// API key, sent as `Authorization: Bearer <key>`.
+    #[arg(long, help_heading = "Endpoint")]
+    pub api_key: Option<String>,
+
+    /// Use the server's `usage` counts for ISL/OSL instead of the client tokenizer.
+    #[arg(long, help_heading = "Endpoint")]
+    pub use_server_token_count: bool,
+
+    /// Send `max_tokens` instead of `max_completion_tokens`.
+    #[arg(long, help_heading = "Endpoint")]
+    pub use_legacy_max_tokens: bool,
+
+    /// Start the built-in mock server on a free loopback port and profile it (ignores --url).
+    #[arg(long, help_heading = "Endpoint")]
+    pub mock_server: bool,
+
+    // ----- Input -----
+    /// Extra request body fields: `key:value` pairs or a JSON object (repeatable).
+    #[arg(long, num_args = 1.., help_heading = "Input")]
+    pub extra_inputs: Vec<String>,
+
+    /// Extra HTTP headers: `Name:Value` or a JSON object (repeatable).
+    #[arg(short = 'H', long = "header", num_args = 1.., help_heading = "Input")]
+    pub headers: Vec<String>,
+
+    /// Seed for everything random (prompts, images, sampling); same seed, same dataset bytes.
+    #[arg(long, help_heading = "Input")]
+    pub random_seed: Option<u64>,
+
+    /// Number of unique synthetic entries, reused across requests.
+    #[arg(long, visible_aliases = ["num-prompts"], default_value_t = 100, help_heading = "Input")]
+    pub num_dataset_entries: usize,
+
+    // ----- Tokenizer -----
+    /// Tokenizer: Hugging Face id, local tokenizer.json (or its directory), or `builtin`.
+    /// Defaults to the model name.
+    #[arg(long, help_heading = "Tokenizer")]
+    pub tokenizer: Option<String>,
+
+    /// Hugging Face revision of the tokenizer.
+    #[arg(long, default_value = "main", help_heading = "Tokenizer")]
+    pub tokenizer_revision: String,
+
+    // ----- Prompt -----
+    /// Mean number of tokens in the synthetic prompt text.
+    #[arg(long = "synthetic-input-tokens-mean", visible_aliases = ["prompt-input-tokens-mean", "isl"], default_value_t = 550, help_heading = "Prompt")]
+    pub isl_mean: u64,
+
+    /// Standard deviation of the prompt length in tokens.
+    #[arg(long = "synthetic-input-tokens-stddev", visible_aliases = ["prompt-input-tokens-stddev", "isl-stddev"], default_value_t = 0.0, help_heading = "Prompt")]
+    pub isl_stddev: f64,
+
+    /// Mean number of output tokens to ask for (sent as max_completion_tokens); unset lets
+    /// the server decide.
+    #[arg(long = "output-tokens-mean", visible_aliases = ["prompt-output-tokens-mean", "osl"], help_heading = "Prompt")]
+    pub osl_mean: Option<u64>,
+
+    /// Standard deviation of the output length in tokens.
+    #[arg(long = "output-tokens-stddev", visible_aliases = ["prompt-output-tokens-stddev", "osl-stddev"], help_heading = "Prompt")]
+    pub osl_stddev: Option<f64>,
+
+    // ----- Image -----
+    /// Mean image width in pixels (0 disables images).
+    #[arg(long, default_value_t = 0.0, help_heading = "Image")]
+    pub image_width_mean: f64,
+    /// Standard deviation of the image width.
+    #[arg(long, help_heading = "Image")]
+    pub image_width_stddev: Option<f64>,
+    /// Mean image height in pixels (0 disables images).
+    #[arg(long, default_value_t = 0.0, help_heading = "Image")]
+    pub image_height_mean: f64,
+    /// Standard deviation of the image height.
+    #[arg(long, help_heading = "Image")]
+    pub image_height_stddev: Option<f64>,
+    /// Images per request.
+    #[arg(long, visible_aliases = ["batch-size-image"], default_value_t = 1, help_heading = "Image")]
+    pub image_batch_size: usize,
+    /// Image encoding (`random` picks per image).
+    #[arg(long, value_enum, default_value_t = ImageFormat::Png, help_heading = "Image")]
+    pub image_format: ImageFormat,
+
+    // ----- Load -----
+    /// Requests kept in flight (closed loop). Default 1.
+    #[arg(long, help_heading = "Load Generator")]
+    pub concurrency: Option<u64>,
+
+    /// Requests to send in the profiling phase. Default max(10, 2 x concurrency).
+    #[arg(long, visible_aliases = ["num-requests"], help_heading = "Load Generator")]
+    pub request_count: Option<u64>,
+
+    /// Requests to send before profiling; their results are kept out of the metrics.
+    #[arg(long, visible_aliases = ["num-warmup-requests"], default_value_t = 0, help_heading = "Warmup")]
+    pub warmup_request_count: u64,
+
+    // ----- Goodput -----
+    /// Service-level objectives, e.g. "request_latency:250 inter_token_latency:10"
+    /// (values in display units: ms, tokens/sec).
+    #[arg(long, help_heading = "Goodput")]
+    pub goodput: Option<String>,
+
+    // ----- Output -----
+    /// Where artifacts go. When not given, `artifacts/<model>-<endpoint>-concurrency<N>/`.
+    #[arg(long = "output-artifact-dir", visible_aliases = ["artifact-dir"], help_heading = "Output")]
+    pub artifact_dir: Option<PathBuf>,
+
+    /// Progress display: `simple` (progress bar; default in a terminal), `none` (default
+    /// otherwise), `dashboard` (not built yet: shows the progress bar).
+    #[arg(long = "ui-type", visible_aliases = ["ui"], value_enum, help_heading = "Output")]
+    pub ui_type: Option<UiType>,
+
+    /// More log detail.
+    #[arg(short = 'v', long, help_heading = "Output")]
+    pub verbose: bool,
 }

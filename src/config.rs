@@ -1,1 +1,507 @@
-//! (stub)
+//! The validated run configuration. Every cross-flag check lives here, so a bad command line
+//! stops before anything is built or sent.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue, Uri};
+use serde_json::{Map, Value};
+
+use crate::cli::{EndpointType, ProfileArgs, UiType};
+use crate::dataset::SyntheticOptions;
+
+/// A command-line problem: one line naming the flag, the value and what is accepted.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+fn bad(msg: impl Into<String>) -> ConfigError {
+    ConfigError(msg.into())
+}
+
+#[derive(Debug, Clone)]
+pub struct ProfileConfig {
+    /// The model sent in every request (the first of `--model-names`).
+    pub model: String,
+    pub endpoint_type: EndpointType,
+    /// Full request URI: base URL + endpoint path.
+    pub request_uri: Uri,
+    pub streaming: bool,
+    pub request_timeout: Duration,
+    pub api_key: Option<String>,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Merged at top level into every request body.
+    pub extra_inputs: Map<String, Value>,
+    pub use_server_token_count: bool,
+    pub use_legacy_max_tokens: bool,
+    pub mock_server: bool,
+    pub tokenizer: String,
+    pub tokenizer_revision: String,
+    pub synthetic: SyntheticOptions,
+    pub concurrency: u64,
+    pub request_count: u64,
+    pub warmup_request_count: u64,
+    pub goodput: Option<String>,
+    pub artifact_dir: PathBuf,
+    pub ui: UiType,
+    pub verbose: bool,
+    /// The seed actually used (given, or drawn from entropy and recorded).
+    pub random_seed: u64,
+    pub random_seed_given: bool,
+}
+
+impl ProfileConfig {
+    /// Validates the parsed flags. `is_terminal` decides the default UI.
+    pub fn from_args(a: &ProfileArgs, is_terminal: bool) -> Result<Self, ConfigError> {
+        let model = a
+            .model_names
+            .iter()
+            .find(|m| !m.trim().is_empty())
+            .cloned()
+            .ok_or_else(|| bad("--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct"))?;
+
+        let request_uri = build_request_uri(&a.url, a.custom_endpoint.as_deref(), a.endpoint_type)?;
+
+        if !(a.request_timeout_seconds.is_finite() && a.request_timeout_seconds > 0.0) {
+            return Err(bad(format!(
+                "--request-timeout-seconds: {} is not allowed; give a number of seconds > 0",
+                a.request_timeout_seconds
+            )));
+        }
+
+        let concurrency = a.concurrency.unwrap_or(1);
+        if concurrency == 0 {
+            return Err(bad("--concurrency: 0 is not allowed; give 1 or more requests in flight"));
+        }
+        let request_count = a.request_count.unwrap_or_else(|| (concurrency * 2).max(10));
+        if request_count == 0 {
+            return Err(bad("--request-count: 0 is not allowed; give 1 or more requests"));
+        }
+
+        if a.isl_mean == 0 {
+            return Err(bad(
+                "--synthetic-input-tokens-mean: 0 is not allowed; give 1 or more tokens",
+            ));
+        }
+        check_stddev("--synthetic-input-tokens-stddev", a.isl_stddev)?;
+        if let Some(osl) = a.osl_mean
+            && osl == 0
+        {
+            return Err(bad("--output-tokens-mean: 0 is not allowed; give 1 or more tokens"));
+        }
+        if a.osl_stddev.is_some() && a.osl_mean.is_none() {
+            return Err(bad(
+                "--output-tokens-stddev needs --output-tokens-mean: give a mean as well, or drop the stddev",
+            ));
+        }
+        let osl_stddev = a.osl_stddev.unwrap_or(0.0);
+        check_stddev("--output-tokens-stddev", osl_stddev)?;
+
+        for (flag, v) in [
+            ("--image-width-mean", a.image_width_mean),
+            ("--image-height-mean", a.image_height_mean),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(bad(format!(
+                    "{flag}: {v} is not allowed; give a width/height in pixels >= 0 (0 disables images)"
+                )));
+            }
+        }
+        let width_stddev = a.image_width_stddev.unwrap_or(0.0);
+        let height_stddev = a.image_height_stddev.unwrap_or(0.0);
+        check_stddev("--image-width-stddev", width_stddev)?;
+        check_stddev("--image-height-stddev", height_stddev)?;
+        let images_on = a.image_width_mean > 0.0 || a.image_height_mean > 0.0;
+        if images_on && a.image_batch_size > 0 && (a.image_width_mean == 0.0 || a.image_height_mean == 0.0) {
+            return Err(bad(format!(
+                "--image-width-mean {} / --image-height-mean {}: give both a width and a height > 0 for images, or neither",
+                a.image_width_mean, a.image_height_mean
+            )));
+        }
+        if images_on && a.endpoint_type != EndpointType::Chat {
+            return Err(bad(format!(
+                "--image-width-mean/--image-height-mean: images need --endpoint-type chat, not {}",
+                a.endpoint_type.as_str()
+            )));
+        }
+        if a.num_dataset_entries == 0 {
+            return Err(bad("--num-dataset-entries: 0 is not allowed; give 1 or more entries"));
+        }
+
+        let headers = parse_headers(&a.headers)?;
+        let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
+        if let Some(g) = &a.goodput
+            && g.trim().is_empty()
+        {
+            return Err(bad(
+                "--goodput: empty; give SLOs like \"request_latency:250 inter_token_latency:10\"",
+            ));
+        }
+
+        let (random_seed, random_seed_given) = match a.random_seed {
+            Some(s) => (s, true),
+            None => (rand::random::<u64>(), false),
+        };
+
+        // Only as many entries as can ever be sent are built: the rest would never leave
+        // the client, and building them would only delay the first request.
+        let total_requests = request_count + a.warmup_request_count;
+        let num_entries = a.num_dataset_entries.min(total_requests as usize).max(1);
+
+        let synthetic = SyntheticOptions {
+            num_entries,
+            isl_mean: a.isl_mean as f64,
+            isl_stddev: a.isl_stddev,
+            osl_mean: a.osl_mean.map(|v| v as f64),
+            osl_stddev,
+            image_width_mean: a.image_width_mean,
+            image_width_stddev: width_stddev,
+            image_height_mean: a.image_height_mean,
+            image_height_stddev: height_stddev,
+            image_format: a.image_format,
+            image_batch_size: if images_on { a.image_batch_size } else { 0 },
+            seed: Some(random_seed),
+        };
+
+        let artifact_dir = match &a.artifact_dir {
+            Some(d) => d.clone(),
+            None => PathBuf::from("artifacts").join(format!(
+                "{}-{}-concurrency{}",
+                model.replace('/', "_"),
+                a.endpoint_type.as_str(),
+                concurrency
+            )),
+        };
+
+        let ui = match a.ui_type {
+            Some(u) => u,
+            None if a.verbose || is_terminal => UiType::Simple,
+            None => UiType::None,
+        };
+
+        Ok(ProfileConfig {
+            tokenizer: a.tokenizer.clone().unwrap_or_else(|| model.clone()),
+            model,
+            endpoint_type: a.endpoint_type,
+            request_uri,
+            streaming: a.streaming,
+            request_timeout: Duration::from_secs_f64(a.request_timeout_seconds),
+            api_key: a.api_key.clone().filter(|k| !k.is_empty()),
+            headers,
+            extra_inputs,
+            use_server_token_count: a.use_server_token_count,
+            use_legacy_max_tokens: a.use_legacy_max_tokens,
+            mock_server: a.mock_server,
+            tokenizer_revision: a.tokenizer_revision.clone(),
+            synthetic,
+            concurrency,
+            request_count,
+            warmup_request_count: a.warmup_request_count,
+            goodput: a.goodput.clone(),
+            artifact_dir,
+            ui,
+            verbose: a.verbose,
+            random_seed,
+            random_seed_given,
+        })
+    }
+
+    /// Points the run at another base URL (used by `--mock-server`), keeping the path.
+    pub fn set_base_url(&mut self, base: &str) -> Result<(), ConfigError> {
+        let path = self.request_uri.path().to_string();
+        self.request_uri = build_request_uri(base, Some(&path), self.endpoint_type)?;
+        Ok(())
+    }
+}
+
+fn check_stddev(flag: &str, v: f64) -> Result<(), ConfigError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(bad(format!("{flag}: {v} is not allowed; give a number >= 0")))
+    }
+}
+
+/// `localhost:8000` -> `http://localhost:8000/v1/chat/completions`. A base URL that already
+/// ends in `/v1` is not doubled.
+fn build_request_uri(
+    url: &str,
+    custom_endpoint: Option<&str>,
+    endpoint: EndpointType,
+) -> Result<Uri, ConfigError> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Err(bad("--url: empty; give a server address such as localhost:8000"));
+    }
+    let with_scheme = if url.contains("://") {
+        url.to_string()
+    } else {
+        format!("http://{url}")
+    };
+    let base = with_scheme.trim_end_matches('/');
+    let path = custom_endpoint.unwrap_or(endpoint.default_path());
+    let path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    let full = if base.ends_with("/v1") && path.starts_with("/v1/") {
+        format!("{base}{}", &path[3..])
+    } else {
+        format!("{base}{path}")
+    };
+    let uri: Uri = full
+        .parse()
+        .map_err(|e| bad(format!("--url: '{url}' is not a valid URL ({e}); give e.g. http://localhost:8000")))?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") => {}
+        other => {
+            return Err(bad(format!(
+                "--url: scheme '{}' is not supported; use http:// or https://",
+                other.unwrap_or("")
+            )));
+        }
+    }
+    if uri.host().is_none() {
+        return Err(bad(format!("--url: '{url}' has no host; give e.g. localhost:8000")));
+    }
+    Ok(uri)
+}
+
+/// `-H Name:Value` or a JSON object of headers.
+fn parse_headers(items: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
+    let mut out = Vec::new();
+    for item in items {
+        let pairs: Vec<(String, String)> = if item.trim_start().starts_with('{') {
+            let obj: Map<String, Value> = serde_json::from_str(item).map_err(|e| {
+                bad(format!(
+                    "--header: '{item}' is not a JSON object ({e}); give Name:Value or {{\"Name\": \"Value\"}}"
+                ))
+            })?;
+            obj.into_iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => (k, s),
+                    other => (k, other.to_string()),
+                })
+                .collect()
+        } else {
+            let (k, v) = item.split_once(':').ok_or_else(|| {
+                bad(format!("--header: '{}' has no ':'; give Name:Value", redact_header_arg(item)))
+            })?;
+            vec![(k.trim().to_string(), v.trim().to_string())]
+        };
+        for (k, v) in pairs {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| bad(format!("--header: '{k}' is not a valid header name")))?;
+            let value = HeaderValue::from_str(&v)
+                .map_err(|_| bad(format!("--header: the value for '{k}' is not a valid header value")))?;
+            out.push((name, value));
+        }
+    }
+    Ok(out)
+}
+
+/// `--extra-inputs key:value` (value parsed as JSON when it is valid JSON, else a string), or
+/// a JSON object.
+fn parse_extra_inputs(items: &[String]) -> Result<Map<String, Value>, ConfigError> {
+    let mut out = Map::new();
+    for item in items {
+        if item.trim_start().starts_with('{') {
+            let obj: Map<String, Value> = serde_json::from_str(item).map_err(|e| {
+                bad(format!(
+                    "--extra-inputs: '{item}' is not a JSON object ({e}); give key:value or a JSON object"
+                ))
+            })?;
+            out.extend(obj);
+        } else {
+            let (k, v) = item.split_once(':').ok_or_else(|| {
+                bad(format!(
+                    "--extra-inputs: '{item}' is not key:value or a JSON object; e.g. ignore_eos:true"
+                ))
+            })?;
+            let k = k.trim();
+            if k.is_empty() {
+                return Err(bad(format!("--extra-inputs: '{item}' has an empty key; give key:value")));
+            }
+            let v = v.trim();
+            let value = serde_json::from_str::<Value>(v).unwrap_or_else(|_| Value::String(v.to_string()));
+            out.insert(k.to_string(), value);
+        }
+    }
+    Ok(out)
+}
+
+fn redact_header_arg(item: &str) -> String {
+    match item.split_once(':') {
+        Some((k, _)) if is_secret_header(k) => format!("{k}:***"),
+        _ => item.to_string(),
+    }
+}
+
+pub fn is_secret_header(name: &str) -> bool {
+    let n = name.trim().to_ascii_lowercase();
+    n == "authorization" || n == "proxy-authorization" || n == "x-api-key" || n == "api-key"
+}
+
+/// The command line as typed, shell-quoted, with secrets replaced by `***`.
+pub fn redacted_command_line(args: &[String]) -> String {
+    let mut out: Vec<String> = Vec::with_capacity(args.len());
+    let mut redact_next = false;
+    let mut header_next = false;
+    for (i, arg) in args.iter().enumerate() {
+        let shown = if i == 0 {
+            "aiperf".to_string()
+        } else if redact_next {
+            redact_next = false;
+            "***".to_string()
+        } else if header_next {
+            header_next = false;
+            redact_header_arg(arg)
+        } else if let Some(rest) = arg.strip_prefix("--api-key=") {
+            let _ = rest;
+            "--api-key=***".to_string()
+        } else if let Some(rest) = arg.strip_prefix("--header=") {
+            format!("--header={}", redact_header_arg(rest))
+        } else {
+            if arg == "--api-key" {
+                redact_next = true;
+            } else if arg == "-H" || arg == "--header" {
+                header_next = true;
+            }
+            arg.clone()
+        };
+        out.push(shell_quote(&shown));
+    }
+    out.join(" ")
+}
+
+fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(extra: &[&str]) -> Result<ProfileConfig, ConfigError> {
+        let mut argv = vec!["aiperf", "profile", "-m", "org/model"];
+        argv.extend_from_slice(extra);
+        let cli = crate::cli::Cli::try_parse_from(argv).expect("clap parse");
+        match cli.command {
+            crate::cli::Command::Profile(a) => ProfileConfig::from_args(&a, false),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults_follow_aiperf() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "http://localhost:8000/v1/chat/completions");
+        assert_eq!(c.concurrency, 1);
+        assert_eq!(c.request_count, 10);
+        assert_eq!(c.synthetic.isl_mean, 550.0);
+        assert_eq!(c.synthetic.image_batch_size, 0);
+        assert_eq!(c.tokenizer, "org/model");
+        assert_eq!(c.artifact_dir, PathBuf::from("artifacts/org_model-chat-concurrency1"));
+        assert_eq!(c.ui, UiType::None);
+        assert_eq!(c.request_timeout, Duration::from_secs(21600));
+    }
+
+    #[test]
+    fn request_count_defaults_to_twice_concurrency() {
+        assert_eq!(parse(&["--concurrency", "8"]).unwrap().request_count, 16);
+    }
+
+    #[test]
+    fn url_forms() {
+        let c = parse(&["--url", "https://h:1/v1/", "--endpoint-type", "completions"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "https://h:1/v1/completions");
+        let c = parse(&["-u", "127.0.0.1:9", "--endpoint", "custom/path"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "http://127.0.0.1:9/custom/path");
+        let e = parse(&["-u", "ftp://x"]).unwrap_err().to_string();
+        assert!(e.contains("--url") && e.contains("ftp"), "{e}");
+    }
+
+    #[test]
+    fn extra_inputs_and_headers() {
+        let c = parse(&[
+            "--extra-inputs",
+            "ignore_eos:true",
+            "--extra-inputs",
+            "min_tokens:5",
+            "--extra-inputs",
+            "note:hello world",
+            "--extra-inputs",
+            r#"{"temperature": 0.5}"#,
+            "-H",
+            "X-A: b",
+        ])
+        .unwrap();
+        assert_eq!(c.extra_inputs["ignore_eos"], Value::Bool(true));
+        assert_eq!(c.extra_inputs["min_tokens"], Value::from(5));
+        assert_eq!(c.extra_inputs["note"], Value::from("hello world"));
+        assert_eq!(c.extra_inputs["temperature"], Value::from(0.5));
+        assert_eq!(c.headers[0].0.as_str(), "x-a");
+        assert_eq!(c.headers[0].1, "b");
+        let e = parse(&["--extra-inputs", "novalue"]).unwrap_err().to_string();
+        assert!(e.starts_with("--extra-inputs: 'novalue'"), "{e}");
+    }
+
+    #[test]
+    fn contradictions_are_rejected_with_the_flag_named() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--concurrency", "0"], "--concurrency"),
+            (&["--request-count", "0"], "--request-count"),
+            (&["--output-tokens-stddev", "3"], "--output-tokens-stddev"),
+            (&["--image-width-mean", "100"], "--image-width-mean"),
+            (&["--isl", "0"], "--synthetic-input-tokens-mean"),
+            (&["--request-timeout-seconds", "0"], "--request-timeout-seconds"),
+            (&["--num-dataset-entries", "0"], "--num-dataset-entries"),
+        ];
+        for (args, flag) in cases {
+            let e = parse(args).unwrap_err().to_string();
+            assert!(e.starts_with(flag), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn images_on_only_with_both_sizes() {
+        let c = parse(&["--image-width-mean", "512", "--image-height-mean", "256"]).unwrap();
+        assert_eq!(c.synthetic.image_batch_size, 1);
+        assert_eq!(c.synthetic.image_width_mean, 512.0);
+    }
+
+    #[test]
+    fn secrets_are_redacted_from_the_command_line() {
+        let argv: Vec<String> = [
+            "target/aiperf",
+            "profile",
+            "--api-key",
+            "sk-123",
+            "-H",
+            "Authorization: Bearer x",
+            "--api-key=sk-9",
+            "--model",
+            "a b",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let line = redacted_command_line(&argv);
+        assert!(!line.contains("sk-"), "{line}");
+        assert!(!line.contains("Bearer"), "{line}");
+        assert_eq!(
+            line,
+            "aiperf profile --api-key '***' -H 'Authorization:***' --api-key='***' --model 'a b'"
+        );
+    }
+}

@@ -7,6 +7,7 @@ pub mod config;
 pub mod dataset;
 pub mod endpoint;
 pub mod export;
+pub mod ids;
 pub mod load;
 pub mod metrics;
 pub mod mock;

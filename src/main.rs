@@ -1,15 +1,38 @@
+//! The `aiperf` binary: parse the command line, run the subcommand, map the result to an
+//! exit code (0 ok, 1 run failed, 2 bad command line or input, 130 interrupted).
+
+use std::process::ExitCode;
+
+use aiperf::cli::{Cli, Command};
+use aiperf::profile::{Outcome, ProfileError};
 use clap::Parser;
 
-fn main() -> std::process::ExitCode {
-    let cli = aiperf::cli::Cli::parse();
-    let result = match cli.command {
-        aiperf::cli::Command::MockServer(args) => aiperf::mock::run(args),
-    };
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::from(1)
-        }
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Profile(args) => match aiperf::profile::run(&args, &argv) {
+            Ok(Outcome::Success) => ExitCode::SUCCESS,
+            Ok(Outcome::AllFailed) => {
+                eprintln!("error: every request failed; see the Error Summary above");
+                ExitCode::from(1)
+            }
+            Ok(Outcome::Interrupted) => ExitCode::from(130),
+            Err(ProfileError::Config(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            Err(ProfileError::Other(e)) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+        Command::MockServer(args) => match aiperf::mock::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
     }
 }

@@ -15,3 +15,18 @@ pub struct MockServerArgs {
 pub fn run(_args: MockServerArgs) -> anyhow::Result<()> {
     anyhow::bail!("mock server not implemented yet")
 }
+pub struct MockServer {
+    addr: std::net::SocketAddr,
+}
+impl MockServer {
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+    pub async fn shutdown(self) {}
+}
+pub async fn start(_args: MockServerArgs) -> anyhow::Result<MockServer> {
+    anyhow::bail!("mock server not implemented yet")
+}

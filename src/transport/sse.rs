@@ -1,0 +1,198 @@
+//! A small incremental Server-Sent Events framer for the hot path.
+//!
+//! Bytes go in as they arrive from the socket, complete events come out. Each event carries
+//! the arrival time of the frame that held its first byte, so a chunk's timestamp is when it
+//! started arriving, not when it was parsed. Handles `\n` and `\r\n` line ends, `:` comment
+//! (keep-alive) lines, `event:` names and multi-line `data:`.
+
+use bytes::BytesMut;
+
+/// One complete SSE event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent<'a> {
+    /// The `event:` name, if one was given (e.g. `error`).
+    pub event: Option<&'a str>,
+    /// The `data:` lines joined with `\n`.
+    pub data: &'a [u8],
+    /// Arrival time (caller's clock) of the first byte of this event.
+    pub arrival_ns: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct SseFramer {
+    /// Bytes of an incomplete line.
+    partial: BytesMut,
+    data: Vec<u8>,
+    event: String,
+    /// Arrival time of the first byte of the event being assembled.
+    event_start_ns: Option<u64>,
+    has_data: bool,
+}
+
+impl SseFramer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds one body frame that arrived at `arrival_ns`; calls `on_event` for each event it
+    /// completes.
+    pub fn feed(&mut self, chunk: &[u8], arrival_ns: u64, mut on_event: impl FnMut(SseEvent<'_>)) {
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            // Any byte starts (or continues) an event; stamp the first one.
+            if self.event_start_ns.is_none() {
+                self.event_start_ns = Some(arrival_ns);
+            }
+            match memchr::memchr(b'\n', rest) {
+                Some(nl) => {
+                    let (head, tail) = rest.split_at(nl);
+                    rest = &tail[1..];
+                    if self.partial.is_empty() {
+                        self.line(head, &mut on_event);
+                    } else {
+                        self.partial.extend_from_slice(head);
+                        let line = std::mem::take(&mut self.partial);
+                        self.line(&line, &mut on_event);
+                    }
+                }
+                None => {
+                    self.partial.extend_from_slice(rest);
+                    rest = &[];
+                }
+            }
+        }
+    }
+
+    /// Ends the stream: an event left without its closing blank line is still delivered
+    /// (servers that close the connection right after the last `data:` line).
+    pub fn finish(&mut self, mut on_event: impl FnMut(SseEvent<'_>)) {
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.line(&line, &mut on_event);
+        }
+        self.dispatch(&mut on_event);
+    }
+
+    fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            self.dispatch(on_event);
+            return;
+        }
+        if line[0] == b':' {
+            // Comment / keep-alive. If nothing else belongs to this event yet, it is not
+            // the start of a content event.
+            if !self.has_data && self.event.is_empty() {
+                self.event_start_ns = None;
+            }
+            return;
+        }
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+            b"event" => {
+                self.event.clear();
+                self.event.push_str(&String::from_utf8_lossy(value));
+            }
+            _ => {} // id:, retry: and unknown fields do not matter here
+        }
+    }
+
+    fn dispatch(&mut self, on_event: &mut impl FnMut(SseEvent<'_>)) {
+        let start = self.event_start_ns.take();
+        if self.has_data {
+            on_event(SseEvent {
+                event: (!self.event.is_empty()).then_some(self.event.as_str()),
+                data: &self.data,
+                arrival_ns: start.unwrap_or(0),
+            });
+        }
+        self.data.clear();
+        self.event.clear();
+        self.has_data = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(frames: &[(&[u8], u64)]) -> Vec<(Option<String>, String, u64)> {
+        let mut f = SseFramer::new();
+        let mut out = Vec::new();
+        for (bytes, t) in frames {
+            f.feed(bytes, *t, |e| {
+                out.push((
+                    e.event.map(str::to_string),
+                    String::from_utf8_lossy(e.data).into_owned(),
+                    e.arrival_ns,
+                ))
+            });
+        }
+        f.finish(|e| {
+            out.push((
+                e.event.map(str::to_string),
+                String::from_utf8_lossy(e.data).into_owned(),
+                e.arrival_ns,
+            ))
+        });
+        out
+    }
+
+    #[test]
+    fn events_split_across_frames_keep_first_byte_time() {
+        let out = collect(&[(b"data: {\"a\"", 10), (b":1}\n\nda", 20), (b"ta: x\n\n", 30)]);
+        assert_eq!(
+            out,
+            vec![(None, "{\"a\":1}".into(), 10), (None, "x".into(), 20)]
+        );
+    }
+
+    #[test]
+    fn crlf_comments_event_names_and_multiline_data() {
+        let out = collect(&[(
+            b": keep-alive\r\n\r\nevent: error\r\ndata: line1\r\ndata:line2\r\n\r\ndata: [DONE]\r\n\r\n",
+            5,
+        )]);
+        assert_eq!(
+            out,
+            vec![
+                (Some("error".into()), "line1\nline2".into(), 5),
+                (None, "[DONE]".into(), 5)
+            ]
+        );
+    }
+
+    #[test]
+    fn comment_before_event_does_not_stamp_it() {
+        let out = collect(&[(b": ping\n\n", 1), (b": ping\n", 2), (b"data: a\n\n", 3)]);
+        assert_eq!(out, vec![(None, "a".into(), 3)]);
+    }
+
+    #[test]
+    fn unterminated_last_event_is_delivered_at_finish() {
+        let out = collect(&[(b"data: a\n\ndata: b", 7)]);
+        assert_eq!(out, vec![(None, "a".into(), 7), (None, "b".into(), 7)]);
+    }
+
+    #[test]
+    fn byte_by_byte_equals_whole() {
+        let stream = b"data: {\"x\": 1}\n\nevent: e\ndata: 2\n\n: c\ndata: [DONE]\n\n";
+        let whole = collect(&[(stream, 0)]);
+        let frames: Vec<(&[u8], u64)> = stream.chunks(1).map(|c| (c, 0)).collect();
+        assert_eq!(collect(&frames), whole);
+        assert_eq!(whole.len(), 3);
+    }
+}
