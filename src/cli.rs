@@ -79,7 +79,12 @@ pub struct ProfileArgs {
     pub custom_endpoint: Option<String>,
 
     /// Server URL; `http://` is added when no scheme is given.
-    #[arg(short = 'u', long, default_value = "localhost:8000", help_heading = "Endpoint")]
+    #[arg(
+        short = 'u',
+        long,
+        default_value = "localhost:8000",
+        help_heading = "Endpoint"
+    )]
     pub url: String,
 
     /// Ask for streamed responses (needed for TTFT, ITL and inter-chunk latency).

@@ -58,7 +58,9 @@ impl ProfileConfig {
             .iter()
             .find(|m| !m.trim().is_empty())
             .cloned()
-            .ok_or_else(|| bad("--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct"))?;
+            .ok_or_else(|| {
+                bad("--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct")
+            })?;
 
         let request_uri = build_request_uri(&a.url, a.custom_endpoint.as_deref(), a.endpoint_type)?;
 
@@ -71,11 +73,15 @@ impl ProfileConfig {
 
         let concurrency = a.concurrency.unwrap_or(1);
         if concurrency == 0 {
-            return Err(bad("--concurrency: 0 is not allowed; give 1 or more requests in flight"));
+            return Err(bad(
+                "--concurrency: 0 is not allowed; give 1 or more requests in flight",
+            ));
         }
         let request_count = a.request_count.unwrap_or_else(|| (concurrency * 2).max(10));
         if request_count == 0 {
-            return Err(bad("--request-count: 0 is not allowed; give 1 or more requests"));
+            return Err(bad(
+                "--request-count: 0 is not allowed; give 1 or more requests",
+            ));
         }
 
         if a.isl_mean == 0 {
@@ -87,7 +93,9 @@ impl ProfileConfig {
         if let Some(osl) = a.osl_mean
             && osl == 0
         {
-            return Err(bad("--output-tokens-mean: 0 is not allowed; give 1 or more tokens"));
+            return Err(bad(
+                "--output-tokens-mean: 0 is not allowed; give 1 or more tokens",
+            ));
         }
         if a.osl_stddev.is_some() && a.osl_mean.is_none() {
             return Err(bad(
@@ -112,7 +120,10 @@ impl ProfileConfig {
         check_stddev("--image-width-stddev", width_stddev)?;
         check_stddev("--image-height-stddev", height_stddev)?;
         let images_on = a.image_width_mean > 0.0 || a.image_height_mean > 0.0;
-        if images_on && a.image_batch_size > 0 && (a.image_width_mean == 0.0 || a.image_height_mean == 0.0) {
+        if images_on
+            && a.image_batch_size > 0
+            && (a.image_width_mean == 0.0 || a.image_height_mean == 0.0)
+        {
             return Err(bad(format!(
                 "--image-width-mean {} / --image-height-mean {}: give both a width and a height > 0 for images, or neither",
                 a.image_width_mean, a.image_height_mean
@@ -125,7 +136,9 @@ impl ProfileConfig {
             )));
         }
         if a.num_dataset_entries == 0 {
-            return Err(bad("--num-dataset-entries: 0 is not allowed; give 1 or more entries"));
+            return Err(bad(
+                "--num-dataset-entries: 0 is not allowed; give 1 or more entries",
+            ));
         }
 
         let headers = parse_headers(&a.headers)?;
@@ -218,7 +231,9 @@ fn check_stddev(flag: &str, v: f64) -> Result<(), ConfigError> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(bad(format!("{flag}: {v} is not allowed; give a number >= 0")))
+        Err(bad(format!(
+            "{flag}: {v} is not allowed; give a number >= 0"
+        )))
     }
 }
 
@@ -231,7 +246,9 @@ fn build_request_uri(
 ) -> Result<Uri, ConfigError> {
     let url = url.trim();
     if url.is_empty() {
-        return Err(bad("--url: empty; give a server address such as localhost:8000"));
+        return Err(bad(
+            "--url: empty; give a server address such as localhost:8000",
+        ));
     }
     let with_scheme = if url.contains("://") {
         url.to_string()
@@ -250,9 +267,11 @@ fn build_request_uri(
     } else {
         format!("{base}{path}")
     };
-    let uri: Uri = full
-        .parse()
-        .map_err(|e| bad(format!("--url: '{url}' is not a valid URL ({e}); give e.g. http://localhost:8000")))?;
+    let uri: Uri = full.parse().map_err(|e| {
+        bad(format!(
+            "--url: '{url}' is not a valid URL ({e}); give e.g. http://localhost:8000"
+        ))
+    })?;
     match uri.scheme_str() {
         Some("http") | Some("https") => {}
         other => {
@@ -263,7 +282,9 @@ fn build_request_uri(
         }
     }
     if uri.host().is_none() {
-        return Err(bad(format!("--url: '{url}' has no host; give e.g. localhost:8000")));
+        return Err(bad(format!(
+            "--url: '{url}' has no host; give e.g. localhost:8000"
+        )));
     }
     Ok(uri)
 }
@@ -286,15 +307,21 @@ fn parse_headers(items: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, Con
                 .collect()
         } else {
             let (k, v) = item.split_once(':').ok_or_else(|| {
-                bad(format!("--header: '{}' has no ':'; give Name:Value", redact_header_arg(item)))
+                bad(format!(
+                    "--header: '{}' has no ':'; give Name:Value",
+                    redact_header_arg(item)
+                ))
             })?;
             vec![(k.trim().to_string(), v.trim().to_string())]
         };
         for (k, v) in pairs {
             let name = HeaderName::from_bytes(k.as_bytes())
                 .map_err(|_| bad(format!("--header: '{k}' is not a valid header name")))?;
-            let value = HeaderValue::from_str(&v)
-                .map_err(|_| bad(format!("--header: the value for '{k}' is not a valid header value")))?;
+            let value = HeaderValue::from_str(&v).map_err(|_| {
+                bad(format!(
+                    "--header: the value for '{k}' is not a valid header value"
+                ))
+            })?;
             out.push((name, value));
         }
     }
@@ -321,10 +348,13 @@ fn parse_extra_inputs(items: &[String]) -> Result<Map<String, Value>, ConfigErro
             })?;
             let k = k.trim();
             if k.is_empty() {
-                return Err(bad(format!("--extra-inputs: '{item}' has an empty key; give key:value")));
+                return Err(bad(format!(
+                    "--extra-inputs: '{item}' has an empty key; give key:value"
+                )));
             }
             let v = v.trim();
-            let value = serde_json::from_str::<Value>(v).unwrap_or_else(|_| Value::String(v.to_string()));
+            let value =
+                serde_json::from_str::<Value>(v).unwrap_or_else(|_| Value::String(v.to_string()));
             out.insert(k.to_string(), value);
         }
     }
@@ -377,8 +407,7 @@ pub fn redacted_command_line(args: &[String]) -> String {
 
 fn shell_quote(s: &str) -> String {
     let safe = !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
     if safe {
         s.to_string()
@@ -405,13 +434,19 @@ mod tests {
     #[test]
     fn defaults_follow_aiperf() {
         let c = parse(&[]).unwrap();
-        assert_eq!(c.request_uri.to_string(), "http://localhost:8000/v1/chat/completions");
+        assert_eq!(
+            c.request_uri.to_string(),
+            "http://localhost:8000/v1/chat/completions"
+        );
         assert_eq!(c.concurrency, 1);
         assert_eq!(c.request_count, 10);
         assert_eq!(c.synthetic.isl_mean, 550.0);
         assert_eq!(c.synthetic.image_batch_size, 0);
         assert_eq!(c.tokenizer, "org/model");
-        assert_eq!(c.artifact_dir, PathBuf::from("artifacts/org_model-chat-concurrency1"));
+        assert_eq!(
+            c.artifact_dir,
+            PathBuf::from("artifacts/org_model-chat-concurrency1")
+        );
         assert_eq!(c.ui, UiType::None);
         assert_eq!(c.request_timeout, Duration::from_secs(21600));
     }
@@ -452,7 +487,9 @@ mod tests {
         assert_eq!(c.extra_inputs["temperature"], Value::from(0.5));
         assert_eq!(c.headers[0].0.as_str(), "x-a");
         assert_eq!(c.headers[0].1, "b");
-        let e = parse(&["--extra-inputs", "novalue"]).unwrap_err().to_string();
+        let e = parse(&["--extra-inputs", "novalue"])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--extra-inputs: 'novalue'"), "{e}");
     }
 
@@ -464,7 +501,10 @@ mod tests {
             (&["--output-tokens-stddev", "3"], "--output-tokens-stddev"),
             (&["--image-width-mean", "100"], "--image-width-mean"),
             (&["--isl", "0"], "--synthetic-input-tokens-mean"),
-            (&["--request-timeout-seconds", "0"], "--request-timeout-seconds"),
+            (
+                &["--request-timeout-seconds", "0"],
+                "--request-timeout-seconds",
+            ),
             (&["--num-dataset-entries", "0"], "--num-dataset-entries"),
         ];
         for (args, flag) in cases {

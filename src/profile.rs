@@ -47,15 +47,22 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     let is_terminal = console_is_terminal();
     let mut cfg = ProfileConfig::from_args(args, is_terminal)?;
     let goodput = match &cfg.goodput {
-        Some(spec) => crate::metrics::parse_goodput(spec).map_err(|e| ConfigError(format!("--goodput: {e}")))?,
+        Some(spec) => crate::metrics::parse_goodput(spec)
+            .map_err(|e| ConfigError(format!("--goodput: {e}")))?,
         None => Vec::new(),
     };
 
     std::fs::create_dir_all(cfg.artifact_dir.join("logs")).with_context(|| {
-        format!("cannot create the artifact directory {}", cfg.artifact_dir.display())
+        format!(
+            "cannot create the artifact directory {}",
+            cfg.artifact_dir.display()
+        )
     })?;
-    ui::init_logging(cfg.verbose, Some(&cfg.artifact_dir.join("logs").join("aiperf.log")))
-        .context("cannot create the log file")?;
+    ui::init_logging(
+        cfg.verbose,
+        Some(&cfg.artifact_dir.join("logs").join("aiperf.log")),
+    )
+    .context("cannot create the log file")?;
     info!("Starting AIPerf (Rust) {}", env!("CARGO_PKG_VERSION"));
     if cfg.ui == UiType::Dashboard {
         warn!("The dashboard UI is not available yet; showing a progress bar instead");
@@ -199,12 +206,16 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     profile_bar.finish_and_clear();
     let was_cancelled = interrupted.load(Ordering::Relaxed);
     if was_cancelled {
-        warn!("The profile run was cancelled early. Results shown may be incomplete or inaccurate.");
+        warn!(
+            "The profile run was cancelled early. Results shown may be incomplete or inaccurate."
+        );
     } else {
         info!("Benchmark completed successfully ({sent} requests sent)");
     }
 
-    let summary = collector.finish().context("cannot finish profile_export.jsonl")?;
+    let summary = collector
+        .finish()
+        .context("cannot finish profile_export.jsonl")?;
     let info = RunInfo {
         benchmark_id: crate::ids::uuid4(&mut rand::rng()),
         start_wall_ns,

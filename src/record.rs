@@ -108,6 +108,9 @@ impl RequestRecord {
 
     /// All reasoning text joined.
     pub fn reasoning_text(&self) -> String {
-        self.responses.iter().map(|r| r.reasoning.as_str()).collect()
+        self.responses
+            .iter()
+            .map(|r| r.reasoning.as_str())
+            .collect()
     }
 }

@@ -85,9 +85,15 @@ struct SharedFile(Arc<Mutex<File>>);
 
 impl std::io::Write for SharedFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().map_err(|_| std::io::Error::other("log lock"))?.write(buf)
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("log lock"))?
+            .write(buf)
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.lock().map_err(|_| std::io::Error::other("log lock"))?.flush()
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("log lock"))?
+            .flush()
     }
 }

@@ -36,7 +36,11 @@ pub struct BodyOptions {
 }
 
 /// Serializes one body per entry, consuming the entries (the image data moves into the body).
-pub fn prepare(endpoint: EndpointType, entries: Vec<Entry>, opts: &BodyOptions) -> Vec<PreparedRequest> {
+pub fn prepare(
+    endpoint: EndpointType,
+    entries: Vec<Entry>,
+    opts: &BodyOptions,
+) -> Vec<PreparedRequest> {
     entries
         .into_iter()
         .map(|entry| {
@@ -62,7 +66,12 @@ pub fn prepare(endpoint: EndpointType, entries: Vec<Entry>, opts: &BodyOptions) 
 }
 
 /// `stream`, `stream_options` and the token limit, common to both shapes.
-fn common_fields(body: &mut Map<String, Value>, opts: &BodyOptions, max_tokens_key: &str, max: Option<u64>) {
+fn common_fields(
+    body: &mut Map<String, Value>,
+    opts: &BodyOptions,
+    max_tokens_key: &str,
+    max: Option<u64>,
+) {
     body.insert("model".into(), Value::String(opts.model.clone()));
     body.insert("stream".into(), Value::Bool(opts.streaming));
     if opts.streaming {
@@ -182,7 +191,8 @@ mod tests {
 
     #[test]
     fn role_only_and_usage_only_chunks_have_no_content() {
-        let role = parse_event(br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#).unwrap();
+        let role =
+            parse_event(br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#).unwrap();
         assert!(!role.has_content());
         let usage = parse_event(
             br#"{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13,"completion_tokens_details":{"reasoning_tokens":1}}}"#,
@@ -202,7 +212,8 @@ mod tests {
 
     #[test]
     fn reasoning_escapes_completions_and_errors() {
-        let r = parse_event(br#"{"choices":[{"delta":{"reasoning_content":"hm\n\"q\""}}]}"#).unwrap();
+        let r =
+            parse_event(br#"{"choices":[{"delta":{"reasoning_content":"hm\n\"q\""}}]}"#).unwrap();
         assert_eq!(r.reasoning.as_deref(), Some("hm\n\"q\""));
         assert!(r.has_content());
         let c = parse_event(br#"{"choices":[{"text":"abc","index":0}]}"#).unwrap();

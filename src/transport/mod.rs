@@ -58,8 +58,9 @@ impl HttpClient {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(key) = api_key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| anyhow::anyhow!("--api-key contains characters not allowed in a header"))?;
+            let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                anyhow::anyhow!("--api-key contains characters not allowed in a header")
+            })?;
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
@@ -118,7 +119,8 @@ impl HttpClient {
         }
 
         record.start_perf_ns = clock.now_ns();
-        let outcome = tokio::time::timeout(self.timeout, self.run(clock, request, &mut record)).await;
+        let outcome =
+            tokio::time::timeout(self.timeout, self.run(clock, request, &mut record)).await;
         record.end_perf_ns = clock.now_ns();
         if outcome.is_err() {
             record.error = Some(ErrorDetails {
@@ -314,14 +316,20 @@ fn http_error(status: http::StatusCode, body: &[u8]) -> ErrorDetails {
             let text = String::from_utf8_lossy(body);
             let text = text.trim();
             if text.is_empty() {
-                status.canonical_reason().unwrap_or("HTTP error").to_string()
+                status
+                    .canonical_reason()
+                    .unwrap_or("HTTP error")
+                    .to_string()
             } else {
                 text.chars().take(500).collect()
             }
         });
     ErrorDetails {
         code: Some(status.as_u16()),
-        kind: status.canonical_reason().unwrap_or("HTTP Error").to_string(),
+        kind: status
+            .canonical_reason()
+            .unwrap_or("HTTP Error")
+            .to_string(),
         message,
     }
 }

@@ -153,7 +153,11 @@ mod tests {
 
     #[test]
     fn events_split_across_frames_keep_first_byte_time() {
-        let out = collect(&[(b"data: {\"a\"", 10), (b":1}\n\nda", 20), (b"ta: x\n\n", 30)]);
+        let out = collect(&[
+            (b"data: {\"a\"", 10),
+            (b":1}\n\nda", 20),
+            (b"ta: x\n\n", 30),
+        ]);
         assert_eq!(
             out,
             vec![(None, "{\"a\":1}".into(), 10), (None, "x".into(), 20)]
