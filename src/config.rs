@@ -541,7 +541,7 @@ mod tests {
         assert!(!line.contains("Bearer"), "{line}");
         assert_eq!(
             line,
-            "aiperf profile --api-key '***' -H 'Authorization:***' --api-key='***' --model 'a b'"
+            "aiperf profile --api-key '***' -H 'Authorization:***' '--api-key=***' --model 'a b'"
         );
     }
 }
