@@ -1,1 +1,3 @@
-//! (stub)
+//! Exports: console report, summary JSON and CSV, per-record JSONL.
+
+pub mod jsonl;

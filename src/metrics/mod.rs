@@ -1,1 +1,28 @@
-//! (stub)
+//! Metrics: per-request values (AIPerf's record metrics), run-level aggregates and the
+//! statistics over them.
+//!
+//! The [`Collector`] receives finished records off the hot path, tokenizes their output,
+//! writes one JSONL line per record, and keeps only the numbers the statistics need.
+
+pub mod catalog;
+mod collector;
+mod goodput;
+pub mod record_metrics;
+pub mod stats;
+
+pub use catalog::{CATALOG, ConsoleGroup, MetricDef, MetricId, MetricKind};
+pub use collector::{Collector, ErrorCount, MetricResult, MetricValue, MetricsSummary};
+pub use goodput::{GoodputSlo, parse_goodput};
+pub use record_metrics::{RecordMetrics, RecordOptions};
+pub use stats::Stats;
+
+/// How the collector computes metrics for a run.
+#[derive(Debug, Clone, Default)]
+pub struct CollectorOptions {
+    /// The run streamed responses (TTFT, ITL and the other streaming metrics).
+    pub streaming: bool,
+    /// ISL/OSL from the server's `usage` instead of the client tokenizer.
+    pub use_server_token_count: bool,
+    /// Goodput objectives; empty = no goodput.
+    pub goodput: Vec<GoodputSlo>,
+}
