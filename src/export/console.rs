@@ -17,13 +17,7 @@ pub fn format_number(v: f64) -> String {
     }
     let fixed = format!("{:.2}", v.abs());
     let (int_part, frac) = fixed.split_once('.').unwrap_or((&fixed, "00"));
-    let mut grouped = String::new();
-    for (i, c) in int_part.chars().enumerate() {
-        if i > 0 && (int_part.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
+    let grouped = group_thousands(int_part);
     let sign = if v.is_sign_negative() { "-" } else { "" };
     format!("{sign}{grouped}.{frac}")
 }
@@ -110,17 +104,21 @@ fn error_table(summary: &MetricsSummary) -> Table {
     table
 }
 
-/// Python's `f"{n:,}"` for a count.
-fn format_count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
+/// Inserts a comma between groups of three digits.
+fn group_thousands(digits: &str) -> String {
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
     }
     out
+}
+
+/// Python's `f"{n:,}"` for a count.
+fn format_count(n: u64) -> String {
+    group_thousands(&n.to_string())
 }
 
 /// Renders the report for a console `width` columns wide.
