@@ -445,6 +445,13 @@ mod tests {
     }
 
     #[test]
+    fn collector_can_move_to_another_thread() {
+        fn is_send<T: Send>() {}
+        is_send::<Collector>();
+        is_send::<MetricsSummary>();
+    }
+
+    #[test]
     fn all_failed_run_still_summarizes() {
         let mut c = collector("", None);
         c.add(&failed(Some(408), "RequestTimeoutError", "timed out"))
