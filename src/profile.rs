@@ -260,7 +260,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
 }
 
 fn summary_has_success(summary: &crate::metrics::MetricsSummary) -> bool {
-    summary.request_count() > 0
+    summary.request_count > 0
 }
 
 /// First Ctrl-C: stop sending and let in-flight requests finish. Second: exit at once.

@@ -1,36 +1,266 @@
-//! (stub; replaced by the export module)
-use crate::metrics::MetricsSummary;
+//! Exports: console report, summary JSON and CSV, per-record JSONL.
+
+pub mod console;
+pub mod csv;
+pub mod json;
+pub mod jsonl;
+pub mod table;
+
 use std::path::{Path, PathBuf};
+
+use crate::metrics::MetricsSummary;
+
+pub const JSON_FILE: &str = "profile_export_aiperf.json";
+pub const CSV_FILE: &str = "profile_export_aiperf.csv";
+pub const CONSOLE_FILE: &str = "profile_export_console.txt";
+pub const JSONL_FILE: &str = "profile_export.jsonl";
+
+/// Facts about the run that the exports need besides the metrics.
+#[derive(Debug, Clone)]
 pub struct RunInfo {
+    /// Unique id of this run (uuid-like).
     pub benchmark_id: String,
     pub start_wall_ns: u64,
     pub end_wall_ns: u64,
     pub was_cancelled: bool,
+    /// Command line, secrets already redacted.
     pub cli_command: String,
+    /// Resolved configuration, secrets already redacted.
     pub input_config: serde_json::Value,
     pub random_seed: Option<u64>,
+    /// Name of the tokenizer used to count tokens.
     pub tokenizer: String,
     pub streaming: bool,
 }
+
+/// Where [`write_summary`] put its files.
+#[derive(Debug, Clone)]
 pub struct ExportPaths {
     pub json: PathBuf,
     pub csv: PathBuf,
     pub console_txt: PathBuf,
 }
-pub fn render_console(summary: &MetricsSummary, _info: &RunInfo) -> String {
-    format!("records: {}\n", summary.n)
+
+/// Renders the console report (metrics table, then the error summary table when there
+/// were errors) as plain text.
+pub fn render_console(summary: &MetricsSummary, info: &RunInfo) -> String {
+    console::render(summary, info, console::CONSOLE_WIDTH)
 }
+
+/// Writes `text` next to `path` first and renames it into place, so a crash or a full
+/// disk never leaves a truncated summary under the final name.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let result = std::fs::write(&partial, text).and_then(|()| std::fs::rename(&partial, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    result
+}
+
+/// Writes profile_export_aiperf.json, profile_export_aiperf.csv and
+/// profile_export_console.txt (given the rendered console text) into `dir`.
 pub fn write_summary(
     dir: &Path,
-    _summary: &MetricsSummary,
-    _info: &RunInfo,
+    summary: &MetricsSummary,
+    info: &RunInfo,
     console_text: &str,
 ) -> std::io::Result<ExportPaths> {
-    let p = ExportPaths {
-        json: dir.join("profile_export_aiperf.json"),
-        csv: dir.join("profile_export_aiperf.csv"),
-        console_txt: dir.join("profile_export_console.txt"),
+    std::fs::create_dir_all(dir)?;
+    let paths = ExportPaths {
+        json: dir.join(JSON_FILE),
+        csv: dir.join(CSV_FILE),
+        console_txt: dir.join(CONSOLE_FILE),
     };
-    std::fs::write(&p.console_txt, console_text)?;
-    Ok(p)
+    write_atomically(&paths.json, &json::render(summary, info))?;
+    write_atomically(&paths.csv, &csv::render(summary))?;
+    write_atomically(&paths.console_txt, console_text)?;
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::metrics::record_metrics::tests::streamed_record;
+    use crate::metrics::{Collector, CollectorOptions, parse_goodput};
+    use crate::record::ErrorDetails;
+    use crate::tokenizer::Tokenizer;
+    use std::sync::Arc;
+
+    fn run_info() -> RunInfo {
+        RunInfo {
+            benchmark_id: "0b7e5a4c-1f2d-4e3a-9c8b-7a6f5e4d3c2b".into(),
+            start_wall_ns: 1_709_210_096_789_012_000,
+            end_wall_ns: 1_709_210_106_789_012_000,
+            was_cancelled: false,
+            cli_command: "aiperf profile --model m --streaming".into(),
+            input_config: serde_json::json!({"endpoint": {"streaming": true}}),
+            random_seed: Some(42),
+            tokenizer: "builtin".into(),
+            streaming: true,
+        }
+    }
+
+    /// Two good requests (one with two images), one failure.
+    fn summary() -> MetricsSummary {
+        let opts = CollectorOptions {
+            streaming: true,
+            use_server_token_count: false,
+            goodput: parse_goodput("request_latency:50").unwrap(),
+        };
+        let tokenizer = Arc::new(Tokenizer::builtin().unwrap());
+        let mut c = Collector::new(opts, tokenizer, Clock::new(), None).unwrap();
+        c.add(&streamed_record(&[21, 26, 31, 41])).unwrap();
+        let mut b = streamed_record(&[31, 61]);
+        b.input.num_images = 2;
+        b.start_wall_ns += 1_000_000_000;
+        c.add(&b).unwrap();
+        let mut f = streamed_record(&[]);
+        f.error = Some(ErrorDetails {
+            code: Some(500),
+            kind: "Internal Server Error".into(),
+            message: "boom, \"quoted\"".into(),
+        });
+        c.add(&f).unwrap();
+        c.finish().unwrap()
+    }
+
+    #[test]
+    fn summary_json_follows_aiperf_schema() {
+        let text = json::render(&summary(), &run_info());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema_version"], "1.5");
+        assert_eq!(v["benchmark_id"], "0b7e5a4c-1f2d-4e3a-9c8b-7a6f5e4d3c2b");
+        assert_eq!(v["start_time"], "2024-02-29T12:34:56.789012+00:00");
+        assert_eq!(v["end_time"], "2024-02-29T12:35:06.789012+00:00");
+        assert_eq!(v["was_cancelled"], false);
+        assert_eq!(v["tokenizer"], "builtin");
+        assert_eq!(v["input_config"]["endpoint"]["streaming"], true);
+        assert_eq!(v["run_info"]["random_seed"], 42);
+        assert_eq!(
+            v["run_info"]["cli_command"],
+            "aiperf profile --model m --streaming"
+        );
+
+        let latency = &v["request_latency"];
+        assert_eq!(latency["unit"], "ms");
+        assert_eq!(latency["avg"], 50.0);
+        assert_eq!(latency["min"], 40.0);
+        assert_eq!(latency["max"], 60.0);
+        assert_eq!(latency["p50"], 50.0);
+        assert_eq!(latency["count"], 2);
+        assert_eq!(latency["sum"], 100.0);
+        assert_eq!(latency.as_object().unwrap().len(), 16);
+        assert_eq!(
+            v["request_count"],
+            serde_json::json!({"unit": "requests", "avg": 2.0})
+        );
+        assert_eq!(v["error_request_count"]["avg"], 1.0);
+        assert_eq!(v["good_request_count"]["avg"], 1.0);
+        assert_eq!(v["benchmark_duration"]["unit"], "sec");
+        assert_eq!(v["benchmark_duration"]["avg"], 1.06);
+        assert_eq!(v["image_latency"]["unit"], "ms/image");
+        assert_eq!(v["image_latency"]["avg"], 30.0);
+        assert_eq!(
+            v["error_summary"],
+            serde_json::json!([{"error_details": {"code": 500, "type": "Internal Server Error",
+                "message": "boom, \"quoted\""}, "count": 1}])
+        );
+
+        // Keys in AIPerf's order: declared metrics first, metadata, then other metrics.
+        let pos = |key: &str| text.find(&format!("\n  \"{key}\":")).unwrap();
+        assert!(pos("schema_version") < pos("aiperf_version"));
+        assert!(pos("benchmark_id") < pos("request_throughput"));
+        assert!(pos("request_throughput") < pos("request_latency"));
+        assert!(pos("request_latency") < pos("time_to_first_token"));
+        assert!(pos("total_error_isl") < pos("input_config"));
+        assert!(pos("end_time") < pos("image_latency"));
+        // Statistics keys in JsonMetricResult order.
+        let block = &text[pos("request_latency")..pos("request_count")];
+        let order = [
+            "unit", "avg", "p1", "p99", "min", "max", "std", "count", "sum",
+        ];
+        let found: Vec<usize> = order
+            .iter()
+            .map(|k| block.find(&format!("\"{k}\"")).unwrap())
+            .collect();
+        assert!(found.windows(2).all(|w| w[0] < w[1]), "{block}");
+    }
+
+    #[test]
+    fn summary_csv_has_aiperf_sections() {
+        let text = csv::render(&summary());
+        let lines: Vec<&str> = text.split("\r\n").collect();
+        assert_eq!(
+            lines[0],
+            "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std"
+        );
+        // Sorted by tag: error_isl, image_latency, ..., request_latency, ...
+        assert!(lines[1].starts_with("Error Input Sequence Length (tokens),550.00,"));
+        let latency = lines
+            .iter()
+            .find(|l| l.starts_with("Request Latency (ms),"))
+            .unwrap();
+        assert_eq!(
+            *latency,
+            "Request Latency (ms),50.00,40.00,60.00,40.20,41.00,42.00,45.00,50.00,55.00,58.00,59.00,59.80,10.00"
+        );
+        let blank = lines.iter().position(|l| l.is_empty()).unwrap();
+        assert_eq!(lines[blank + 1], "Metric,Value");
+        // Run-level values sorted by tag (benchmark_duration, error_request_count, ...).
+        assert_eq!(
+            lines[blank + 2..],
+            [
+                "Benchmark Duration (sec),1.06",
+                "Error Request Count,1.00",
+                "Good Request Count,1.00",
+                "Goodput (requests/sec),0.94",
+                "Output Token Throughput (tokens/sec),5.66",
+                "Request Count,2.00",
+                "Request Throughput (requests/sec),1.89",
+                "Total Error Input Sequence Length (tokens),550.00",
+                "Total Input Sequence Length (tokens),1100.00",
+                "Total Number of Images (images),2.00",
+                "Total Output Sequence Length (tokens),6.00",
+                "Total Output Tokens (tokens),6.00",
+                "",
+            ]
+        );
+        assert!(text.ends_with("\r\n"));
+        assert!(!text.contains("\r\n\r\n\r\n"));
+    }
+
+    #[test]
+    fn write_summary_writes_three_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let s = summary();
+        let info = run_info();
+        let console = render_console(&s, &info);
+        let paths = write_summary(&out, &s, &info, &console).unwrap();
+        assert_eq!(paths.json, out.join("profile_export_aiperf.json"));
+        assert_eq!(
+            std::fs::read_to_string(&paths.console_txt).unwrap(),
+            console
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&paths.json).unwrap()).unwrap();
+        assert_eq!(json["request_count"]["avg"], 2.0);
+        assert!(
+            std::fs::read_to_string(&paths.csv)
+                .unwrap()
+                .starts_with("Metric,avg")
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+            .collect();
+        assert!(leftovers.is_empty());
+        assert!(console.contains("Image Latency (ms/image)"));
+        assert!(console.contains("NVIDIA AIPerf | Error Summary"));
+    }
 }

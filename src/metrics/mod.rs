@@ -1,47 +1,28 @@
-//! (stub; replaced by the metrics module)
-use crate::record::RequestRecord;
+//! Metrics: per-request values (AIPerf's record metrics), run-level aggregates and the
+//! statistics over them.
+//!
+//! The [`Collector`] receives finished records off the hot path, tokenizes their output,
+//! writes one JSONL line per record, and keeps only the numbers the statistics need.
+
+pub mod catalog;
+mod collector;
+mod goodput;
+pub mod record_metrics;
+pub mod stats;
+
+pub use catalog::{CATALOG, ConsoleGroup, MetricDef, MetricId, MetricKind};
+pub use collector::{Collector, ErrorCount, MetricResult, MetricValue, MetricsSummary};
+pub use goodput::{GoodputSlo, parse_goodput};
+pub use record_metrics::{RecordMetrics, RecordOptions};
+pub use stats::Stats;
+
+/// How the collector computes metrics for a run.
+#[derive(Debug, Clone, Default)]
 pub struct CollectorOptions {
+    /// The run streamed responses (TTFT, ITL and the other streaming metrics).
     pub streaming: bool,
+    /// ISL/OSL from the server's `usage` instead of the client tokenizer.
     pub use_server_token_count: bool,
+    /// Goodput objectives; empty = no goodput.
     pub goodput: Vec<GoodputSlo>,
-}
-pub struct GoodputSlo {
-    pub tag: String,
-    pub threshold: f64,
-}
-pub fn parse_goodput(_spec: &str) -> Result<Vec<GoodputSlo>, String> {
-    Ok(vec![])
-}
-pub struct Collector {
-    n: u64,
-}
-pub struct MetricsSummary {
-    pub n: u64,
-}
-impl Collector {
-    pub fn new(
-        _opts: CollectorOptions,
-        _tokenizer: std::sync::Arc<crate::tokenizer::Tokenizer>,
-        _clock: crate::clock::Clock,
-        _jsonl_path: Option<&std::path::Path>,
-    ) -> std::io::Result<Self> {
-        Ok(Collector { n: 0 })
-    }
-    pub fn add(&mut self, record: &RequestRecord) -> std::io::Result<()> {
-        if record.phase == crate::record::Phase::Profiling {
-            self.n += 1;
-        }
-        Ok(())
-    }
-    pub fn completed(&self) -> u64 {
-        self.n
-    }
-    pub fn finish(self) -> std::io::Result<MetricsSummary> {
-        Ok(MetricsSummary { n: self.n })
-    }
-}
-impl MetricsSummary {
-    pub fn request_count(&self) -> u64 {
-        self.n
-    }
 }

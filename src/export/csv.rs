@@ -1,0 +1,83 @@
+//! `profile_export_aiperf.csv`: AIPerf's layout. First the record metrics with their
+//! statistics, then a blank line and the run-level values; each section sorted by tag.
+//! Lines end with `\r\n` as Python's csv module writes them.
+
+use super::console::python_non_finite;
+use crate::metrics::{MetricResult, MetricValue, MetricsSummary};
+
+const STAT_HEADER: &str = "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std";
+
+/// `Header (unit)`; AIPerf leaves the unit out for plain counts.
+fn metric_name(result: &MetricResult) -> String {
+    let def = result.def;
+    if matches!(def.unit.to_ascii_lowercase().as_str(), "count" | "requests") {
+        def.header.to_string()
+    } else {
+        format!("{} ({})", def.header, def.unit)
+    }
+}
+
+/// Python's `f"{v:.2f}"`.
+fn number(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.2}")
+    } else {
+        python_non_finite(v).to_string()
+    }
+}
+
+/// Quotes a field the way Python's csv module does (only when needed).
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn render(summary: &MetricsSummary) -> String {
+    let mut records: Vec<&MetricResult> = Vec::new();
+    let mut scalars: Vec<&MetricResult> = Vec::new();
+    for r in &summary.results {
+        match r.value {
+            MetricValue::Distribution(_) => records.push(r),
+            MetricValue::Scalar(_) => scalars.push(r),
+        }
+    }
+    records.sort_by_key(|r| r.def.tag);
+    scalars.sort_by_key(|r| r.def.tag);
+
+    let mut out = String::new();
+    if !records.is_empty() {
+        out.push_str(STAT_HEADER);
+        out.push_str("\r\n");
+        for r in &records {
+            let MetricValue::Distribution(s) = r.display() else {
+                continue;
+            };
+            let p = s.percentiles;
+            let values = [
+                s.avg, s.min, s.max, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], s.std,
+            ];
+            out.push_str(&field(&metric_name(r)));
+            for v in values {
+                out.push(',');
+                out.push_str(&number(v));
+            }
+            out.push_str("\r\n");
+        }
+        if !scalars.is_empty() {
+            out.push_str("\r\n");
+        }
+    }
+    if !scalars.is_empty() {
+        out.push_str("Metric,Value\r\n");
+        for r in &scalars {
+            out.push_str(&field(&metric_name(r)));
+            out.push(',');
+            out.push_str(&number(r.display_avg()));
+            out.push_str("\r\n");
+        }
+    }
+    out
+}

@@ -1,0 +1,262 @@
+//! `profile_export.jsonl`: one line per request in AIPerf's `MetricRecordInfo` layout.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::clock::Clock;
+use crate::metrics::{MetricId, RecordMetrics};
+use crate::record::RequestRecord;
+
+/// AIPerf names the process that sent a request and the one that processed it. Here one
+/// process does both, so every record carries the same two names.
+pub const WORKER_ID: &str = "worker_0";
+pub const RECORD_PROCESSOR_ID: &str = "record_processor_0";
+
+/// Appends record lines to a file. Each line goes to the buffer with a single write of the
+/// complete line, so a reader never sees half a line from us.
+pub struct JsonlWriter {
+    out: BufWriter<File>,
+    line: Vec<u8>,
+}
+
+impl JsonlWriter {
+    pub fn create(path: &Path) -> std::io::Result<JsonlWriter> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        Ok(JsonlWriter {
+            out: BufWriter::with_capacity(256 * 1024, File::create(path)?),
+            line: Vec::with_capacity(1024),
+        })
+    }
+
+    pub fn write_record(
+        &mut self,
+        record: &RequestRecord,
+        metrics: &RecordMetrics,
+        clock: &Clock,
+    ) -> std::io::Result<()> {
+        self.line.clear();
+        format_record_line(record, metrics, clock, &mut self.line);
+        self.out.write_all(&self.line)
+    }
+
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.out.flush()?;
+        self.out.get_ref().sync_data()
+    }
+}
+
+fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Serializing strings and numbers into a Vec cannot fail.
+    serde_json::to_writer(&mut *out, value).expect("JSON into memory");
+}
+
+fn push_key(out: &mut Vec<u8>, key: &str) {
+    out.push(b'"');
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+/// A metric value in display units: whole-number metrics as integers, others as floats.
+fn push_value(out: &mut Vec<u8>, value: f64, integer: bool) {
+    if integer && value.fract() == 0.0 && value.abs() < 9.0e15 {
+        push_json(out, &(value as i64));
+    } else {
+        push_json(out, &value);
+    }
+}
+
+/// Formats one record as a JSON line (with the trailing newline) into `out`.
+pub fn format_record_line(
+    record: &RequestRecord,
+    metrics: &RecordMetrics,
+    clock: &Clock,
+    out: &mut Vec<u8>,
+) {
+    let input = &record.input;
+    out.extend_from_slice(b"{\"metadata\":{");
+    push_key(out, "session_num");
+    push_json(out, &input.session_num);
+    out.push(b',');
+    push_key(out, "x_request_id");
+    push_json(out, &record.x_request_id);
+    out.push(b',');
+    // The session id travels as X-Correlation-ID, so it is also the correlation id.
+    push_key(out, "x_correlation_id");
+    push_json(out, &input.conversation_id);
+    out.push(b',');
+    push_key(out, "conversation_id");
+    push_json(out, &input.conversation_id);
+    out.push(b',');
+    push_key(out, "turn_index");
+    push_json(out, &input.turn_index);
+    out.push(b',');
+    push_key(out, "request_start_ns");
+    push_json(out, &record.start_wall_ns);
+    out.push(b',');
+    push_key(out, "request_ack_ns");
+    push_json(out, &record.ack_perf_ns.map(|t| clock.wall_ns(t)));
+    out.push(b',');
+    push_key(out, "request_end_ns");
+    push_json(out, &record.end_wall_ns);
+    out.push(b',');
+    push_key(out, "worker_id");
+    push_json(out, WORKER_ID);
+    out.push(b',');
+    push_key(out, "record_processor_id");
+    push_json(out, RECORD_PROCESSOR_ID);
+    out.push(b',');
+    push_key(out, "benchmark_phase");
+    push_json(out, record.phase.as_str());
+    out.push(b',');
+    push_key(out, "was_cancelled");
+    push_json(out, &record.was_cancelled);
+    out.push(b',');
+    push_key(out, "cancellation_time_ns");
+    push_json(out, &record.cancellation_perf_ns.map(|t| clock.wall_ns(t)));
+    out.extend_from_slice(b"},\"metrics\":{");
+
+    let mut first = true;
+    let mut separator = |out: &mut Vec<u8>| {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+    };
+    for (id, value) in metrics.scalars() {
+        let def = id.def();
+        separator(out);
+        push_key(out, def.tag);
+        out.extend_from_slice(b"{\"value\":");
+        push_value(out, value / def.scale, def.integer);
+        out.extend_from_slice(b",\"unit\":");
+        push_json(out, def.unit);
+        out.push(b'}');
+    }
+    if let Some(gaps) = &metrics.inter_chunk_latency {
+        let def = MetricId::InterChunkLatency.def();
+        separator(out);
+        push_key(out, def.tag);
+        out.extend_from_slice(b"{\"value\":[");
+        for (i, gap) in gaps.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            push_value(out, gap / def.scale, false);
+        }
+        out.extend_from_slice(b"],\"unit\":");
+        push_json(out, def.unit);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"},\"error\":");
+    match &record.error {
+        None => out.extend_from_slice(b"null"),
+        Some(e) => {
+            out.push(b'{');
+            push_key(out, "code");
+            push_json(out, &e.code);
+            out.push(b',');
+            push_key(out, "type");
+            push_json(out, &e.kind);
+            out.push(b',');
+            push_key(out, "message");
+            push_json(out, &e.message);
+            out.push(b'}');
+        }
+    }
+    out.extend_from_slice(b"}\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::RecordOptions;
+    use crate::metrics::record_metrics::tests::streamed_record;
+    use crate::record::ErrorDetails;
+    use crate::tokenizer::Tokenizer;
+    use serde_json::{Value, json};
+
+    fn line_for(record: &RequestRecord) -> (Value, String) {
+        let tokenizer = Tokenizer::builtin().unwrap();
+        let opts = RecordOptions {
+            streaming: true,
+            use_server_token_count: false,
+        };
+        let m = RecordMetrics::compute(record, &tokenizer, opts);
+        let mut out = Vec::new();
+        format_record_line(record, &m, &Clock::new(), &mut out);
+        let text = String::from_utf8(out).unwrap();
+        (serde_json::from_str(&text).unwrap(), text)
+    }
+
+    #[test]
+    fn valid_record_line_shape() {
+        let (v, text) = line_for(&streamed_record(&[21, 26, 31, 41]));
+        assert!(text.ends_with("}\n") && text.matches('\n').count() == 1);
+        let md = &v["metadata"];
+        assert_eq!(md["session_num"], 3);
+        assert_eq!(md["x_request_id"], "req-3");
+        assert_eq!(md["x_correlation_id"], "conv-3");
+        assert_eq!(md["conversation_id"], "conv-3");
+        assert_eq!(md["turn_index"], 0);
+        assert_eq!(md["request_start_ns"], 1_700_000_000_001_000_000u64);
+        assert_eq!(md["request_end_ns"], 1_700_000_000_041_000_000u64);
+        assert!(md["request_ack_ns"].as_u64().unwrap() > 1_600_000_000_000_000_000);
+        assert_eq!(md["worker_id"], WORKER_ID);
+        assert_eq!(md["record_processor_id"], RECORD_PROCESSOR_ID);
+        assert_eq!(md["benchmark_phase"], "profiling");
+        assert_eq!(md["was_cancelled"], false);
+        assert_eq!(md["cancellation_time_ns"], Value::Null);
+        assert_eq!(md.as_object().unwrap().len(), 13);
+
+        let m = &v["metrics"];
+        assert_eq!(
+            m["time_to_first_token"],
+            json!({"value": 20.0, "unit": "ms"})
+        );
+        assert_eq!(m["request_latency"], json!({"value": 40.0, "unit": "ms"}));
+        assert_eq!(
+            m["input_sequence_length"],
+            json!({"value": 550, "unit": "tokens"})
+        );
+        assert_eq!(
+            m["output_sequence_length"],
+            json!({"value": 4, "unit": "tokens"})
+        );
+        assert_eq!(
+            m["inter_chunk_latency"],
+            json!({"value": [5.0, 5.0, 10.0], "unit": "ms"})
+        );
+        assert_eq!(
+            m["output_token_throughput_per_user"]["unit"],
+            "tokens/sec/user"
+        );
+        assert_eq!(v["error"], Value::Null);
+    }
+
+    #[test]
+    fn failed_record_line_carries_error_and_error_isl() {
+        let mut r = streamed_record(&[]);
+        r.error = Some(ErrorDetails {
+            code: Some(499),
+            kind: "RequestCancellationError".into(),
+            message: "Request was cancelled after 0.000 seconds".into(),
+        });
+        r.was_cancelled = true;
+        r.cancellation_perf_ns = Some(5);
+        let (v, _) = line_for(&r);
+        assert_eq!(
+            v["metrics"],
+            json!({"error_isl": {"value": 550, "unit": "tokens"}})
+        );
+        assert_eq!(
+            v["error"],
+            json!({"code": 499, "type": "RequestCancellationError",
+                   "message": "Request was cancelled after 0.000 seconds"})
+        );
+        assert_eq!(v["metadata"]["was_cancelled"], true);
+        assert!(v["metadata"]["cancellation_time_ns"].is_u64());
+    }
+}

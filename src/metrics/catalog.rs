@@ -1,0 +1,499 @@
+//! The metric catalogue: AIPerf's tags, headers, units, display order and flags.
+//!
+//! Values are kept in base units (ns, tokens, counts); `scale` converts them to the display
+//! unit (`display = base / scale`).
+
+/// How a metric is computed (decides which statistics it carries in the exports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// One value (or a list) per request: full distribution statistics.
+    Record,
+    /// A counter over the run: a single value.
+    Aggregate,
+    /// A formula over other results: a single value.
+    Derived,
+}
+
+/// Which console table shows the metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsoleGroup {
+    /// "NVIDIA AIPerf | LLM Metrics".
+    Default,
+    /// "NVIDIA AIPerf | LLM Metrics: Usage".
+    Usage,
+    /// Exported to files only.
+    Hidden,
+}
+
+#[derive(Debug)]
+pub struct MetricDef {
+    pub id: MetricId,
+    pub tag: &'static str,
+    pub header: &'static str,
+    /// Display unit as AIPerf writes it ("ms", "tokens", "requests/sec", ...).
+    pub unit: &'static str,
+    /// Base units per display unit (1e6 for ns shown as ms).
+    pub scale: f64,
+    pub kind: MetricKind,
+    /// Console row order (AIPerf's `display_order`).
+    pub display_order: u32,
+    pub console: ConsoleGroup,
+    pub larger_is_better: bool,
+    pub streaming_only: bool,
+    /// Computed from failed requests only.
+    pub error_only: bool,
+    /// Whole numbers (token and image counts): written as integers in the JSONL.
+    pub integer: bool,
+}
+
+/// Every metric this tool produces. The discriminant indexes [`CATALOG`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(usize)]
+pub enum MetricId {
+    TimeToFirstToken,
+    TimeToSecondToken,
+    RequestLatency,
+    InterTokenLatency,
+    InterChunkLatency,
+    OutputTokenThroughputPerUser,
+    OutputTokenCount,
+    ReasoningTokenCount,
+    OutputSequenceLength,
+    InputSequenceLength,
+    ImageTokenCount,
+    NumImages,
+    ImageThroughput,
+    ImageLatency,
+    UsagePromptTokens,
+    UsageCompletionTokens,
+    UsageReasoningTokens,
+    UsageTotalTokens,
+    ErrorIsl,
+    // Run level.
+    OutputTokenThroughput,
+    RequestThroughput,
+    Goodput,
+    RequestCount,
+    ErrorRequestCount,
+    GoodRequestCount,
+    BenchmarkDuration,
+    TotalOsl,
+    TotalIsl,
+    TotalOutputTokens,
+    TotalReasoningTokens,
+    TotalErrorIsl,
+    TotalNumImages,
+}
+
+const NS_PER_MS: f64 = 1e6;
+const NS_PER_S: f64 = 1e9;
+/// Order value for metrics that never appear on the console.
+const NO_ORDER: u32 = u32::MAX;
+
+const fn def(
+    id: MetricId,
+    tag: &'static str,
+    header: &'static str,
+    unit: &'static str,
+) -> MetricDef {
+    MetricDef {
+        id,
+        tag,
+        header,
+        unit,
+        scale: 1.0,
+        kind: MetricKind::Record,
+        display_order: NO_ORDER,
+        console: ConsoleGroup::Hidden,
+        larger_is_better: false,
+        streaming_only: false,
+        error_only: false,
+        integer: false,
+    }
+}
+
+const fn shown(mut d: MetricDef, order: u32) -> MetricDef {
+    d.display_order = order;
+    d.console = ConsoleGroup::Default;
+    d
+}
+
+const fn usage(mut d: MetricDef, order: u32) -> MetricDef {
+    d.display_order = order;
+    d.console = ConsoleGroup::Usage;
+    d.integer = true;
+    d.larger_is_better = true;
+    d
+}
+
+const fn ms(mut d: MetricDef) -> MetricDef {
+    d.scale = NS_PER_MS;
+    d
+}
+
+const fn streaming(mut d: MetricDef) -> MetricDef {
+    d.streaming_only = true;
+    d
+}
+
+const fn larger(mut d: MetricDef) -> MetricDef {
+    d.larger_is_better = true;
+    d
+}
+
+const fn tokens(mut d: MetricDef) -> MetricDef {
+    d.integer = true;
+    d.larger_is_better = true;
+    d
+}
+
+const fn kind(mut d: MetricDef, kind: MetricKind) -> MetricDef {
+    d.kind = kind;
+    d
+}
+
+const fn errors(mut d: MetricDef) -> MetricDef {
+    d.error_only = true;
+    d
+}
+
+use MetricId as M;
+use MetricKind::{Aggregate, Derived};
+
+/// Indexed by `MetricId as usize`; the order is also the order of a record's JSONL metrics.
+pub static CATALOG: [MetricDef; 32] = [
+    shown(
+        streaming(ms(def(
+            M::TimeToFirstToken,
+            "time_to_first_token",
+            "Time to First Token",
+            "ms",
+        ))),
+        100,
+    ),
+    shown(
+        streaming(ms(def(
+            M::TimeToSecondToken,
+            "time_to_second_token",
+            "Time to Second Token",
+            "ms",
+        ))),
+        200,
+    ),
+    shown(
+        ms(def(
+            M::RequestLatency,
+            "request_latency",
+            "Request Latency",
+            "ms",
+        )),
+        300,
+    ),
+    shown(
+        streaming(ms(def(
+            M::InterTokenLatency,
+            "inter_token_latency",
+            "Inter Token Latency",
+            "ms",
+        ))),
+        400,
+    ),
+    streaming(ms(def(
+        M::InterChunkLatency,
+        "inter_chunk_latency",
+        "Inter Chunk Latency",
+        "ms",
+    ))),
+    shown(
+        streaming(larger(def(
+            M::OutputTokenThroughputPerUser,
+            "output_token_throughput_per_user",
+            "Output Token Throughput Per User",
+            "tokens/sec/user",
+        ))),
+        500,
+    ),
+    tokens(def(
+        M::OutputTokenCount,
+        "output_token_count",
+        "Output Token Count",
+        "tokens",
+    )),
+    tokens(def(
+        M::ReasoningTokenCount,
+        "reasoning_token_count",
+        "Reasoning Token Count",
+        "tokens",
+    )),
+    shown(
+        tokens(def(
+            M::OutputSequenceLength,
+            "output_sequence_length",
+            "Output Sequence Length",
+            "tokens",
+        )),
+        600,
+    ),
+    shown(
+        tokens(def(
+            M::InputSequenceLength,
+            "input_sequence_length",
+            "Input Sequence Length",
+            "tokens",
+        )),
+        700,
+    ),
+    // Not in AIPerf: server prompt tokens minus client text tokens, i.e. what the images cost.
+    shown(
+        tokens(def(
+            M::ImageTokenCount,
+            "image_token_count",
+            "Image Token Count",
+            "tokens",
+        )),
+        750,
+    ),
+    tokens(def(
+        M::NumImages,
+        "num_images",
+        "Number of Images",
+        "images",
+    )),
+    shown(
+        larger(def(
+            M::ImageThroughput,
+            "image_throughput",
+            "Image Throughput",
+            "images/sec",
+        )),
+        860,
+    ),
+    shown(
+        ms(def(
+            M::ImageLatency,
+            "image_latency",
+            "Image Latency",
+            "ms/image",
+        )),
+        861,
+    ),
+    usage(
+        def(
+            M::UsagePromptTokens,
+            "usage_prompt_tokens",
+            "Usage Prompt Tokens",
+            "tokens",
+        ),
+        1000,
+    ),
+    usage(
+        def(
+            M::UsageCompletionTokens,
+            "usage_completion_tokens",
+            "Usage Completion Tokens",
+            "tokens",
+        ),
+        1100,
+    ),
+    usage(
+        def(
+            M::UsageReasoningTokens,
+            "usage_reasoning_tokens",
+            "Usage Reasoning Tokens",
+            "tokens",
+        ),
+        1110,
+    ),
+    usage(
+        def(
+            M::UsageTotalTokens,
+            "usage_total_tokens",
+            "Usage Total Tokens",
+            "tokens",
+        ),
+        1200,
+    ),
+    errors(tokens(def(
+        M::ErrorIsl,
+        "error_isl",
+        "Error Input Sequence Length",
+        "tokens",
+    ))),
+    shown(
+        kind(
+            larger(def(
+                M::OutputTokenThroughput,
+                "output_token_throughput",
+                "Output Token Throughput",
+                "tokens/sec",
+            )),
+            Derived,
+        ),
+        800,
+    ),
+    shown(
+        kind(
+            larger(def(
+                M::RequestThroughput,
+                "request_throughput",
+                "Request Throughput",
+                "requests/sec",
+            )),
+            Derived,
+        ),
+        900,
+    ),
+    shown(
+        kind(
+            larger(def(M::Goodput, "goodput", "Goodput", "requests/sec")),
+            Derived,
+        ),
+        1000,
+    ),
+    shown(
+        kind(
+            larger(def(
+                M::RequestCount,
+                "request_count",
+                "Request Count",
+                "requests",
+            )),
+            Aggregate,
+        ),
+        1100,
+    ),
+    errors(kind(
+        def(
+            M::ErrorRequestCount,
+            "error_request_count",
+            "Error Request Count",
+            "requests",
+        ),
+        Aggregate,
+    )),
+    kind(
+        larger(def(
+            M::GoodRequestCount,
+            "good_request_count",
+            "Good Request Count",
+            "requests",
+        )),
+        Aggregate,
+    ),
+    {
+        let mut d = kind(
+            def(
+                M::BenchmarkDuration,
+                "benchmark_duration",
+                "Benchmark Duration",
+                "sec",
+            ),
+            Derived,
+        );
+        d.scale = NS_PER_S;
+        d
+    },
+    kind(
+        tokens(def(
+            M::TotalOsl,
+            "total_osl",
+            "Total Output Sequence Length",
+            "tokens",
+        )),
+        Derived,
+    ),
+    kind(
+        tokens(def(
+            M::TotalIsl,
+            "total_isl",
+            "Total Input Sequence Length",
+            "tokens",
+        )),
+        Derived,
+    ),
+    kind(
+        tokens(def(
+            M::TotalOutputTokens,
+            "total_output_tokens",
+            "Total Output Tokens",
+            "tokens",
+        )),
+        Derived,
+    ),
+    kind(
+        tokens(def(
+            M::TotalReasoningTokens,
+            "total_reasoning_tokens",
+            "Total Reasoning Tokens",
+            "tokens",
+        )),
+        Derived,
+    ),
+    errors(kind(
+        tokens(def(
+            M::TotalErrorIsl,
+            "total_error_isl",
+            "Total Error Input Sequence Length",
+            "tokens",
+        )),
+        Derived,
+    )),
+    kind(
+        tokens(def(
+            M::TotalNumImages,
+            "total_num_images",
+            "Total Number of Images",
+            "images",
+        )),
+        Derived,
+    ),
+];
+
+impl MetricId {
+    pub fn def(self) -> &'static MetricDef {
+        &CATALOG[self as usize]
+    }
+}
+
+/// Looks a metric up by its AIPerf tag.
+pub fn by_tag(tag: &str) -> Option<&'static MetricDef> {
+    CATALOG.iter().find(|d| d.tag == tag)
+}
+
+/// Number of metrics in the catalogue.
+pub const METRIC_COUNT: usize = CATALOG.len();
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_is_indexed_by_id() {
+        for (i, d) in CATALOG.iter().enumerate() {
+            assert_eq!(d.id as usize, i, "{} is out of place", d.tag);
+        }
+    }
+
+    #[test]
+    fn tags_are_unique_and_found() {
+        for d in CATALOG.iter() {
+            assert!(std::ptr::eq(by_tag(d.tag).unwrap(), d));
+        }
+        assert!(by_tag("no_such_metric").is_none());
+    }
+
+    #[test]
+    fn display_units_match_aiperf() {
+        assert_eq!(MetricId::RequestLatency.def().unit, "ms");
+        assert_eq!(MetricId::RequestLatency.def().scale, 1e6);
+        assert_eq!(MetricId::BenchmarkDuration.def().unit, "sec");
+        assert_eq!(MetricId::BenchmarkDuration.def().scale, 1e9);
+        assert_eq!(MetricId::ImageLatency.def().unit, "ms/image");
+        assert!(
+            MetricId::OutputTokenThroughputPerUser
+                .def()
+                .larger_is_better
+        );
+        assert!(!MetricId::InterTokenLatency.def().larger_is_better);
+    }
+}

@@ -1,0 +1,465 @@
+//! Collects finished records into per-metric value arrays and summarizes them at the end.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::CollectorOptions;
+use super::catalog::{CATALOG, METRIC_COUNT, MetricDef, MetricId, MetricKind};
+use super::goodput::Objective;
+use super::record_metrics::{RecordMetrics, RecordOptions};
+use super::stats::Stats;
+use crate::clock::Clock;
+use crate::export::jsonl::JsonlWriter;
+use crate::record::{ErrorDetails, Phase, RequestRecord};
+use crate::tokenizer::Tokenizer;
+
+/// A metric's result over the run, in base units.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetricValue {
+    /// Record metrics: statistics over all requests.
+    Distribution(Stats),
+    /// Aggregate and derived metrics: one number.
+    Scalar(f64),
+}
+
+#[derive(Debug, Clone)]
+pub struct MetricResult {
+    pub def: &'static MetricDef,
+    /// Base units (ns, tokens, ...); see [`MetricResult::display`].
+    pub value: MetricValue,
+}
+
+impl MetricResult {
+    /// The value converted to the display unit (`def.unit`).
+    pub fn display(&self) -> MetricValue {
+        match &self.value {
+            MetricValue::Distribution(s) => MetricValue::Distribution(s.scaled(self.def.scale)),
+            MetricValue::Scalar(v) => MetricValue::Scalar(v / self.def.scale),
+        }
+    }
+
+    /// Average (or the single value) in display units.
+    pub fn display_avg(&self) -> f64 {
+        match self.display() {
+            MetricValue::Distribution(s) => s.avg,
+            MetricValue::Scalar(v) => v,
+        }
+    }
+}
+
+/// One row of the error summary: how many failed requests shared these details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorCount {
+    pub details: ErrorDetails,
+    pub count: u64,
+}
+
+/// Everything the exporters need about a finished run.
+#[derive(Debug, Clone)]
+pub struct MetricsSummary {
+    /// Metrics with a value, in catalogue order.
+    pub results: Vec<MetricResult>,
+    /// Distinct errors in order of first occurrence.
+    pub error_summary: Vec<ErrorCount>,
+    /// Successful profiling requests.
+    pub request_count: u64,
+    /// Failed profiling requests.
+    pub error_request_count: u64,
+    /// Warmup records seen (written to the JSONL, not in the statistics).
+    pub warmup_count: u64,
+    /// Max response end minus min request start over profiling records (wall clock).
+    pub benchmark_duration_ns: u64,
+    pub min_start_wall_ns: Option<u64>,
+    pub max_end_wall_ns: Option<u64>,
+    pub streaming: bool,
+}
+
+impl MetricsSummary {
+    pub fn get(&self, tag: &str) -> Option<&MetricResult> {
+        self.results.iter().find(|r| r.def.tag == tag)
+    }
+
+    pub fn get_id(&self, id: MetricId) -> Option<&MetricResult> {
+        self.results.iter().find(|r| r.def.id == id)
+    }
+}
+
+/// Receives finished records (off the hot path), computes their metrics, writes the
+/// per-record JSONL, and keeps only the values the statistics need.
+pub struct Collector {
+    record_opts: RecordOptions,
+    objectives: Vec<Objective>,
+    goodput_enabled: bool,
+    tokenizer: Arc<Tokenizer>,
+    clock: Clock,
+    jsonl: Option<JsonlWriter>,
+    /// Per record metric (indexed by `MetricId`), base units.
+    values: Vec<Vec<f64>>,
+    request_count: u64,
+    error_count: u64,
+    good_count: u64,
+    warmup_count: u64,
+    min_start_wall_ns: Option<u64>,
+    max_end_wall_ns: Option<u64>,
+    errors: Vec<ErrorCount>,
+    error_rows: HashMap<ErrorDetails, usize>,
+}
+
+impl Collector {
+    pub fn new(
+        opts: CollectorOptions,
+        tokenizer: Arc<Tokenizer>,
+        clock: Clock,
+        jsonl_path: Option<&Path>,
+    ) -> std::io::Result<Self> {
+        let jsonl = jsonl_path.map(JsonlWriter::create).transpose()?;
+        Ok(Collector {
+            record_opts: RecordOptions {
+                streaming: opts.streaming,
+                use_server_token_count: opts.use_server_token_count,
+            },
+            objectives: Objective::resolve(&opts.goodput),
+            goodput_enabled: !opts.goodput.is_empty(),
+            tokenizer,
+            clock,
+            jsonl,
+            values: vec![Vec::new(); METRIC_COUNT],
+            request_count: 0,
+            error_count: 0,
+            good_count: 0,
+            warmup_count: 0,
+            min_start_wall_ns: None,
+            max_end_wall_ns: None,
+            errors: Vec::new(),
+            error_rows: HashMap::new(),
+        })
+    }
+
+    pub fn add(&mut self, record: &RequestRecord) -> std::io::Result<()> {
+        if record.phase == Phase::Warmup {
+            self.warmup_count += 1;
+            // Warmup only shows up in the per-record file.
+            if let Some(out) = &mut self.jsonl {
+                let m = RecordMetrics::compute(record, &self.tokenizer, self.record_opts);
+                out.write_record(record, &m, &self.clock)?;
+            }
+            return Ok(());
+        }
+
+        let m = RecordMetrics::compute(record, &self.tokenizer, self.record_opts);
+        if let Some(out) = &mut self.jsonl {
+            out.write_record(record, &m, &self.clock)?;
+        }
+
+        for (id, v) in m.scalars() {
+            self.values[id as usize].push(v);
+        }
+        if let Some(gaps) = &m.inter_chunk_latency {
+            self.values[MetricId::InterChunkLatency as usize].extend_from_slice(gaps);
+        }
+
+        // A response ends at its last content response (start + latency), as AIPerf's
+        // max_response_timestamp; a failed request ends when it failed.
+        let end_wall = match (&record.error, m.get(MetricId::RequestLatency)) {
+            (None, Some(latency)) => record.start_wall_ns + latency as u64,
+            _ => record.end_wall_ns.max(record.start_wall_ns),
+        };
+        self.min_start_wall_ns = Some(
+            self.min_start_wall_ns
+                .map_or(record.start_wall_ns, |t| t.min(record.start_wall_ns)),
+        );
+        self.max_end_wall_ns = Some(self.max_end_wall_ns.map_or(end_wall, |t| t.max(end_wall)));
+
+        match &record.error {
+            None => {
+                self.request_count += 1;
+                if self.goodput_enabled && self.objectives.iter().all(|o| o.passes(m.get(o.def.id)))
+                {
+                    self.good_count += 1;
+                }
+            }
+            Some(details) => {
+                self.error_count += 1;
+                match self.error_rows.get(details) {
+                    Some(&row) => self.errors[row].count += 1,
+                    None => {
+                        self.error_rows.insert(details.clone(), self.errors.len());
+                        self.errors.push(ErrorCount {
+                            details: details.clone(),
+                            count: 1,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Profiling records seen so far (valid and failed).
+    pub fn completed(&self) -> u64 {
+        self.request_count + self.error_count
+    }
+
+    /// Flushes the JSONL and computes the statistics.
+    pub fn finish(mut self) -> std::io::Result<MetricsSummary> {
+        if let Some(out) = self.jsonl.take() {
+            out.finish()?;
+        }
+        let mut results = Vec::new();
+        let mut sums = [None::<f64>; METRIC_COUNT];
+        for def in CATALOG.iter().filter(|d| d.kind == MetricKind::Record) {
+            let values = &mut self.values[def.id as usize];
+            if let Some(stats) = Stats::compute(values) {
+                sums[def.id as usize] = Some(stats.sum);
+                results.push(MetricResult {
+                    def,
+                    value: MetricValue::Distribution(stats),
+                });
+            }
+            // Free the values as soon as their statistics exist.
+            *values = Vec::new();
+        }
+
+        let duration_ns = match (self.min_start_wall_ns, self.max_end_wall_ns) {
+            (Some(start), Some(end)) => end.saturating_sub(start),
+            _ => 0,
+        };
+        let duration_s = duration_ns as f64 / 1e9;
+        let per_second = |count: f64| (duration_ns > 0).then(|| count / duration_s);
+        let sum = |id: MetricId| sums[id as usize];
+
+        let mut scalar = |id: MetricId, value: Option<f64>| {
+            if let Some(v) = value {
+                results.push(MetricResult {
+                    def: id.def(),
+                    value: MetricValue::Scalar(v),
+                });
+            }
+        };
+        let total_osl = sum(MetricId::OutputSequenceLength);
+        scalar(
+            MetricId::OutputTokenThroughput,
+            total_osl.and_then(per_second),
+        );
+        scalar(
+            MetricId::RequestThroughput,
+            per_second(self.request_count as f64),
+        );
+        if self.goodput_enabled {
+            scalar(MetricId::Goodput, per_second(self.good_count as f64));
+        }
+        scalar(MetricId::RequestCount, Some(self.request_count as f64));
+        if self.error_count > 0 {
+            scalar(MetricId::ErrorRequestCount, Some(self.error_count as f64));
+        }
+        if self.goodput_enabled {
+            scalar(MetricId::GoodRequestCount, Some(self.good_count as f64));
+        }
+        if self.min_start_wall_ns.is_some() {
+            scalar(MetricId::BenchmarkDuration, Some(duration_ns as f64));
+        }
+        scalar(MetricId::TotalOsl, total_osl);
+        scalar(MetricId::TotalIsl, sum(MetricId::InputSequenceLength));
+        scalar(MetricId::TotalOutputTokens, sum(MetricId::OutputTokenCount));
+        scalar(
+            MetricId::TotalReasoningTokens,
+            sum(MetricId::ReasoningTokenCount),
+        );
+        scalar(MetricId::TotalErrorIsl, sum(MetricId::ErrorIsl));
+        scalar(MetricId::TotalNumImages, sum(MetricId::NumImages));
+
+        Ok(MetricsSummary {
+            results,
+            error_summary: self.errors,
+            request_count: self.request_count,
+            error_request_count: self.error_count,
+            warmup_count: self.warmup_count,
+            benchmark_duration_ns: duration_ns,
+            min_start_wall_ns: self.min_start_wall_ns,
+            max_end_wall_ns: self.max_end_wall_ns,
+            streaming: self.record_opts.streaming,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::goodput::parse_goodput;
+    use crate::metrics::record_metrics::tests::streamed_record;
+
+    fn collector(goodput: &str, jsonl: Option<&Path>) -> Collector {
+        let opts = CollectorOptions {
+            streaming: true,
+            use_server_token_count: false,
+            goodput: if goodput.is_empty() {
+                Vec::new()
+            } else {
+                parse_goodput(goodput).unwrap()
+            },
+        };
+        Collector::new(
+            opts,
+            Arc::new(Tokenizer::builtin().unwrap()),
+            Clock::new(),
+            jsonl,
+        )
+        .unwrap()
+    }
+
+    fn failed(code: Option<u16>, kind: &str, message: &str) -> RequestRecord {
+        let mut r = streamed_record(&[]);
+        r.error = Some(ErrorDetails {
+            code,
+            kind: kind.into(),
+            message: message.into(),
+        });
+        r
+    }
+
+    fn scalar(s: &MetricsSummary, tag: &str) -> f64 {
+        match s.get(tag).unwrap_or_else(|| panic!("{tag} missing")).value {
+            MetricValue::Scalar(v) => v,
+            MetricValue::Distribution(_) => panic!("{tag} is a distribution"),
+        }
+    }
+
+    fn dist(s: &MetricsSummary, tag: &str) -> Stats {
+        match s.get(tag).unwrap_or_else(|| panic!("{tag} missing")).value {
+            MetricValue::Distribution(d) => d,
+            MetricValue::Scalar(_) => panic!("{tag} is a scalar"),
+        }
+    }
+
+    #[test]
+    fn run_level_metrics_from_two_requests() {
+        let mut c = collector("", None);
+        // Request A: start 1 ms, chunks 21..41 ms (4 tokens, latency 40 ms).
+        c.add(&streamed_record(&[21, 26, 31, 41])).unwrap();
+        // Request B: starts 1 s later, latency 60 ms, 2 tokens.
+        let mut b = streamed_record(&[31, 61]);
+        b.start_wall_ns += 1_000_000_000;
+        c.add(&b).unwrap();
+        assert_eq!(c.completed(), 2);
+        let s = c.finish().unwrap();
+
+        assert_eq!(s.request_count, 2);
+        // Duration: from A's start to B's start + 60 ms.
+        assert_eq!(s.benchmark_duration_ns, 1_060_000_000);
+        assert_eq!(scalar(&s, "benchmark_duration"), 1.06e9);
+        assert!((scalar(&s, "request_throughput") - 2.0 / 1.06).abs() < 1e-12);
+        assert_eq!(scalar(&s, "total_osl"), 6.0);
+        assert!((scalar(&s, "output_token_throughput") - 6.0 / 1.06).abs() < 1e-12);
+        assert_eq!(scalar(&s, "total_isl"), 1100.0);
+        assert_eq!(scalar(&s, "request_count"), 2.0);
+        assert!(s.get("error_request_count").is_none());
+        assert!(s.get("goodput").is_none());
+
+        let latency = dist(&s, "request_latency");
+        assert_eq!((latency.min, latency.max, latency.avg), (40e6, 60e6, 50e6));
+        assert_eq!(latency.count, 2);
+        // Inter-chunk gaps of both requests are flattened: 5, 5, 10 and 30 ms.
+        let icl = dist(&s, "inter_chunk_latency");
+        assert_eq!(icl.count, 4);
+        assert_eq!(icl.sum, 50e6);
+        // Display conversion happens only on request.
+        assert_eq!(s.get("request_latency").unwrap().display_avg(), 50.0);
+    }
+
+    #[test]
+    fn goodput_counts_requests_meeting_every_objective() {
+        let mut c = collector("request_latency:50 time_to_first_token:25", None);
+        c.add(&streamed_record(&[21, 26, 31, 41])).unwrap(); // 40 ms, TTFT 20: good
+        c.add(&streamed_record(&[31, 61])).unwrap(); // 60 ms: too slow
+        c.add(&streamed_record(&[30, 51])).unwrap(); // 50 ms but TTFT 29 ms: not good
+        c.add(&failed(Some(500), "Internal Server Error", "x"))
+            .unwrap(); // errors are never good
+        let s = c.finish().unwrap();
+        assert_eq!(scalar(&s, "good_request_count"), 1.0);
+        let duration_s = s.benchmark_duration_ns as f64 / 1e9;
+        assert!((scalar(&s, "goodput") - 1.0 / duration_s).abs() < 1e-9);
+    }
+
+    #[test]
+    fn errors_are_grouped_by_code_type_and_message() {
+        let mut c = collector("", None);
+        c.add(&failed(Some(500), "Internal Server Error", "boom"))
+            .unwrap();
+        c.add(&failed(None, "ConnectionError", "refused")).unwrap();
+        c.add(&failed(Some(500), "Internal Server Error", "boom"))
+            .unwrap();
+        c.add(&failed(Some(500), "Internal Server Error", "other"))
+            .unwrap();
+        c.add(&streamed_record(&[21])).unwrap();
+        let s = c.finish().unwrap();
+        let rows: Vec<(Option<u16>, &str, u64)> = s
+            .error_summary
+            .iter()
+            .map(|e| (e.details.code, e.details.message.as_str(), e.count))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (Some(500), "boom", 2),
+                (None, "refused", 1),
+                (Some(500), "other", 1)
+            ]
+        );
+        assert_eq!(s.error_request_count, 4);
+        assert_eq!(scalar(&s, "error_request_count"), 4.0);
+        assert_eq!(scalar(&s, "request_count"), 1.0);
+        assert_eq!(dist(&s, "error_isl").count, 4);
+        assert_eq!(scalar(&s, "total_error_isl"), 2200.0);
+        // Only the valid request has a latency.
+        assert_eq!(dist(&s, "request_latency").count, 1);
+    }
+
+    #[test]
+    fn warmup_is_written_but_not_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile_export.jsonl");
+        let mut c = collector("", Some(&path));
+        let mut w = streamed_record(&[21]);
+        w.phase = Phase::Warmup;
+        c.add(&w).unwrap();
+        c.add(&streamed_record(&[21, 26])).unwrap();
+        assert_eq!(c.completed(), 1);
+        let s = c.finish().unwrap();
+        assert_eq!(s.request_count, 1);
+        assert_eq!(s.warmup_count, 1);
+        assert_eq!(dist(&s, "time_to_first_token").count, 1);
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        let phases: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["metadata"]["benchmark_phase"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(phases, ["warmup", "profiling"]);
+    }
+
+    #[test]
+    fn collector_can_move_to_another_thread() {
+        fn is_send<T: Send>() {}
+        is_send::<Collector>();
+        is_send::<MetricsSummary>();
+    }
+
+    #[test]
+    fn all_failed_run_still_summarizes() {
+        let mut c = collector("", None);
+        c.add(&failed(Some(408), "RequestTimeoutError", "timed out"))
+            .unwrap();
+        let s = c.finish().unwrap();
+        assert_eq!(scalar(&s, "request_count"), 0.0);
+        assert_eq!(scalar(&s, "error_request_count"), 1.0);
+        assert!(s.get("request_latency").is_none());
+        assert!(s.get("benchmark_duration").is_some());
+    }
+}

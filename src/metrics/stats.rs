@@ -1,0 +1,161 @@
+//! Distribution statistics, computed the way AIPerf computes them with numpy.
+//!
+//! Percentiles use numpy's default method ("linear": interpolate between the two closest
+//! ranks, with numpy's two-sided lerp so results match to the last bit). `std` is the
+//! population standard deviation (`np.std`, ddof = 0): AIPerf's documentation calls it the
+//! sample standard deviation, but its code computes `np.std(arr)` for inference metrics.
+
+/// Percentile levels reported for every record metric, in export order.
+pub const PERCENTILES: [f64; 9] = [1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
+
+/// Statistics of one metric over all requests, in the metric's base unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    pub avg: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Values at [`PERCENTILES`].
+    pub percentiles: [f64; 9],
+    pub std: f64,
+    pub count: u64,
+    pub sum: f64,
+}
+
+impl Stats {
+    /// Computes the statistics; sorts `values` in place. `None` when there are no values.
+    pub fn compute(values: &mut [f64]) -> Option<Stats> {
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_unstable_by(f64::total_cmp);
+        let n = values.len();
+        let sum: f64 = values.iter().sum();
+        let avg = sum / n as f64;
+        let var = values.iter().map(|v| (v - avg) * (v - avg)).sum::<f64>() / n as f64;
+        Some(Stats {
+            avg,
+            min: values[0],
+            max: values[n - 1],
+            percentiles: PERCENTILES.map(|p| percentile_sorted(values, p)),
+            std: var.sqrt(),
+            count: n as u64,
+            sum,
+        })
+    }
+
+    /// Value at percentile `p` if it is one of [`PERCENTILES`].
+    pub fn percentile(&self, p: f64) -> Option<f64> {
+        PERCENTILES
+            .iter()
+            .position(|&q| q == p)
+            .map(|i| self.percentiles[i])
+    }
+
+    pub fn p50(&self) -> f64 {
+        self.percentiles[4]
+    }
+    pub fn p90(&self) -> f64 {
+        self.percentiles[6]
+    }
+    pub fn p99(&self) -> f64 {
+        self.percentiles[8]
+    }
+
+    /// The same statistics divided by `scale` (base unit to display unit).
+    pub fn scaled(&self, scale: f64) -> Stats {
+        Stats {
+            avg: self.avg / scale,
+            min: self.min / scale,
+            max: self.max / scale,
+            percentiles: self.percentiles.map(|v| v / scale),
+            std: self.std / scale,
+            count: self.count,
+            sum: self.sum / scale,
+        }
+    }
+}
+
+/// numpy's `percentile(sorted, p)` with the default linear method. `sorted` must be sorted
+/// ascending and non-empty.
+pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
+    let n = sorted.len();
+    let virtual_index = (n - 1) as f64 * (p / 100.0);
+    let below = virtual_index.floor();
+    let lo = (below as usize).min(n - 1);
+    let hi = (lo + 1).min(n - 1);
+    let t = virtual_index - below;
+    lerp(sorted[lo], sorted[hi], t)
+}
+
+/// numpy's `_lerp`: interpolates from the nearer end so that t = 1 gives exactly `b`.
+fn lerp(a: f64, b: f64, t: f64) -> f64 {
+    let diff = b - a;
+    if t >= 0.5 {
+        b - diff * (1.0 - t)
+    } else {
+        a + diff * t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn one_to_four_matches_numpy() {
+        // np.percentile([1,2,3,4], [1,5,10,25,50,75,90,95,99])
+        let s = Stats::compute(&mut [4.0, 2.0, 1.0, 3.0]).unwrap();
+        let expected = [1.03, 1.15, 1.3, 1.75, 2.5, 3.25, 3.7, 3.85, 3.97];
+        for (got, want) in s.percentiles.iter().zip(expected) {
+            assert!(close(*got, want), "{got} != {want}");
+        }
+        assert_eq!(s.p50(), 2.5);
+        assert!(close(s.p90(), 3.7));
+        assert_eq!(s.avg, 2.5);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 4.0);
+        assert_eq!(s.sum, 10.0);
+        assert_eq!(s.count, 4);
+        // np.std([1,2,3,4]) = sqrt(1.25); the sample std (ddof=1) would be 1.2909944.
+        assert!(close(s.std, 1.118_033_988_749_895));
+    }
+
+    #[test]
+    fn single_value_has_zero_std_and_flat_percentiles() {
+        let s = Stats::compute(&mut [7.5]).unwrap();
+        assert_eq!(s.std, 0.0);
+        assert!(s.percentiles.iter().all(|&p| p == 7.5));
+        assert_eq!(s.count, 1);
+    }
+
+    #[test]
+    fn empty_has_no_stats() {
+        assert!(Stats::compute(&mut []).is_none());
+    }
+
+    #[test]
+    fn uneven_sample_matches_numpy() {
+        // np.percentile([10, 20, 40, 80, 160], [1, 25, 99]) = [10.4, 20.0, 156.8]
+        // np.std(...) = sqrt(2976)
+        let s = Stats::compute(&mut [160.0, 10.0, 40.0, 20.0, 80.0]).unwrap();
+        assert!(close(s.percentile(1.0).unwrap(), 10.4));
+        assert!(close(s.percentile(25.0).unwrap(), 20.0));
+        assert!(close(s.percentile(99.0).unwrap(), 156.8));
+        assert!(close(s.std, 2976f64.sqrt()));
+        assert!(s.percentile(33.0).is_none());
+    }
+
+    #[test]
+    fn scaling_divides_every_statistic_but_count() {
+        let s = Stats::compute(&mut [1e6, 3e6]).unwrap().scaled(1e6);
+        assert_eq!(
+            (s.min, s.max, s.avg, s.sum, s.count),
+            (1.0, 3.0, 2.0, 4.0, 2)
+        );
+        assert_eq!(s.std, 1.0);
+    }
+}
