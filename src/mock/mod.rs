@@ -98,7 +98,8 @@ impl MockServerArgs {
                 v.is_finite() && v >= 0.0,
                 "--{name} must be a number >= 0, got {v}"
             );
-            Ok(Duration::from_secs_f64(v / 1000.0))
+            // Whole nanoseconds, rounded, so "30" is exactly 30 ms.
+            Ok(Duration::from_nanos((v * 1e6).round() as u64))
         };
         Ok((ms("ttft", self.ttft)?, ms("itl", self.itl)?))
     }
@@ -200,5 +201,45 @@ impl MockServer {
                 Err(e) => tracing::warn!("request record writer failed: {e}"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: MockServerArgs,
+    }
+
+    fn parse(argv: &[&str]) -> MockServerArgs {
+        Cli::try_parse_from(std::iter::once("mock").chain(argv.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn defaults_and_delays() {
+        let a = parse(&[]);
+        assert_eq!((a.host.as_str(), a.port), ("127.0.0.1", 8000));
+        assert_eq!(
+            a.delays().unwrap(),
+            (Duration::from_millis(20), Duration::from_millis(5))
+        );
+        let a = parse(&["--ttft", "0.5", "--itl", "30"]);
+        assert_eq!(
+            a.delays().unwrap(),
+            (Duration::from_micros(500), Duration::from_millis(30))
+        );
+        let a = parse(&["--ttft", "50", "--fast"]);
+        assert_eq!(a.delays().unwrap(), (Duration::ZERO, Duration::ZERO));
+        assert!(parse(&["--ttft=-1"]).delays().is_err());
+        assert!(parse(&["--itl", "NaN"]).delays().is_err());
+        let f = MockServerArgs::fast_defaults();
+        assert_eq!((f.port, f.fast), (0, true));
+        assert_eq!(f.delays().unwrap(), (Duration::ZERO, Duration::ZERO));
     }
 }

@@ -22,6 +22,7 @@ pub struct RequestTrace {
     pub endpoint: &'static str,
     pub status: u16,
     pub stream: bool,
+    /// Empty when the request was rejected before its model was known.
     pub model: String,
     pub x_request_id: Option<String>,
     /// When the whole request body had been read.
@@ -46,7 +47,7 @@ struct RecordLine<'a> {
     endpoint: &'a str,
     status: u16,
     stream: bool,
-    model: &'a str,
+    model: Option<&'a str>,
     x_request_id: Option<&'a str>,
     received_ns: u64,
     first_token_ns: Option<u64>,
@@ -133,7 +134,7 @@ fn write_line(out: &mut impl Write, t: &RequestTrace, clock: &Clock) -> io::Resu
         endpoint: t.endpoint,
         status: t.status,
         stream: t.stream,
-        model: &t.model,
+        model: (!t.model.is_empty()).then_some(t.model.as_str()),
         x_request_id: t.x_request_id.as_deref(),
         received_ns: wall(t.received),
         first_token_ns: t.first_token.map(wall),
