@@ -1,4 +1,27 @@
-//! The built-in OpenAI-compatible mock server. (Stub: being filled in.)
+//! The built-in OpenAI-compatible mock server (`aiperf mock-server`).
+//!
+//! It answers `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models` and
+//! `GET /health` with vLLM's response shapes. Output is deterministic (see [`words`]), prompt
+//! usage counts images the way Qwen2-VL does (see [`request`]), and tokens are released on an
+//! absolute TTFT/ITL schedule (see [`body`]). `--record-requests` writes the server's own
+//! timestamps for every request (see [`recorder`]), as ground truth for client measurements.
+
+pub mod body;
+pub mod image;
+pub mod recorder;
+pub mod request;
+pub mod response;
+mod server;
+pub mod words;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+
+pub use image::{image_dimensions, qwen2_vl_image_tokens};
 
 /// `aiperf mock-server` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -7,13 +30,218 @@ pub struct MockServerArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Port to bind; 0 picks a free port.
-    #[arg(long, default_value_t = 8000)]
+    #[arg(long, short = 'p', default_value_t = 8000)]
     pub port: u16,
+    /// Time to first token in milliseconds.
+    #[arg(long, short = 't', default_value_t = 20.0)]
+    pub ttft: f64,
+    /// Inter-token latency in milliseconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub itl: f64,
+    /// Zero latency: sets --ttft and --itl to 0.
+    #[arg(long, short = 'f')]
+    pub fast: bool,
+    /// Model name listed by /v1/models and used when a request names none (any requested
+    /// model is accepted and echoed).
+    #[arg(long, default_value = "mock-model")]
+    pub model: String,
+    /// Write one JSON line per request with the server's own timestamps to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub record_requests: Option<PathBuf>,
+    /// Seed for latency jitter.
+    #[arg(long, default_value_t = 0)]
+    pub random_seed: u64,
+    /// Coefficient of variation of lognormal TTFT jitter (mean 1); 0 = off.
+    #[arg(long, default_value_t = 0.0)]
+    pub ttft_jitter_cv: f64,
+    /// Coefficient of variation of lognormal ITL jitter (mean 1); 0 = off.
+    #[arg(long, default_value_t = 0.0)]
+    pub itl_jitter_cv: f64,
+    /// Prompt tokens counted for each http(s) image URL (such images are not fetched).
+    #[arg(long, default_value_t = 0)]
+    pub remote_image_tokens: u64,
+    /// Largest prompt + output length accepted, as vLLM's --max-model-len.
+    #[arg(long, default_value_t = 131_072)]
+    pub max_model_len: u64,
+    /// Runtime worker threads for the standalone server (default: one per core).
+    #[arg(long)]
+    pub workers: Option<usize>,
 }
 
-/// Runs the server until Ctrl-C.
-pub fn run(_args: MockServerArgs) -> anyhow::Result<()> {
-    anyhow::bail!("mock server not implemented yet")
+impl MockServerArgs {
+    /// `--fast` on 127.0.0.1 with a free port, everything else at its default.
+    pub fn fast_defaults() -> Self {
+        MockServerArgs {
+            host: "127.0.0.1".into(),
+            port: 0,
+            ttft: 0.0,
+            itl: 0.0,
+            fast: true,
+            model: "mock-model".into(),
+            record_requests: None,
+            random_seed: 0,
+            ttft_jitter_cv: 0.0,
+            itl_jitter_cv: 0.0,
+            remote_image_tokens: 0,
+            max_model_len: 131_072,
+            workers: None,
+        }
+    }
+
+    /// TTFT and ITL as durations (both zero with `--fast`).
+    fn delays(&self) -> anyhow::Result<(Duration, Duration)> {
+        if self.fast {
+            return Ok((Duration::ZERO, Duration::ZERO));
+        }
+        let ms = |name: &str, v: f64| {
+            anyhow::ensure!(
+                v.is_finite() && v >= 0.0,
+                "--{name} must be a number >= 0, got {v}"
+            );
+            // Whole nanoseconds, rounded, so "30" is exactly 30 ms.
+            Ok(Duration::from_nanos((v * 1e6).round() as u64))
+        };
+        Ok((ms("ttft", self.ttft)?, ms("itl", self.itl)?))
+    }
+}
+
+/// Blocking entry point for `aiperf mock-server`: builds a tokio runtime, binds, prints
+/// `aiperf mock-server listening on http://<ip>:<port>` as the first stdout line and serves
+/// until Ctrl-C or SIGTERM.
+pub fn run(args: MockServerArgs) -> anyhow::Result<()> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = args.workers {
+        anyhow::ensure!(n > 0, "--workers must be at least 1");
+        builder.worker_threads(n);
+    }
+    let runtime = builder
+        .enable_all()
+        .build()
+        .context("building the tokio runtime")?;
+    runtime.block_on(async move {
+        let server = start(args).await?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "aiperf mock-server listening on {}", server.url())?;
+        out.flush()?;
+        drop(out);
+        wait_for_stop_signal().await;
+        server.shutdown().await;
+        anyhow::Ok(())
+    })?;
+    // Connections still open after the grace period are dropped with the runtime.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(())
+}
+
+async fn wait_for_stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Starts the server on the current tokio runtime and returns once the socket is bound.
+pub async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
+    server::start(args).await
+}
+
+/// A running mock server.
+#[derive(Debug)]
+pub struct MockServer {
+    addr: SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+    recorder: Option<recorder::RecorderHandle>,
+}
+
+/// How long `shutdown` waits for in-flight responses to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+impl MockServer {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<ip>:<port>` without a trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets in-flight responses finish (up to 5 s), then flushes
+    /// `--record-requests`.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(());
+        let mut task = self.task;
+        if tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
+            .await
+            .is_err()
+        {
+            task.abort();
+            let _ = task.await;
+        }
+        if let Some(rec) = self.recorder {
+            match tokio::task::spawn_blocking(move || rec.finish()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!("writing the request record failed: {e}"),
+                Err(e) => tracing::warn!("request record writer failed: {e}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: MockServerArgs,
+    }
+
+    fn parse(argv: &[&str]) -> MockServerArgs {
+        Cli::try_parse_from(std::iter::once("mock").chain(argv.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn defaults_and_delays() {
+        let a = parse(&[]);
+        assert_eq!((a.host.as_str(), a.port), ("127.0.0.1", 8000));
+        assert_eq!(
+            a.delays().unwrap(),
+            (Duration::from_millis(20), Duration::from_millis(5))
+        );
+        let a = parse(&["--ttft", "0.5", "--itl", "30"]);
+        assert_eq!(
+            a.delays().unwrap(),
+            (Duration::from_micros(500), Duration::from_millis(30))
+        );
+        let a = parse(&["--ttft", "50", "--fast"]);
+        assert_eq!(a.delays().unwrap(), (Duration::ZERO, Duration::ZERO));
+        assert!(parse(&["--ttft=-1"]).delays().is_err());
+        assert!(parse(&["--itl", "NaN"]).delays().is_err());
+        let f = MockServerArgs::fast_defaults();
+        assert_eq!((f.port, f.fast), (0, true));
+        assert_eq!(f.delays().unwrap(), (Duration::ZERO, Duration::ZERO));
+    }
 }
 pub struct MockServer {
     addr: std::net::SocketAddr,

@@ -1,0 +1,428 @@
+//! Request bodies as vLLM accepts them, and what the mock derives from them: prompt token
+//! counts and the number of output tokens.
+//!
+//! Prompt token accounting (the mock has no tokenizer, so this is a documented approximation):
+//! - text: `ceil(chars / 4)` per text part (a string `content` is one part; a completions
+//!   `prompt` string is one part; a prompt given as token ids counts one per id);
+//! - images: each base64 data-URL image costs `qwen2_vl_image_tokens(width, height)`, with the
+//!   size read from its PNG/JPEG header; http(s) image URLs are not fetched and cost
+//!   `remote_image_tokens` each (0 by default);
+//! - no chat-template tokens are added.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use super::image::{data_url_dimensions, qwen2_vl_image_tokens};
+
+/// Output lengths without `max_tokens` are the prompt's text tokens clamped to this range.
+pub const DEFAULT_OUTPUT_MIN: u64 = 16;
+pub const DEFAULT_OUTPUT_MAX: u64 = 256;
+
+#[derive(Debug, Deserialize)]
+pub struct ChatRequest<'a> {
+    #[serde(borrow, default)]
+    pub model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub messages: Option<Vec<Message<'a>>>,
+    #[serde(flatten)]
+    pub generation: GenerationParams,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CompletionRequest<'a> {
+    #[serde(borrow, default)]
+    pub model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub prompt: Option<Prompt<'a>>,
+    #[serde(flatten)]
+    pub generation: GenerationParams,
+}
+
+/// The sampling fields the mock honours; everything else in the body is ignored.
+#[derive(Debug, Default, Deserialize)]
+pub struct GenerationParams {
+    #[serde(default)]
+    pub max_completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    #[serde(default)]
+    pub min_tokens: Option<u64>,
+    /// Accepted and ignored: the mock never emits EOS, so it always returns exactly the
+    /// requested maximum.
+    #[serde(default)]
+    pub ignore_eos: Option<bool>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Message<'a> {
+    #[serde(borrow, default)]
+    pub content: Option<Content<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Content<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Parts(#[serde(borrow)] Vec<Part<'a>>),
+}
+
+/// One content part. Kept as a struct (not a tagged enum) so unknown part types pass through.
+#[derive(Debug, Deserialize)]
+pub struct Part<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub image_url: Option<ImageUrl<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ImageUrl<'a> {
+    Object {
+        #[serde(borrow)]
+        url: Cow<'a, str>,
+    },
+    Bare(#[serde(borrow)] Cow<'a, str>),
+}
+
+impl ImageUrl<'_> {
+    fn url(&self) -> &str {
+        match self {
+            ImageUrl::Object { url } | ImageUrl::Bare(url) => url,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Prompt<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Texts(#[serde(borrow)] Vec<Cow<'a, str>>),
+    Ids(Vec<u64>),
+    IdLists(Vec<Vec<u64>>),
+}
+
+/// Prompt-side facts of one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptStats {
+    pub text_tokens: u64,
+    pub image_tokens: u64,
+    /// (width, height) of each image, in request order; (0, 0) for an http(s) URL.
+    pub image_sizes: Vec<(u32, u32)>,
+}
+
+impl PromptStats {
+    pub fn prompt_tokens(&self) -> u64 {
+        self.text_tokens + self.image_tokens
+    }
+}
+
+/// How the mock answers one request: the output length and why it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputPlan {
+    pub tokens: u64,
+    pub finish_reason: FinishReason,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    /// The requested maximum was reached.
+    Length,
+    /// No maximum was given; the mock stopped at its default length.
+    Stop,
+}
+
+impl FinishReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Length => "length",
+            FinishReason::Stop => "stop",
+        }
+    }
+}
+
+/// Text tokens of one text part (see the module doc).
+pub fn text_tokens(s: &str) -> u64 {
+    (s.chars().count() as u64).div_ceil(4)
+}
+
+/// Counts the prompt of a chat request. Errors are 400 messages.
+pub fn chat_prompt_stats(
+    messages: &[Message<'_>],
+    remote_image_tokens: u64,
+) -> Result<PromptStats, String> {
+    let mut stats = PromptStats::default();
+    for (m, message) in messages.iter().enumerate() {
+        match &message.content {
+            None => {}
+            Some(Content::Text(s)) => stats.text_tokens += text_tokens(s),
+            Some(Content::Parts(parts)) => {
+                for (p, part) in parts.iter().enumerate() {
+                    count_part(part, remote_image_tokens, &mut stats)
+                        .map_err(|e| format!("messages[{m}].content[{p}]: {e}"))?;
+                }
+            }
+        }
+    }
+    Ok(stats)
+}
+
+fn count_part(
+    part: &Part<'_>,
+    remote_image_tokens: u64,
+    stats: &mut PromptStats,
+) -> Result<(), String> {
+    match part.kind.as_ref() {
+        "text" => {
+            let text = part
+                .text
+                .as_deref()
+                .ok_or("a 'text' part needs a 'text' field")?;
+            stats.text_tokens += text_tokens(text);
+        }
+        "image_url" => {
+            let url = part
+                .image_url
+                .as_ref()
+                .ok_or("an 'image_url' part needs an 'image_url' field")?
+                .url();
+            if url.starts_with("data:") {
+                let (w, h) = data_url_dimensions(url).map_err(|e| e.to_string())?;
+                stats.image_tokens += qwen2_vl_image_tokens(w, h);
+                stats.image_sizes.push((w, h));
+            } else if url.starts_with("http://") || url.starts_with("https://") {
+                stats.image_tokens += remote_image_tokens;
+                stats.image_sizes.push((0, 0));
+            } else {
+                return Err("image URL must be a data URL or an http(s) URL".into());
+            }
+        }
+        // Other modalities (audio, video, ...) are accepted and not counted.
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Counts the prompt of a completions request.
+pub fn completion_prompt_stats(prompt: &Prompt<'_>) -> PromptStats {
+    let text_tokens = match prompt {
+        Prompt::Text(s) => text_tokens(s),
+        Prompt::Texts(v) => v.iter().map(|s| text_tokens(s)).sum(),
+        Prompt::Ids(ids) => ids.len() as u64,
+        Prompt::IdLists(lists) => lists.iter().map(|l| l.len() as u64).sum(),
+    };
+    PromptStats {
+        text_tokens,
+        ..PromptStats::default()
+    }
+}
+
+impl GenerationParams {
+    pub fn stream(&self) -> bool {
+        self.stream.unwrap_or(false)
+    }
+
+    pub fn include_usage(&self) -> bool {
+        self.stream_options
+            .as_ref()
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false)
+    }
+
+    /// `max_completion_tokens` wins over `max_tokens`, as in vLLM.
+    pub fn max_output(&self) -> Option<u64> {
+        self.max_completion_tokens.or(self.max_tokens)
+    }
+
+    /// The output length. With a maximum the mock returns exactly that many tokens (it has no
+    /// EOS, so `ignore_eos` changes nothing) and finishes with `length`. Without one it returns
+    /// `clamp(prompt text tokens, 16, 256)`, raised to `min_tokens`, and finishes with `stop`.
+    /// Errors are 400 messages worded like vLLM's.
+    pub fn output_plan(
+        &self,
+        prompt: &PromptStats,
+        max_model_len: u64,
+    ) -> Result<OutputPlan, String> {
+        let min = self.min_tokens.unwrap_or(0);
+        let plan = match self.max_output() {
+            Some(0) => return Err("max_tokens must be at least 1, got 0.".into()),
+            Some(max) if min > max => {
+                return Err(format!(
+                    "min_tokens must be less than or equal to max_tokens={max}, got {min}."
+                ));
+            }
+            Some(max) => OutputPlan {
+                tokens: max,
+                finish_reason: FinishReason::Length,
+            },
+            None => OutputPlan {
+                tokens: prompt
+                    .text_tokens
+                    .clamp(DEFAULT_OUTPUT_MIN, DEFAULT_OUTPUT_MAX)
+                    .max(min),
+                finish_reason: FinishReason::Stop,
+            },
+        };
+        let total = prompt.prompt_tokens().saturating_add(plan.tokens);
+        if total > max_model_len {
+            return Err(format!(
+                "This model's maximum context length is {max_model_len} tokens. However, you \
+                 requested {total} tokens ({} in the messages, {} in the completion). Please \
+                 reduce the length of the messages or completion.",
+                prompt.prompt_tokens(),
+                plan.tokens
+            ));
+        }
+        Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+
+    fn chat(json: &str) -> ChatRequest<'_> {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn string_and_part_contents_are_counted() {
+        let req = chat(
+            r#"{"model":"m","messages":[
+                {"role":"system","content":"abcdefgh"},
+                {"role":"user","content":[{"type":"text","text":"abcde"},
+                                          {"type":"image_url","image_url":{"url":"https://x/y.png"}},
+                                          {"type":"input_audio","input_audio":{}}]},
+                {"role":"assistant","content":null}]}"#,
+        );
+        let stats = chat_prompt_stats(req.messages.as_deref().unwrap(), 7).unwrap();
+        assert_eq!(stats.text_tokens, 2 + 2);
+        assert_eq!(stats.image_tokens, 7);
+        assert_eq!(stats.image_sizes, vec![(0, 0)]);
+        assert_eq!(stats.prompt_tokens(), 11);
+    }
+
+    #[test]
+    fn non_ascii_text_counts_characters() {
+        assert_eq!(text_tokens("ééé"), 1);
+        assert_eq!(text_tokens(""), 0);
+        assert_eq!(text_tokens("12345678"), 2);
+        assert_eq!(text_tokens("123456789"), 3);
+    }
+
+    #[test]
+    fn data_url_images_use_qwen2_vl_cost() {
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::RgbImage::new(512, 512)
+            .write_to(&mut png, image::ImageFormat::Png)
+            .unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(png.into_inner());
+        let body = format!(
+            r#"{{"messages":[{{"role":"user","content":[{{"type":"image_url","image_url":{{"url":"data:image/png;base64,{b64}"}}}}]}}]}}"#
+        );
+        let req = chat(&body);
+        let stats = chat_prompt_stats(req.messages.as_deref().unwrap(), 0).unwrap();
+        assert_eq!(stats.image_tokens, 326);
+        assert_eq!(stats.image_sizes, vec![(512, 512)]);
+    }
+
+    #[test]
+    fn bad_images_and_parts_are_errors() {
+        let req = chat(
+            r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,!!"}}]}]}"#,
+        );
+        let err = chat_prompt_stats(req.messages.as_deref().unwrap(), 0).unwrap_err();
+        assert!(
+            err.starts_with("messages[0].content[0]: invalid base64"),
+            "{err}"
+        );
+        let req = chat(r#"{"messages":[{"role":"user","content":[{"type":"text"}]}]}"#);
+        assert!(chat_prompt_stats(req.messages.as_deref().unwrap(), 0).is_err());
+        let req = chat(
+            r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"file:///etc/passwd"}]}]}"#,
+        );
+        assert!(chat_prompt_stats(req.messages.as_deref().unwrap(), 0).is_err());
+    }
+
+    #[test]
+    fn completion_prompts() {
+        fn parse(s: &str) -> CompletionRequest<'_> {
+            serde_json::from_str(s).unwrap()
+        }
+        let stats = |s: &str| completion_prompt_stats(parse(s).prompt.as_ref().unwrap());
+        assert_eq!(stats(r#"{"prompt":"abcdefgh"}"#).text_tokens, 2);
+        assert_eq!(stats(r#"{"prompt":["abcd","abcde"]}"#).text_tokens, 3);
+        assert_eq!(stats(r#"{"prompt":[1,2,3]}"#).text_tokens, 3);
+        assert_eq!(stats(r#"{"prompt":[[1,2],[3]]}"#).text_tokens, 3);
+        assert!(parse(r#"{"model":"x"}"#).prompt.is_none());
+    }
+
+    #[test]
+    fn output_length_rules() {
+        let params = |s: &str| -> GenerationParams { serde_json::from_str(s).unwrap() };
+        let prompt = |text_tokens| PromptStats {
+            text_tokens,
+            ..PromptStats::default()
+        };
+        let plan = |s: &str, p: u64| params(s).output_plan(&prompt(p), 100_000);
+        let length = |tokens| {
+            Ok(OutputPlan {
+                tokens,
+                finish_reason: FinishReason::Length,
+            })
+        };
+        let stop = |tokens| {
+            Ok(OutputPlan {
+                tokens,
+                finish_reason: FinishReason::Stop,
+            })
+        };
+        assert_eq!(plan(r#"{"max_tokens":7}"#, 50), length(7));
+        assert_eq!(
+            plan(r#"{"max_tokens":7,"max_completion_tokens":9}"#, 50),
+            length(9)
+        );
+        assert_eq!(plan(r#"{"max_tokens":7,"ignore_eos":true}"#, 50), length(7));
+        assert_eq!(plan(r#"{"max_tokens":7,"min_tokens":7}"#, 50), length(7));
+        assert!(plan(r#"{"max_tokens":7,"min_tokens":8}"#, 50).is_err());
+        assert!(plan(r#"{"max_tokens":0}"#, 50).is_err());
+        assert_eq!(plan("{}", 3), stop(16));
+        assert_eq!(plan("{}", 50), stop(50));
+        assert_eq!(plan("{}", 5000), stop(256));
+        assert_eq!(plan(r#"{"min_tokens":40}"#, 3), stop(40));
+        assert!(
+            params(r#"{"max_tokens":10}"#)
+                .output_plan(&prompt(95), 100)
+                .is_err()
+        );
+        assert!(
+            params(r#"{"max_tokens":5}"#)
+                .output_plan(&prompt(95), 100)
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn stream_flags() {
+        let p: GenerationParams =
+            serde_json::from_str(r#"{"stream":true,"stream_options":{"include_usage":true}}"#)
+                .unwrap();
+        assert!(p.stream() && p.include_usage());
+        let p: GenerationParams = serde_json::from_str(r#"{"stream":true}"#).unwrap();
+        assert!(p.stream() && !p.include_usage());
+    }
+}

@@ -1,0 +1,308 @@
+//! Response bytes in vLLM's shapes: SSE chunks written by a small formatter (the words and ids
+//! need no escaping; the model name is escaped once per request), whole JSON bodies and error
+//! bodies through serde_json.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::json;
+
+use super::request::FinishReason;
+use super::words;
+
+/// Which OpenAI API shape is being answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Chat,
+    Completions,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+        }
+    }
+}
+
+pub const DONE_EVENT: &[u8] = b"data: [DONE]\n\n";
+
+/// Per-request identity stamped on every chunk.
+#[derive(Debug, Clone)]
+pub struct ResponseHeader {
+    pub api: Api,
+    /// "chatcmpl-<hex>" or "cmpl-<hex>".
+    pub id: String,
+    /// Unix seconds.
+    pub created: u64,
+    pub model: String,
+}
+
+impl ResponseHeader {
+    fn object(&self, streaming: bool) -> &'static str {
+        match (self.api, streaming) {
+            (Api::Chat, true) => "chat.completion.chunk",
+            (Api::Chat, false) => "chat.completion",
+            (Api::Completions, _) => "text_completion",
+        }
+    }
+
+    /// `{"id":..,"object":..,"created":..,"model":..,"choices":[` for a streamed chunk.
+    fn chunk_start(&self) -> Vec<u8> {
+        let model = serde_json::to_string(&self.model).expect("a string always serializes");
+        format!(
+            "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{model},\"choices\":[",
+            self.id,
+            self.object(true),
+            self.created
+        )
+        .into_bytes()
+    }
+}
+
+/// Token usage as reported in `usage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsageCounts {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl UsageCounts {
+    fn to_json(self) -> serde_json::Value {
+        json!({
+            "prompt_tokens": self.prompt_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "completion_tokens": self.completion_tokens,
+        })
+    }
+}
+
+/// Writes the SSE chunks of one streamed response. Everything that does not change from token
+/// to token is formatted once, up front.
+#[derive(Debug, Clone)]
+pub struct ChunkWriter {
+    /// `data: {"id":...,"choices":[{"index":0,"delta":{"content":"` (or `"text":"`).
+    token_prefix: Bytes,
+    /// Closes a token chunk that is not the last.
+    token_suffix: &'static [u8],
+    /// Closes the last token chunk, carrying the finish reason as vLLM does.
+    last_token_suffix: Bytes,
+    chunk_start: Bytes,
+    api: Api,
+}
+
+impl ChunkWriter {
+    pub fn new(header: &ResponseHeader, finish: FinishReason) -> Self {
+        let chunk_start = Bytes::from(header.chunk_start());
+        let mut prefix = chunk_start.to_vec();
+        prefix.extend_from_slice(match header.api {
+            Api::Chat => b"{\"index\":0,\"delta\":{\"content\":\"",
+            Api::Completions => b"{\"index\":0,\"text\":\"",
+        });
+        let token_suffix: &'static [u8] = match header.api {
+            Api::Chat => b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            Api::Completions => {
+                b"\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n"
+            }
+        };
+        let close = match header.api {
+            Api::Chat => "\"}",
+            Api::Completions => "\"",
+        };
+        let last_token_suffix = format!(
+            "{close},\"logprobs\":null,\"finish_reason\":\"{}\",\"stop_reason\":null}}]}}\n\n",
+            finish.as_str()
+        );
+        ChunkWriter {
+            token_prefix: Bytes::from(prefix),
+            token_suffix,
+            last_token_suffix: Bytes::from(last_token_suffix),
+            chunk_start,
+            api: header.api,
+        }
+    }
+
+    /// The assistant-role chunk that opens a chat stream (`None` for completions).
+    pub fn role_chunk(&self) -> Option<Bytes> {
+        (self.api == Api::Chat).then(|| {
+            let mut b = self.chunk_start.to_vec();
+            b.extend_from_slice(
+                b"{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
+            );
+            Bytes::from(b)
+        })
+    }
+
+    /// The chunk carrying output token `i`; the last one also carries the finish reason.
+    pub fn token_chunk(&self, i: u64, last: bool) -> Bytes {
+        let word = words::word(i).as_bytes();
+        let suffix: &[u8] = if last {
+            &self.last_token_suffix
+        } else {
+            self.token_suffix
+        };
+        let mut b = BytesMut::with_capacity(self.token_prefix.len() + word.len() + suffix.len());
+        b.put_slice(&self.token_prefix);
+        b.put_slice(word);
+        b.put_slice(suffix);
+        b.freeze()
+    }
+
+    /// What follows the last token: the usage-only chunk (if asked for) and `data: [DONE]`.
+    pub fn tail(&self, usage: Option<UsageCounts>) -> Bytes {
+        let mut b = Vec::new();
+        if let Some(u) = usage {
+            b.extend_from_slice(&self.chunk_start);
+            b.extend_from_slice(b"],\"usage\":");
+            b.extend_from_slice(u.to_json().to_string().as_bytes());
+            b.extend_from_slice(b"}\n\n");
+        }
+        b.extend_from_slice(DONE_EVENT);
+        Bytes::from(b)
+    }
+}
+
+/// A whole (non-streamed) response body with `tokens` output tokens.
+pub fn full_body(
+    header: &ResponseHeader,
+    tokens: u64,
+    finish: FinishReason,
+    usage: UsageCounts,
+) -> Bytes {
+    let text = words::text(tokens);
+    let choice = match header.api {
+        Api::Chat => json!({
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "logprobs": null,
+            "finish_reason": finish.as_str(),
+            "stop_reason": null,
+        }),
+        Api::Completions => json!({
+            "index": 0,
+            "text": text,
+            "logprobs": null,
+            "finish_reason": finish.as_str(),
+            "stop_reason": null,
+        }),
+    };
+    let body = json!({
+        "id": header.id,
+        "object": header.object(false),
+        "created": header.created,
+        "model": header.model,
+        "choices": [choice],
+        "usage": usage.to_json(),
+    });
+    Bytes::from(body.to_string())
+}
+
+/// vLLM's error body: `{"error":{"message":..,"type":..,"param":null,"code":<status>}}`.
+pub fn error_body(status: u16, kind: &str, message: &str) -> Bytes {
+    let body = json!({
+        "error": {"message": message, "type": kind, "param": null, "code": status}
+    });
+    Bytes::from(body.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn header(api: Api) -> ResponseHeader {
+        ResponseHeader {
+            api,
+            id: "chatcmpl-abc".into(),
+            created: 1700000000,
+            model: "m\"odel".into(),
+        }
+    }
+
+    fn event_json(b: &[u8]) -> Value {
+        let s = std::str::from_utf8(b).unwrap();
+        let payload = s
+            .strip_prefix("data: ")
+            .unwrap()
+            .strip_suffix("\n\n")
+            .unwrap();
+        serde_json::from_str(payload).unwrap()
+    }
+
+    #[test]
+    fn chat_chunks_have_vllm_shape() {
+        let w = ChunkWriter::new(&header(Api::Chat), FinishReason::Length);
+        let role = event_json(&w.role_chunk().unwrap());
+        assert_eq!(
+            role,
+            json!({"id":"chatcmpl-abc","object":"chat.completion.chunk","created":1700000000,
+                   "model":"m\"odel","choices":[{"index":0,"delta":{"role":"assistant","content":""},
+                   "logprobs":null,"finish_reason":null}]})
+        );
+        let t = event_json(&w.token_chunk(1, false));
+        assert_eq!(t["choices"][0]["delta"], json!({"content": " of"}));
+        assert_eq!(t["choices"][0]["finish_reason"], Value::Null);
+        let last = event_json(&w.token_chunk(2, true));
+        assert_eq!(last["choices"][0]["delta"]["content"], " and");
+        assert_eq!(last["choices"][0]["finish_reason"], "length");
+    }
+
+    #[test]
+    fn tail_with_and_without_usage() {
+        let w = ChunkWriter::new(&header(Api::Chat), FinishReason::Stop);
+        let tail = w.tail(Some(UsageCounts {
+            prompt_tokens: 10,
+            completion_tokens: 3,
+        }));
+        let s = std::str::from_utf8(&tail).unwrap();
+        let (usage, done) = s.split_at(s.find("data: [DONE]").unwrap());
+        assert_eq!(done, "data: [DONE]\n\n");
+        let u = event_json(usage.as_bytes());
+        assert_eq!(u["choices"], json!([]));
+        assert_eq!(
+            u["usage"],
+            json!({"prompt_tokens":10,"completion_tokens":3,"total_tokens":13})
+        );
+        assert_eq!(&w.tail(None)[..], DONE_EVENT);
+    }
+
+    #[test]
+    fn completion_chunks_and_bodies() {
+        let w = ChunkWriter::new(&header(Api::Completions), FinishReason::Stop);
+        assert!(w.role_chunk().is_none());
+        let t = event_json(&w.token_chunk(0, true));
+        assert_eq!(t["object"], "text_completion");
+        assert_eq!(t["choices"][0]["text"], " the");
+        assert_eq!(t["choices"][0]["finish_reason"], "stop");
+
+        let usage = UsageCounts {
+            prompt_tokens: 4,
+            completion_tokens: 2,
+        };
+        let body: Value = serde_json::from_slice(&full_body(
+            &header(Api::Completions),
+            2,
+            FinishReason::Length,
+            usage,
+        ))
+        .unwrap();
+        assert_eq!(body["choices"][0]["text"], " the of");
+        assert_eq!(body["usage"]["total_tokens"], 6);
+        let body: Value =
+            serde_json::from_slice(&full_body(&header(Api::Chat), 3, FinishReason::Stop, usage))
+                .unwrap();
+        assert_eq!(body["object"], "chat.completion");
+        assert_eq!(body["choices"][0]["message"]["content"], " the of and");
+        assert_eq!(body["choices"][0]["message"]["role"], "assistant");
+        assert_eq!(body["choices"][0]["finish_reason"], "stop");
+    }
+
+    #[test]
+    fn error_body_shape() {
+        let v: Value =
+            serde_json::from_slice(&error_body(400, "BadRequestError", "x \"y\"")).unwrap();
+        assert_eq!(
+            v,
+            json!({"error":{"message":"x \"y\"","type":"BadRequestError","param":null,"code":400}})
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! Helpers for tests that run `aiperf mock-server` as a child process and talk to it over a
+//! raw HTTP/1.1 socket, stamping every read so event arrival times can be checked.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `aiperf mock-server` child; killed when dropped.
+pub struct MockChild {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+}
+
+impl MockChild {
+    /// Starts `aiperf mock-server --port 0 <args>` and reads its address from the first
+    /// stdout line.
+    pub fn spawn(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_aiperf"))
+            .args(["mock-server", "--port", "0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn aiperf mock-server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("read first stdout line");
+        let mut guard = MockChild {
+            child: Some(child),
+            addr: "0.0.0.0:0".parse().unwrap(),
+        };
+        let url = line
+            .trim_end()
+            .strip_prefix("aiperf mock-server listening on http://")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        guard.addr = url.parse().expect("socket address");
+        guard
+    }
+
+    /// Sends SIGTERM and waits for a clean exit (the graceful path that flushes records).
+    pub fn terminate(mut self) -> ExitStatus {
+        let mut child = self.child.take().unwrap();
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("mock server did not exit after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for MockChild {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// One SSE event and when its first byte arrived.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub at: Instant,
+    pub data: String,
+}
+
+#[derive(Debug)]
+pub struct HttpResponse {
+    /// Taken just before the request was written.
+    pub sent_at: Instant,
+    pub status: u16,
+    /// Header names lower-cased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// When the last byte of the body arrived.
+    pub body_done_at: Instant,
+    /// Arrival time of each body byte (index into `reads`).
+    body_read_index: Vec<u32>,
+    reads: Vec<Instant>,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text()))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The body split into SSE events (`data: ` payloads), each stamped with the arrival of
+    /// its first byte.
+    pub fn events(&self) -> Vec<Event> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        while let Some(pos) = find(&self.body[start..], b"\n\n") {
+            let raw = std::str::from_utf8(&self.body[start..start + pos]).unwrap();
+            let data = raw
+                .strip_prefix("data: ")
+                .unwrap_or_else(|| panic!("not a data line: {raw:?}"));
+            out.push(Event {
+                at: self.reads[self.body_read_index[start] as usize],
+                data: data.to_owned(),
+            });
+            start += pos + 2;
+        }
+        assert_eq!(
+            start,
+            self.body.len(),
+            "trailing bytes after the last event"
+        );
+        out
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Sends one request on a fresh connection (`Connection: close`) and reads the whole response.
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_nodelay(true).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let sent_at = Instant::now();
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+
+    // Read to EOF, remembering which read delivered each byte.
+    let mut raw = Vec::new();
+    let mut raw_read_index = Vec::new();
+    let mut reads = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = stream.read(&mut buf).expect("read response");
+        if n == 0 {
+            break;
+        }
+        reads.push(Instant::now());
+        raw.extend_from_slice(&buf[..n]);
+        raw_read_index.extend(std::iter::repeat_n(reads.len() as u32 - 1, n));
+    }
+    let head_end = find(&raw, b"\r\n\r\n").expect("end of headers") + 4;
+    let head = std::str::from_utf8(&raw[..head_end]).unwrap();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.split_once(':').unwrap();
+            (k.trim().to_ascii_lowercase(), v.trim().to_owned())
+        })
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+
+    let mut body = Vec::new();
+    let mut body_read_index = Vec::new();
+    if chunked {
+        let mut pos = head_end;
+        loop {
+            let line_end = pos + find(&raw[pos..], b"\r\n").expect("chunk size line");
+            let size_hex = std::str::from_utf8(&raw[pos..line_end]).unwrap();
+            let size = usize::from_str_radix(size_hex.split(';').next().unwrap().trim(), 16)
+                .expect("chunk size");
+            pos = line_end + 2;
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&raw[pos..pos + size]);
+            body_read_index.extend_from_slice(&raw_read_index[pos..pos + size]);
+            pos += size + 2;
+        }
+    } else {
+        body.extend_from_slice(&raw[head_end..]);
+        body_read_index.extend_from_slice(&raw_read_index[head_end..]);
+    }
+    let body_done_at = body_read_index
+        .last()
+        .map(|&i| reads[i as usize])
+        .unwrap_or(sent_at);
+    HttpResponse {
+        sent_at,
+        status,
+        headers,
+        body,
+        body_done_at,
+        body_read_index,
+        reads,
+    }
+}
+
+/// POSTs a JSON body.
+pub fn post_json(addr: SocketAddr, path: &str, body: &serde_json::Value) -> HttpResponse {
+    request(
+        addr,
+        "POST",
+        path,
+        &[("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    )
+}
