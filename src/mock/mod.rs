@@ -243,18 +243,3 @@ mod tests {
         assert_eq!(f.delays().unwrap(), (Duration::ZERO, Duration::ZERO));
     }
 }
-pub struct MockServer {
-    addr: std::net::SocketAddr,
-}
-impl MockServer {
-    pub fn addr(&self) -> std::net::SocketAddr {
-        self.addr
-    }
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-    pub async fn shutdown(self) {}
-}
-pub async fn start(_args: MockServerArgs) -> anyhow::Result<MockServer> {
-    anyhow::bail!("mock server not implemented yet")
-}
