@@ -516,6 +516,113 @@ mod tests {
         assert!(elapsed < Duration::from_secs(6), "took {elapsed:?}");
     }
 
+    /// Serves one file the way the hub does for hf-hub: ranged GETs answered with
+    /// `Content-Range`, `ETag` and `X-Repo-Commit`; anything else is a 404.
+    fn serve_hub_file(url_path: String, body: Vec<u8>, commit: &'static str) -> u16 {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request_line = String::new();
+                reader.read_line(&mut request_line).unwrap();
+                let mut range_start = 0usize;
+                let mut range_end = body.len() - 1;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap() == 0 || line == "\r\n" {
+                        break;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(range) = lower.strip_prefix("range: bytes=") {
+                        let (a, b) = range.trim().split_once('-').unwrap();
+                        range_start = a.parse().unwrap();
+                        if !b.is_empty() {
+                            range_end = b.parse::<usize>().unwrap().min(body.len() - 1);
+                        }
+                    }
+                }
+                let path = request_line.split_whitespace().nth(1).unwrap_or("");
+                let response = if path == url_path {
+                    let part = &body[range_start..=range_end];
+                    let mut head = format!(
+                        "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\n\
+                         Content-Range: bytes {range_start}-{range_end}/{}\r\n\
+                         ETag: \"fixture-etag\"\r\nX-Repo-Commit: {commit}\r\n\
+                         Connection: close\r\n\r\n",
+                        part.len(),
+                        body.len()
+                    )
+                    .into_bytes();
+                    head.extend_from_slice(part);
+                    head
+                } else {
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        .to_vec()
+                };
+                let _ = stream.write_all(&response);
+            }
+        });
+        port
+    }
+
+    /// Downloads through `resolve` (reading `HF_HOME`/`HF_ENDPOINT` like a real run) from a
+    /// local stand-in for the hub, in a child process so no test mutates this process's env.
+    #[test]
+    fn resolve_downloads_into_the_standard_cache() {
+        let commit = "fedcba9876543210fedcba9876543210fedcba98";
+        let body = std::fs::read(fixture_dir().join("tokenizer.json")).unwrap();
+        let port = serve_hub_file(
+            "/example-org/tiny-gpt2/resolve/main/tokenizer.json".into(),
+            body.clone(),
+            commit,
+        );
+        let home = tempfile::tempdir().unwrap();
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "tokenizer::tests::download_child", "--ignored"])
+            .env("AIPERF_TEST_DOWNLOAD_CHILD", "1")
+            .env("HF_HOME", home.path())
+            .env("HF_ENDPOINT", format!("http://127.0.0.1:{port}"))
+            .env_remove("HF_HUB_OFFLINE")
+            .env_remove("HF_TOKEN")
+            .env_remove("HTTP_PROXY")
+            .env_remove("http_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .output()
+            .unwrap();
+        let output = String::from_utf8_lossy(&child.stdout);
+        assert!(child.status.success(), "{output}");
+        assert!(output.contains("1 passed"), "{output}");
+
+        let repo = home.path().join("hub/models--example-org--tiny-gpt2");
+        assert_eq!(
+            std::fs::read_to_string(repo.join("refs/main")).unwrap(),
+            commit
+        );
+        let cached = repo.join("snapshots").join(commit).join("tokenizer.json");
+        assert_eq!(std::fs::read(&cached).unwrap(), body);
+        // Later runs find it with no network at all.
+        let r = resolve_with("example-org/tiny-gpt2", "main", &hub_env(home.path(), true)).unwrap();
+        assert!(r.warning.is_none());
+        assert_eq!(r.tokenizer.encode("Hello world"), vec![15496, 995]);
+    }
+
+    /// The child half of `resolve_downloads_into_the_standard_cache`.
+    #[test]
+    #[ignore = "run by resolve_downloads_into_the_standard_cache"]
+    fn download_child() {
+        if std::env::var_os("AIPERF_TEST_DOWNLOAD_CHILD").is_none() {
+            return;
+        }
+        let r = resolve("example-org/tiny-gpt2", "main").unwrap();
+        assert!(r.warning.is_none(), "{:?}", r.warning);
+        assert_eq!(r.tokenizer.name(), "example-org/tiny-gpt2");
+        assert_eq!(r.tokenizer.encode("Hello world"), vec![15496, 995]);
+    }
+
     #[test]
     fn truthy_values() {
         for v in ["1", "true", "TRUE", "yes", " on "] {
@@ -535,7 +642,10 @@ mod tests {
     fn regenerate_gpt2_fixture() {
         use tokenizers::models::bpe::BPE;
         use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-        let assets = PathBuf::from(std::env::var("GPT2_ASSETS").expect("set GPT2_ASSETS"));
+        let Some(assets) = std::env::var_os("GPT2_ASSETS").map(PathBuf::from) else {
+            eprintln!("set GPT2_ASSETS to tiktoken-rs's assets directory to regenerate");
+            return;
+        };
         let bpe = BPE::from_file(
             assets.join("encoder.json").to_str().unwrap(),
             assets.join("vocab.bpe").to_str().unwrap(),
