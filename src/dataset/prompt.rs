@@ -171,6 +171,45 @@ mod tests {
         assert_exact_lengths(&gpt2(), 11);
     }
 
+    /// A byte-level tokenizer that adds a leading space before encoding: decoding a window
+    /// and re-encoding it shifts merges at the start, which the adjustment loop must absorb.
+    #[test]
+    fn prefix_space_tokenizer_prompts_are_token_exact() {
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpt2/tokenizer.json");
+        let json = std::fs::read_to_string(fixture).unwrap();
+        let patched = json.replace("\"add_prefix_space\":false", "\"add_prefix_space\":true");
+        assert_ne!(json, patched);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tokenizer.json"), patched).unwrap();
+        let tokenizer = Tokenizer::from_file(dir.path()).unwrap();
+        assert_eq!(tokenizer.encode("Hello"), tokenizer.encode(" Hello"));
+        let builder = PromptBuilder::new(&tokenizer);
+        let mut rng = ChaCha8Rng::seed_from_u64(13);
+        for _ in 0..100 {
+            let n = rng.random_range(1..=600usize);
+            let prompt = builder.build(n, &mut rng);
+            assert_eq!(tokenizer.count(&prompt.text), n, "{:?}", prompt.text);
+        }
+    }
+
+    /// Japanese text costs several byte-level GPT-2 tokens per character, so many windows end
+    /// inside a character; its decoded U+FFFD re-encodes to a different count and the window
+    /// has to be adjusted.
+    #[test]
+    fn windows_cut_inside_characters_are_adjusted() {
+        let tokenizer = gpt2();
+        let corpus =
+            "東京は日本の首都です。桜の花が咲いています。\n吾輩は猫である。名前はまだ無い。\n";
+        let builder = PromptBuilder::with_corpus(&tokenizer, corpus);
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        for n in 1..=120 {
+            let prompt = builder.build(n, &mut rng);
+            assert_eq!(tokenizer.count(&prompt.text), n, "{:?}", prompt.text);
+            assert_eq!(prompt.tokens, n);
+        }
+    }
+
     #[test]
     fn same_rng_state_gives_same_prompt() {
         let t = Tokenizer::builtin().unwrap();
