@@ -1,10 +1,29 @@
-//! (stub; replaced by the dataset module)
+//! Everything built before the first request: synthetic prompts of exact token length and
+//! synthetic images, generated deterministically from one seed.
+
+pub mod image;
+pub mod prompt;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context, bail};
+use rand::rngs::ChaCha8Rng;
+use rand::{Rng, RngExt, SeedableRng};
+use rand_distr::{Distribution, Normal};
+
+use self::image::ImageEncoding;
+use self::prompt::PromptBuilder;
+use crate::tokenizer::Tokenizer;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ImageFormat {
     Png,
     Jpeg,
+    /// PNG or JPEG, chosen uniformly per image.
     Random,
 }
+
 #[derive(Debug, Clone)]
 pub struct SyntheticOptions {
     pub num_entries: usize,
@@ -17,34 +36,434 @@ pub struct SyntheticOptions {
     pub image_height_mean: f64,
     pub image_height_stddev: f64,
     pub image_format: ImageFormat,
+    /// Images per entry; images are enabled only if > 0 and both means are > 0.
     pub image_batch_size: usize,
+    /// None = from entropy.
     pub seed: Option<u64>,
 }
+
+impl SyntheticOptions {
+    /// Whether entries carry images at all.
+    pub fn images_enabled(&self) -> bool {
+        self.image_batch_size > 0 && self.image_width_mean > 0.0 && self.image_height_mean > 0.0
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct EncodedImage {
     pub data_url: String,
     pub width: u32,
     pub height: u32,
+    /// "png" | "jpeg"
     pub format: &'static str,
 }
+
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// The prompt text.
     pub text: String,
+    /// `tokenizer.count(&text)`.
     pub input_tokens: u64,
     pub images: Vec<EncodedImage>,
+    /// Sampled OSL (>= 1); None when `osl_mean` is None.
     pub max_output_tokens: Option<u64>,
 }
+
+/// Builds every entry before the run. Deterministic (byte-identical) for a given seed.
+/// Uses every available core.
 pub fn build_synthetic(
     opts: &SyntheticOptions,
-    tokenizer: &crate::tokenizer::Tokenizer,
+    tokenizer: &Tokenizer,
 ) -> anyhow::Result<Vec<Entry>> {
-    let text = "the the the".to_string();
-    Ok((0..opts.num_entries)
-        .map(|_| Entry {
-            input_tokens: tokenizer.count(&text) as u64,
-            text: text.clone(),
-            images: vec![],
-            max_output_tokens: opts.osl_mean.map(|m| m as u64),
-        })
-        .collect())
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    build_synthetic_with_threads(opts, tokenizer, threads)
+}
+
+/// `build_synthetic` on at most `threads` threads; the result does not depend on `threads`.
+pub fn build_synthetic_with_threads(
+    opts: &SyntheticOptions,
+    tokenizer: &Tokenizer,
+    threads: usize,
+) -> anyhow::Result<Vec<Entry>> {
+    let master_seed = opts.seed.unwrap_or_else(|| rand::rng().next_u64());
+    let plan = plan_entries(opts, master_seed)?;
+    let images: Vec<&ImagePlan> = plan.iter().flat_map(|e| &e.images).collect();
+    let builder = PromptBuilder::new(tokenizer);
+
+    // Images go first: the builtin tokenizer may still be loading on its own thread.
+    let jobs = images.len() + plan.len();
+    let mut results = parallel_map(jobs, threads, |job| {
+        if job < images.len() {
+            let p = images[job];
+            image::noise_image(p.width, p.height, p.encoding, p.noise_seed)
+                .with_context(|| format!("cannot encode a {}x{} image", p.width, p.height))
+                .map(Built::Image)
+        } else {
+            let p = &plan[job - images.len()];
+            let mut rng = ChaCha8Rng::seed_from_u64(p.prompt_seed);
+            Ok(Built::Prompt(builder.build(p.input_tokens, &mut rng)))
+        }
+    })
+    .into_iter();
+
+    let mut encoded: Vec<EncodedImage> = Vec::with_capacity(images.len());
+    for result in results.by_ref().take(images.len()) {
+        match result? {
+            Built::Image(img) => encoded.push(img),
+            Built::Prompt(_) => unreachable!("image jobs come first"),
+        }
+    }
+    let mut encoded = encoded.into_iter();
+    let mut entries = Vec::with_capacity(plan.len());
+    for (p, result) in plan.iter().zip(results) {
+        let Built::Prompt(prompt) = result? else {
+            unreachable!("prompt jobs come last")
+        };
+        entries.push(Entry {
+            text: prompt.text,
+            input_tokens: prompt.tokens as u64,
+            images: encoded.by_ref().take(p.images.len()).collect(),
+            max_output_tokens: p.max_output_tokens,
+        });
+    }
+    Ok(entries)
+}
+
+enum Built {
+    Image(EncodedImage),
+    Prompt(prompt::Prompt),
+}
+
+/// Everything random about one entry, drawn up front from seeds derived per entry and per
+/// image, so the work can then run on any number of threads with the same result.
+struct EntryPlan {
+    input_tokens: usize,
+    max_output_tokens: Option<u64>,
+    prompt_seed: u64,
+    images: Vec<ImagePlan>,
+}
+
+struct ImagePlan {
+    width: u32,
+    height: u32,
+    encoding: ImageEncoding,
+    noise_seed: u64,
+}
+
+/// Independent random streams, so adding images does not change the prompts.
+const STREAM_ENTRY: u64 = 1;
+const STREAM_IMAGE: u64 = 2;
+
+fn plan_entries(opts: &SyntheticOptions, master_seed: u64) -> anyhow::Result<Vec<EntryPlan>> {
+    let isl = normal("input tokens", opts.isl_mean, opts.isl_stddev)?;
+    let osl = match opts.osl_mean {
+        Some(mean) => Some(normal("output tokens", mean, opts.osl_stddev)?),
+        None => None,
+    };
+    let images_per_entry = if opts.images_enabled() {
+        opts.image_batch_size
+    } else {
+        0
+    };
+    let width = normal(
+        "image width",
+        opts.image_width_mean,
+        opts.image_width_stddev,
+    )?;
+    let height = normal(
+        "image height",
+        opts.image_height_mean,
+        opts.image_height_stddev,
+    )?;
+
+    let mut plans = Vec::with_capacity(opts.num_entries);
+    for i in 0..opts.num_entries {
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_ENTRY, i as u64));
+        let input_tokens = sample_at_least_one(&isl, &mut rng) as usize;
+        let max_output_tokens = osl.as_ref().map(|d| sample_at_least_one(d, &mut rng));
+        let prompt_seed = rng.next_u64();
+        let images = (0..images_per_entry)
+            .map(|j| {
+                let index = (i * images_per_entry + j) as u64;
+                let mut rng =
+                    ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_IMAGE, index));
+                let width = sample_at_least_one(&width, &mut rng).min(u32::MAX as u64) as u32;
+                let height = sample_at_least_one(&height, &mut rng).min(u32::MAX as u64) as u32;
+                let encoding = match opts.image_format {
+                    ImageFormat::Png => ImageEncoding::Png,
+                    ImageFormat::Jpeg => ImageEncoding::Jpeg,
+                    ImageFormat::Random if rng.random_bool(0.5) => ImageEncoding::Png,
+                    ImageFormat::Random => ImageEncoding::Jpeg,
+                };
+                ImagePlan {
+                    width,
+                    height,
+                    encoding,
+                    noise_seed: rng.next_u64(),
+                }
+            })
+            .collect();
+        plans.push(EntryPlan {
+            input_tokens,
+            max_output_tokens,
+            prompt_seed,
+            images,
+        });
+    }
+    Ok(plans)
+}
+
+fn normal(what: &str, mean: f64, stddev: f64) -> anyhow::Result<Normal<f64>> {
+    if !mean.is_finite() || !stddev.is_finite() || stddev < 0.0 {
+        bail!("{what}: mean {mean} and stddev {stddev} must be finite with stddev >= 0");
+    }
+    Ok(Normal::new(mean, stddev)?)
+}
+
+/// A normal sample rounded to an integer, at least 1. A zero stddev gives the mean exactly.
+fn sample_at_least_one(dist: &Normal<f64>, rng: &mut impl Rng) -> u64 {
+    let x = if dist.std_dev() == 0.0 {
+        dist.mean()
+    } else {
+        dist.sample(rng)
+    };
+    // `as` saturates: huge values clamp to u64::MAX, NaN cannot occur for finite parameters.
+    (x.round() as u64).max(1)
+}
+
+/// A seed for item `index` of random stream `stream`, mixed from the master seed
+/// (SplitMix64 finalizer) so neighbouring items get unrelated seeds.
+fn derive_seed(master: u64, stream: u64, index: u64) -> u64 {
+    let mut z = master
+        ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03)
+        ^ index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `f(0..count)` on up to `threads` scoped threads, results in index order. Workers take the
+/// next index from a shared counter, so uneven jobs (big images, long prompts) balance out.
+fn parallel_map<T: Send>(count: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = threads.clamp(1, count.max(1));
+    if threads == 1 {
+        return (0..count).map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<T>>> = Mutex::new((0..count).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        break;
+                    }
+                    let value = f(i);
+                    slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(value);
+                }
+            });
+        }
+    });
+    slots
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|slot| slot.expect("every index was computed"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> SyntheticOptions {
+        SyntheticOptions {
+            num_entries: 12,
+            isl_mean: 120.0,
+            isl_stddev: 30.0,
+            osl_mean: Some(50.0),
+            osl_stddev: 10.0,
+            image_width_mean: 64.0,
+            image_width_stddev: 8.0,
+            image_height_mean: 48.0,
+            image_height_stddev: 0.0,
+            image_format: ImageFormat::Random,
+            image_batch_size: 2,
+            seed: Some(42),
+        }
+    }
+
+    fn fingerprint(entries: &[Entry]) -> Vec<(String, u64, Option<u64>, Vec<String>)> {
+        entries
+            .iter()
+            .map(|e| {
+                let urls = e.images.iter().map(|i| i.data_url.clone()).collect();
+                (e.text.clone(), e.input_tokens, e.max_output_tokens, urls)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn same_seed_gives_identical_dataset_on_any_thread_count() {
+        let t = Tokenizer::builtin().unwrap();
+        let one = build_synthetic_with_threads(&opts(), &t, 1).unwrap();
+        let three = build_synthetic_with_threads(&opts(), &t, 3).unwrap();
+        let default = build_synthetic(&opts(), &t).unwrap();
+        assert_eq!(fingerprint(&one), fingerprint(&three));
+        assert_eq!(fingerprint(&one), fingerprint(&default));
+
+        let other = build_synthetic(
+            &SyntheticOptions {
+                seed: Some(43),
+                ..opts()
+            },
+            &t,
+        )
+        .unwrap();
+        assert_ne!(fingerprint(&one), fingerprint(&other));
+    }
+
+    #[test]
+    fn entries_match_the_options() {
+        let t = Tokenizer::builtin().unwrap();
+        let entries = build_synthetic(&opts(), &t).unwrap();
+        assert_eq!(entries.len(), 12);
+        let mut formats = std::collections::HashSet::new();
+        for e in &entries {
+            assert_eq!(e.input_tokens, t.count(&e.text) as u64);
+            assert!(e.input_tokens >= 1);
+            assert!(e.max_output_tokens.unwrap() >= 1);
+            assert_eq!(e.images.len(), 2);
+            for img in &e.images {
+                assert_eq!(img.height, 48, "zero stddev gives the mean exactly");
+                assert!((20..=110).contains(&img.width), "{}", img.width);
+                let prefix = format!("data:image/{};base64,", img.format);
+                assert!(img.data_url.starts_with(&prefix));
+                formats.insert(img.format);
+            }
+        }
+        // 24 images with a fair coin: both formats appear.
+        assert_eq!(formats.len(), 2, "{formats:?}");
+        // The ISL distribution is honoured: not all the same length.
+        let lengths: std::collections::HashSet<u64> =
+            entries.iter().map(|e| e.input_tokens).collect();
+        assert!(lengths.len() > 3);
+    }
+
+    #[test]
+    fn fixed_lengths_without_stddev() {
+        let t = Tokenizer::builtin().unwrap();
+        let o = SyntheticOptions {
+            isl_stddev: 0.0,
+            osl_stddev: 0.0,
+            image_batch_size: 0,
+            ..opts()
+        };
+        for e in build_synthetic(&o, &t).unwrap() {
+            assert_eq!(e.input_tokens, 120);
+            assert_eq!(e.max_output_tokens, Some(50));
+            assert!(e.images.is_empty());
+        }
+    }
+
+    #[test]
+    fn images_need_batch_size_and_both_means() {
+        let t = Tokenizer::builtin().unwrap();
+        let no_osl = SyntheticOptions {
+            osl_mean: None,
+            image_height_mean: 0.0,
+            num_entries: 3,
+            ..opts()
+        };
+        assert!(!no_osl.images_enabled());
+        for e in build_synthetic(&no_osl, &t).unwrap() {
+            assert!(e.images.is_empty());
+            assert_eq!(e.max_output_tokens, None);
+        }
+    }
+
+    #[test]
+    fn images_do_not_change_prompts() {
+        let t = Tokenizer::builtin().unwrap();
+        let with = build_synthetic(&opts(), &t).unwrap();
+        let without = build_synthetic(
+            &SyntheticOptions {
+                image_batch_size: 0,
+                ..opts()
+            },
+            &t,
+        )
+        .unwrap();
+        let texts = |v: &[Entry]| v.iter().map(|e| e.text.clone()).collect::<Vec<_>>();
+        assert_eq!(texts(&with), texts(&without));
+    }
+
+    #[test]
+    fn fixed_format_is_used_for_every_image() {
+        let t = Tokenizer::builtin().unwrap();
+        let o = SyntheticOptions {
+            image_format: ImageFormat::Jpeg,
+            num_entries: 3,
+            ..opts()
+        };
+        for e in build_synthetic(&o, &t).unwrap() {
+            assert!(e.images.iter().all(|i| i.format == "jpeg"));
+        }
+    }
+
+    #[test]
+    fn invalid_distributions_are_errors() {
+        let t = Tokenizer::builtin().unwrap();
+        let negative = SyntheticOptions {
+            isl_stddev: -1.0,
+            ..opts()
+        };
+        assert!(build_synthetic(&negative, &t).is_err());
+        let nan = SyntheticOptions {
+            osl_mean: Some(f64::NAN),
+            ..opts()
+        };
+        assert!(build_synthetic(&nan, &t).is_err());
+    }
+
+    #[test]
+    fn samples_round_and_clamp_to_one() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        assert_eq!(
+            sample_at_least_one(&Normal::new(2.5, 0.0).unwrap(), &mut rng),
+            3
+        );
+        assert_eq!(
+            sample_at_least_one(&Normal::new(-5.0, 0.0).unwrap(), &mut rng),
+            1
+        );
+        let d = Normal::new(1000.0, 100.0).unwrap();
+        let mean = (0..2000)
+            .map(|_| sample_at_least_one(&d, &mut rng) as f64)
+            .sum::<f64>()
+            / 2000.0;
+        assert!((mean - 1000.0).abs() < 15.0, "{mean}");
+    }
+
+    #[test]
+    fn derived_seeds_differ_per_stream_and_index() {
+        let seeds: std::collections::HashSet<u64> = (0..1000)
+            .flat_map(|i| {
+                [
+                    derive_seed(7, STREAM_ENTRY, i),
+                    derive_seed(7, STREAM_IMAGE, i),
+                ]
+            })
+            .collect();
+        assert_eq!(seeds.len(), 2000);
+        assert_ne!(derive_seed(7, 1, 0), derive_seed(8, 1, 0));
+    }
+
+    #[test]
+    fn parallel_map_keeps_order() {
+        let squares = parallel_map(100, 4, |i| i * i);
+        assert_eq!(squares, (0..100).map(|i| i * i).collect::<Vec<_>>());
+        assert!(parallel_map(0, 4, |i| i).is_empty());
+    }
 }

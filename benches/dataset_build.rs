@@ -1,0 +1,155 @@
+//! Dataset build timings: builtin tokenizer load, token-exact prompts, noise images on one
+//! thread vs all cores. Run with `cargo bench --bench dataset_build`. Best-of-3 wall times;
+//! on a busy machine compare the ratios printed next to each figure.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use aiperf::dataset::{ImageFormat, SyntheticOptions, build_synthetic_with_threads};
+use aiperf::tokenizer::Tokenizer;
+
+fn options(entries: usize, isl: f64, image_batch: usize, size: f64) -> SyntheticOptions {
+    SyntheticOptions {
+        num_entries: entries,
+        isl_mean: isl,
+        isl_stddev: 0.0,
+        osl_mean: None,
+        osl_stddev: 0.0,
+        image_width_mean: size,
+        image_width_stddev: 0.0,
+        image_height_mean: size,
+        image_height_stddev: 0.0,
+        image_format: ImageFormat::Png,
+        image_batch_size: image_batch,
+        seed: Some(1),
+    }
+}
+
+/// Best of `runs` wall times.
+fn best_of(runs: usize, mut f: impl FnMut()) -> Duration {
+    (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Runs this benchmark binary again with `mode` and returns the milliseconds it prints:
+/// start-up costs are only visible in a fresh process.
+fn fresh_process_ms(mode: &str) -> f64 {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg(mode)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+fn best_fresh_ms(mode: &str) -> f64 {
+    (0..3)
+        .map(|_| fresh_process_ms(mode))
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match std::env::args().nth(1).as_deref() {
+        // Builtin tokenizer from `builtin()` until it can count.
+        Some("child-load") => {
+            let t = Instant::now();
+            Tokenizer::builtin().unwrap().count("warm up");
+            println!("{}", ms(t.elapsed()));
+            return;
+        }
+        // What a 20-request vision run pays before its first request: the builtin tokenizer
+        // loads on its own thread while the images encode.
+        // `child-startup-sequential` waits for the tokenizer first: the reference.
+        Some(mode @ ("child-startup" | "child-startup-sequential")) => {
+            let t = Instant::now();
+            let builtin = Tokenizer::builtin().unwrap();
+            if mode == "child-startup-sequential" {
+                builtin.count("wait for the load");
+            }
+            let entries =
+                build_synthetic_with_threads(&options(20, 550.0, 1, 512.0), &builtin, cores)
+                    .unwrap();
+            assert_eq!(entries.len(), 20);
+            println!("{}", ms(t.elapsed()));
+            return;
+        }
+        _ => {}
+    }
+
+    println!(
+        "builtin o200k_base tokenizer, builtin() until it counts (fresh process, best of 3): {:.1} ms",
+        best_fresh_ms("child-load")
+    );
+    let overlapped = best_fresh_ms("child-startup");
+    let sequential = best_fresh_ms("child-startup-sequential");
+    println!(
+        "start-up, builtin tokenizer + 20 entries (ISL 550, one 512x512 PNG each), fresh process: \
+         {overlapped:.1} ms with the load overlapping image encoding, {sequential:.1} ms load first ({:.2}x)",
+        sequential / overlapped
+    );
+    let builtin = Tokenizer::builtin().unwrap();
+    builtin.count("warm up");
+
+    let gpt2_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpt2");
+    let t = Instant::now();
+    let gpt2 = Tokenizer::from_file(&gpt2_path).unwrap();
+    println!("HF GPT-2 tokenizer.json load: {:.1} ms", ms(t.elapsed()));
+
+    for (name, tok) in [("builtin", &builtin), ("gpt2", &gpt2)] {
+        for isl in [100.0, 550.0, 2000.0] {
+            let o = options(100, isl, 0, 0.0);
+            let one = best_of(3, || {
+                drop(build_synthetic_with_threads(&o, tok, 1).unwrap())
+            });
+            let all = best_of(3, || {
+                drop(build_synthetic_with_threads(&o, tok, cores).unwrap())
+            });
+            println!(
+                "100 prompts ISL {isl} ({name}): {:.1} ms on 1 thread, {:.1} ms on {cores} ({:.2}x)",
+                ms(one),
+                ms(all),
+                ms(one) / ms(all)
+            );
+        }
+    }
+
+    for format in [ImageFormat::Png, ImageFormat::Jpeg] {
+        let o = SyntheticOptions {
+            image_format: format,
+            ..options(100, 1.0, 1, 512.0)
+        };
+        let one = best_of(3, || {
+            drop(build_synthetic_with_threads(&o, &builtin, 1).unwrap())
+        });
+        let all = best_of(3, || {
+            drop(build_synthetic_with_threads(&o, &builtin, cores).unwrap())
+        });
+        let bytes: usize = build_synthetic_with_threads(&o, &builtin, cores)
+            .unwrap()
+            .iter()
+            .map(|e| e.images[0].data_url.len())
+            .sum();
+        println!(
+            "100 noise images 512x512 {format:?}: {:.1} ms on 1 thread, {:.1} ms on {cores} ({:.2}x), {:.0} KB data URL each",
+            ms(one),
+            ms(all),
+            ms(one) / ms(all),
+            bytes as f64 / 100.0 / 1024.0
+        );
+    }
+}
