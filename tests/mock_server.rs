@@ -95,11 +95,11 @@ fn streamed_chat_has_role_tokens_finish_usage_and_done() {
         assert_eq!(c["choices"][0]["logprobs"], Value::Null);
     }
     assert_eq!(chunks[5]["choices"][0]["finish_reason"], "length");
-    // "Say five words please" is 21 characters: ceil(21 / 4) = 6 prompt tokens.
+    // "Say five words please" is 4 o200k tokens.
     assert_eq!(chunks[6]["choices"], json!([]));
     assert_eq!(
         chunks[6]["usage"],
-        json!({"prompt_tokens": 6, "completion_tokens": 5, "total_tokens": 11})
+        json!({"prompt_tokens": 4, "completion_tokens": 5, "total_tokens": 9})
     );
 }
 
@@ -146,7 +146,7 @@ fn non_streamed_chat_is_one_completion_with_usage() {
     assert_eq!(v["choices"][0]["finish_reason"], "length");
     assert_eq!(
         v["usage"],
-        json!({"prompt_tokens": 2, "completion_tokens": 4, "total_tokens": 6})
+        json!({"prompt_tokens": 1, "completion_tokens": 4, "total_tokens": 5})
     );
 }
 
@@ -167,7 +167,7 @@ fn output_length_follows_max_min_and_prompt() {
                 .to_owned(),
         )
     };
-    let long_prompt = "x".repeat(400); // 100 text tokens
+    let long_prompt = " the".repeat(100); // 100 text tokens
     assert_eq!(
         completion(json!({"max_tokens": 7}), "hi"),
         (7, "length".into())
@@ -242,20 +242,20 @@ fn image_tokens_follow_qwen2_vl_for_png_and_jpeg() {
             resp.json()["usage"].clone()
         }
     };
-    // "Describe this image." is 20 characters: 5 text tokens.
+    // "Describe this image." is 4 o200k tokens.
     let text = json!({"type": "text", "text": "Describe this image."});
     let png = json!({"type": "image_url", "image_url": {"url": png_data_url(512, 512)}});
     let jpeg = json!({"type": "image_url", "image_url": {"url": jpeg_data_url(1000, 700)}});
 
     // 512x512 -> 18x18 tokens + 2 delimiters.
-    assert_eq!(usage(json!([text, png]), true)["prompt_tokens"], 326 + 5);
+    assert_eq!(usage(json!([text, png]), true)["prompt_tokens"], 326 + 4);
     // 1000x700 -> 1008x700 -> 36x25 tokens + 2.
-    assert_eq!(usage(json!([text, jpeg]), false)["prompt_tokens"], 902 + 5);
+    assert_eq!(usage(json!([text, jpeg]), false)["prompt_tokens"], 902 + 4);
     // Both, plus an http URL that is not fetched and counts --remote-image-tokens.
     let remote = json!({"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}});
     let u = usage(json!([png, text, jpeg, remote]), true);
-    assert_eq!(u["prompt_tokens"], 326 + 902 + 100 + 5);
-    assert_eq!(u["total_tokens"], 326 + 902 + 100 + 5 + 2);
+    assert_eq!(u["prompt_tokens"], 326 + 902 + 100 + 4);
+    assert_eq!(u["total_tokens"], 326 + 902 + 100 + 4 + 2);
 }
 
 #[test]
@@ -280,7 +280,7 @@ fn completions_endpoint_streams_and_answers_whole() {
         .collect();
     assert_eq!(text, " the of and");
     assert_eq!(chunks[2]["choices"][0]["finish_reason"], "length");
-    assert_eq!(chunks[3]["usage"]["prompt_tokens"], 2);
+    assert_eq!(chunks[3]["usage"]["prompt_tokens"], 1);
 
     let v = post_json(
         mock.addr,
@@ -491,9 +491,9 @@ fn record_requests_file_holds_server_timestamps() {
     assert_eq!(s["stream"], true);
     assert_eq!(s["model"], "vlm");
     assert_eq!(s["endpoint"], "chat");
-    assert_eq!(s["text_tokens"], 5);
+    assert_eq!(s["text_tokens"], 4);
     assert_eq!(s["image_tokens"], 326);
-    assert_eq!(s["prompt_tokens"], 331);
+    assert_eq!(s["prompt_tokens"], 330);
     assert_eq!(s["num_images"], 1);
     assert_eq!(s["image_sizes"], json!([[512, 512]]));
     assert_eq!(s["output_tokens"], 10);
@@ -520,7 +520,7 @@ fn record_requests_file_holds_server_timestamps() {
 
     let w = by_id("req-whole");
     assert_eq!(w["stream"], false);
-    assert_eq!(w["prompt_tokens"], 2);
+    assert_eq!(w["prompt_tokens"], 1);
     assert_eq!(w["output_tokens"], 3);
     assert_eq!(w["num_images"], 0);
     assert_eq!(w["first_token_ns"], w["last_token_ns"]);

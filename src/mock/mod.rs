@@ -157,6 +157,11 @@ async fn wait_for_stop_signal() {
 
 /// Starts the server on the current tokio runtime and returns once the socket is bound.
 pub async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
+    // The prompt-counting tokenizer is built before the first request can arrive, so no
+    // request waits for it and no timing is skewed by it.
+    tokio::task::spawn_blocking(|| request::text_tokens("warm up"))
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot build the builtin tokenizer: {e}"))?;
     server::start(args).await
 }
 

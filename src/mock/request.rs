@@ -1,9 +1,12 @@
 //! Request bodies as vLLM accepts them, and what the mock derives from them: prompt token
 //! counts and the number of output tokens.
 //!
-//! Prompt token accounting (the mock has no tokenizer, so this is a documented approximation):
-//! - text: `ceil(chars / 4)` per text part (a string `content` is one part; a completions
-//!   `prompt` string is one part; a prompt given as token ids counts one per id);
+//! Prompt token accounting:
+//! - text: each text part is counted with the builtin o200k_base tokenizer (the one AIPerf's
+//!   mock and our client's `--tokenizer builtin` use), so with that tokenizer the client's
+//!   ISL equals the server's text tokens and `prompt_tokens - ISL` is exactly the image cost;
+//!   with another model's tokenizer the text count is an approximation. A completions prompt
+//!   given as token ids counts one per id;
 //! - images: each base64 data-URL image costs `qwen2_vl_image_tokens(width, height)`, with the
 //!   size read from its PNG/JPEG header; http(s) image URLs are not fetched and cost
 //!   `remote_image_tokens` each (0 by default);
@@ -11,7 +14,11 @@
 
 use std::borrow::Cow;
 
+use std::sync::OnceLock;
+
 use serde::Deserialize;
+
+use crate::tokenizer::Tokenizer;
 
 use super::image::{data_url_dimensions, qwen2_vl_image_tokens};
 
@@ -156,7 +163,10 @@ impl FinishReason {
 
 /// Text tokens of one text part (see the module doc).
 pub fn text_tokens(s: &str) -> u64 {
-    (s.chars().count() as u64).div_ceil(4)
+    static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
+    let tokenizer =
+        TOKENIZER.get_or_init(|| Tokenizer::builtin().expect("the builtin tokenizer is embedded"));
+    tokenizer.count(s) as u64
 }
 
 /// Counts the prompt of a chat request. Errors are 400 messages.
@@ -303,8 +313,8 @@ mod tests {
     fn string_and_part_contents_are_counted() {
         let req = chat(
             r#"{"model":"m","messages":[
-                {"role":"system","content":"abcdefgh"},
-                {"role":"user","content":[{"type":"text","text":"abcde"},
+                {"role":"system","content":"the of"},
+                {"role":"user","content":[{"type":"text","text":"the and"},
                                           {"type":"image_url","image_url":{"url":"https://x/y.png"}},
                                           {"type":"input_audio","input_audio":{}}]},
                 {"role":"assistant","content":null}]}"#,
@@ -317,11 +327,10 @@ mod tests {
     }
 
     #[test]
-    fn non_ascii_text_counts_characters() {
-        assert_eq!(text_tokens("ééé"), 1);
+    fn text_is_counted_with_o200k() {
         assert_eq!(text_tokens(""), 0);
-        assert_eq!(text_tokens("12345678"), 2);
-        assert_eq!(text_tokens("123456789"), 3);
+        assert_eq!(text_tokens("the of and to"), 4);
+        assert_eq!(text_tokens("Hello world"), 2);
     }
 
     #[test]
@@ -364,8 +373,8 @@ mod tests {
             serde_json::from_str(s).unwrap()
         }
         let stats = |s: &str| completion_prompt_stats(parse(s).prompt.as_ref().unwrap());
-        assert_eq!(stats(r#"{"prompt":"abcdefgh"}"#).text_tokens, 2);
-        assert_eq!(stats(r#"{"prompt":["abcd","abcde"]}"#).text_tokens, 3);
+        assert_eq!(stats(r#"{"prompt":"the of"}"#).text_tokens, 2);
+        assert_eq!(stats(r#"{"prompt":["the","the of"]}"#).text_tokens, 3);
         assert_eq!(stats(r#"{"prompt":[1,2,3]}"#).text_tokens, 3);
         assert_eq!(stats(r#"{"prompt":[[1,2],[3]]}"#).text_tokens, 3);
         assert!(parse(r#"{"model":"x"}"#).prompt.is_none());
