@@ -1,46 +1,28 @@
 //! End-to-end: the real `aiperf` binary profiles the real mock server (a child process), and
 //! the artifacts are read back and checked.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
+
+use common::MockChild;
 
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
 
-/// A mock server child process, killed on drop.
+/// A mock server child process (killed on drop) and its base URL.
 struct Mock {
-    child: Child,
+    _child: MockChild,
     url: String,
 }
 
 impl Mock {
     fn start(extra: &[&str]) -> Mock {
-        let mut child = Command::new(BIN)
-            .args(["mock-server", "--port", "0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start mock server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("read mock address");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Mock { child, url }
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let child = MockChild::spawn(extra);
+        let url = format!("http://{}", child.addr);
+        Mock { _child: child, url }
     }
 }
 
