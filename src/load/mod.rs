@@ -1,6 +1,8 @@
 //! When to send what. Closed loop: exactly `concurrency` requests in flight until the
 //! phase's count has been sent; each finished record goes straight to the collector.
 
+pub mod schedule;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
