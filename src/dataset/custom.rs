@@ -496,8 +496,11 @@ fn non_empty(
     })
 }
 
+/// A parsed line and where it came from.
+type Line<'a> = (At<'a>, Map<String, Value>);
+
 /// Every non-blank line parsed as a JSON object, with its location.
-fn read_jsonl(file: &Path) -> Result<Vec<(At<'_>, Map<String, Value>)>, InputError> {
+fn read_jsonl(file: &Path) -> Result<Vec<Line<'_>>, InputError> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("{}: cannot read the input file: {e}", file.display()))?;
     let mut out = Vec::new();

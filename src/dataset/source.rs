@@ -342,7 +342,8 @@ mod tests {
     fn bundled_photos_decode_and_are_natural() {
         let mut pool = PhotoPool::bundled(ImageSampling::SequentialCycle);
         assert!(pool.len() >= 4);
-        let picked = names(&mut pool, pool.len(), 1);
+        let n = pool.len();
+        let picked = names(&mut pool, n, 1);
         let expected: Vec<String> = BUNDLED.iter().map(|(n, _)| n.to_string()).collect();
         assert_eq!(picked, expected, "sequential walks them in sorted order");
         let mut sorted = expected.clone();
