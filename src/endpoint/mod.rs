@@ -333,6 +333,78 @@ pub fn parse_event(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
 mod tests {
     use super::*;
 
+    fn turn(text: &str, max: u64) -> Entry {
+        let mut e = Entry {
+            text: text.into(),
+            input_tokens: 1,
+            images: Vec::new(),
+            max_output_tokens: Some(max),
+            extra_texts: Vec::new(),
+            role: None,
+            extra: Map::new(),
+            timestamp_ms: None,
+            delay_ms: None,
+        };
+        e.extra.insert("temperature".into(), Value::from(0));
+        e
+    }
+
+    #[test]
+    fn multi_turn_bodies_splice_history_and_replies() {
+        let dataset = Dataset {
+            conversations: vec![crate::dataset::Conversation {
+                session_id: None,
+                system: Some("sys".into()),
+                turns: vec![turn("one", 5), turn("two \"q\"", 6), turn("three", 7)],
+            }],
+            sampling: crate::dataset::DatasetSampling::Sequential,
+        };
+        let opts = BodyOptions {
+            model: "m".into(),
+            streaming: true,
+            use_legacy_max_tokens: false,
+            extra_inputs: Map::new(),
+        };
+        let convs = prepare_dataset(EndpointType::Chat, dataset, &opts).unwrap();
+        let c = &convs[0];
+        let first: Value = serde_json::from_slice(&c.first.body).unwrap();
+        assert_eq!(first["messages"][0]["role"], "system");
+        assert_eq!(first["messages"][1]["content"], "one");
+        let replies = vec!["r1 \"x\"\n".to_string(), "r2".to_string()];
+        let third: Value = serde_json::from_slice(&c.script.turn_body(2, &replies)).unwrap();
+        let roles: Vec<&str> = third["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "user", "assistant", "user"]
+        );
+        assert_eq!(third["messages"][2]["content"], "r1 \"x\"\n");
+        assert_eq!(third["messages"][3]["content"], "two \"q\"");
+        assert_eq!(third["messages"][5]["content"], "three");
+        assert_eq!(third["max_completion_tokens"], 7);
+        assert_eq!(third["temperature"], 0);
+        assert_eq!(third["stream"], true);
+        assert!(
+            prepare_dataset(
+                EndpointType::Completions,
+                Dataset {
+                    conversations: vec![crate::dataset::Conversation {
+                        session_id: None,
+                        system: None,
+                        turns: vec![turn("a", 1), turn("b", 1)],
+                    }],
+                    sampling: crate::dataset::DatasetSampling::Sequential,
+                },
+                &opts
+            )
+            .is_err()
+        );
+    }
+
     #[test]
     fn chat_chunk_with_content() {
         let e = parse_event(br#"{"id":"x","choices":[{"index":0,"delta":{"content":" the"},"finish_reason":null}]}"#).unwrap();

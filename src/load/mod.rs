@@ -314,4 +314,33 @@ mod tests {
         let other = SendPlan::new(reqs(5), 12, 43);
         assert_ne!(plan.request_ids, other.request_ids);
     }
+
+    #[test]
+    fn sequential_and_random_orders() {
+        let convs = |n: usize| {
+            reqs(n)
+                .into_iter()
+                .map(|first| PreparedConversation {
+                    first,
+                    script: TurnScript::default(),
+                    timestamp_ms: None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let seq = SendPlan::from_conversations(convs(3), DatasetSampling::Sequential, 7, 1);
+        assert_eq!(seq.order, vec![0, 1, 2, 0, 1, 2, 0]);
+        assert!(!seq.is_multi_turn());
+        let rnd = SendPlan::from_conversations(convs(3), DatasetSampling::Random, 300, 1);
+        let again = SendPlan::from_conversations(convs(3), DatasetSampling::Random, 300, 1);
+        assert_eq!(rnd.order, again.order);
+        for k in 0..3u32 {
+            let c = rnd.order.iter().filter(|&&o| o == k).count();
+            assert!((60..140).contains(&c), "entry {k} drawn {c} times of 300");
+        }
+        // The synthetic constructor keeps its shuffled cycles.
+        let shuffled = SendPlan::new(reqs(3), 6, 42);
+        let via = SendPlan::from_conversations(convs(3), DatasetSampling::Shuffle, 6, 42);
+        assert_eq!(shuffled.order, via.order);
+        assert_eq!(shuffled.request_ids, via.request_ids);
+    }
 }
