@@ -60,7 +60,12 @@ fn args<'a>(url: &'a str, dir: &'a str, n: &'a str, w: &'a str, h: &'a str) -> V
 }
 
 /// Runs a profile against a fresh recording mock; returns the output and the server records.
-fn run_recorded(extra: &[&str], n: &str, w: &str, h: &str) -> (Output, Vec<Value>, tempfile::TempDir) {
+fn run_recorded(
+    extra: &[&str],
+    n: &str,
+    w: &str,
+    h: &str,
+) -> (Output, Vec<Value>, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let rec = tmp.path().join("server.jsonl");
     let mock = common::MockChild::spawn(&["--fast", "--record-requests", rec.to_str().unwrap()]);
@@ -103,7 +108,9 @@ fn assets_arrive_at_the_asked_size_and_are_smaller_than_noise() {
             Some(aiperf::mock::image::qwen2_vl_image_tokens(320, 240))
         );
     }
-    let assets_inputs = std::fs::metadata(tmp.path().join("run/inputs.json")).unwrap().len();
+    let assets_inputs = std::fs::metadata(tmp.path().join("run/inputs.json"))
+        .unwrap()
+        .len();
 
     let (out, _, noise_tmp) = run_recorded(&["--image-format", "jpeg"], "6", "320", "240");
     assert!(out.status.success(), "{}", stderr(&out));
@@ -125,7 +132,12 @@ fn directory_with_a_corrupt_file_skips_it_with_a_warning() {
     std::fs::write(images.path().join("readme.txt"), "not an image").unwrap();
     let dir = images.path().to_str().unwrap();
     let (out, server, tmp) = run_recorded(
-        &["--image-source", dir, "--image-source-sampling", "sequential-cycle"],
+        &[
+            "--image-source",
+            dir,
+            "--image-source-sampling",
+            "sequential-cycle",
+        ],
         "5",
         "100",
         "60",
@@ -150,7 +162,12 @@ fn same_seed_gives_the_same_bodies() {
         write_png(&images.path().join(name), 20 + i as u32 * 10, 20);
     }
     let dir = images.path().to_str().unwrap();
-    let extra = ["--image-source", dir, "--image-source-sampling", "shuffle-cycle"];
+    let extra = [
+        "--image-source",
+        dir,
+        "--image-source-sampling",
+        "shuffle-cycle",
+    ];
     let (a, _, ta) = run_recorded(&extra, "4", "32", "32");
     let (b, _, tb) = run_recorded(&extra, "4", "32", "32");
     assert!(a.status.success() && b.status.success());
