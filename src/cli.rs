@@ -208,4 +208,26 @@ pub struct ProfileArgs {
     /// More log detail.
     #[arg(short = 'v', long, help_heading = "Output")]
     pub verbose: bool,
+
+    // ----- Input file and image source -----
+    /// Where synthetic images come from: `noise` (random pixels), `assets` (bundled photos,
+    /// resized), or a directory of image files (png, jpeg, webp, gif, bmp).
+    #[arg(long, default_value = "noise", help_heading = "Image")]
+    pub image_source: String,
+
+    /// How images of `assets` or a directory are picked (`noise` accepts only the default).
+    #[arg(long, value_enum, default_value_t = crate::dataset::source::ImageSampling::RandomWithReplacement, help_heading = "Image")]
+    pub image_source_sampling: crate::dataset::source::ImageSampling,
+
+    /// A JSONL file (or, for random_pool, a directory) of requests; see --custom-dataset-type.
+    #[arg(long, help_heading = "Input")]
+    pub input_file: Option<PathBuf>,
+
+    /// Format of --input-file.
+    #[arg(long, value_enum, help_heading = "Input")]
+    pub custom_dataset_type: Option<crate::dataset::custom::CustomDatasetType>,
+
+    /// Tokens per hash_ids block in traces (mooncake default 512).
+    #[arg(long = "prompt-input-tokens-block-size", visible_aliases = ["synthetic-input-tokens-block-size", "isl-block-size"], help_heading = "Prompt")]
+    pub isl_block_size: Option<usize>,
 }

@@ -8,7 +8,10 @@ use http::{HeaderName, HeaderValue, Uri};
 use serde_json::{Map, Value};
 
 use crate::cli::{EndpointType, ProfileArgs, UiType};
+use crate::dataset::InputOptions;
 use crate::dataset::SyntheticOptions;
+use crate::dataset::custom::CustomDatasetType;
+use crate::dataset::source::{ImageSampling, ImageSource};
 
 /// A command-line problem: one line naming the flag, the value and what is accepted.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +51,8 @@ pub struct ProfileConfig {
     /// The seed actually used (given, or drawn from entropy and recorded).
     pub random_seed: u64,
     pub random_seed_given: bool,
+    /// Image source, input file and their options.
+    pub inputs: InputOptions,
 }
 
 impl ProfileConfig {
@@ -216,6 +221,7 @@ impl ProfileConfig {
             verbose: a.verbose,
             random_seed,
             random_seed_given,
+            inputs: input_options(a)?,
         })
     }
 
@@ -225,6 +231,80 @@ impl ProfileConfig {
         self.request_uri = build_request_uri(base, Some(&path), self.endpoint_type)?;
         Ok(())
     }
+}
+
+/// `--image-source*`, `--input-file`, `--custom-dataset-type`, `--isl-block-size`.
+fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
+    let image_source = ImageSource::parse(a.image_source.trim());
+    match &image_source {
+        ImageSource::Noise if a.image_source_sampling != ImageSampling::RandomWithReplacement => {
+            return Err(bad(
+                "--image-source-sampling: only random-with-replacement applies to --image-source noise; \
+                 use --image-source assets or a directory to pick images in cycles",
+            ));
+        }
+        ImageSource::Directory(d) if !d.is_dir() => {
+            return Err(bad(format!(
+                "--image-source: '{}' is not 'noise', 'assets' or an existing directory",
+                d.display()
+            )));
+        }
+        _ => {}
+    }
+    if a.isl_block_size == Some(0) {
+        return Err(bad(
+            "--isl-block-size: 0 is not allowed; give 1 or more tokens",
+        ));
+    }
+    let input_file = match (&a.input_file, a.custom_dataset_type) {
+        (None, None) => None,
+        (None, Some(t)) => {
+            return Err(bad(format!(
+                "--custom-dataset-type {} needs --input-file",
+                t.as_str()
+            )));
+        }
+        (Some(p), kind) => {
+            let kind = kind.unwrap_or(CustomDatasetType::SingleTurn);
+            if !p.exists() {
+                return Err(bad(format!(
+                    "--input-file: '{}' does not exist",
+                    p.display()
+                )));
+            }
+            if p.is_dir() && kind != CustomDatasetType::RandomPool {
+                return Err(bad(format!(
+                    "--input-file: '{}' is a directory; only --custom-dataset-type random_pool reads a directory",
+                    p.display()
+                )));
+            }
+            // Synthetic media shapes have no meaning for entries read from a file.
+            let synthetic_flags = [
+                ("--image-width-mean", a.image_width_mean != 0.0),
+                ("--image-height-mean", a.image_height_mean != 0.0),
+                ("--image-width-stddev", a.image_width_stddev.is_some()),
+                ("--image-height-stddev", a.image_height_stddev.is_some()),
+                ("--image-source", image_source != ImageSource::Noise),
+                (
+                    "--image-source-sampling",
+                    a.image_source_sampling != ImageSampling::RandomWithReplacement,
+                ),
+            ];
+            if let Some((flag, _)) = synthetic_flags.iter().find(|(_, given)| *given) {
+                return Err(bad(format!(
+                    "{flag} applies to synthetic data only and cannot be used with --input-file; \
+                     images come from the input file"
+                )));
+            }
+            Some((p.clone(), kind))
+        }
+    };
+    Ok(InputOptions {
+        image_source,
+        image_sampling: a.image_source_sampling,
+        input_file,
+        isl_block_size: a.isl_block_size,
+    })
 }
 
 fn check_stddev(flag: &str, v: f64) -> Result<(), ConfigError> {

@@ -89,16 +89,18 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         );
     }
     let t_dataset = Instant::now();
-    let entries = dataset::build_synthetic(&cfg.synthetic, &tokenizer)?;
+    let dataset = dataset::build(&cfg.synthetic, &cfg.inputs, &tokenizer)?;
+    let sampling = dataset.sampling;
     let body_opts = BodyOptions {
         model: cfg.model.clone(),
         streaming: cfg.streaming,
         use_legacy_max_tokens: cfg.use_legacy_max_tokens,
         extra_inputs: cfg.extra_inputs.clone(),
     };
-    let requests = endpoint::prepare(cfg.endpoint_type, entries, &body_opts);
+    let conversations =
+        endpoint::prepare_dataset(cfg.endpoint_type, dataset, &body_opts).map_err(ConfigError)?;
     let total_sends = cfg.warmup_request_count + cfg.request_count;
-    let plan = SendPlan::new(requests, total_sends, cfg.random_seed);
+    let plan = SendPlan::from_conversations(conversations, sampling, total_sends, cfg.random_seed);
     info!(
         "Dataset ready: {} unique entries in {:.1} ms",
         plan.requests.len(),

@@ -1,8 +1,11 @@
 //! Everything built before the first request: synthetic prompts of exact token length and
-//! synthetic images, generated deterministically from one seed.
+//! synthetic images (noise or resized photos), generated deterministically from one seed, or
+//! the entries of a custom input file.
 
+pub mod custom;
 pub mod image;
 pub mod prompt;
+pub mod source;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,8 +15,10 @@ use rand::rngs::ChaCha8Rng;
 use rand::{Rng, RngExt, SeedableRng};
 use rand_distr::{Distribution, Normal};
 
+use self::custom::CustomDatasetType;
 use self::image::ImageEncoding;
 use self::prompt::PromptBuilder;
+use self::source::{ImageSampling, ImageSource, PhotoPool, SourcePhoto};
 use crate::tokenizer::Tokenizer;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -67,6 +72,134 @@ pub struct Entry {
     pub images: Vec<EncodedImage>,
     /// Sampled OSL (>= 1); None when `osl_mean` is None.
     pub max_output_tokens: Option<u64>,
+    /// Further text parts after `text` (a custom entry's `texts` list).
+    pub extra_texts: Vec<String>,
+    /// The message role; None = `user`.
+    pub role: Option<String>,
+    /// Fields merged at top level into this entry's body, over `--extra-inputs`.
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// A trace's send time in ms from the start of the trace (kept; sent closed-loop for now).
+    pub timestamp_ms: Option<u64>,
+    /// Wait in ms before this turn is sent (after the previous turn's reply).
+    pub delay_ms: Option<u64>,
+}
+
+impl Entry {
+    /// A single-turn synthetic entry.
+    fn synthetic(
+        text: String,
+        input_tokens: u64,
+        images: Vec<EncodedImage>,
+        max_output_tokens: Option<u64>,
+    ) -> Entry {
+        Entry {
+            text,
+            input_tokens,
+            images,
+            max_output_tokens,
+            extra_texts: Vec::new(),
+            role: None,
+            extra: serde_json::Map::new(),
+            timestamp_ms: None,
+            delay_ms: None,
+        }
+    }
+}
+
+/// One session: its turns are sent one after another, each with the history before it.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    pub session_id: Option<String>,
+    /// Sent as the leading system message of every turn.
+    pub system: Option<String>,
+    pub turns: Vec<Entry>,
+}
+
+/// In which order conversations are used when requests outnumber them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatasetSampling {
+    /// File order, wrapping around.
+    Sequential,
+    /// Every conversation once per cycle, reshuffled each cycle (the synthetic default).
+    Shuffle,
+    /// Uniform draws with replacement.
+    Random,
+}
+
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    pub conversations: Vec<Conversation>,
+    pub sampling: DatasetSampling,
+}
+
+impl Dataset {
+    /// True when some conversation has more than one turn.
+    pub fn is_multi_turn(&self) -> bool {
+        self.conversations.iter().any(|c| c.turns.len() > 1)
+    }
+}
+
+/// Where the dataset comes from, besides the synthetic shape options.
+#[derive(Debug, Clone, Default)]
+pub struct InputOptions {
+    pub image_source: ImageSource,
+    pub image_sampling: ImageSampling,
+    /// `--input-file` and its `--custom-dataset-type`.
+    pub input_file: Option<(std::path::PathBuf, CustomDatasetType)>,
+    /// `--isl-block-size`.
+    pub isl_block_size: Option<usize>,
+}
+
+/// Why the dataset could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// Bad input (file contents, image directory): nothing is sent, exit code 2.
+    #[error("{0}")]
+    Input(String),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+impl From<BuildError> for crate::profile::ProfileError {
+    fn from(e: BuildError) -> Self {
+        match e {
+            BuildError::Input(msg) => crate::config::ConfigError(msg).into(),
+            BuildError::Other(e) => e.into(),
+        }
+    }
+}
+
+/// Builds the run's dataset: the custom input file when one is given, synthetic otherwise.
+pub fn build(
+    synthetic: &SyntheticOptions,
+    inputs: &InputOptions,
+    tokenizer: &Tokenizer,
+) -> Result<Dataset, BuildError> {
+    if let Some((path, kind)) = &inputs.input_file {
+        let seed = synthetic.seed.unwrap_or_else(|| rand::rng().next_u64());
+        let opts = custom::CustomOptions {
+            path,
+            kind: *kind,
+            tokenizer,
+            default_output_tokens: synthetic.osl_mean.map(|m| (m.round() as u64).max(1)),
+            block_size: inputs.isl_block_size,
+            seed,
+        };
+        return custom::load(&opts).map_err(BuildError::Input);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let entries = build_synthetic_from(synthetic, inputs, tokenizer, threads)?;
+    Ok(Dataset {
+        conversations: entries
+            .into_iter()
+            .map(|e| Conversation {
+                session_id: None,
+                system: None,
+                turns: vec![e],
+            })
+            .collect(),
+        sampling: DatasetSampling::Shuffle,
+    })
 }
 
 /// Builds every entry before the run. Deterministic (byte-identical) for a given seed.
@@ -85,8 +218,29 @@ pub fn build_synthetic_with_threads(
     tokenizer: &Tokenizer,
     threads: usize,
 ) -> anyhow::Result<Vec<Entry>> {
+    build_synthetic_from(opts, &InputOptions::default(), tokenizer, threads).map_err(|e| match e {
+        BuildError::Input(msg) => anyhow::anyhow!(msg),
+        BuildError::Other(e) => e,
+    })
+}
+
+/// Synthetic entries with images from `inputs.image_source`.
+pub fn build_synthetic_from(
+    opts: &SyntheticOptions,
+    inputs: &InputOptions,
+    tokenizer: &Tokenizer,
+    threads: usize,
+) -> Result<Vec<Entry>, BuildError> {
     let master_seed = opts.seed.unwrap_or_else(|| rand::rng().next_u64());
-    let plan = plan_entries(opts, master_seed)?;
+    let mut pool = match &inputs.image_source {
+        _ if !opts.images_enabled() => None,
+        ImageSource::Noise => None,
+        ImageSource::Assets => Some(PhotoPool::bundled(inputs.image_sampling)),
+        ImageSource::Directory(dir) => {
+            Some(PhotoPool::directory(dir, inputs.image_sampling).map_err(BuildError::Input)?)
+        }
+    };
+    let plan = plan_entries(opts, master_seed, pool.as_mut())?;
     let images: Vec<&ImagePlan> = plan.iter().flat_map(|e| &e.images).collect();
     let builder = PromptBuilder::new(tokenizer);
 
@@ -95,9 +249,12 @@ pub fn build_synthetic_with_threads(
     let mut results = parallel_map(jobs, threads, |job| {
         if job < images.len() {
             let p = images[job];
-            image::noise_image(p.width, p.height, p.encoding, p.noise_seed)
-                .with_context(|| format!("cannot encode a {}x{} image", p.width, p.height))
-                .map(Built::Image)
+            match &p.photo {
+                Some(photo) => source::photo_image(photo, p.width, p.height, p.encoding),
+                None => image::noise_image(p.width, p.height, p.encoding, p.noise_seed),
+            }
+            .with_context(|| format!("cannot encode a {}x{} image", p.width, p.height))
+            .map(Built::Image)
         } else {
             let p = &plan[job - images.len()];
             let mut rng = ChaCha8Rng::seed_from_u64(p.prompt_seed);
@@ -119,12 +276,12 @@ pub fn build_synthetic_with_threads(
         let Built::Prompt(prompt) = result? else {
             unreachable!("prompt jobs come last")
         };
-        entries.push(Entry {
-            text: prompt.text,
-            input_tokens: prompt.tokens as u64,
-            images: encoded.by_ref().take(p.images.len()).collect(),
-            max_output_tokens: p.max_output_tokens,
-        });
+        entries.push(Entry::synthetic(
+            prompt.text,
+            prompt.tokens as u64,
+            encoded.by_ref().take(p.images.len()).collect(),
+            p.max_output_tokens,
+        ));
     }
     Ok(entries)
 }
@@ -148,13 +305,23 @@ struct ImagePlan {
     height: u32,
     encoding: ImageEncoding,
     noise_seed: u64,
+    /// The photo to resize, for a finite image source; None = noise.
+    photo: Option<std::sync::Arc<SourcePhoto>>,
 }
 
 /// Independent random streams, so adding images does not change the prompts.
 const STREAM_ENTRY: u64 = 1;
 const STREAM_IMAGE: u64 = 2;
+const STREAM_PHOTO: u64 = 3;
 
-fn plan_entries(opts: &SyntheticOptions, master_seed: u64) -> anyhow::Result<Vec<EntryPlan>> {
+/// Photos are picked here, in image order from one seeded stream, so the choice (and which
+/// files turn out undecodable) does not depend on the thread count.
+fn plan_entries(
+    opts: &SyntheticOptions,
+    master_seed: u64,
+    mut pool: Option<&mut PhotoPool>,
+) -> Result<Vec<EntryPlan>, BuildError> {
+    let mut photo_rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_PHOTO, 0));
     let isl = normal("input tokens", opts.isl_mean, opts.isl_stddev)?;
     let osl = match opts.osl_mean {
         Some(mean) => Some(normal("output tokens", mean, opts.osl_stddev)?),
@@ -182,8 +349,13 @@ fn plan_entries(opts: &SyntheticOptions, master_seed: u64) -> anyhow::Result<Vec
         let input_tokens = sample_at_least_one(&isl, &mut rng) as usize;
         let max_output_tokens = osl.as_ref().map(|d| sample_at_least_one(d, &mut rng));
         let prompt_seed = rng.next_u64();
-        let images = (0..images_per_entry)
-            .map(|j| {
+        let mut images = Vec::with_capacity(images_per_entry);
+        for j in 0..images_per_entry {
+            let photo = match pool.as_deref_mut() {
+                Some(pool) => Some(pool.pick(&mut photo_rng).map_err(BuildError::Input)?),
+                None => None,
+            };
+            images.push({
                 let index = (i * images_per_entry + j) as u64;
                 let mut rng =
                     ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_IMAGE, index));
@@ -200,9 +372,10 @@ fn plan_entries(opts: &SyntheticOptions, master_seed: u64) -> anyhow::Result<Vec
                     height,
                     encoding,
                     noise_seed: rng.next_u64(),
+                    photo,
                 }
-            })
-            .collect();
+            });
+        }
         plans.push(EntryPlan {
             input_tokens,
             max_output_tokens,

@@ -1,34 +1,59 @@
-//! OpenAI chat completions request bodies: one user message whose content is the text part
-//! followed by the image parts (plain string content when there are no images).
+//! OpenAI chat completions request bodies: the optional system message, then one message
+//! whose content is the text parts followed by the image parts (plain string content when
+//! there is exactly one text and no image).
 
 use serde_json::{Map, Value, json};
 
 use super::{BodyOptions, common_fields};
 use crate::dataset::Entry;
 
-pub fn body(entry: Entry, opts: &BodyOptions) -> Map<String, Value> {
-    let content = if entry.images.is_empty() {
-        Value::String(entry.text)
+/// The message object of one turn.
+pub fn message(entry: &mut Entry) -> Value {
+    let text = std::mem::take(&mut entry.text);
+    let extra_texts = std::mem::take(&mut entry.extra_texts);
+    let images = std::mem::take(&mut entry.images);
+    let content = if images.is_empty() && extra_texts.is_empty() {
+        Value::String(text)
     } else {
-        let mut parts = Vec::with_capacity(1 + entry.images.len());
-        if !entry.text.is_empty() {
-            parts.push(json!({"type": "text", "text": entry.text}));
+        let mut parts = Vec::with_capacity(1 + extra_texts.len() + images.len());
+        for t in std::iter::once(text).chain(extra_texts) {
+            if !t.is_empty() {
+                parts.push(json!({"type": "text", "text": t}));
+            }
         }
-        for image in entry.images {
+        for image in images {
             parts.push(json!({"type": "image_url", "image_url": {"url": image.data_url}}));
         }
         Value::Array(parts)
     };
+    let role = entry.role.take().unwrap_or_else(|| "user".into());
+    json!({"role": role, "content": content})
+}
+
+/// The system message of a conversation.
+pub fn system_message(text: &str) -> Value {
+    json!({"role": "system", "content": text})
+}
+
+/// Every field but `messages`.
+pub fn body_fields(entry: &Entry, opts: &BodyOptions) -> Map<String, Value> {
     let mut body = Map::new();
-    body.insert(
-        "messages".into(),
-        json!([{"role": "user", "content": content}]),
-    );
     let key = if opts.use_legacy_max_tokens {
         "max_tokens"
     } else {
         "max_completion_tokens"
     };
     common_fields(&mut body, opts, key, entry.max_output_tokens);
+    body
+}
+
+pub fn body(mut entry: Entry, system: Option<&str>, opts: &BodyOptions) -> Map<String, Value> {
+    let mut body = body_fields(&entry, opts);
+    let mut messages = Vec::with_capacity(2);
+    if let Some(s) = system {
+        messages.push(system_message(s));
+    }
+    messages.push(message(&mut entry));
+    body.insert("messages".into(), Value::Array(messages));
     body
 }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::cli::EndpointType;
-use crate::dataset::Entry;
+use crate::dataset::{Dataset, Entry};
 use crate::record::Usage;
 
 /// A request ready to send: the exact body bytes plus what the record needs to know.
@@ -43,26 +43,178 @@ pub fn prepare(
 ) -> Vec<PreparedRequest> {
     entries
         .into_iter()
-        .map(|entry| {
-            let input_tokens = entry.input_tokens;
-            let num_images = entry.images.len() as u32;
-            let requested_output_tokens = entry.max_output_tokens;
-            let mut body = match endpoint {
-                EndpointType::Chat => chat::body(entry, opts),
-                EndpointType::Completions => completions::body(entry, opts),
-            };
-            for (k, v) in &opts.extra_inputs {
-                body.insert(k.clone(), v.clone());
-            }
-            let bytes = serde_json::to_vec(&body).expect("a JSON map always serializes");
-            PreparedRequest {
-                body: Bytes::from(bytes),
-                input_tokens,
-                num_images,
-                requested_output_tokens,
-            }
-        })
+        .map(|entry| prepare_one(endpoint, entry, None, opts))
         .collect()
+}
+
+fn prepare_one(
+    endpoint: EndpointType,
+    entry: Entry,
+    system: Option<&str>,
+    opts: &BodyOptions,
+) -> PreparedRequest {
+    let input_tokens = entry.input_tokens;
+    let num_images = entry.images.len() as u32;
+    let requested_output_tokens = entry.max_output_tokens;
+    let extra = entry.extra.clone();
+    let mut body = match endpoint {
+        EndpointType::Chat => chat::body(entry, system, opts),
+        EndpointType::Completions => completions::body(entry, system, opts),
+    };
+    merge_extras(&mut body, opts, extra);
+    let bytes = serde_json::to_vec(&body).expect("a JSON map always serializes");
+    PreparedRequest {
+        body: Bytes::from(bytes),
+        input_tokens,
+        num_images,
+        requested_output_tokens,
+    }
+}
+
+/// `--extra-inputs`, then the entry's own `extra` (which wins), at top level.
+fn merge_extras(body: &mut Map<String, Value>, opts: &BodyOptions, extra: Map<String, Value>) {
+    for (k, v) in &opts.extra_inputs {
+        body.insert(k.clone(), v.clone());
+    }
+    for (k, v) in extra {
+        body.insert(k, v);
+    }
+}
+
+/// One turn of a multi-turn conversation, serialized before the run. Its body is spliced at
+/// send time: `head`, the history (earlier messages and the actual replies), `message`, `tail`.
+#[derive(Debug, Clone)]
+pub struct PreparedTurn {
+    /// This turn's message object.
+    pub message: Bytes,
+    /// `],` + every other body field + `}`: closes the messages array and the body.
+    pub tail: Bytes,
+    /// Client-side tokens of this turn's own text.
+    pub input_tokens: u64,
+    pub num_images: u32,
+    pub requested_output_tokens: Option<u64>,
+    /// Wait after the previous reply before this turn is sent.
+    pub delay_ms: Option<u64>,
+}
+
+/// The turns of a multi-turn conversation and how to splice them.
+#[derive(Debug, Clone, Default)]
+pub struct TurnScript {
+    /// `{"messages":[` plus the system message and a comma, if there is one.
+    pub head: Bytes,
+    /// Every turn, the first included; empty for a single request.
+    pub turns: Vec<PreparedTurn>,
+}
+
+impl TurnScript {
+    /// Number of requests in the conversation.
+    pub fn num_turns(&self) -> usize {
+        self.turns.len().max(1)
+    }
+
+    /// The body of turn `k >= 1` given the assistant's replies to turns `0..k`. Only the
+    /// replies are encoded here; everything else was serialized before the run.
+    pub fn turn_body(&self, k: usize, replies: &[String]) -> Bytes {
+        let turn = &self.turns[k];
+        let mut len = self.head.len() + turn.message.len() + turn.tail.len();
+        for (t, r) in self.turns[..k].iter().zip(replies) {
+            len += t.message.len() + r.len() + 40;
+        }
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(&self.head);
+        for (t, reply) in self.turns[..k].iter().zip(replies) {
+            out.extend_from_slice(&t.message);
+            out.extend_from_slice(b",{\"role\":\"assistant\",\"content\":");
+            serde_json::to_writer(&mut out, reply).expect("a string always serializes");
+            out.extend_from_slice(b"},");
+        }
+        out.extend_from_slice(&turn.message);
+        out.extend_from_slice(&turn.tail);
+        Bytes::from(out)
+    }
+}
+
+/// A conversation ready to send.
+#[derive(Debug, Clone)]
+pub struct PreparedConversation {
+    /// The complete body of the first turn (no history yet).
+    pub first: PreparedRequest,
+    pub script: TurnScript,
+    /// The first turn's trace timestamp, kept for schedules.
+    pub timestamp_ms: Option<u64>,
+}
+
+/// Serializes every conversation. Errors (exit 2) when the data does not fit the endpoint:
+/// images or several turns need `chat`.
+pub fn prepare_dataset(
+    endpoint: EndpointType,
+    dataset: Dataset,
+    opts: &BodyOptions,
+) -> Result<Vec<PreparedConversation>, String> {
+    let mut out = Vec::with_capacity(dataset.conversations.len());
+    for conv in dataset.conversations {
+        if endpoint != EndpointType::Chat {
+            if conv.turns.len() > 1 {
+                return Err(format!(
+                    "multi-turn conversations need --endpoint-type chat, not {}",
+                    endpoint.as_str()
+                ));
+            }
+            if conv.turns.iter().any(|t| !t.images.is_empty()) {
+                return Err(format!(
+                    "the input has images, which need --endpoint-type chat, not {}",
+                    endpoint.as_str()
+                ));
+            }
+        }
+        let system = conv.system.as_deref();
+        let timestamp_ms = conv.turns.first().and_then(|t| t.timestamp_ms);
+        let mut head = b"{\"messages\":[".to_vec();
+        if let Some(s) = system {
+            serde_json::to_writer(&mut head, &chat::system_message(s)).expect("serializes");
+            head.push(b',');
+        }
+        let mut turns = Vec::new();
+        if conv.turns.len() > 1 {
+            for entry in &conv.turns {
+                let mut entry = entry.clone();
+                let mut fields = chat::body_fields(&entry, opts);
+                merge_extras(&mut fields, opts, std::mem::take(&mut entry.extra));
+                let tail = serde_json::to_vec(&fields).expect("serializes");
+                let tail = if tail.len() > 2 {
+                    [b"],".as_slice(), &tail[1..]].concat()
+                } else {
+                    b"]}".to_vec()
+                };
+                let (input_tokens, num_images) = (entry.input_tokens, entry.images.len() as u32);
+                let (requested_output_tokens, delay_ms) = (entry.max_output_tokens, entry.delay_ms);
+                let message = serde_json::to_vec(&chat::message(&mut entry)).expect("serializes");
+                turns.push(PreparedTurn {
+                    message: Bytes::from(message),
+                    tail: Bytes::from(tail),
+                    input_tokens,
+                    num_images,
+                    requested_output_tokens,
+                    delay_ms,
+                });
+            }
+        }
+        let first_entry = conv
+            .turns
+            .into_iter()
+            .next()
+            .expect("conversations have a turn");
+        let first = prepare_one(endpoint, first_entry, system, opts);
+        out.push(PreparedConversation {
+            first,
+            script: TurnScript {
+                head: Bytes::from(head),
+                turns,
+            },
+            timestamp_ms,
+        });
+    }
+    Ok(out)
 }
 
 /// `stream`, `stream_options` and the token limit, common to both shapes.
@@ -180,6 +332,78 @@ pub fn parse_event(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn turn(text: &str, max: u64) -> Entry {
+        let mut e = Entry {
+            text: text.into(),
+            input_tokens: 1,
+            images: Vec::new(),
+            max_output_tokens: Some(max),
+            extra_texts: Vec::new(),
+            role: None,
+            extra: Map::new(),
+            timestamp_ms: None,
+            delay_ms: None,
+        };
+        e.extra.insert("temperature".into(), Value::from(0));
+        e
+    }
+
+    #[test]
+    fn multi_turn_bodies_splice_history_and_replies() {
+        let dataset = Dataset {
+            conversations: vec![crate::dataset::Conversation {
+                session_id: None,
+                system: Some("sys".into()),
+                turns: vec![turn("one", 5), turn("two \"q\"", 6), turn("three", 7)],
+            }],
+            sampling: crate::dataset::DatasetSampling::Sequential,
+        };
+        let opts = BodyOptions {
+            model: "m".into(),
+            streaming: true,
+            use_legacy_max_tokens: false,
+            extra_inputs: Map::new(),
+        };
+        let convs = prepare_dataset(EndpointType::Chat, dataset, &opts).unwrap();
+        let c = &convs[0];
+        let first: Value = serde_json::from_slice(&c.first.body).unwrap();
+        assert_eq!(first["messages"][0]["role"], "system");
+        assert_eq!(first["messages"][1]["content"], "one");
+        let replies = vec!["r1 \"x\"\n".to_string(), "r2".to_string()];
+        let third: Value = serde_json::from_slice(&c.script.turn_body(2, &replies)).unwrap();
+        let roles: Vec<&str> = third["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "user", "assistant", "user"]
+        );
+        assert_eq!(third["messages"][2]["content"], "r1 \"x\"\n");
+        assert_eq!(third["messages"][3]["content"], "two \"q\"");
+        assert_eq!(third["messages"][5]["content"], "three");
+        assert_eq!(third["max_completion_tokens"], 7);
+        assert_eq!(third["temperature"], 0);
+        assert_eq!(third["stream"], true);
+        assert!(
+            prepare_dataset(
+                EndpointType::Completions,
+                Dataset {
+                    conversations: vec![crate::dataset::Conversation {
+                        session_id: None,
+                        system: None,
+                        turns: vec![turn("a", 1), turn("b", 1)],
+                    }],
+                    sampling: crate::dataset::DatasetSampling::Sequential,
+                },
+                &opts
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn chat_chunk_with_content() {

@@ -1,0 +1,656 @@
+//! `--input-file` loaders: `single_turn`, `multi_turn`, `random_pool` and `mooncake_trace`
+//! JSONL files. Everything is read, checked and encoded before the run; a problem is reported
+//! as one line naming the file, the line and the field, and nothing is sent.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use rand::SeedableRng;
+use rand::rngs::ChaCha8Rng;
+use serde_json::{Map, Value};
+
+use super::prompt::PromptBuilder;
+use super::{Conversation, Dataset, DatasetSampling, EncodedImage, Entry, derive_seed};
+use crate::tokenizer::Tokenizer;
+
+/// `--custom-dataset-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum CustomDatasetType {
+    /// One request per line, sent in file order.
+    SingleTurn,
+    /// One conversation per line: `{"session_id": ..., "turns": [...]}`.
+    MultiTurn,
+    /// A file or a directory of files; entries drawn with replacement.
+    RandomPool,
+    /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`), `output_length`,
+    /// `timestamp`.
+    MooncakeTrace,
+}
+
+impl CustomDatasetType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CustomDatasetType::SingleTurn => "single_turn",
+            CustomDatasetType::MultiTurn => "multi_turn",
+            CustomDatasetType::RandomPool => "random_pool",
+            CustomDatasetType::MooncakeTrace => "mooncake_trace",
+        }
+    }
+}
+
+/// Mooncake's hash block size when `--isl-block-size` is not given.
+pub const MOONCAKE_BLOCK_SIZE: usize = 512;
+
+/// What the loaders need beyond the file.
+pub struct CustomOptions<'a> {
+    pub path: &'a Path,
+    pub kind: CustomDatasetType,
+    pub tokenizer: &'a Tokenizer,
+    /// Output length for entries without `output_length` (`--output-tokens-mean`).
+    pub default_output_tokens: Option<u64>,
+    /// `--isl-block-size`; None = the format's default.
+    pub block_size: Option<usize>,
+    pub seed: u64,
+}
+
+/// A bad input file: `file:line: field: problem`.
+pub type InputError = String;
+
+/// Loads the whole dataset.
+pub fn load(opts: &CustomOptions) -> Result<Dataset, InputError> {
+    let mut loader = Loader {
+        opts,
+        image_cache: HashMap::new(),
+        block_cache: HashMap::new(),
+    };
+    match opts.kind {
+        CustomDatasetType::SingleTurn => loader.single_turn(),
+        CustomDatasetType::MultiTurn => loader.multi_turn(),
+        CustomDatasetType::RandomPool => loader.random_pool(),
+        CustomDatasetType::MooncakeTrace => loader.mooncake(),
+    }
+}
+
+const SINGLE_TURN_FIELDS: &[&str] = &[
+    "text",
+    "texts",
+    "image",
+    "images",
+    "output_length",
+    "timestamp",
+    "delay",
+    "role",
+    "session_id",
+    "extra",
+];
+const POOL_FIELDS: &[&str] = &[
+    "text",
+    "texts",
+    "image",
+    "images",
+    "output_length",
+    "role",
+    "extra",
+];
+const MULTI_TURN_FIELDS: &[&str] = &["session_id", "turns"];
+const MOONCAKE_FIELDS: &[&str] = &[
+    "timestamp",
+    "input_length",
+    "output_length",
+    "hash_ids",
+    "text_input",
+    "delay",
+    "session_id",
+    "extra",
+];
+
+/// Where a problem is: file, line and (optionally) field.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    file: &'a Path,
+    line: usize,
+}
+
+impl At<'_> {
+    fn err(&self, field: &str, msg: impl std::fmt::Display) -> InputError {
+        if field.is_empty() {
+            format!("{}:{}: {msg}", self.file.display(), self.line)
+        } else {
+            format!(
+                "{}:{}: field '{field}': {msg}",
+                self.file.display(),
+                self.line
+            )
+        }
+    }
+}
+
+struct Loader<'a> {
+    opts: &'a CustomOptions<'a>,
+    /// Local image files already read, by path as written.
+    image_cache: HashMap<PathBuf, EncodedImage>,
+    /// Mooncake blocks by (hash id, tokens), so equal hash ids give equal text.
+    block_cache: HashMap<(u64, usize), String>,
+}
+
+impl Loader<'_> {
+    fn single_turn(&mut self) -> Result<Dataset, InputError> {
+        let file = self.opts.path;
+        let mut conversations = Vec::new();
+        for (at, obj) in read_jsonl(file)? {
+            let entry = self.turn(at, &obj, "", SINGLE_TURN_FIELDS)?;
+            conversations.push(Conversation {
+                session_id: str_field(at, &obj, "", "session_id")?,
+                system: None,
+                turns: vec![entry],
+            });
+        }
+        non_empty(file, conversations, DatasetSampling::Sequential)
+    }
+
+    fn random_pool(&mut self) -> Result<Dataset, InputError> {
+        let root = self.opts.path;
+        let files = if root.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(root)
+                .map_err(|e| format!("{}: cannot read the directory: {e}", root.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file())
+                .collect();
+            files.sort();
+            files
+        } else {
+            vec![root.to_path_buf()]
+        };
+        let mut conversations = Vec::new();
+        for file in &files {
+            for (at, obj) in read_jsonl(file)? {
+                let entry = self.turn(at, &obj, "", POOL_FIELDS)?;
+                conversations.push(Conversation {
+                    session_id: None,
+                    system: None,
+                    turns: vec![entry],
+                });
+            }
+        }
+        non_empty(root, conversations, DatasetSampling::Random)
+    }
+
+    fn multi_turn(&mut self) -> Result<Dataset, InputError> {
+        let file = self.opts.path;
+        let mut conversations = Vec::new();
+        for (at, obj) in read_jsonl(file)? {
+            check_fields(at, &obj, "", MULTI_TURN_FIELDS)?;
+            let session_id = str_field(at, &obj, "", "session_id")?;
+            let Some(turns) = obj.get("turns") else {
+                return Err(at.err("turns", "missing; give a list of turns"));
+            };
+            let Some(turns) = turns.as_array() else {
+                return Err(at.err("turns", "must be a list of turn objects"));
+            };
+            let mut system = None;
+            let mut entries = Vec::with_capacity(turns.len());
+            for (i, turn) in turns.iter().enumerate() {
+                let prefix = format!("turns[{i}].");
+                let Some(t) = turn.as_object() else {
+                    return Err(at.err(&format!("turns[{i}]"), "must be an object"));
+                };
+                let entry = self.turn(at, t, &prefix, SINGLE_TURN_FIELDS)?;
+                // A leading text-only system turn becomes the conversation's system message.
+                if i == 0 && entry.role.as_deref() == Some("system") && entry.images.is_empty() {
+                    let mut texts = vec![entry.text];
+                    texts.extend(entry.extra_texts);
+                    system = Some(texts.join("\n"));
+                    continue;
+                }
+                entries.push(entry);
+            }
+            if entries.is_empty() {
+                return Err(at.err("turns", "no user turn; give at least one turn with content"));
+            }
+            conversations.push(Conversation {
+                session_id,
+                system,
+                turns: entries,
+            });
+        }
+        non_empty(file, conversations, DatasetSampling::Sequential)
+    }
+
+    fn mooncake(&mut self) -> Result<Dataset, InputError> {
+        let file = self.opts.path;
+        let block_size = self.opts.block_size.unwrap_or(MOONCAKE_BLOCK_SIZE);
+        let mut conversations: Vec<Conversation> = Vec::new();
+        let mut by_session: HashMap<String, usize> = HashMap::new();
+        for (at, obj) in read_jsonl(file)? {
+            check_fields(at, &obj, "", MOONCAKE_FIELDS)?;
+            let text = match (obj.get("text_input"), obj.get("input_length")) {
+                (Some(_), Some(_)) => {
+                    return Err(at.err(
+                        "text_input",
+                        "give either text_input or input_length, not both",
+                    ));
+                }
+                (Some(_), None) => str_field(at, &obj, "", "text_input")?.unwrap_or_default(),
+                (None, Some(_)) => {
+                    let len = u64_field(at, &obj, "", "input_length")?.unwrap_or(0) as usize;
+                    if len == 0 {
+                        return Err(at.err("input_length", "must be 1 or more tokens"));
+                    }
+                    let hash_ids = u64_list_field(at, &obj, "hash_ids")?;
+                    self.trace_prompt(at, len, &hash_ids, block_size)?
+                }
+                (None, None) => {
+                    return Err(at.err("", "no content; give input_length or text_input"));
+                }
+            };
+            if text.is_empty() {
+                return Err(at.err("text_input", "is empty"));
+            }
+            let entry = Entry {
+                input_tokens: self.opts.tokenizer.count(&text) as u64,
+                text,
+                images: Vec::new(),
+                max_output_tokens: u64_field(at, &obj, "", "output_length")?
+                    .or(self.opts.default_output_tokens),
+                extra_texts: Vec::new(),
+                role: None,
+                extra: object_field(at, &obj, "", "extra")?,
+                timestamp_ms: u64_field(at, &obj, "", "timestamp")?,
+                delay_ms: u64_field(at, &obj, "", "delay")?,
+            };
+            // Rows of one session are the turns of one conversation, in file order.
+            match str_field(at, &obj, "", "session_id")? {
+                Some(id) => match by_session.get(&id) {
+                    Some(&c) => conversations[c].turns.push(entry),
+                    None => {
+                        by_session.insert(id.clone(), conversations.len());
+                        conversations.push(Conversation {
+                            session_id: Some(id),
+                            system: None,
+                            turns: vec![entry],
+                        });
+                    }
+                },
+                None => conversations.push(Conversation {
+                    session_id: None,
+                    system: None,
+                    turns: vec![entry],
+                }),
+            }
+        }
+        non_empty(file, conversations, DatasetSampling::Sequential)
+    }
+
+    /// A prompt of `len` tokens made of one cached block per hash id: every block but the
+    /// last has `block_size` tokens, the last the remainder. Without hash ids, a fresh prompt.
+    fn trace_prompt(
+        &mut self,
+        at: At,
+        len: usize,
+        hash_ids: &[u64],
+        block_size: usize,
+    ) -> Result<String, InputError> {
+        let builder = PromptBuilder::new(self.opts.tokenizer);
+        if hash_ids.is_empty() {
+            let seed = derive_seed(self.opts.seed, STREAM_TRACE_PROMPT, at.line as u64);
+            return Ok(builder
+                .build(len, &mut ChaCha8Rng::seed_from_u64(seed))
+                .text);
+        }
+        let full_blocks = hash_ids.len() - 1;
+        let last = len as i64 - (full_blocks * block_size) as i64;
+        if last <= 0 || last as usize > block_size {
+            return Err(at.err(
+                "hash_ids",
+                format!(
+                    "{} ids do not fit input_length {len} with blocks of {block_size} tokens \
+                     (the last block would have {last}); check --isl-block-size",
+                    hash_ids.len()
+                ),
+            ));
+        }
+        let mut text = String::new();
+        for (i, &id) in hash_ids.iter().enumerate() {
+            let tokens = if i == full_blocks {
+                last as usize
+            } else {
+                block_size
+            };
+            let seed = self.opts.seed;
+            let block = self.block_cache.entry((id, tokens)).or_insert_with(|| {
+                let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, STREAM_HASH_BLOCK, id));
+                builder.build(tokens, &mut rng).text
+            });
+            // Blocks are separated by a newline so words do not merge across blocks.
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(block);
+        }
+        Ok(text)
+    }
+
+    /// One request's fields (a single_turn line, a multi_turn turn, a pool entry).
+    fn turn(
+        &mut self,
+        at: At,
+        obj: &Map<String, Value>,
+        prefix: &str,
+        allowed: &[&str],
+    ) -> Result<Entry, InputError> {
+        check_fields(at, obj, prefix, allowed)?;
+        let texts = one_or_many(at, obj, prefix, "text", "texts")?;
+        let images = one_or_many(at, obj, prefix, "image", "images")?;
+        let (timestamp, delay) = (
+            u64_field(at, obj, prefix, "timestamp")?,
+            u64_field(at, obj, prefix, "delay")?,
+        );
+        if timestamp.is_some() && delay.is_some() {
+            return Err(at.err(
+                &format!("{prefix}delay"),
+                "give either timestamp or delay, not both",
+            ));
+        }
+        let texts: Vec<String> = texts.into_iter().filter(|t| !t.is_empty()).collect();
+        if texts.is_empty() && images.is_empty() {
+            return Err(at.err(
+                "",
+                format!("{prefix}no content; give text, texts, image or images"),
+            ));
+        }
+        let mut encoded = Vec::with_capacity(images.len());
+        for (i, image) in images.iter().enumerate() {
+            let field = if obj.contains_key("images") {
+                format!("{prefix}images[{i}]")
+            } else {
+                format!("{prefix}image")
+            };
+            encoded.push(self.image(at, &field, image)?);
+        }
+        let input_tokens = texts
+            .iter()
+            .map(|t| self.opts.tokenizer.count(t) as u64)
+            .sum();
+        let mut texts = texts.into_iter();
+        Ok(Entry {
+            text: texts.next().unwrap_or_default(),
+            extra_texts: texts.collect(),
+            input_tokens,
+            images: encoded,
+            max_output_tokens: u64_field(at, obj, prefix, "output_length")?
+                .or(self.opts.default_output_tokens),
+            role: str_field(at, obj, prefix, "role")?,
+            extra: object_field(at, obj, prefix, "extra")?,
+            timestamp_ms: timestamp,
+            delay_ms: delay,
+        })
+    }
+
+    /// An image reference: data URLs and http(s) URLs are sent as they are; anything else is
+    /// a local file, read and sent as a base64 data URL of its real type.
+    fn image(&mut self, at: At, field: &str, value: &str) -> Result<EncodedImage, InputError> {
+        if let Some(rest) = value.strip_prefix("data:") {
+            let format = rest
+                .split([';', ','])
+                .next()
+                .and_then(|mime| mime.strip_prefix("image/"))
+                .map_or("unknown", static_format);
+            return Ok(EncodedImage {
+                data_url: value.to_string(),
+                width: 0,
+                height: 0,
+                format,
+            });
+        }
+        if value.starts_with("http://") || value.starts_with("https://") {
+            return Ok(EncodedImage {
+                data_url: value.to_string(),
+                width: 0,
+                height: 0,
+                format: "url",
+            });
+        }
+        let path = self.resolve(Path::new(value));
+        if let Some(img) = self.image_cache.get(&path) {
+            return Ok(img.clone());
+        }
+        if !path.exists() {
+            return Err(at.err(field, format!("image file '{value}' does not exist")));
+        }
+        let bytes = std::fs::read(&path)
+            .map_err(|e| at.err(field, format!("cannot read image file '{value}': {e}")))?;
+        let unreadable = |e: &dyn std::fmt::Display| {
+            at.err(field, format!("cannot decode image file '{value}': {e}"))
+        };
+        let format = image::guess_format(&bytes).map_err(|e| unreadable(&e))?;
+        let decoded =
+            image::load_from_memory_with_format(&bytes, format).map_err(|e| unreadable(&e))?;
+        let name = match format {
+            image::ImageFormat::Png => "png",
+            image::ImageFormat::Jpeg => "jpeg",
+            image::ImageFormat::WebP => "webp",
+            image::ImageFormat::Gif => "gif",
+            image::ImageFormat::Bmp => "bmp",
+            other => return Err(unreadable(&format!("unsupported format {other:?}"))),
+        };
+        let mut data_url = format!("data:image/{name};base64,");
+        STANDARD.encode_string(&bytes, &mut data_url);
+        let img = EncodedImage {
+            data_url,
+            width: decoded.width(),
+            height: decoded.height(),
+            format: name,
+        };
+        self.image_cache.insert(path, img.clone());
+        Ok(img)
+    }
+
+    /// A relative image path is looked up from the working directory, then next to the
+    /// input file.
+    fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() || p.exists() {
+            return p.to_path_buf();
+        }
+        let base = if self.opts.path.is_dir() {
+            self.opts.path
+        } else {
+            self.opts.path.parent().unwrap_or(Path::new("."))
+        };
+        let beside = base.join(p);
+        if beside.exists() {
+            beside
+        } else {
+            p.to_path_buf()
+        }
+    }
+}
+
+const STREAM_TRACE_PROMPT: u64 = 10;
+const STREAM_HASH_BLOCK: u64 = 11;
+
+fn static_format(s: &str) -> &'static str {
+    match s {
+        "png" => "png",
+        "jpeg" | "jpg" => "jpeg",
+        "webp" => "webp",
+        "gif" => "gif",
+        "bmp" => "bmp",
+        _ => "unknown",
+    }
+}
+
+fn non_empty(
+    path: &Path,
+    conversations: Vec<Conversation>,
+    sampling: DatasetSampling,
+) -> Result<Dataset, InputError> {
+    if conversations.is_empty() {
+        return Err(format!("{}: no entries in the file", path.display()));
+    }
+    Ok(Dataset {
+        conversations,
+        sampling,
+    })
+}
+
+/// A parsed line and where it came from.
+type Line<'a> = (At<'a>, Map<String, Value>);
+
+/// Every non-blank line parsed as a JSON object, with its location.
+fn read_jsonl(file: &Path) -> Result<Vec<Line<'_>>, InputError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("{}: cannot read the input file: {e}", file.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let at = At { file, line: i + 1 };
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(obj)) => out.push((at, obj)),
+            Ok(_) => return Err(at.err("", "each line must be a JSON object")),
+            Err(e) => return Err(at.err("", format!("malformed JSON: {e}"))),
+        }
+    }
+    Ok(out)
+}
+
+fn check_fields(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+    allowed: &[&str],
+) -> Result<(), InputError> {
+    if let Some(key) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(at.err(
+            &format!("{prefix}{key}"),
+            format!("unknown field; expected one of: {}", allowed.join(", ")),
+        ));
+    }
+    Ok(())
+}
+
+/// `text` (a string) or `texts` (a list of strings, or of `{"name", "contents": [...]}`
+/// groups), never both. Same for `image` / `images`.
+fn one_or_many(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+    one: &str,
+    many: &str,
+) -> Result<Vec<String>, InputError> {
+    match (obj.get(one), obj.get(many)) {
+        (Some(_), Some(_)) => Err(at.err(
+            &format!("{prefix}{one}"),
+            format!("give either '{one}' or '{many}', not both"),
+        )),
+        (Some(v), None) => match v {
+            Value::String(s) => Ok(vec![s.clone()]),
+            _ => Err(at.err(&format!("{prefix}{one}"), "must be a string")),
+        },
+        (None, Some(v)) => {
+            let field = format!("{prefix}{many}");
+            let Some(items) = v.as_array() else {
+                return Err(at.err(&field, "must be a list"));
+            };
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(s) => out.push(s.clone()),
+                    Value::Object(group) => match group.get("contents").and_then(Value::as_array) {
+                        Some(contents) => {
+                            for c in contents {
+                                match c.as_str() {
+                                    Some(s) => out.push(s.to_string()),
+                                    None => {
+                                        return Err(at.err(
+                                            &format!("{field}[{i}].contents"),
+                                            "must be a list of strings",
+                                        ));
+                                    }
+                                }
+                            }
+                        }
+                        None => {
+                            return Err(at.err(
+                                &format!("{field}[{i}]"),
+                                "must be a string or {\"name\", \"contents\": [...]}",
+                            ));
+                        }
+                    },
+                    _ => return Err(at.err(&format!("{field}[{i}]"), "must be a string")),
+                }
+            }
+            Ok(out)
+        }
+        (None, None) => Ok(Vec::new()),
+    }
+}
+
+fn str_field(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+    key: &str,
+) -> Result<Option<String>, InputError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        // Session ids are often numbers in traces.
+        Some(Value::Number(n)) if key == "session_id" => Ok(Some(n.to_string())),
+        Some(_) => Err(at.err(&format!("{prefix}{key}"), "must be a string")),
+    }
+}
+
+fn u64_field(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+    key: &str,
+) -> Result<Option<u64>, InputError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_u64().or_else(|| {
+            // Whole-valued floats (e.g. 1200.0 ms) are accepted.
+            v.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18)
+                .map(|f| f as u64)
+        }) {
+            Some(n) => Ok(Some(n)),
+            None => Err(at.err(
+                &format!("{prefix}{key}"),
+                format!("must be a whole number >= 0, not {v}"),
+            )),
+        },
+    }
+}
+
+fn u64_list_field(at: At, obj: &Map<String, Value>, key: &str) -> Result<Vec<u64>, InputError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_u64()
+                    .ok_or_else(|| at.err(key, "must be a list of whole numbers >= 0"))
+            })
+            .collect(),
+        Some(_) => Err(at.err(key, "must be a list of whole numbers >= 0")),
+    }
+}
+
+fn object_field(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+    key: &str,
+) -> Result<Map<String, Value>, InputError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m.clone()),
+        Some(_) => Err(at.err(&format!("{prefix}{key}"), "must be a JSON object")),
+    }
+}
