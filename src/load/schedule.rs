@@ -22,7 +22,7 @@ pub enum ArrivalPattern {
 pub fn arrival_offsets_ns(pattern: ArrivalPattern, rate: f64, count: usize, seed: u64) -> Vec<u64> {
     assert!(rate > 0.0 && rate.is_finite(), "rate must be positive");
     let mean_gap_s = 1.0 / rate;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xa771_7a15_0ff5_e7u64);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x00a7_717a_150f_f5e7_u64);
     let mut offsets = Vec::with_capacity(count);
     let mut t = 0.0f64;
     for i in 0..count {
