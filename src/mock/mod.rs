@@ -7,6 +7,7 @@
 //! timestamps for every request (see [`recorder`]), as ground truth for client measurements.
 
 pub mod body;
+pub mod fault;
 pub mod image;
 pub mod recorder;
 pub mod request;
@@ -66,6 +67,33 @@ pub struct MockServerArgs {
     /// Runtime worker threads for the standalone server (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,
+
+    // Fault injection: percentages (0-100) of accepted requests, at most one fault per
+    // request, chosen from a hash of --random-seed and the request counter.
+    /// Percent of requests answered with HTTP 500 and an error body.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub error_rate: f64,
+    /// Percent of requests answered with HTTP 429.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub rate_limit_rate: f64,
+    /// Percent of responses whose connection is closed mid-stream.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub reset_rate: f64,
+    /// Percent of streams that end without `data: [DONE]` (non-streamed: half a body).
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub truncate_rate: f64,
+    /// Percent of responses with one chunk of invalid JSON.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub malformed_rate: f64,
+    /// Percent of streams with an `event: error` / `{"error": ...}` chunk.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub error_event_rate: f64,
+    /// Percent of responses that send no bytes for --stall-ms midway.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub stall_rate: f64,
+    /// How long a stalled response stays silent, in milliseconds.
+    #[arg(long, default_value_t = 5000, help_heading = "Fault injection")]
+    pub stall_ms: u64,
 }
 
 impl MockServerArgs {
@@ -85,7 +113,30 @@ impl MockServerArgs {
             remote_image_tokens: 0,
             max_model_len: 131_072,
             workers: None,
+            error_rate: 0.0,
+            rate_limit_rate: 0.0,
+            reset_rate: 0.0,
+            truncate_rate: 0.0,
+            malformed_rate: 0.0,
+            error_event_rate: 0.0,
+            stall_rate: 0.0,
+            stall_ms: 5000,
         }
+    }
+
+    /// The fault percentages, validated.
+    pub fn fault_rates(&self) -> anyhow::Result<fault::FaultRates> {
+        let rates = fault::FaultRates {
+            error: self.error_rate,
+            rate_limit: self.rate_limit_rate,
+            reset: self.reset_rate,
+            truncate: self.truncate_rate,
+            malformed: self.malformed_rate,
+            error_event: self.error_event_rate,
+            stall: self.stall_rate,
+        };
+        rates.validate()?;
+        Ok(rates)
     }
 
     /// TTFT and ITL as durations (both zero with `--fast`).
