@@ -129,6 +129,7 @@ pub struct FaultyBody {
     queued: Vec<Bytes>,
     /// Set once the body must end after `queued` is drained.
     ending: bool,
+    /// The stall (or the pause before a reset) has started.
     stalled: bool,
 }
 
@@ -190,6 +191,21 @@ impl Body for FaultyBody {
             this.stalled = true;
         }
         if at_strike && this.fault == Fault::Reset {
+            // Yield once first, so hyper flushes the frames already written: the client
+            // must see the tokens that went out before the connection dropped.
+            if !this.stalled {
+                this.stalled = true;
+                let sleep = this.sleep.get_or_insert_with(|| {
+                    Box::pin(tokio::time::sleep(Duration::from_millis(5)))
+                });
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+            }
+            let sleep = this.sleep.as_mut().expect("armed above");
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
             return Poll::Ready(Some(Err(reset_error())));
         }
         let frame = match Pin::new(&mut this.inner).poll_frame(cx) {
