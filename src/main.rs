@@ -17,7 +17,22 @@ fn main() -> ExitCode {
                 eprintln!("error: every request failed; see the Error Summary above");
                 ExitCode::from(1)
             }
-            Ok(Outcome::Interrupted) => ExitCode::from(130),
+            Ok(Outcome::ThresholdExceeded) => {
+                eprintln!(
+                    "error: stopped early: failed requests exceeded --failed-request-threshold; see the Error Summary above"
+                );
+                ExitCode::from(1)
+            }
+            Ok(Outcome::ServerUnreachable) => {
+                eprintln!(
+                    "error: stopped early: the server refused every connection; check --url and that the server is running"
+                );
+                ExitCode::from(1)
+            }
+            Ok(Outcome::Interrupted) => {
+                eprintln!("Interrupted: the results written are partial");
+                ExitCode::from(130)
+            }
             Err(ProfileError::Config(e)) => {
                 eprintln!("error: {e}");
                 ExitCode::from(2)

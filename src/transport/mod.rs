@@ -24,6 +24,8 @@ type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 pub const CANCELLED_CODE: u16 = 499;
 /// Status code used for requests that ran past `--request-timeout-seconds`.
 pub const TIMEOUT_CODE: u16 = 408;
+/// Error type of a request whose connection could not be made (refused, no route, DNS).
+pub const CONNECTION_ERROR: &str = "ConnectionError";
 
 #[derive(Clone)]
 pub struct HttpClient {
@@ -86,6 +88,40 @@ impl HttpClient {
     /// record (code 499). Tokens already received stay on the records.
     pub fn cancel_in_flight(&self) {
         self.cancel.send_replace(true);
+    }
+
+    /// `GET uri` with the run's headers (so an API key is sent): the status, or why no
+    /// response came. Used to wait for the server before the run.
+    pub async fn probe(&self, uri: Uri, timeout: Duration) -> Result<u16, String> {
+        let mut request = Request::get(uri)
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| e.to_string())?;
+        for (k, v) in &self.headers {
+            if k != CONTENT_TYPE {
+                request.headers_mut().insert(k.clone(), v.clone());
+            }
+        }
+        match tokio::time::timeout(timeout, self.client.request(request)).await {
+            Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
+            Ok(Err(e)) => Err(error_chain(&e)),
+            Ok(Ok(resp)) => {
+                let status = resp.status().as_u16();
+                // Read the body so the connection goes back to the pool.
+                let mut body = resp.into_body();
+                let _ = tokio::time::timeout(timeout, collect_body(&mut body)).await;
+                Ok(status)
+            }
+        }
+    }
+
+    /// The `/v1/models` URI of the server the run talks to (same scheme, host and any path
+    /// prefix before `/v1/`).
+    pub fn models_uri(&self) -> Uri {
+        let path = self.uri.path();
+        let prefix = path.find("/v1/").map_or("", |i| &path[..i]);
+        let mut parts = self.uri.clone().into_parts();
+        parts.path_and_query = format!("{prefix}/v1/models").parse().ok();
+        Uri::from_parts(parts).unwrap_or_else(|_| self.uri.clone())
     }
 
     /// True once `cancel_in_flight` was called.
@@ -374,7 +410,7 @@ fn http_error(status: http::StatusCode, body: &[u8]) -> ErrorDetails {
 
 fn transport_error(e: &hyper_util::client::legacy::Error) -> ErrorDetails {
     let kind = if e.is_connect() {
-        "ConnectionError"
+        CONNECTION_ERROR
     } else {
         "ClientError"
     };
@@ -458,7 +494,10 @@ mod tests {
         assert_eq!(r.output_text(), "ab");
         let e = r.error.unwrap();
         assert_eq!((e.code, e.kind.as_str()), (None, "InvalidResponseError"));
-        assert!(e.message.starts_with("Stream event is not valid JSON"), "{e:?}");
+        assert!(
+            e.message.starts_with("Stream event is not valid JSON"),
+            "{e:?}"
+        );
     }
 
     #[test]
@@ -481,7 +520,10 @@ mod tests {
         let mut r = empty_record();
         parse_whole_body(200, br#"{"error":{"message":"nope"}}"#, 5, &mut r);
         let e = r.error.unwrap();
-        assert_eq!((e.code, e.kind.as_str(), e.message.as_str()), (Some(200), "ResponseError", "nope"));
+        assert_eq!(
+            (e.code, e.kind.as_str(), e.message.as_str()),
+            (Some(200), "ResponseError", "nope")
+        );
     }
 
     proptest! {
@@ -591,7 +633,9 @@ mod tests {
         tokens: u64,
     ) -> (RequestRecord, HttpClient, mock::MockServer) {
         let server = mock::start(args).await.unwrap();
-        let uri: Uri = format!("{}/v1/chat/completions", server.url()).parse().unwrap();
+        let uri: Uri = format!("{}/v1/chat/completions", server.url())
+            .parse()
+            .unwrap();
         let client = HttpClient::new(uri, None, &[], timeout).unwrap();
         let r = client
             .exchange(
@@ -647,7 +691,9 @@ mod tests {
         args.ttft = 1.0;
         args.itl = 100.0;
         let server = mock::start(args).await.unwrap();
-        let uri: Uri = format!("{}/v1/chat/completions", server.url()).parse().unwrap();
+        let uri: Uri = format!("{}/v1/chat/completions", server.url())
+            .parse()
+            .unwrap();
         let client = HttpClient::new(uri, None, &[], Duration::from_secs(60)).unwrap();
         let c2 = client.clone();
         let task = tokio::spawn(async move {
@@ -668,7 +714,10 @@ mod tests {
             .expect("cancel ends the exchange at once")
             .unwrap();
         let e = r.error.clone().unwrap();
-        assert_eq!((e.code, e.kind.as_str()), (Some(CANCELLED_CODE), "RequestCancellationError"));
+        assert_eq!(
+            (e.code, e.kind.as_str()),
+            (Some(CANCELLED_CODE), "RequestCancellationError")
+        );
         assert!(r.was_cancelled && r.cancellation_perf_ns.is_some());
         assert!(!r.responses.is_empty(), "tokens before the cancel are kept");
         server.shutdown().await;
