@@ -52,13 +52,19 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Command::MockServer(args) => match aiperf::mock::run(args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                ExitCode::from(1)
+        Command::MockServer(args) => {
+            if let Err(e) = args.fault_rates() {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
             }
-        },
+            match aiperf::mock::run(args) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
     }
 }
 
