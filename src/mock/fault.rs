@@ -37,6 +37,51 @@ pub enum Fault {
     Stall,
 }
 
+/// `aiperf mock-server` fault flags: percentages (0-100) of accepted requests, at most one
+/// fault per request, chosen from a hash of --random-seed and the request counter.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FaultArgs {
+    /// Percent of requests answered with HTTP 500 and an error body.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub error_rate: f64,
+    /// Percent of requests answered with HTTP 429.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub rate_limit_rate: f64,
+    /// Percent of responses whose connection is closed mid-stream.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub reset_rate: f64,
+    /// Percent of streams that end without `data: [DONE]` (non-streamed: half a body).
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub truncate_rate: f64,
+    /// Percent of responses with one chunk of invalid JSON.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub malformed_rate: f64,
+    /// Percent of streams with an `event: error` / `{"error": ...}` chunk.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub error_event_rate: f64,
+    /// Percent of responses that send no bytes for --stall-ms midway.
+    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
+    pub stall_rate: f64,
+    /// How long a stalled response stays silent, in milliseconds.
+    #[arg(long, default_value_t = 5000, help_heading = "Fault injection")]
+    pub stall_ms: u64,
+}
+
+impl Default for FaultArgs {
+    fn default() -> Self {
+        FaultArgs {
+            error_rate: 0.0,
+            rate_limit_rate: 0.0,
+            reset_rate: 0.0,
+            truncate_rate: 0.0,
+            malformed_rate: 0.0,
+            error_event_rate: 0.0,
+            stall_rate: 0.0,
+            stall_ms: 5000,
+        }
+    }
+}
+
 /// Percentages (0-100) of requests that get each fault.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct FaultRates {
@@ -195,9 +240,9 @@ impl Body for FaultyBody {
             // must see the tokens that went out before the connection dropped.
             if !this.stalled {
                 this.stalled = true;
-                let sleep = this.sleep.get_or_insert_with(|| {
-                    Box::pin(tokio::time::sleep(Duration::from_millis(5)))
-                });
+                let sleep = this
+                    .sleep
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(Duration::from_millis(5))));
                 if sleep.as_mut().poll(cx).is_pending() {
                     return Poll::Pending;
                 }
@@ -274,7 +319,11 @@ mod tests {
             r.error = 20.0;
             r.stall = 30.0;
         });
-        let count = |seed, f| (0..10_000).filter(|&n| r.decide(seed, n) == Some(f)).count();
+        let count = |seed, f| {
+            (0..10_000)
+                .filter(|&n| r.decide(seed, n) == Some(f))
+                .count()
+        };
         let errors = count(7, Fault::ServerError);
         let stalls = count(7, Fault::Stall);
         assert!((1_800..2_200).contains(&errors), "{errors}");

@@ -68,32 +68,9 @@ pub struct MockServerArgs {
     #[arg(long)]
     pub workers: Option<usize>,
 
-    // Fault injection: percentages (0-100) of accepted requests, at most one fault per
-    // request, chosen from a hash of --random-seed and the request counter.
-    /// Percent of requests answered with HTTP 500 and an error body.
-    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
-    pub error_rate: f64,
-    /// Percent of requests answered with HTTP 429.
-    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
-    pub rate_limit_rate: f64,
-    /// Percent of responses whose connection is closed mid-stream.
-    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
-    pub reset_rate: f64,
-    /// Percent of streams that end without `data: [DONE]` (non-streamed: half a body).
-    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
-    pub truncate_rate: f64,
-    /// Percent of responses with one chunk of invalid JSON.
-    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
-    pub malformed_rate: f64,
-    /// Percent of streams with an `event: error` / `{"error": ...}` chunk.
-    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
-    pub error_event_rate: f64,
-    /// Percent of responses that send no bytes for --stall-ms midway.
-    #[arg(long, default_value_t = 0.0, help_heading = "Fault injection")]
-    pub stall_rate: f64,
-    /// How long a stalled response stays silent, in milliseconds.
-    #[arg(long, default_value_t = 5000, help_heading = "Fault injection")]
-    pub stall_ms: u64,
+    /// Fault injection (boxed: rarely used, and keeps the argument struct small).
+    #[command(flatten)]
+    pub faults: Box<fault::FaultArgs>,
 }
 
 impl MockServerArgs {
@@ -113,27 +90,21 @@ impl MockServerArgs {
             remote_image_tokens: 0,
             max_model_len: 131_072,
             workers: None,
-            error_rate: 0.0,
-            rate_limit_rate: 0.0,
-            reset_rate: 0.0,
-            truncate_rate: 0.0,
-            malformed_rate: 0.0,
-            error_event_rate: 0.0,
-            stall_rate: 0.0,
-            stall_ms: 5000,
+            faults: Box::default(),
         }
     }
 
     /// The fault percentages, validated.
     pub fn fault_rates(&self) -> anyhow::Result<fault::FaultRates> {
+        let f = &self.faults;
         let rates = fault::FaultRates {
-            error: self.error_rate,
-            rate_limit: self.rate_limit_rate,
-            reset: self.reset_rate,
-            truncate: self.truncate_rate,
-            malformed: self.malformed_rate,
-            error_event: self.error_event_rate,
-            stall: self.stall_rate,
+            error: f.error_rate,
+            rate_limit: f.rate_limit_rate,
+            reset: f.reset_rate,
+            truncate: f.truncate_rate,
+            malformed: f.malformed_rate,
+            error_event: f.error_event_rate,
+            stall: f.stall_rate,
         };
         rates.validate()?;
         Ok(rates)

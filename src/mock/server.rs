@@ -78,7 +78,7 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         requests: AtomicU64::new(0),
         recorder,
         faults,
-        stall: Duration::from_millis(args.stall_ms),
+        stall: Duration::from_millis(args.faults.stall_ms),
     });
 
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))

@@ -655,7 +655,7 @@ mod tests {
         args.fast = false;
         args.ttft = 1.0;
         args.itl = 1.0;
-        args.reset_rate = 100.0;
+        args.faults.reset_rate = 100.0;
         let (r, _c, server) = exchange_with(args, Duration::from_secs(30), 10).await;
         let e = r.error.clone().expect("a reset is an error");
         assert_eq!((e.code, e.kind.as_str()), (None, "StreamError"), "{e:?}");
@@ -671,8 +671,8 @@ mod tests {
         args.fast = false;
         args.ttft = 1.0;
         args.itl = 1.0;
-        args.stall_rate = 100.0;
-        args.stall_ms = 10_000;
+        args.faults.stall_rate = 100.0;
+        args.faults.stall_ms = 10_000;
         let t0 = std::time::Instant::now();
         let (r, _c, server) = exchange_with(args, Duration::from_millis(500), 10).await;
         let elapsed = t0.elapsed();
