@@ -704,3 +704,43 @@ fn secrets_never_reach_exports_logs_or_the_console() {
     }
     assert!(texts[0].contains("--api-key '***'"), "{}", texts[0]);
 }
+
+#[test]
+fn non_streamed_responses_under_faults() {
+    let cases = [
+        (
+            "--reset-rate",
+            "StreamError",
+            "error reading a body from connection",
+        ),
+        (
+            "--truncate-rate",
+            "InvalidResponseError",
+            "Response body is not valid JSON",
+        ),
+        (
+            "--error-event-rate",
+            "ResponseError",
+            "mock server: injected error event",
+        ),
+    ];
+    for (flag, kind, message) in cases {
+        let mock = Mock::start(&["--ttft", "1", "--itl", "1", flag, "100"]);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let args: Vec<&str> = base_args(&mock.url, dir.to_str().unwrap(), "6")
+            .into_iter()
+            .filter(|a| *a != "--streaming")
+            .collect();
+        let out = profile(&args);
+        assert_eq!(out.status.code(), Some(1), "{flag}");
+        let summary = read_json(&dir.join("profile_export_aiperf.json"));
+        let rows = summary["error_summary"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{flag}: {rows:?}");
+        assert_eq!(rows[0]["count"], 6, "{flag}");
+        assert_eq!(rows[0]["error_details"]["type"], kind, "{flag}");
+        let msg = rows[0]["error_details"]["message"].as_str().unwrap();
+        assert!(msg.contains(message), "{flag}: {msg}");
+        assert_eq!(read_jsonl(&dir.join("profile_export.jsonl")).len(), 6);
+    }
+}

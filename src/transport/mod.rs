@@ -226,7 +226,8 @@ impl HttpClient {
         let mut body = response.into_body();
 
         if !status.is_success() {
-            let bytes = collect_body(&mut body).await;
+            // A cut-short error body still tells the status; keep what arrived.
+            let bytes = collect_body(&mut body).await.unwrap_or_default();
             record.error = Some(http_error(status, &bytes));
             return;
         }
@@ -265,8 +266,10 @@ impl HttpClient {
                 });
             }
         } else {
-            let bytes = collect_body(&mut body).await;
-            parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record);
+            match collect_body(&mut body).await {
+                Ok(bytes) => parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record),
+                Err(e) => record.error = Some(stream_error(&e)),
+            }
         }
     }
 }
@@ -360,14 +363,15 @@ impl StreamState {
     }
 }
 
-async fn collect_body(body: &mut hyper::body::Incoming) -> Bytes {
+/// The whole body, or the error that cut it short (e.g. the connection closed mid-body).
+async fn collect_body(body: &mut hyper::body::Incoming) -> Result<Bytes, hyper::Error> {
     let mut out = Vec::new();
-    while let Some(Ok(frame)) = body.frame().await {
-        if let Some(d) = frame.data_ref() {
+    while let Some(frame) = body.frame().await {
+        if let Some(d) = frame?.data_ref() {
             out.extend_from_slice(d);
         }
     }
-    Bytes::from(out)
+    Ok(Bytes::from(out))
 }
 
 /// A non-2xx response: the server's error message when it sent the OpenAI error shape.
