@@ -254,7 +254,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             "Profiling: {} requests at concurrency {} against {}",
             cfg.request_count,
             cfg.concurrency,
-            ctx.client.uri()
+            shown_uri(ctx.client.uri())
         );
     }
     sent += runtime.block_on(load::run_closed_loop(
@@ -432,7 +432,7 @@ impl FailureWatch {
             return;
         };
         if !record.was_cancelled && self.logged_kinds.insert(err.kind.clone()) {
-            let uri = self.control.ctx.client.uri();
+            let uri = shown_uri(self.control.ctx.client.uri());
             if err.kind == CONNECTION_ERROR {
                 error!(
                     "Cannot connect to the server at {uri}: {}. Is it running, and is --url right? \
@@ -459,7 +459,7 @@ impl FailureWatch {
         {
             error!(
                 "Stopping: the server at {} refused {} connections in a row and never answered; nothing more will be sent",
-                self.control.ctx.client.uri(),
+                shown_uri(self.control.ctx.client.uri()),
                 self.connection_errors_in_a_row
             );
         }
@@ -498,7 +498,8 @@ async fn wait_for_model(
     interval: Duration,
     control: &RunControl,
 ) -> Result<(), String> {
-    let uri = client.models_uri();
+    let models_uri = client.models_uri();
+    let uri = shown_uri(&models_uri);
     info!(
         "Waiting up to {:.1} s for the server to answer at {uri}",
         limit.as_secs_f64()
@@ -508,7 +509,10 @@ async fn wait_for_model(
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let last = match client
-            .probe(uri.clone(), remaining.max(Duration::from_millis(100)))
+            .probe(
+                models_uri.clone(),
+                remaining.max(Duration::from_millis(100)),
+            )
             .await
         {
             Ok(status) if (200..300).contains(&status) || status == 404 || status == 405 => {
@@ -562,6 +566,18 @@ async fn watch_ctrl_c(control: Arc<RunControl>) {
     }
 }
 
+/// A URI for logs and exports: credentials in it (`user:password@`) become `***`.
+fn shown_uri(uri: &http::Uri) -> String {
+    let text = uri.to_string();
+    match uri.authority().map(|a| a.as_str()) {
+        Some(auth) if auth.contains('@') => {
+            let host = &auth[auth.rfind('@').map_or(0, |i| i + 1)..];
+            text.replacen(auth, &format!("***@{host}"), 1)
+        }
+        _ => text,
+    }
+}
+
 fn console_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal()
@@ -583,7 +599,7 @@ fn input_config_json(cfg: &ProfileConfig) -> Value {
         "endpoint": {
             "model_names": [cfg.model],
             "type": cfg.endpoint_type.as_str(),
-            "url": cfg.request_uri.to_string(),
+            "url": shown_uri(&cfg.request_uri),
             "streaming": cfg.streaming,
             "timeout": cfg.request_timeout.as_secs_f64(),
             "api_key": cfg.api_key.as_ref().map(|_| "***"),
@@ -635,4 +651,19 @@ fn write_inputs_json(path: &Path, plan: &SendPlan) -> std::io::Result<()> {
     }
     w.write_all(b"\n  ]\n}\n")?;
     w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_the_url_are_not_shown() {
+        let uri: http::Uri = "http://user:pw@host:8000/v1/chat/completions"
+            .parse()
+            .unwrap();
+        assert_eq!(shown_uri(&uri), "http://***@host:8000/v1/chat/completions");
+        let plain: http::Uri = "https://h/v1/completions".parse().unwrap();
+        assert_eq!(shown_uri(&plain), "https://h/v1/completions");
+    }
 }
