@@ -283,6 +283,19 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     let summary = collector
         .finish()
         .context("cannot finish profile_export.jsonl")?;
+    let failed = summary.error_request_count;
+    let finished = failed + summary.request_count;
+    if failed > 0 && summary.request_count > 0 {
+        let hint = if cfg.failures.failed_request_threshold.is_none() {
+            "; --failed-request-threshold makes such a run exit non-zero"
+        } else {
+            ""
+        };
+        warn!(
+            "{failed} of {finished} requests failed ({:.1}%); see the Error Summary{hint}",
+            failed as f64 * 100.0 / finished as f64
+        );
+    }
     if sent == 0 {
         warn!("No request was sent; no results were written");
     } else {

@@ -333,6 +333,9 @@ fn mixed_faults_match_the_seeded_plan() {
     let failed = expect(Fault::ServerError) + expect(Fault::Reset) + expect(Fault::Malformed);
     assert!(failed > 0 && failed < 50, "{failed}");
     assert_eq!(run.successes(), 50 - failed);
+    // A run that partly failed still exits 0, but says so.
+    let note = format!("{failed} of 50 requests failed");
+    assert!(run.stderr().contains(&note), "{}", run.stderr());
 }
 
 #[test]
