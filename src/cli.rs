@@ -230,4 +230,24 @@ pub struct ProfileArgs {
     /// Tokens per hash_ids block in traces (mooncake default 512).
     #[arg(long = "prompt-input-tokens-block-size", visible_aliases = ["synthetic-input-tokens-block-size", "isl-block-size"], help_heading = "Prompt")]
     pub isl_block_size: Option<usize>,
+
+    // ----- Failures -----
+    /// Before sending, poll the server (`GET /v1/models`) until it answers 2xx, for up to this
+    /// many seconds; exit 1 if it never does. 0 skips the check.
+    #[arg(long, default_value_t = 0.0, help_heading = "Failures")]
+    pub wait_for_model_timeout: f64,
+
+    /// Seconds between readiness polls of --wait-for-model-timeout.
+    #[arg(long, default_value_t = 5.0, help_heading = "Failures")]
+    pub wait_for_model_interval: f64,
+
+    /// Stop early and exit 1 when the share of failed requests exceeds this (0-1); checked
+    /// once at least max(concurrency, 10) requests have finished.
+    #[arg(long, help_heading = "Failures")]
+    pub failed_request_threshold: Option<f64>,
+
+    /// Seconds in-flight requests get to finish after Ctrl-C or an early stop; then they are
+    /// cancelled (recorded as 499).
+    #[arg(long, default_value_t = 30.0, help_heading = "Failures")]
+    pub interrupt_grace_period: f64,
 }

@@ -53,6 +53,21 @@ pub struct ProfileConfig {
     pub random_seed_given: bool,
     /// Image source, input file and their options.
     pub inputs: InputOptions,
+
+    /// How to handle failures, interruption and an unready server.
+    pub failures: FailureOptions,
+}
+
+/// What the run does about failures, interruption and a server that is not up yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailureOptions {
+    /// Poll the server until it answers, for at most this long (`None`: do not wait).
+    pub wait_for_model: Option<Duration>,
+    pub wait_for_model_interval: Duration,
+    /// Stop early when failed / finished exceeds this share.
+    pub failed_request_threshold: Option<f64>,
+    /// Time in-flight requests get after Ctrl-C or an early stop.
+    pub grace_period: Duration,
 }
 
 impl ProfileConfig {
@@ -197,6 +212,8 @@ impl ProfileConfig {
             None => UiType::None,
         };
 
+        let failures = check_failures_and_inputs(a)?;
+
         Ok(ProfileConfig {
             tokenizer: a.tokenizer.clone().unwrap_or_else(|| model.clone()),
             model,
@@ -222,6 +239,8 @@ impl ProfileConfig {
             random_seed,
             random_seed_given,
             inputs: input_options(a)?,
+
+            failures,
         })
     }
 
@@ -304,6 +323,73 @@ fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
         image_sampling: a.image_source_sampling,
         input_file,
         isl_block_size: a.isl_block_size,
+    })
+}
+
+/// The failure-handling flags, and input combinations that would otherwise be silently
+/// ignored (image settings while images are off).
+fn check_failures_and_inputs(a: &ProfileArgs) -> Result<FailureOptions, ConfigError> {
+    let seconds = |flag: &str, v: f64, zero_ok: bool| -> Result<Duration, ConfigError> {
+        let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
+        if !ok {
+            let want = if zero_ok { ">= 0" } else { "> 0" };
+            return Err(bad(format!(
+                "{flag}: {v} is not allowed; give a number of seconds {want}"
+            )));
+        }
+        Ok(Duration::from_secs_f64(v))
+    };
+    let wait = seconds("--wait-for-model-timeout", a.wait_for_model_timeout, true)?;
+    let interval = seconds(
+        "--wait-for-model-interval",
+        a.wait_for_model_interval,
+        false,
+    )?;
+    let grace = seconds("--interrupt-grace-period", a.interrupt_grace_period, true)?;
+    if let Some(t) = a.failed_request_threshold
+        && !(t.is_finite() && (0.0..=1.0).contains(&t))
+    {
+        return Err(bad(format!(
+            "--failed-request-threshold: {t} is not allowed; give a share of failed requests from 0 to 1 (e.g. 0.1)"
+        )));
+    }
+
+    let images_on = a.image_width_mean > 0.0 || a.image_height_mean > 0.0;
+    if !images_on && a.image_batch_size > 1 {
+        return Err(bad(format!(
+            "--image-batch-size {}: images are off because --image-width-mean and --image-height-mean are 0; give both sizes > 0, or drop --image-batch-size",
+            a.image_batch_size
+        )));
+    }
+    for (flag, stddev, mean_flag, mean) in [
+        (
+            "--image-width-stddev",
+            a.image_width_stddev,
+            "--image-width-mean",
+            a.image_width_mean,
+        ),
+        (
+            "--image-height-stddev",
+            a.image_height_stddev,
+            "--image-height-mean",
+            a.image_height_mean,
+        ),
+    ] {
+        if let Some(sd) = stddev
+            && sd > 0.0
+            && mean == 0.0
+        {
+            return Err(bad(format!(
+                "{flag} {sd} needs {mean_flag}: give a mean > 0 as well, or drop the stddev"
+            )));
+        }
+    }
+
+    Ok(FailureOptions {
+        wait_for_model: (!wait.is_zero()).then_some(wait),
+        wait_for_model_interval: interval,
+        failed_request_threshold: a.failed_request_threshold,
+        grace_period: grace,
     })
 }
 

@@ -3,13 +3,13 @@
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
 use serde_json::{Value, json};
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::cli::{ProfileArgs, UiType};
 use crate::clock::Clock;
@@ -18,8 +18,8 @@ use crate::endpoint::{self, BodyOptions};
 use crate::export::{self, RunInfo};
 use crate::load::{self, LoadContext, SendPlan};
 use crate::metrics::{Collector, CollectorOptions};
-use crate::record::Phase;
-use crate::transport::HttpClient;
+use crate::record::{Phase, RequestRecord};
+use crate::transport::{CONNECTION_ERROR, HttpClient};
 use crate::{dataset, mock, tokenizer, ui};
 
 /// How a profile run ended; `main` turns it into the exit code.
@@ -31,6 +31,10 @@ pub enum Outcome {
     AllFailed,
     /// The user pressed Ctrl-C; partial results were written.
     Interrupted,
+    /// The failed share passed `--failed-request-threshold`; the run stopped early.
+    ThresholdExceeded,
+    /// Every connection was refused; the run stopped early.
+    ServerUnreachable,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -136,6 +140,34 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         stop: AtomicBool::new(false),
         in_flight: AtomicU64::new(0),
     });
+    let control = Arc::new(RunControl {
+        ctx: ctx.clone(),
+        reason: AtomicU8::new(0),
+        grace: cfg.failures.grace_period,
+        handle: runtime.handle().clone(),
+        flush_now: tokio::sync::Notify::new(),
+        collector_state: AtomicU8::new(COLLECTOR_NOT_STARTED),
+    });
+    runtime.spawn(watch_ctrl_c(control.clone()));
+
+    if let Some(limit) = cfg.failures.wait_for_model {
+        let ready = runtime.block_on(wait_for_model(
+            &ctx.client,
+            limit,
+            cfg.failures.wait_for_model_interval,
+            &control,
+        ));
+        if let Err(why) = ready {
+            if control.reason() == Some(StopReason::Interrupted) {
+                warn!("Interrupted while waiting for the server; nothing was sent");
+                return Ok(Outcome::Interrupted);
+            }
+            return Err(ProfileError::Other(anyhow::anyhow!(
+                "--wait-for-model-timeout {}: {why}; nothing was sent",
+                limit.as_secs_f64()
+            )));
+        }
+    }
 
     let collector = Collector::new(
         CollectorOptions {
@@ -149,34 +181,67 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     )
     .context("cannot create profile_export.jsonl")?;
 
-    let interrupted = Arc::new(AtomicBool::new(false));
-    runtime.spawn(watch_ctrl_c(ctx.clone(), interrupted.clone()));
-
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let warmup_bar = ui::phase_bar(cfg.ui, "Warmup", cfg.warmup_request_count);
     let profile_bar = ui::phase_bar(cfg.ui, "Profiling", cfg.request_count);
     let (wb, pb) = (warmup_bar.clone(), profile_bar.clone());
+    let mut watch = FailureWatch::new(
+        control.clone(),
+        cfg.failures.failed_request_threshold,
+        cfg.concurrency,
+    );
+    let collector_control = control.clone();
     let collector_thread = std::thread::Builder::new()
         .name("collector".into())
         .spawn(move || -> std::io::Result<Collector> {
-            let mut collector = collector;
-            while let Some(record) = rx.blocking_recv() {
-                collector.add(&record)?;
-                match record.phase {
-                    Phase::Warmup => wb.inc(1),
-                    Phase::Profiling => pb.inc(1),
+            let control = collector_control;
+            let mut collector = Some(collector);
+            control
+                .collector_state
+                .store(COLLECTOR_RUNNING, Ordering::SeqCst);
+            // Driven from this thread (not a runtime worker), so writing the JSONL never
+            // blocks the requests.
+            let result = control.handle.block_on(async {
+                loop {
+                    tokio::select! {
+                        biased;
+                        _ = control.flush_now.notified() => {
+                            // Second Ctrl-C: what was received is flushed, then exit.
+                            if let Some(c) = collector.take() {
+                                let _ = c.finish();
+                            }
+                            std::process::exit(130);
+                        }
+                        next = rx.recv() => match next {
+                            Some(record) => {
+                                if let Some(c) = collector.as_mut() {
+                                    c.add(&record)?;
+                                }
+                                watch.observe(&record);
+                                match record.phase {
+                                    Phase::Warmup => wb.inc(1),
+                                    Phase::Profiling => pb.inc(1),
+                                }
+                            }
+                            None => return Ok(()),
+                        }
+                    }
                 }
-            }
-            Ok(collector)
+            });
+            control
+                .collector_state
+                .store(COLLECTOR_DONE, Ordering::SeqCst);
+            result.map(|()| collector.expect("only taken on the way out"))
         })
         .context("cannot start the collector thread")?;
 
     let startup_ms = started.elapsed().as_secs_f64() * 1e3;
     info!("Ready to send after {startup_ms:.1} ms");
     let start_wall_ns = clock.wall_ns(clock.now_ns());
+    let mut sent = 0;
     if cfg.warmup_request_count > 0 {
         info!("Warming up: {} requests", cfg.warmup_request_count);
-        runtime.block_on(load::run_closed_loop(
+        sent += runtime.block_on(load::run_closed_loop(
             ctx.clone(),
             Phase::Warmup,
             0,
@@ -186,13 +251,15 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         ));
         warmup_bar.finish_and_clear();
     }
-    info!(
-        "Profiling: {} requests at concurrency {} against {}",
-        cfg.request_count,
-        cfg.concurrency,
-        ctx.client.uri()
-    );
-    let sent = runtime.block_on(load::run_closed_loop(
+    if !ctx.stop.load(Ordering::Relaxed) {
+        info!(
+            "Profiling: {} requests at concurrency {} against {}",
+            cfg.request_count,
+            cfg.concurrency,
+            shown_uri(ctx.client.uri())
+        );
+    }
+    sent += runtime.block_on(load::run_closed_loop(
         ctx.clone(),
         Phase::Profiling,
         cfg.warmup_request_count,
@@ -206,58 +273,75 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         .map_err(|_| anyhow::anyhow!("the collector thread panicked"))?
         .context("cannot write profile_export.jsonl")?;
     profile_bar.finish_and_clear();
-    let was_cancelled = interrupted.load(Ordering::Relaxed);
-    if was_cancelled {
-        warn!(
-            "The profile run was cancelled early. Results shown may be incomplete or inaccurate."
-        );
-    } else {
-        info!("Benchmark completed successfully ({sent} requests sent)");
+    let stop_reason = control.reason();
+    let was_cancelled = stop_reason.is_some();
+    match stop_reason {
+        Some(_) => warn!(
+            "The profile run was cancelled early ({sent} requests sent). Results shown may be incomplete or inaccurate."
+        ),
+        None => info!("Benchmark completed ({sent} requests sent)"),
     }
 
     let summary = collector
         .finish()
         .context("cannot finish profile_export.jsonl")?;
-    let info = RunInfo {
-        benchmark_id: crate::ids::uuid4(&mut rand::rng()),
-        start_wall_ns,
-        end_wall_ns,
-        was_cancelled,
-        cli_command: redacted_command_line(argv),
-        input_config: input_config_json(&cfg),
-        random_seed: Some(cfg.random_seed),
-        tokenizer: tokenizer.name().to_string(),
-        streaming: cfg.streaming,
-    };
-    write_inputs_json(&cfg.artifact_dir.join("inputs.json"), &ctx.plan)
-        .context("cannot write inputs.json")?;
-    let console_text = export::render_console(&summary, &info);
-    let paths = export::write_summary(&cfg.artifact_dir, &summary, &info, &console_text)
-        .context("cannot write the summary exports")?;
-    info!("Results saved to: {}", cfg.artifact_dir.display());
+    let failed = summary.error_request_count;
+    let finished = failed + summary.request_count;
+    if failed > 0 && summary.request_count > 0 {
+        let hint = if cfg.failures.failed_request_threshold.is_none() {
+            "; --failed-request-threshold makes such a run exit non-zero"
+        } else {
+            ""
+        };
+        warn!(
+            "{failed} of {finished} requests failed ({:.1}%); see the Error Summary{hint}",
+            failed as f64 * 100.0 / finished as f64
+        );
+    }
+    if sent == 0 {
+        warn!("No request was sent; no results were written");
+    } else {
+        let info = RunInfo {
+            benchmark_id: crate::ids::uuid4(&mut rand::rng()),
+            start_wall_ns,
+            end_wall_ns,
+            was_cancelled,
+            cli_command: redacted_command_line(argv),
+            input_config: input_config_json(&cfg),
+            random_seed: Some(cfg.random_seed),
+            tokenizer: tokenizer.name().to_string(),
+            streaming: cfg.streaming,
+        };
+        write_inputs_json(&cfg.artifact_dir.join("inputs.json"), &ctx.plan)
+            .context("cannot write inputs.json")?;
+        let console_text = export::render_console(&summary, &info);
+        let paths = export::write_summary(&cfg.artifact_dir, &summary, &info, &console_text)
+            .context("cannot write the summary exports")?;
+        info!("Results saved to: {}", cfg.artifact_dir.display());
 
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{console_text}");
-    let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
-    let _ = writeln!(out, "JSON Export: {}", paths.json.display());
-    let _ = writeln!(
-        out,
-        "Log File: {}",
-        cfg.artifact_dir.join("logs").join("aiperf.log").display()
-    );
-    let _ = out.flush();
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{console_text}");
+        let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
+        let _ = writeln!(out, "JSON Export: {}", paths.json.display());
+        let _ = writeln!(
+            out,
+            "Log File: {}",
+            cfg.artifact_dir.join("logs").join("aiperf.log").display()
+        );
+        let _ = out.flush();
+    }
 
     if let Some(server) = mock_server {
         runtime.block_on(server.shutdown());
     }
     runtime.shutdown_background();
 
-    Ok(if was_cancelled {
-        Outcome::Interrupted
-    } else if !summary_has_success(&summary) {
-        Outcome::AllFailed
-    } else {
-        Outcome::Success
+    Ok(match stop_reason {
+        Some(StopReason::Interrupted) => Outcome::Interrupted,
+        Some(StopReason::ThresholdExceeded) => Outcome::ThresholdExceeded,
+        Some(StopReason::ServerUnreachable) => Outcome::ServerUnreachable,
+        None if !summary_has_success(&summary) => Outcome::AllFailed,
+        None => Outcome::Success,
     })
 }
 
@@ -265,20 +349,247 @@ fn summary_has_success(summary: &crate::metrics::MetricsSummary) -> bool {
     summary.request_count > 0
 }
 
-/// First Ctrl-C: stop sending and let in-flight requests finish. Second: exit at once.
-async fn watch_ctrl_c(ctx: Arc<LoadContext>, interrupted: Arc<AtomicBool>) {
+/// Why a run stopped sending before its count was reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopReason {
+    Interrupted = 1,
+    ThresholdExceeded = 2,
+    ServerUnreachable = 3,
+}
+
+const COLLECTOR_NOT_STARTED: u8 = 0;
+const COLLECTOR_RUNNING: u8 = 1;
+const COLLECTOR_DONE: u8 = 2;
+
+/// Shared by the Ctrl-C watcher, the collector and the main thread: stopping a run early.
+struct RunControl {
+    ctx: Arc<LoadContext>,
+    /// 0 while running, else the first `StopReason`.
+    reason: AtomicU8,
+    grace: Duration,
+    handle: tokio::runtime::Handle,
+    /// Second Ctrl-C: the collector flushes what it has and exits the process.
+    flush_now: tokio::sync::Notify,
+    collector_state: AtomicU8,
+}
+
+impl RunControl {
+    fn reason(&self) -> Option<StopReason> {
+        match self.reason.load(Ordering::SeqCst) {
+            1 => Some(StopReason::Interrupted),
+            2 => Some(StopReason::ThresholdExceeded),
+            3 => Some(StopReason::ServerUnreachable),
+            _ => None,
+        }
+    }
+
+    /// Stops sending; requests in flight get the grace period, then are cancelled. Only the
+    /// first reason counts; returns false if the run was already stopping.
+    fn stop(&self, reason: StopReason) -> bool {
+        if self
+            .reason
+            .compare_exchange(0, reason as u8, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return false;
+        }
+        self.ctx.stop.store(true, Ordering::SeqCst);
+        let ctx = self.ctx.clone();
+        let grace = self.grace;
+        self.handle.spawn(async move {
+            tokio::time::sleep(grace).await;
+            let left = ctx.in_flight.load(Ordering::SeqCst);
+            if left > 0 {
+                warn!(
+                    "Grace period of {:.1} s over: cancelling {left} requests still in flight",
+                    grace.as_secs_f64()
+                );
+            }
+            ctx.client.cancel_in_flight();
+        });
+        true
+    }
+}
+
+/// Watches finished records for a dead server and for too many failures. Each kind of error
+/// is logged once, the first time it occurs; the Error Summary has the counts.
+struct FailureWatch {
+    control: Arc<RunControl>,
+    threshold: Option<f64>,
+    /// Records needed before the threshold is checked: max(concurrency, 10).
+    min_records: u64,
+    finished: u64,
+    failed: u64,
+    any_success: bool,
+    connection_errors_in_a_row: u64,
+    logged_kinds: std::collections::HashSet<String>,
+}
+
+impl FailureWatch {
+    fn new(control: Arc<RunControl>, threshold: Option<f64>, concurrency: u64) -> Self {
+        FailureWatch {
+            control,
+            threshold,
+            min_records: concurrency.max(10),
+            finished: 0,
+            failed: 0,
+            any_success: false,
+            connection_errors_in_a_row: 0,
+            logged_kinds: Default::default(),
+        }
+    }
+
+    fn observe(&mut self, record: &RequestRecord) {
+        let Some(err) = &record.error else {
+            self.any_success = true;
+            self.connection_errors_in_a_row = 0;
+            self.count(record.phase, false);
+            return;
+        };
+        if !record.was_cancelled && self.logged_kinds.insert(err.kind.clone()) {
+            let uri = shown_uri(self.control.ctx.client.uri());
+            if err.kind == CONNECTION_ERROR {
+                error!(
+                    "Cannot connect to the server at {uri}: {}. Is it running, and is --url right? \
+                     (Further failures of this kind are counted in the Error Summary, not logged.)",
+                    err.message
+                );
+            } else {
+                warn!(
+                    "A request failed: {} {}: {} (further failures of this kind are counted in the Error Summary, not logged)",
+                    err.code.map_or("N/A".to_string(), |c| c.to_string()),
+                    err.kind,
+                    err.message
+                );
+            }
+        }
+        if err.kind == CONNECTION_ERROR {
+            self.connection_errors_in_a_row += 1;
+        } else {
+            self.connection_errors_in_a_row = 0;
+        }
+        if !self.any_success
+            && self.connection_errors_in_a_row >= self.min_records
+            && self.control.stop(StopReason::ServerUnreachable)
+        {
+            error!(
+                "Stopping: the server at {} refused {} connections in a row and never answered; nothing more will be sent",
+                shown_uri(self.control.ctx.client.uri()),
+                self.connection_errors_in_a_row
+            );
+        }
+        self.count(record.phase, true);
+    }
+
+    fn count(&mut self, phase: Phase, failed: bool) {
+        if phase != Phase::Profiling {
+            return;
+        }
+        self.finished += 1;
+        self.failed += u64::from(failed);
+        let Some(threshold) = self.threshold else {
+            return;
+        };
+        let share = self.failed as f64 / self.finished as f64;
+        if self.finished >= self.min_records
+            && share > threshold
+            && self.control.stop(StopReason::ThresholdExceeded)
+        {
+            error!(
+                "Stopping: {} of {} requests failed ({:.1}%), more than --failed-request-threshold {threshold}",
+                self.failed,
+                self.finished,
+                share * 100.0
+            );
+        }
+    }
+}
+
+/// Polls `/v1/models` until the server answers (2xx, or 404/405 from a server without that
+/// route), at most `limit`. The error says what the last poll got.
+async fn wait_for_model(
+    client: &HttpClient,
+    limit: Duration,
+    interval: Duration,
+    control: &RunControl,
+) -> Result<(), String> {
+    let models_uri = client.models_uri();
+    let uri = shown_uri(&models_uri);
+    info!(
+        "Waiting up to {:.1} s for the server to answer at {uri}",
+        limit.as_secs_f64()
+    );
+    let started = Instant::now();
+    let deadline = started + limit;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let last = match client
+            .probe(
+                models_uri.clone(),
+                remaining.max(Duration::from_millis(100)),
+            )
+            .await
+        {
+            Ok(status) if (200..300).contains(&status) || status == 404 || status == 405 => {
+                info!(
+                    "Server ready after {:.1} s (HTTP {status})",
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(());
+            }
+            Ok(status) => format!("it answered HTTP {status}"),
+            Err(e) => e,
+        };
+        if control.reason().is_some() {
+            return Err("interrupted".into());
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(format!(
+                "the server at {uri} was not ready after {:.1} s (last try: {last})",
+                started.elapsed().as_secs_f64()
+            ));
+        }
+        tokio::time::sleep(interval.min(deadline - now)).await;
+    }
+}
+
+/// First Ctrl-C: stop sending and let in-flight requests finish within the grace period.
+/// Second: flush the per-record file and exit at once.
+async fn watch_ctrl_c(control: Arc<RunControl>) {
     if tokio::signal::ctrl_c().await.is_err() {
         return;
     }
-    interrupted.store(true, Ordering::Relaxed);
-    ctx.stop.store(true, Ordering::Relaxed);
-    warn!(
-        "Stopping: waiting for {} in-flight requests; press Ctrl-C again to quit at once",
-        ctx.in_flight.load(Ordering::Relaxed)
-    );
+    let in_flight = control.ctx.in_flight.load(Ordering::Relaxed);
+    if control.stop(StopReason::Interrupted) {
+        warn!(
+            "Interrupted: no new requests; waiting up to {:.1} s for {in_flight} in flight. Results will be partial. Press Ctrl-C again to quit at once",
+            control.grace.as_secs_f64()
+        );
+    } else {
+        // Already stopping for another reason: the user wants out now.
+        control.ctx.client.cancel_in_flight();
+    }
     if tokio::signal::ctrl_c().await.is_ok() {
         let _ = std::io::stderr().write_all(b"Interrupted twice: exiting now\n");
+        if control.collector_state.load(Ordering::SeqCst) == COLLECTOR_RUNNING {
+            control.flush_now.notify_one();
+            // The collector exits the process once the file is flushed.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
         std::process::exit(130);
+    }
+}
+
+/// A URI for logs and exports: credentials in it (`user:password@`) become `***`.
+fn shown_uri(uri: &http::Uri) -> String {
+    let text = uri.to_string();
+    match uri.authority().map(|a| a.as_str()) {
+        Some(auth) if auth.contains('@') => {
+            let host = &auth[auth.rfind('@').map_or(0, |i| i + 1)..];
+            text.replacen(auth, &format!("***@{host}"), 1)
+        }
+        _ => text,
     }
 }
 
@@ -303,7 +614,7 @@ fn input_config_json(cfg: &ProfileConfig) -> Value {
         "endpoint": {
             "model_names": [cfg.model],
             "type": cfg.endpoint_type.as_str(),
-            "url": cfg.request_uri.to_string(),
+            "url": shown_uri(&cfg.request_uri),
             "streaming": cfg.streaming,
             "timeout": cfg.request_timeout.as_secs_f64(),
             "api_key": cfg.api_key.as_ref().map(|_| "***"),
@@ -355,4 +666,19 @@ fn write_inputs_json(path: &Path, plan: &SendPlan) -> std::io::Result<()> {
     }
     w.write_all(b"\n  ]\n}\n")?;
     w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_the_url_are_not_shown() {
+        let uri: http::Uri = "http://user:pw@host:8000/v1/chat/completions"
+            .parse()
+            .unwrap();
+        assert_eq!(shown_uri(&uri), "http://***@host:8000/v1/chat/completions");
+        let plain: http::Uri = "https://h/v1/completions".parse().unwrap();
+        assert_eq!(shown_uri(&plain), "https://h/v1/completions");
+    }
 }

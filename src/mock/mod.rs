@@ -7,6 +7,7 @@
 //! timestamps for every request (see [`recorder`]), as ground truth for client measurements.
 
 pub mod body;
+pub mod fault;
 pub mod image;
 pub mod recorder;
 pub mod request;
@@ -66,6 +67,10 @@ pub struct MockServerArgs {
     /// Runtime worker threads for the standalone server (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,
+
+    /// Fault injection (boxed: rarely used, and keeps the argument struct small).
+    #[command(flatten)]
+    pub faults: Box<fault::FaultArgs>,
 }
 
 impl MockServerArgs {
@@ -85,7 +90,24 @@ impl MockServerArgs {
             remote_image_tokens: 0,
             max_model_len: 131_072,
             workers: None,
+            faults: Box::default(),
         }
+    }
+
+    /// The fault percentages, validated.
+    pub fn fault_rates(&self) -> anyhow::Result<fault::FaultRates> {
+        let f = &self.faults;
+        let rates = fault::FaultRates {
+            error: f.error_rate,
+            rate_limit: f.rate_limit_rate,
+            reset: f.reset_rate,
+            truncate: f.truncate_rate,
+            malformed: f.malformed_rate,
+            error_event: f.error_event_rate,
+            stall: f.stall_rate,
+        };
+        rates.validate()?;
+        Ok(rates)
     }
 
     /// TTFT and ITL as durations (both zero with `--fast`).

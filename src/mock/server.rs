@@ -16,6 +16,7 @@ use axum::serve::ListenerExt;
 use bytes::Bytes;
 
 use super::body::{Jitter, Schedule, ScheduledBody};
+use super::fault::{Fault, FaultRates, FaultyBody};
 use super::recorder::{self, Recorder, RequestTrace};
 use super::request::{
     ChatRequest, CompletionRequest, GenerationParams, OutputPlan, PromptStats, chat_prompt_stats,
@@ -39,10 +40,13 @@ struct Shared {
     started_unix: u64,
     requests: AtomicU64,
     recorder: Option<Recorder>,
+    faults: FaultRates,
+    stall: Duration,
 }
 
 pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
     let (ttft, itl) = args.delays()?;
+    let faults = args.fault_rates()?;
     let clock = Clock::new();
     let (recorder, recorder_handle) = match &args.record_requests {
         Some(path) => {
@@ -73,6 +77,8 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         clock,
         requests: AtomicU64::new(0),
         recorder,
+        faults,
+        stall: Duration::from_millis(args.faults.stall_ms),
     });
 
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
@@ -181,12 +187,37 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
     let accepted = match parsed {
         Ok(a) => a,
         Err(message) => {
-            record_rejection(&shared, api, received, x_request_id, &message);
+            record_rejection(&shared, api, received, x_request_id, 400, &message);
             return error_response(StatusCode::BAD_REQUEST, "BadRequestError", &message);
         }
     };
 
     let n = shared.requests.fetch_add(1, Ordering::Relaxed);
+    let fault = shared.faults.decide(shared.seed, n);
+    let refusal = match fault {
+        Some(Fault::ServerError) => Some((
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "mock server: injected internal server error",
+        )),
+        Some(Fault::RateLimit) => Some((
+            StatusCode::TOO_MANY_REQUESTS,
+            "RateLimitError",
+            "mock server: injected rate limit",
+        )),
+        _ => None,
+    };
+    if let Some((status, kind, message)) = refusal {
+        record_rejection(
+            &shared,
+            api,
+            received,
+            x_request_id,
+            status.as_u16(),
+            message,
+        );
+        return error_response(status, kind, message);
+    }
     let created = shared.clock.wall_ns(shared.clock.ns_of(received)) / 1_000_000_000;
     let header = ResponseHeader {
         api,
@@ -227,6 +258,11 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
     });
 
     let tokens = accepted.output.tokens;
+    // Streamed faults strike once half the tokens (after the role chunk) have gone out.
+    let strike = match api {
+        Api::Chat => 1 + tokens / 2,
+        Api::Completions => tokens / 2,
+    };
     let (body, content_type) = if accepted.stream {
         let writer = ChunkWriter::new(&header, accepted.output.finish_reason);
         let tail = writer.tail(accepted.include_usage.then_some(usage));
@@ -239,7 +275,17 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             "application/json",
         )
     };
-    let mut resp = Response::new(Body::new(body));
+    let body = match fault {
+        Some(f) => Body::new(FaultyBody::new(
+            body,
+            f,
+            accepted.stream,
+            if accepted.stream { strike } else { 0 },
+            shared.stall,
+        )),
+        None => Body::new(body),
+    };
+    let mut resp = Response::new(body);
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Some(id) = x_request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
@@ -288,12 +334,13 @@ fn record_rejection(
     api: Api,
     received: Instant,
     x_request_id: Option<String>,
+    status: u16,
     message: &str,
 ) {
     if let Some(r) = &shared.recorder {
         r.record(Box::new(RequestTrace {
             endpoint: api.as_str(),
-            status: 400,
+            status,
             stream: false,
             model: String::new(),
             x_request_id,

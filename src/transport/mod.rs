@@ -24,6 +24,8 @@ type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 pub const CANCELLED_CODE: u16 = 499;
 /// Status code used for requests that ran past `--request-timeout-seconds`.
 pub const TIMEOUT_CODE: u16 = 408;
+/// Error type of a request whose connection could not be made (refused, no route, DNS).
+pub const CONNECTION_ERROR: &str = "ConnectionError";
 
 #[derive(Clone)]
 pub struct HttpClient {
@@ -31,6 +33,8 @@ pub struct HttpClient {
     uri: Uri,
     headers: HeaderMap,
     timeout: Duration,
+    /// Flipped once by `cancel_in_flight`; every exchange watches it.
+    cancel: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl HttpClient {
@@ -72,11 +76,57 @@ impl HttpClient {
             uri,
             headers,
             timeout,
+            cancel: std::sync::Arc::new(tokio::sync::watch::channel(false).0),
         })
     }
 
     pub fn uri(&self) -> &Uri {
         &self.uri
+    }
+
+    /// Ends every exchange in flight (and any started later) at once with a cancellation
+    /// record (code 499). Tokens already received stay on the records.
+    pub fn cancel_in_flight(&self) {
+        self.cancel.send_replace(true);
+    }
+
+    /// `GET uri` with the run's headers (so an API key is sent): the status, or why no
+    /// response came. Used to wait for the server before the run.
+    pub async fn probe(&self, uri: Uri, timeout: Duration) -> Result<u16, String> {
+        let mut request = Request::get(uri)
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| e.to_string())?;
+        for (k, v) in &self.headers {
+            if k != CONTENT_TYPE {
+                request.headers_mut().insert(k.clone(), v.clone());
+            }
+        }
+        match tokio::time::timeout(timeout, self.client.request(request)).await {
+            Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
+            Ok(Err(e)) => Err(error_chain(&e)),
+            Ok(Ok(resp)) => {
+                let status = resp.status().as_u16();
+                // Read the body so the connection goes back to the pool.
+                let mut body = resp.into_body();
+                let _ = tokio::time::timeout(timeout, collect_body(&mut body)).await;
+                Ok(status)
+            }
+        }
+    }
+
+    /// The `/v1/models` URI of the server the run talks to (same scheme, host and any path
+    /// prefix before `/v1/`).
+    pub fn models_uri(&self) -> Uri {
+        let path = self.uri.path();
+        let prefix = path.find("/v1/").map_or("", |i| &path[..i]);
+        let mut parts = self.uri.clone().into_parts();
+        parts.path_and_query = format!("{prefix}/v1/models").parse().ok();
+        Uri::from_parts(parts).unwrap_or_else(|_| self.uri.clone())
+    }
+
+    /// True once `cancel_in_flight` was called.
+    pub fn is_cancelled(&self) -> bool {
+        *self.cancel.borrow()
     }
 
     /// Sends one prepared body and records what happened. Never fails: every problem
@@ -118,19 +168,39 @@ impl HttpClient {
             request.headers_mut().insert("x-correlation-id", v);
         }
 
+        let mut cancel = self.cancel.subscribe();
         record.start_perf_ns = clock.now_ns();
-        let outcome =
-            tokio::time::timeout(self.timeout, self.run(clock, request, &mut record)).await;
+        // The timeout covers the whole exchange (connect, headers, body); when it fires or
+        // the run cancels, the exchange future is dropped, which closes its connection and
+        // frees the slot at once.
+        let outcome = tokio::select! {
+            r = tokio::time::timeout(self.timeout, self.run(clock, request, &mut record)) => {
+                Some(r.is_ok())
+            }
+            _ = cancel.wait_for(|c| *c) => None,
+        };
         record.end_perf_ns = clock.now_ns();
-        if outcome.is_err() {
-            record.error = Some(ErrorDetails {
-                code: Some(TIMEOUT_CODE),
-                kind: "RequestTimeoutError".into(),
-                message: format!(
-                    "Request timed out after {:.3} seconds",
-                    self.timeout.as_secs_f64()
-                ),
-            });
+        match outcome {
+            Some(true) => {}
+            Some(false) => {
+                record.error = Some(ErrorDetails {
+                    code: Some(TIMEOUT_CODE),
+                    kind: "RequestTimeoutError".into(),
+                    message: format!(
+                        "Request timed out after {:.3} seconds",
+                        self.timeout.as_secs_f64()
+                    ),
+                });
+            }
+            None => {
+                record.was_cancelled = true;
+                record.cancellation_perf_ns = Some(record.end_perf_ns);
+                record.error = Some(ErrorDetails {
+                    code: Some(CANCELLED_CODE),
+                    kind: "RequestCancellationError".into(),
+                    message: "Request was cancelled because the run was stopped".into(),
+                });
+            }
         }
         record.start_wall_ns = clock.wall_ns(record.start_perf_ns);
         record.end_wall_ns = clock.wall_ns(record.end_perf_ns);
@@ -156,7 +226,8 @@ impl HttpClient {
         let mut body = response.into_body();
 
         if !status.is_success() {
-            let bytes = collect_body(&mut body).await;
+            // A cut-short error body still tells the status; keep what arrived.
+            let bytes = collect_body(&mut body).await.unwrap_or_default();
             record.error = Some(http_error(status, &bytes));
             return;
         }
@@ -195,37 +266,43 @@ impl HttpClient {
                 });
             }
         } else {
-            let bytes = collect_body(&mut body).await;
-            let arrival = clock.now_ns();
-            record.last_event_perf_ns = Some(arrival);
-            match parse_event(&bytes) {
-                Ok(ev) => {
-                    if let Some(err) = ev.error {
-                        record.error = Some(ErrorDetails {
-                            code: Some(status.as_u16()),
-                            kind: "ResponseError".into(),
-                            message: err,
-                        });
-                    }
-                    if ev.usage.is_some() {
-                        record.usage = ev.usage;
-                    }
-                    if ev.text.is_some() || ev.reasoning.is_some() {
-                        record.responses.push(ContentResponse {
-                            perf_ns: arrival,
-                            text: ev.text.map(|t| t.into_owned()).unwrap_or_default(),
-                            reasoning: ev.reasoning.map(|t| t.into_owned()).unwrap_or_default(),
-                        });
-                    }
-                }
-                Err(e) => {
-                    record.error = Some(ErrorDetails {
-                        code: Some(status.as_u16()),
-                        kind: "InvalidResponseError".into(),
-                        message: format!("Response body is not valid JSON: {e}"),
-                    });
-                }
+            match collect_body(&mut body).await {
+                Ok(bytes) => parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record),
+                Err(e) => record.error = Some(stream_error(&e)),
             }
+        }
+    }
+}
+
+/// A whole (non-streamed) 2xx body: its content, usage, or the error it carries.
+fn parse_whole_body(status: u16, bytes: &[u8], arrival: u64, record: &mut RequestRecord) {
+    record.last_event_perf_ns = Some(arrival);
+    match parse_event(bytes) {
+        Ok(ev) => {
+            if let Some(err) = ev.error {
+                record.error = Some(ErrorDetails {
+                    code: Some(status),
+                    kind: "ResponseError".into(),
+                    message: err,
+                });
+            }
+            if ev.usage.is_some() {
+                record.usage = ev.usage;
+            }
+            if ev.text.is_some() || ev.reasoning.is_some() {
+                record.responses.push(ContentResponse {
+                    perf_ns: arrival,
+                    text: ev.text.map(|t| t.into_owned()).unwrap_or_default(),
+                    reasoning: ev.reasoning.map(|t| t.into_owned()).unwrap_or_default(),
+                });
+            }
+        }
+        Err(e) => {
+            record.error = Some(ErrorDetails {
+                code: Some(status),
+                kind: "InvalidResponseError".into(),
+                message: format!("Response body is not valid JSON: {e}"),
+            });
         }
     }
 }
@@ -286,14 +363,15 @@ impl StreamState {
     }
 }
 
-async fn collect_body(body: &mut hyper::body::Incoming) -> Bytes {
+/// The whole body, or the error that cut it short (e.g. the connection closed mid-body).
+async fn collect_body(body: &mut hyper::body::Incoming) -> Result<Bytes, hyper::Error> {
     let mut out = Vec::new();
-    while let Some(Ok(frame)) = body.frame().await {
-        if let Some(d) = frame.data_ref() {
+    while let Some(frame) = body.frame().await {
+        if let Some(d) = frame?.data_ref() {
             out.extend_from_slice(d);
         }
     }
-    Bytes::from(out)
+    Ok(Bytes::from(out))
 }
 
 /// A non-2xx response: the server's error message when it sent the OpenAI error shape.
@@ -336,7 +414,7 @@ fn http_error(status: http::StatusCode, body: &[u8]) -> ErrorDetails {
 
 fn transport_error(e: &hyper_util::client::legacy::Error) -> ErrorDetails {
     let kind = if e.is_connect() {
-        "ConnectionError"
+        CONNECTION_ERROR
     } else {
         "ClientError"
     };
@@ -368,4 +446,284 @@ fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::{self, MockServerArgs};
+    use proptest::prelude::*;
+
+    fn empty_record() -> RequestRecord {
+        RequestRecord {
+            phase: Phase::Profiling,
+            input: RequestInput::default(),
+            x_request_id: "r".into(),
+            start_perf_ns: 0,
+            ack_perf_ns: None,
+            end_perf_ns: 0,
+            start_wall_ns: 0,
+            end_wall_ns: 0,
+            status: None,
+            streamed: true,
+            responses: Vec::new(),
+            last_event_perf_ns: None,
+            usage: None,
+            error: None,
+            was_cancelled: false,
+            cancellation_perf_ns: None,
+        }
+    }
+
+    /// Runs bytes, cut into the given frames, through the streamed-response path.
+    fn parse_stream(frames: &[&[u8]]) -> (RequestRecord, bool) {
+        let mut record = empty_record();
+        let mut framer = SseFramer::new();
+        let mut state = StreamState::default();
+        for (i, f) in frames.iter().enumerate() {
+            framer.feed(f, i as u64, |ev| state.on_event(ev, &mut record));
+        }
+        framer.finish(|ev| state.on_event(ev, &mut record));
+        (record, state.done)
+    }
+
+    #[test]
+    fn malformed_chunk_is_an_error_but_later_tokens_are_kept() {
+        let (r, done) = parse_stream(&[
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+            b"data: {\"id\":\"broken\",\n\n",
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n",
+        ]);
+        assert!(done);
+        assert_eq!(r.output_text(), "ab");
+        let e = r.error.unwrap();
+        assert_eq!((e.code, e.kind.as_str()), (None, "InvalidResponseError"));
+        assert!(
+            e.message.starts_with("Stream event is not valid JSON"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn error_event_is_recorded_with_its_message() {
+        let (r, _) = parse_stream(&[
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+            b"event: error\ndata: {\"error\":{\"message\":\"boom\"}}\n\ndata: [DONE]\n\n",
+        ]);
+        assert_eq!(r.output_text(), "a");
+        let e = r.error.unwrap();
+        assert_eq!(e.kind, "StreamError");
+        assert!(e.message.contains("boom"), "{e:?}");
+    }
+
+    #[test]
+    fn whole_body_errors() {
+        let mut r = empty_record();
+        parse_whole_body(200, b"{\"choices\": [", 5, &mut r);
+        assert_eq!(r.error.as_ref().unwrap().kind, "InvalidResponseError");
+        let mut r = empty_record();
+        parse_whole_body(200, br#"{"error":{"message":"nope"}}"#, 5, &mut r);
+        let e = r.error.unwrap();
+        assert_eq!(
+            (e.code, e.kind.as_str(), e.message.as_str()),
+            (Some(200), "ResponseError", "nope")
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Arbitrary bytes cut at arbitrary points never panic the stream path, and the cut
+        /// points do not change what is parsed.
+        #[test]
+        fn arbitrary_stream_bytes_never_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+            cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
+        ) {
+            let mut points: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+            points.sort_unstable();
+            let mut frames: Vec<&[u8]> = Vec::new();
+            let mut last = 0;
+            for p in points {
+                frames.push(&bytes[last..p]);
+                last = p;
+            }
+            frames.push(&bytes[last..]);
+            let (split, done_split) = parse_stream(&frames);
+            let (whole, done_whole) = parse_stream(&[&bytes]);
+            prop_assert_eq!(done_split, done_whole);
+            prop_assert_eq!(split.output_text(), whole.output_text());
+            prop_assert_eq!(split.error, whole.error);
+        }
+
+        /// SSE-shaped lines with JSON-ish payloads reach the JSON parser more often.
+        #[test]
+        fn sse_shaped_garbage_never_panics(
+            lines in proptest::collection::vec(
+                ("(data|event|id|retry|:|dat)", "[ -~]{0,40}", prop_oneof!["\n", "\r\n", "\n\n", ""]),
+                0..40,
+            ),
+        ) {
+            let text: String = lines.iter().map(|(f, v, e)| format!("{f}:{v}{e}")).collect();
+            let (r, _) = parse_stream(&[text.as_bytes()]);
+            prop_assert!(r.responses.iter().all(|c| !c.text.is_empty() || !c.reasoning.is_empty()));
+        }
+
+        /// Arbitrary non-streamed bodies never panic; garbage is an error, not content.
+        #[test]
+        fn arbitrary_whole_bodies_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..1024)) {
+            let mut r = empty_record();
+            parse_whole_body(200, &bytes, 1, &mut r);
+            if serde_json::from_slice::<serde_json::Value>(&bytes).is_err() {
+                prop_assert!(r.error.is_some());
+            }
+        }
+
+        /// JSON values of any shape never panic the response parser.
+        #[test]
+        fn arbitrary_json_never_panics(v in arb_json()) {
+            let bytes = serde_json::to_vec(&v).unwrap();
+            let mut r = empty_record();
+            parse_whole_body(200, &bytes, 1, &mut r);
+            let line = [b"data: ".as_slice(), &bytes, b"\n\n"].concat();
+            let _ = parse_stream(&[&line]);
+        }
+    }
+
+    fn arb_json() -> impl Strategy<Value = serde_json::Value> {
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            "[a-z ]{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            let keys = prop_oneof![
+                Just("choices".to_string()),
+                Just("delta".to_string()),
+                Just("message".to_string()),
+                Just("content".to_string()),
+                Just("text".to_string()),
+                Just("usage".to_string()),
+                Just("error".to_string()),
+                Just("prompt_tokens".to_string()),
+                "[a-z]{1,4}",
+            ];
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(keys, inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn chat_body(stream: bool, tokens: u64) -> Bytes {
+        Bytes::from(
+            serde_json::json!({
+                "model": "m",
+                "messages": [{"role": "user", "content": "hello"}],
+                "stream": stream,
+                "stream_options": {"include_usage": true},
+                "max_completion_tokens": tokens,
+            })
+            .to_string(),
+        )
+    }
+
+    async fn exchange_with(
+        args: MockServerArgs,
+        timeout: Duration,
+        tokens: u64,
+    ) -> (RequestRecord, HttpClient, mock::MockServer) {
+        let server = mock::start(args).await.unwrap();
+        let uri: Uri = format!("{}/v1/chat/completions", server.url())
+            .parse()
+            .unwrap();
+        let client = HttpClient::new(uri, None, &[], timeout).unwrap();
+        let r = client
+            .exchange(
+                &Clock::new(),
+                Phase::Profiling,
+                RequestInput::default(),
+                "x".into(),
+                chat_body(true, tokens),
+            )
+            .await;
+        (r, client, server)
+    }
+
+    #[tokio::test]
+    async fn reset_mid_stream_keeps_the_tokens_received() {
+        let mut args = MockServerArgs::fast_defaults();
+        args.fast = false;
+        args.ttft = 1.0;
+        args.itl = 1.0;
+        args.faults.reset_rate = 100.0;
+        let (r, _c, server) = exchange_with(args, Duration::from_secs(30), 10).await;
+        let e = r.error.clone().expect("a reset is an error");
+        assert_eq!((e.code, e.kind.as_str()), (None, "StreamError"), "{e:?}");
+        // The fault strikes after half of the 10 tokens.
+        assert_eq!(r.responses.len(), 5, "{:?}", r.responses);
+        assert_eq!(r.status, Some(200));
+        server.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn timeout_covers_the_whole_stream_and_keeps_tokens() {
+        let mut args = MockServerArgs::fast_defaults();
+        args.fast = false;
+        args.ttft = 1.0;
+        args.itl = 1.0;
+        args.faults.stall_rate = 100.0;
+        args.faults.stall_ms = 10_000;
+        let t0 = std::time::Instant::now();
+        let (r, _c, server) = exchange_with(args, Duration::from_millis(500), 10).await;
+        let elapsed = t0.elapsed();
+        let e = r.error.clone().unwrap();
+        assert_eq!(e.code, Some(TIMEOUT_CODE));
+        assert_eq!(e.message, "Request timed out after 0.500 seconds");
+        assert_eq!(r.responses.len(), 5);
+        assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+        server.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn cancel_in_flight_ends_exchanges_with_499() {
+        let mut args = MockServerArgs::fast_defaults();
+        args.fast = false;
+        args.ttft = 1.0;
+        args.itl = 100.0;
+        let server = mock::start(args).await.unwrap();
+        let uri: Uri = format!("{}/v1/chat/completions", server.url())
+            .parse()
+            .unwrap();
+        let client = HttpClient::new(uri, None, &[], Duration::from_secs(60)).unwrap();
+        let c2 = client.clone();
+        let task = tokio::spawn(async move {
+            c2.exchange(
+                &Clock::new(),
+                Phase::Profiling,
+                RequestInput::default(),
+                "x".into(),
+                chat_body(true, 1000),
+            )
+            .await
+        });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(!client.is_cancelled());
+        client.cancel_in_flight();
+        let r = tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("cancel ends the exchange at once")
+            .unwrap();
+        let e = r.error.clone().unwrap();
+        assert_eq!(
+            (e.code, e.kind.as_str()),
+            (Some(CANCELLED_CODE), "RequestCancellationError")
+        );
+        assert!(r.was_cancelled && r.cancellation_perf_ns.is_some());
+        assert!(!r.responses.is_empty(), "tokens before the cancel are kept");
+        server.shutdown().await;
+    }
 }

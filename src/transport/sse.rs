@@ -199,4 +199,20 @@ mod tests {
         assert_eq!(collect(&frames), whole);
         assert_eq!(whole.len(), 3);
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// Arbitrary bytes never panic the framer, and however the bytes are cut into frames
+        /// the same events come out.
+        #[test]
+        fn arbitrary_bytes_and_cuts_give_the_same_events(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1024),
+            cut_every in 1usize..64,
+        ) {
+            let whole = collect(&[(&bytes, 0)]);
+            let frames: Vec<(&[u8], u64)> = bytes.chunks(cut_every).map(|c| (c, 0)).collect();
+            proptest::prop_assert_eq!(collect(&frames), whole);
+        }
+    }
 }

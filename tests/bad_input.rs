@@ -1,0 +1,176 @@
+//! Bad command lines stop before anything is sent: exit 2 and one error line naming the flag,
+//! the value and what would be accepted.
+
+use std::net::TcpListener;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
+
+/// Runs `aiperf profile` against a listening socket that must never see a connection.
+fn rejected(extra: &[&str]) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = listener.local_addr().unwrap().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let mut cmd = Command::new(BIN);
+    cmd.args(["profile", "-m", "org/model"]);
+    if !extra.contains(&"--tokenizer") {
+        cmd.args(["--tokenizer", "builtin"]);
+    }
+    if !extra.contains(&"--url") {
+        cmd.args(["--url", &url]);
+    }
+    let out = cmd
+        .args(["--artifact-dir", dir.to_str().unwrap()])
+        .args(extra)
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+    assert!(
+        listener.accept().is_err(),
+        "{extra:?}: a connection was made"
+    );
+    assert!(!dir.join("profile_export.jsonl").exists(), "{extra:?}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{extra:?}: {stderr}");
+    errors[0].to_string()
+}
+
+fn assert_names(extra: &[&str], wanted: &[&str]) {
+    let line = rejected(extra);
+    for w in wanted {
+        assert!(line.contains(w), "{extra:?}: {line:?} lacks {w:?}");
+    }
+}
+
+#[test]
+fn negative_counts_name_the_flag() {
+    assert_names(&["--concurrency", "-4"], &["--concurrency", "-4", ">= 0"]);
+    assert_names(&["--request-count=-1"], &["--request-count", "-1", ">= 0"]);
+    assert_names(&["--isl", "-3"], &["--isl", "-3", ">= 0"]);
+}
+
+#[test]
+fn zero_counts_and_durations() {
+    assert_names(
+        &["--concurrency", "0"],
+        &["--concurrency", "0", "1 or more"],
+    );
+    assert_names(
+        &["--request-count", "0"],
+        &["--request-count", "0", "1 or more"],
+    );
+    assert_names(
+        &["--request-timeout-seconds", "0"],
+        &["--request-timeout-seconds", "0", "> 0"],
+    );
+    assert_names(
+        &["--wait-for-model-interval", "0"],
+        &["--wait-for-model-interval", "0", "> 0"],
+    );
+}
+
+#[test]
+fn stddev_without_mean() {
+    assert_names(
+        &["--output-tokens-stddev", "5"],
+        &["--output-tokens-stddev", "--output-tokens-mean"],
+    );
+    assert_names(
+        &["--image-width-stddev", "10"],
+        &["--image-width-stddev 10", "--image-width-mean"],
+    );
+}
+
+#[test]
+fn image_settings_while_images_are_off() {
+    assert_names(
+        &["--image-batch-size", "2"],
+        &["--image-batch-size 2", "--image-width-mean", "> 0"],
+    );
+    assert_names(
+        &["--image-width-mean", "512"],
+        &["--image-width-mean 512", "--image-height-mean 0"],
+    );
+}
+
+#[test]
+fn unreadable_tokenizer_path() {
+    assert_names(
+        &["--tokenizer", "/nonexistent/dir/tokenizer.json"],
+        &[
+            "--tokenizer",
+            "/nonexistent/dir/tokenizer.json",
+            "no such file",
+        ],
+    );
+}
+
+#[test]
+fn extra_inputs_that_are_not_key_value_or_json() {
+    assert_names(
+        &["--extra-inputs", "ignore_eos"],
+        &["--extra-inputs", "'ignore_eos'", "key:value"],
+    );
+    assert_names(
+        &["--extra-inputs", "{\"a\": "],
+        &["--extra-inputs", "JSON object"],
+    );
+}
+
+#[test]
+fn malformed_goodput() {
+    assert_names(
+        &["--goodput", "request_latency"],
+        &["--goodput", "request_latency", "METRIC:VALUE"],
+    );
+    assert_names(
+        &["--goodput", "no_such_metric:5"],
+        &["--goodput", "no_such_metric", "known metrics"],
+    );
+}
+
+#[test]
+fn failure_flags_out_of_range() {
+    assert_names(
+        &["--failed-request-threshold", "1.5"],
+        &["--failed-request-threshold", "1.5", "from 0 to 1"],
+    );
+    assert_names(
+        &["--wait-for-model-timeout=-2"],
+        &["--wait-for-model-timeout", "-2", ">= 0"],
+    );
+}
+
+#[test]
+fn bad_urls_and_enums() {
+    assert_names(&["--url", "ftp://host"], &["--url", "ftp", "http://"]);
+    assert_names(
+        &["--endpoint-type", "rankings"],
+        &["rankings", "--endpoint-type"],
+    );
+}
+
+#[test]
+fn mock_server_rejects_bad_fault_rates() {
+    for (args, wanted) in [
+        (vec!["--error-rate", "150"], "--error-rate: 150"),
+        (
+            vec!["--reset-rate", "60", "--stall-rate", "50"],
+            "must be <= 100",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .args(["mock-server", "--port", "0"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(wanted), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "it must not start listening");
+    }
+}
