@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod mock;
 pub mod profile;
 pub mod record;
+pub mod timer;
 pub mod tokenizer;
 pub mod transport;
 pub mod ui;

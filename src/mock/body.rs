@@ -17,10 +17,10 @@ use hyper::body::{Body, Frame, SizeHint};
 use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal};
-use tokio::time::Sleep;
 
 use super::recorder::{Recorder, RequestTrace};
 use super::response::ChunkWriter;
+use crate::timer::{self, PreciseSleep};
 
 /// Multiplicative lognormal noise with mean 1 and a given coefficient of variation.
 #[derive(Debug, Clone, Copy)]
@@ -135,7 +135,7 @@ enum Kind {
 /// One response body. See the module doc for the timing rules.
 pub struct ScheduledBody {
     kind: Kind,
-    sleep: Option<Pin<Box<Sleep>>>,
+    sleep: Option<PreciseSleep>,
     /// Present when requests are recorded; handed to the recorder when the body is dropped,
     /// so a response the client abandoned is recorded too.
     trace: Trace,
@@ -194,17 +194,16 @@ fn mark_completed(trace: &mut Trace) {
     }
 }
 
-/// True once `due` has passed; otherwise arms the timer and returns false.
-fn reached(sleep: &mut Option<Pin<Box<Sleep>>>, due: Instant, cx: &mut Context<'_>) -> bool {
+/// True once `due` has passed; otherwise arms the precise timer and returns false.
+fn reached(sleep: &mut Option<PreciseSleep>, due: Instant, cx: &mut Context<'_>) -> bool {
     if Instant::now() >= due {
         return true;
     }
-    let due = tokio::time::Instant::from_std(due);
-    let sleep = sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+    let sleep = sleep.get_or_insert_with(|| timer::sleep_until(due));
     if sleep.deadline() != due {
-        sleep.as_mut().reset(due);
+        sleep.reset(due);
     }
-    sleep.as_mut().poll(cx).is_ready()
+    Pin::new(sleep).poll(cx).is_ready()
 }
 
 impl Body for ScheduledBody {
