@@ -5,8 +5,9 @@
 //! sleep typically ends about 1 ms late. Here one process-wide OS thread owns every pending
 //! deadline in an ordered map. It sleeps on a condition variable until shortly before the
 //! earliest deadline ([`SPIN_WINDOW`]), then spins on the clock for the final stretch, and
-//! wakes every due timer in one pass. With nothing pending it blocks without a timeout, so an
-//! idle process spends no CPU on it.
+//! wakes every due timer in one pass. When deadlines are dense (thousands per second) it
+//! sleeps straight to the next one instead of spinning, so it never turns into a busy
+//! thread; with nothing pending it blocks without a timeout and spends no CPU at all.
 //!
 //! On Linux the thread sets its timer slack to 1 ns (the default 50 us slack would make every
 //! condvar timeout that much later), which lets the spin window stay short.
@@ -23,9 +24,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// How long before a deadline the timer thread stops sleeping and starts spinning. It covers
-/// the OS wake-up latency of a condvar timeout (p50 ~40 us, p99 ~120 us on a loaded 2-core
-/// VM with 1 ns timer slack), so most deadlines are met by the spin rather than the sleep.
-pub const SPIN_WINDOW: Duration = Duration::from_micros(150);
+/// the usual OS wake-up latency of a condvar timeout (p50 ~40 us on a 2-core VM with 1 ns
+/// timer slack), so a lone deadline is usually met by the spin rather than by the sleep.
+pub const SPIN_WINDOW: Duration = Duration::from_micros(100);
 
 /// A pending timer: its deadline and a unique id (so equal deadlines are distinct keys).
 type Key = (Instant, u64);
@@ -88,6 +89,10 @@ fn timer() -> &'static Timer {
 fn run(timer: &'static Timer) -> ! {
     reduce_timer_slack();
     let mut due: Vec<Waker> = Vec::new();
+    // Whether the thread has blocked since it last woke timers. It only spins right after a
+    // sleep: when deadlines are dense the next one is always near, and spinning every time
+    // would make this a busy thread that the scheduler then preempts for milliseconds.
+    let mut slept = false;
     let mut state = timer.lock();
     loop {
         let now = Instant::now();
@@ -101,6 +106,7 @@ fn run(timer: &'static Timer) -> ! {
             // Wake outside the lock so woken tasks can register their next timer at once.
             drop(state);
             due.drain(..).for_each(Waker::wake);
+            slept = false;
             state = timer.lock();
             continue;
         }
@@ -110,22 +116,25 @@ fn run(timer: &'static Timer) -> ! {
                 .cond
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
+            slept = true;
             continue;
         };
         let left = next - now;
-        if left > SPIN_WINDOW {
-            state = timer
-                .cond
-                .wait_timeout(state, left - SPIN_WINDOW)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        } else {
+        if slept && left <= SPIN_WINDOW {
             // Bounded spin: at most SPIN_WINDOW, cut short when an earlier deadline arrives.
             drop(state);
             while Instant::now() < next && !timer.rearm.load(Ordering::Acquire) {
                 std::hint::spin_loop();
             }
             state = timer.lock();
+        } else {
+            let wait = left.checked_sub(SPIN_WINDOW).unwrap_or(left);
+            state = timer
+                .cond
+                .wait_timeout(state, wait)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+            slept = true;
         }
     }
 }
