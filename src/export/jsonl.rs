@@ -116,6 +116,18 @@ pub fn format_record_line(
     out.push(b',');
     push_key(out, "cancellation_time_ns");
     push_json(out, &record.cancellation_perf_ns.map(|t| clock.wall_ns(t)));
+    // Not in AIPerf's schema: when the send was due, how late it went, and how long it
+    // waited for a concurrency slot (null / 0 in a closed loop).
+    let timing = &input.timing;
+    out.push(b',');
+    push_key(out, "scheduled_ns");
+    push_json(out, &timing.scheduled_perf_ns.map(|t| clock.wall_ns(t)));
+    out.push(b',');
+    push_key(out, "send_lag_ns");
+    push_json(out, &record.send_lag_ns());
+    out.push(b',');
+    push_key(out, "slot_wait_ns");
+    push_json(out, &timing.slot_wait_ns);
     out.extend_from_slice(b"},\"metrics\":{");
 
     let mut first = true;
