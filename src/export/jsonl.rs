@@ -221,7 +221,22 @@ mod tests {
         assert_eq!(md["benchmark_phase"], "profiling");
         assert_eq!(md["was_cancelled"], false);
         assert_eq!(md["cancellation_time_ns"], Value::Null);
-        assert_eq!(md.as_object().unwrap().len(), 13);
+        // A closed-loop send has no schedule.
+        assert_eq!(md["scheduled_ns"], Value::Null);
+        assert_eq!(md["send_lag_ns"], Value::Null);
+        assert_eq!(md["slot_wait_ns"], 0);
+        assert_eq!(md.as_object().unwrap().len(), 16);
+
+        // A scheduled send carries its schedule and its lag.
+        let mut late = streamed_record(&[21]);
+        late.input.timing = crate::record::SendTiming {
+            scheduled_perf_ns: Some(late.start_perf_ns - 250_000),
+            slot_wait_ns: 40_000,
+        };
+        let (lv, _) = line_for(&late);
+        assert_eq!(lv["metadata"]["send_lag_ns"], 250_000);
+        assert_eq!(lv["metadata"]["slot_wait_ns"], 40_000);
+        assert!(lv["metadata"]["scheduled_ns"].as_u64().unwrap() > 1_600_000_000_000_000_000);
 
         let m = &v["metrics"];
         assert_eq!(
