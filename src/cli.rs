@@ -250,4 +250,71 @@ pub struct ProfileArgs {
     /// cancelled (recorded as 499).
     #[arg(long, default_value_t = 30.0, help_heading = "Failures")]
     pub interrupt_grace_period: f64,
+
+    // ----- Load modes -----
+    /// Open loop: requests per second, sent on schedule whether or not replies came back
+    /// (fractions allowed). With --concurrency as well, the rate is a ceiling on arrivals
+    /// and --concurrency a cap on requests in flight.
+    #[arg(long, help_heading = "Load Generator")]
+    pub request_rate: Option<f64>,
+
+    /// How gaps between arrivals are drawn for --request-rate.
+    #[arg(long = "request-rate-mode", visible_aliases = ["arrival-pattern"], value_enum, default_value_t = ArrivalMode::Poisson, help_heading = "Load Generator")]
+    pub request_rate_mode: ArrivalMode,
+
+    /// Gamma shape for --request-rate-mode gamma (vLLM's --burstiness): 1 is Poisson, below
+    /// 1 burstier, above 1 smoother.
+    #[arg(long, visible_aliases = ["vllm-burstiness"], help_heading = "Load Generator")]
+    pub arrival_smoothness: Option<f64>,
+
+    /// Replay the input file's `timestamp` (ms) of each entry; implied by a timestamped file.
+    #[arg(long, help_heading = "Fixed Schedule")]
+    pub fixed_schedule: bool,
+
+    /// Shift the schedule so that the first kept timestamp is sent at once.
+    #[arg(long, help_heading = "Fixed Schedule")]
+    pub fixed_schedule_auto_offset: bool,
+
+    /// Skip entries with a timestamp before this (ms); the schedule starts here.
+    #[arg(long, help_heading = "Fixed Schedule")]
+    pub fixed_schedule_start_offset: Option<u64>,
+
+    /// Skip entries with a timestamp after this (ms).
+    #[arg(long, help_heading = "Fixed Schedule")]
+    pub fixed_schedule_end_offset: Option<u64>,
+
+    /// Stop issuing requests this many seconds after profiling starts.
+    #[arg(long, help_heading = "Load Generator")]
+    pub benchmark_duration: Option<f64>,
+
+    /// After --benchmark-duration: seconds in-flight requests may still finish (and count);
+    /// then they are cancelled. `inf` waits for all.
+    #[arg(long, default_value_t = 30.0, help_heading = "Load Generator")]
+    pub benchmark_grace_period: f64,
+
+    /// Warm up for this many seconds (same load settings) before profiling; its results
+    /// are kept out of the metrics.
+    #[arg(long, help_heading = "Warmup")]
+    pub warmup_duration: Option<f64>,
+
+    /// Percentage (0-100] of requests to cancel --request-cancellation-delay seconds after
+    /// they were sent; recorded as code 499.
+    #[arg(long, help_heading = "Request Cancellation")]
+    pub request_cancellation_rate: Option<f64>,
+
+    /// Seconds after its send that a request chosen by --request-cancellation-rate is
+    /// cancelled (0: at once).
+    #[arg(long, default_value_t = 0.0, help_heading = "Request Cancellation")]
+    pub request_cancellation_delay: f64,
+}
+
+/// `--request-rate-mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalMode {
+    /// Even gaps of 1 / rate.
+    Constant,
+    /// Exponential gaps (a Poisson process).
+    Poisson,
+    /// Gamma gaps with shape --arrival-smoothness.
+    Gamma,
 }

@@ -7,11 +7,13 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 use serde_json::{Map, Value};
 
-use crate::cli::{EndpointType, ProfileArgs, UiType};
+use crate::cli::{ArrivalMode, EndpointType, ProfileArgs, UiType};
 use crate::dataset::InputOptions;
 use crate::dataset::SyntheticOptions;
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::{ImageSampling, ImageSource};
+use crate::load::schedule::ArrivalPattern;
+use crate::load::{Cancellation, ScheduleWindow};
 
 /// A command-line problem: one line naming the flag, the value and what is accepted.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,39 @@ pub struct ProfileConfig {
 
     /// How to handle failures, interruption and an unready server.
     pub failures: FailureOptions,
+    /// Load mode, stop conditions, warmup duration and cancellation.
+    pub load: LoadOptions,
+}
+
+/// How requests are timed and when a phase stops.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadOptions {
+    /// `--request-rate` and its gaps; `None` is the closed loop.
+    pub rate: Option<(f64, ArrivalPattern)>,
+    /// `--concurrency` was given (with a rate or a schedule it is a cap; else unlimited).
+    pub concurrency_given: bool,
+    /// `--fixed-schedule` was given (a timestamped input file implies it too).
+    pub fixed_schedule: bool,
+    pub schedule_window: ScheduleWindow,
+    /// `--request-count` as given.
+    pub request_count_given: Option<u64>,
+    /// Profiling stops issuing after this long.
+    pub duration: Option<Duration>,
+    /// In-flight requests after the duration; `None` waits for all.
+    pub grace: Option<Duration>,
+    pub warmup_duration: Option<Duration>,
+    pub cancellation: Option<Cancellation>,
+}
+
+impl LoadOptions {
+    /// The profiling phase's request limit: none when only the duration limits it.
+    pub fn count_limit(&self, request_count: u64) -> Option<u64> {
+        match (self.request_count_given, self.duration) {
+            (Some(n), _) => Some(n),
+            (None, Some(_)) => None,
+            (None, None) => Some(request_count),
+        }
+    }
 }
 
 /// What the run does about failures, interruption and a server that is not up yet.
@@ -97,12 +132,22 @@ impl ProfileConfig {
                 "--concurrency: 0 is not allowed; give 1 or more requests in flight",
             ));
         }
-        let request_count = a.request_count.unwrap_or_else(|| (concurrency * 2).max(10));
-        if request_count == 0 {
+        if a.request_count == Some(0) {
             return Err(bad(
                 "--request-count: 0 is not allowed; give 1 or more requests",
             ));
         }
+        let load = check_load_modes(a)?;
+        let request_count = match (a.request_count, load.duration) {
+            (Some(n), _) => n,
+            // Limited by time only: ids and order for this many are drawn up front (more
+            // are derived on the fly), and the progress bar counts toward it.
+            (None, Some(d)) => match load.rate {
+                Some((rate, _)) => ((rate * d.as_secs_f64() * 1.1).ceil() as u64 + 10).min(1_000_000),
+                None => 10_000,
+            },
+            (None, None) => (concurrency * 2).max(10),
+        };
 
         if a.isl_mean == 0 {
             return Err(bad(
@@ -199,10 +244,10 @@ impl ProfileConfig {
         let artifact_dir = match &a.artifact_dir {
             Some(d) => d.clone(),
             None => PathBuf::from("artifacts").join(format!(
-                "{}-{}-concurrency{}",
+                "{}-{}-{}",
                 model.replace('/', "_"),
                 a.endpoint_type.as_str(),
-                concurrency
+                stimulus_name(&load, concurrency)
             )),
         };
 
@@ -241,6 +286,7 @@ impl ProfileConfig {
             inputs: input_options(a)?,
 
             failures,
+            load,
         })
     }
 
@@ -390,6 +436,201 @@ fn check_failures_and_inputs(a: &ProfileArgs) -> Result<FailureOptions, ConfigEr
         wait_for_model_interval: interval,
         failed_request_threshold: a.failed_request_threshold,
         grace_period: grace,
+    })
+}
+
+/// The artifact directory's stimulus part, as AIPerf names it: `concurrency<N>`,
+/// `request_rate<R>`, `concurrency<N>-request_rate<R>` or `fixed_schedule`.
+pub fn stimulus_name(load: &LoadOptions, concurrency: u64) -> String {
+    if load.fixed_schedule {
+        return "fixed_schedule".into();
+    }
+    match (load.rate, load.concurrency_given) {
+        (Some((r, _)), true) => format!("concurrency{concurrency}-request_rate{}", python_float(r)),
+        (Some((r, _)), false) => format!("request_rate{}", python_float(r)),
+        (None, _) => format!("concurrency{concurrency}"),
+    }
+}
+
+/// A float as Python's `repr` writes it for ordinary values: `5.0`, `0.5`, `2.25`.
+fn python_float(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e16 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// True when the first non-empty line of a JSONL file has a `timestamp` (top level, or on
+/// the first of its `turns`). Unreadable files say no; reading them fails later with a
+/// better message.
+fn first_record_has_timestamp(path: &std::path::Path) -> bool {
+    use std::io::BufRead;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let Some(line) = std::io::BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| !l.trim().is_empty())
+    else {
+        return false;
+    };
+    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(&line) else {
+        return false;
+    };
+    let first_turn = obj
+        .get("turns")
+        .and_then(|t| t.get(0))
+        .and_then(|t| t.get("timestamp"));
+    obj.get("timestamp").or(first_turn).is_some_and(|t| !t.is_null())
+}
+
+/// Load mode, stop-condition, warmup-duration and cancellation flags.
+fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
+    let positive_seconds = |flag: &str, v: f64| -> Result<Duration, ConfigError> {
+        if v.is_finite() && v > 0.0 {
+            Ok(Duration::from_secs_f64(v))
+        } else {
+            Err(bad(format!(
+                "{flag}: {v} is not allowed; give a number of seconds > 0"
+            )))
+        }
+    };
+    let rate = match a.request_rate {
+        None => None,
+        Some(r) if !(r.is_finite() && r > 0.0) => {
+            return Err(bad(format!(
+                "--request-rate: {r} is not allowed; give requests per second > 0 (e.g. 5 or 0.5)"
+            )));
+        }
+        Some(r) => Some(r),
+    };
+    let pattern = match (a.request_rate_mode, a.arrival_smoothness) {
+        (_, Some(s)) if !(s.is_finite() && s > 0.0) => {
+            return Err(bad(format!(
+                "--arrival-smoothness: {s} is not allowed; give a gamma shape > 0 (1 is Poisson)"
+            )));
+        }
+        (ArrivalMode::Gamma, s) => ArrivalPattern::Gamma {
+            shape: s.unwrap_or(1.0),
+        },
+        (_, Some(_)) => {
+            return Err(bad(
+                "--arrival-smoothness applies to --request-rate-mode gamma only; add --request-rate-mode gamma or drop it",
+            ));
+        }
+        (ArrivalMode::Constant, None) => ArrivalPattern::Constant,
+        (ArrivalMode::Poisson, None) => ArrivalPattern::Poisson,
+    };
+    if rate.is_none() && a.request_rate_mode != ArrivalMode::Poisson {
+        return Err(bad(
+            "--request-rate-mode needs --request-rate: give a rate, or drop the mode",
+        ));
+    }
+    let schedule_window = ScheduleWindow {
+        auto_offset: a.fixed_schedule_auto_offset,
+        start_ms: a.fixed_schedule_start_offset,
+        end_ms: a.fixed_schedule_end_offset,
+    };
+    if let (Some(s), Some(e)) = (schedule_window.start_ms, schedule_window.end_ms)
+        && s > e
+    {
+        return Err(bad(format!(
+            "--fixed-schedule-start-offset {s} is after --fixed-schedule-end-offset {e}; give start <= end"
+        )));
+    }
+    if a.fixed_schedule_auto_offset && a.fixed_schedule_start_offset.is_some() {
+        return Err(bad(
+            "--fixed-schedule-auto-offset and --fixed-schedule-start-offset both set where the schedule starts; give one",
+        ));
+    }
+    // AIPerf's rule: a timestamp on the first record of the input file means a replay.
+    let fixed_schedule = a.fixed_schedule
+        || a
+            .input_file
+            .as_deref()
+            .is_some_and(first_record_has_timestamp);
+    let why = if a.fixed_schedule {
+        "--fixed-schedule"
+    } else {
+        "the input file's timestamps (a fixed schedule)"
+    };
+    if fixed_schedule {
+        if a.input_file.is_none() {
+            return Err(bad(
+                "--fixed-schedule needs --input-file with a timestamp on each entry",
+            ));
+        }
+        if rate.is_some() {
+            return Err(bad(format!(
+                "--request-rate cannot be used with {why}: the file's timestamps set the send times"
+            )));
+        }
+        if let Some(n) = a.request_count {
+            return Err(bad(format!(
+                "--request-count {n} cannot be used with {why}: the schedule sends every entry in its window"
+            )));
+        }
+    }
+    let duration = a
+        .benchmark_duration
+        .map(|d| positive_seconds("--benchmark-duration", d))
+        .transpose()?;
+    let g = a.benchmark_grace_period;
+    let grace = if g == f64::INFINITY {
+        None
+    } else if g.is_finite() && g >= 0.0 {
+        Some(Duration::from_secs_f64(g))
+    } else {
+        return Err(bad(format!(
+            "--benchmark-grace-period: {g} is not allowed; give seconds >= 0 or inf"
+        )));
+    };
+    let warmup_duration = a
+        .warmup_duration
+        .map(|d| positive_seconds("--warmup-duration", d))
+        .transpose()?;
+    if warmup_duration.is_some() && a.warmup_request_count > 0 {
+        return Err(bad(
+            "--warmup-duration and --warmup-request-count both end the warmup; give one",
+        ));
+    }
+    if fixed_schedule && (warmup_duration.is_some() || a.warmup_request_count > 0) {
+        return Err(bad(format!(
+            "--warmup-request-count/--warmup-duration cannot be used with {why}: a replayed trace has no warmup"
+        )));
+    }
+    let cancellation = match a.request_cancellation_rate {
+        None => None,
+        Some(p) if !(p.is_finite() && p > 0.0 && p <= 100.0) => {
+            return Err(bad(format!(
+                "--request-cancellation-rate: {p} is not allowed; give a percentage in (0, 100]"
+            )));
+        }
+        Some(p) => {
+            let d = a.request_cancellation_delay;
+            if !(d.is_finite() && d >= 0.0) {
+                return Err(bad(format!(
+                    "--request-cancellation-delay: {d} is not allowed; give seconds >= 0"
+                )));
+            }
+            Some(Cancellation {
+                share: p / 100.0,
+                delay: Duration::from_secs_f64(d),
+            })
+        }
+    };
+    Ok(LoadOptions {
+        rate: rate.map(|r| (r, pattern)),
+        concurrency_given: a.concurrency.is_some(),
+        fixed_schedule,
+        schedule_window,
+        request_count_given: a.request_count,
+        duration,
+        grace,
+        warmup_duration,
+        cancellation,
     })
 }
 

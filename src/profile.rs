@@ -104,7 +104,29 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     let conversations =
         endpoint::prepare_dataset(cfg.endpoint_type, dataset, &body_opts).map_err(ConfigError)?;
     let total_sends = cfg.warmup_request_count + cfg.request_count;
-    let plan = SendPlan::from_conversations(conversations, sampling, total_sends, cfg.random_seed);
+    let mut plan =
+        SendPlan::from_conversations(conversations, sampling, total_sends, cfg.random_seed);
+    let schedule = if cfg.load.fixed_schedule {
+        if !plan.has_timestamps() {
+            return Err(ConfigError(
+                "--fixed-schedule: the input file has no timestamp on its entries; add \"timestamp\" (ms) to each, or drop --fixed-schedule".into(),
+            )
+            .into());
+        }
+        let offsets = plan
+            .fixed_schedule(&cfg.load.schedule_window)
+            .map_err(|e| ConfigError(format!("--fixed-schedule-start-offset/--fixed-schedule-end-offset: {e}")))?;
+        cfg.request_count = plan.fixed_schedule_sends();
+        info!(
+            "Fixed schedule: {} conversations ({} requests) over {:.3} s",
+            offsets.len(),
+            cfg.request_count,
+            offsets.last().copied().unwrap_or(0) as f64 / 1e9
+        );
+        Some(Arc::<[u64]>::from(offsets))
+    } else {
+        None
+    };
     info!(
         "Dataset ready: {} unique entries in {:.1} ms",
         plan.requests.len(),
@@ -238,35 +260,72 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     let startup_ms = started.elapsed().as_secs_f64() * 1e3;
     info!("Ready to send after {startup_ms:.1} ms");
     let start_wall_ns = clock.wall_ns(clock.now_ns());
+    let pacing = match (&schedule, cfg.load.rate) {
+        (Some(offsets), _) => load::Pacing::Fixed {
+            offsets_ns: offsets.clone(),
+        },
+        (None, Some((rate, pattern))) => load::Pacing::Rate { rate, pattern },
+        (None, None) => load::Pacing::ClosedLoop,
+    };
+    // The closed loop needs its slots; a rate or a schedule is capped only when asked.
+    let cap = match pacing {
+        load::Pacing::ClosedLoop => Some(cfg.concurrency),
+        _ => cfg.load.concurrency_given.then_some(cfg.concurrency),
+    };
     let mut sent = 0;
-    if cfg.warmup_request_count > 0 {
-        info!("Warming up: {} requests", cfg.warmup_request_count);
-        sent += runtime.block_on(load::run_closed_loop(
-            ctx.clone(),
-            Phase::Warmup,
-            0,
-            cfg.warmup_request_count,
-            cfg.concurrency,
-            tx.clone(),
-        ));
+    if cfg.warmup_request_count > 0 || cfg.load.warmup_duration.is_some() {
+        match cfg.load.warmup_duration {
+            Some(d) => info!("Warming up for {:.1} s", d.as_secs_f64()),
+            None => info!("Warming up: {} requests", cfg.warmup_request_count),
+        }
+        let warmup = load::PhaseSpec {
+            phase: Phase::Warmup,
+            first_send: 0,
+            count: (cfg.warmup_request_count > 0).then_some(cfg.warmup_request_count),
+            duration: cfg.load.warmup_duration,
+            // Warmup requests in flight are always waited for: none is cut.
+            grace: None,
+            concurrency: cap,
+            pacing: pacing.clone(),
+            cancellation: cfg.load.cancellation,
+            seed: cfg.random_seed ^ 0x3a7e_0001,
+        };
+        sent += runtime
+            .block_on(load::run_phase(ctx.clone(), warmup, tx.clone()))
+            .sent;
         warmup_bar.finish_and_clear();
     }
     if !ctx.stop.load(Ordering::Relaxed) {
-        info!(
-            "Profiling: {} requests at concurrency {} against {}",
-            cfg.request_count,
-            cfg.concurrency,
-            shown_uri(ctx.client.uri())
-        );
+        let how = match &pacing {
+            load::Pacing::ClosedLoop => format!("at concurrency {}", cfg.concurrency),
+            load::Pacing::Rate { rate, pattern } => format!(
+                "at {rate} requests/sec ({pattern:?}){}",
+                cap.map_or(String::new(), |c| format!(", at most {c} in flight"))
+            ),
+            load::Pacing::Fixed { .. } => "on the input file's fixed schedule".to_string(),
+        };
+        let limit = match (cfg.load.count_limit(cfg.request_count), cfg.load.duration) {
+            (Some(n), Some(d)) => format!("{n} requests or {:.1} s", d.as_secs_f64()),
+            (Some(n), None) => format!("{n} requests"),
+            (None, Some(d)) => format!("{:.1} s", d.as_secs_f64()),
+            (None, None) => "no limit".to_string(),
+        };
+        info!("Profiling: {limit} {how} against {}", shown_uri(ctx.client.uri()));
     }
-    sent += runtime.block_on(load::run_closed_loop(
-        ctx.clone(),
-        Phase::Profiling,
-        cfg.warmup_request_count,
-        cfg.request_count,
-        cfg.concurrency,
-        tx,
-    ));
+    let profiling = load::PhaseSpec {
+        phase: Phase::Profiling,
+        first_send: sent,
+        count: cfg.load.count_limit(cfg.request_count),
+        duration: cfg.load.duration,
+        grace: cfg.load.grace,
+        concurrency: cap,
+        pacing,
+        cancellation: cfg.load.cancellation,
+        seed: cfg.random_seed,
+    };
+    let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, tx));
+    sent += result.sent;
+    let pacing_report = result.pacing;
     let end_wall_ns = clock.wall_ns(clock.now_ns());
     let collector = collector_thread
         .join()
@@ -311,10 +370,26 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             random_seed: Some(cfg.random_seed),
             tokenizer: tokenizer.name().to_string(),
             streaming: cfg.streaming,
+            load_pacing: pacing_report.as_ref().map(|p| p.to_json()),
         };
         write_inputs_json(&cfg.artifact_dir.join("inputs.json"), &ctx.plan)
             .context("cannot write inputs.json")?;
-        let console_text = export::render_console(&summary, &info);
+        let mut console_text = export::render_console(&summary, &info);
+        if let Some(p) = &pacing_report {
+            info!(
+                "Pacing: {} scheduled sends, achieved {} requests/sec (target {}), send lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+                p.sends,
+                p.achieved_rate.map_or("n/a".into(), |r| format!("{r:.3}")),
+                p.target_rate.map_or("n/a".into(), |r| format!("{r}")),
+                p.send_lag_p50_ns / 1e6,
+                p.send_lag_p99_ns / 1e6,
+                p.send_lag_max_ns / 1e6
+            );
+            if let Some(w) = p.warning() {
+                warn!("{w}");
+                console_text.push_str(&format!("\nWarning: {w}\n"));
+            }
+        }
         let paths = export::write_summary(&cfg.artifact_dir, &summary, &info, &console_text)
             .context("cannot write the summary exports")?;
         info!("Results saved to: {}", cfg.artifact_dir.display());
@@ -645,6 +720,14 @@ fn input_config_json(cfg: &ProfileConfig) -> Value {
             "concurrency": cfg.concurrency,
             "request_count": cfg.request_count,
             "warmup_request_count": cfg.warmup_request_count,
+            "request_rate": cfg.load.rate.map(|(r, _)| r),
+            "arrival_pattern": cfg.load.rate.map(|(_, p)| format!("{p:?}").to_lowercase()),
+            "fixed_schedule": cfg.load.fixed_schedule,
+            "benchmark_duration": cfg.load.duration.map(|d| d.as_secs_f64()),
+            "benchmark_grace_period": cfg.load.grace.map(|d| d.as_secs_f64()),
+            "warmup_duration": cfg.load.warmup_duration.map(|d| d.as_secs_f64()),
+            "request_cancellation_rate": cfg.load.cancellation.map(|c| c.share * 100.0),
+            "request_cancellation_delay": cfg.load.cancellation.map(|c| c.delay.as_secs_f64()),
         },
         "output": {"artifact_directory": cfg.artifact_dir.display().to_string()},
         "mock_server": cfg.mock_server,

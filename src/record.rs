@@ -33,6 +33,20 @@ pub struct RequestInput {
     pub num_images: u32,
     /// `max_completion_tokens` (or `max_tokens`) that was asked for, if any.
     pub requested_output_tokens: Option<u64>,
+    /// When the load generator meant to send it, and how long it waited for a slot.
+    pub timing: SendTiming,
+}
+
+/// Scheduling facts of one send, decided by the load generator before the exchange starts.
+/// The actual send time is the record's `start_perf_ns`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendTiming {
+    /// Monotonic ns the send was scheduled for: its arrival time in open-loop and
+    /// fixed-schedule runs, the end of its think time for later turns of a conversation.
+    /// `None` in a closed loop, where a request goes as soon as a slot frees.
+    pub scheduled_perf_ns: Option<u64>,
+    /// Time spent waiting for a concurrency slot after the scheduled time (0 when one was free).
+    pub slot_wait_ns: u64,
 }
 
 /// One parsed response event with content (text and/or reasoning). Role-only, empty,
@@ -104,6 +118,22 @@ impl RequestRecord {
     /// All content text joined, as AIPerf tokenizes it (once, not per chunk).
     pub fn output_text(&self) -> String {
         self.responses.iter().map(|r| r.text.as_str()).collect()
+    }
+
+    /// Actual send minus scheduled send, in ns (negative would mean early; never happens
+    /// with the precise timer). `None` when the send had no schedule.
+    pub fn send_lag_ns(&self) -> Option<i64> {
+        self.input
+            .timing
+            .scheduled_perf_ns
+            .map(|s| self.start_perf_ns as i64 - s as i64)
+    }
+
+    /// Send lag not explained by waiting for a concurrency slot: how late the client itself
+    /// was.
+    pub fn client_lag_ns(&self) -> Option<i64> {
+        self.send_lag_ns()
+            .map(|lag| lag - self.input.timing.slot_wait_ns as i64)
     }
 
     /// All reasoning text joined.

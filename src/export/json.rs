@@ -146,8 +146,12 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo) -> String {
     {
         doc.0.push((r.def.tag, Node::Object(metric_object(r))));
     }
-    // Not in AIPerf's schema: which tokenizer counted the tokens.
+    // Not in AIPerf's schema: which tokenizer counted the tokens, and how well the
+    // requests kept their schedule.
     doc.put("tokenizer", json!(info.tokenizer));
+    if let Some(p) = &info.load_pacing {
+        doc.put("load_pacing", p.clone());
+    }
     let mut text = serde_json::to_string_pretty(&doc).expect("JSON into memory");
     text.push('\n');
     text

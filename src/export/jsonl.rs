@@ -116,6 +116,18 @@ pub fn format_record_line(
     out.push(b',');
     push_key(out, "cancellation_time_ns");
     push_json(out, &record.cancellation_perf_ns.map(|t| clock.wall_ns(t)));
+    // Not in AIPerf's schema: when the send was due, how late it went, and how long it
+    // waited for a concurrency slot (null / 0 in a closed loop).
+    let timing = &input.timing;
+    out.push(b',');
+    push_key(out, "scheduled_ns");
+    push_json(out, &timing.scheduled_perf_ns.map(|t| clock.wall_ns(t)));
+    out.push(b',');
+    push_key(out, "send_lag_ns");
+    push_json(out, &record.send_lag_ns());
+    out.push(b',');
+    push_key(out, "slot_wait_ns");
+    push_json(out, &timing.slot_wait_ns);
     out.extend_from_slice(b"},\"metrics\":{");
 
     let mut first = true;
@@ -209,7 +221,22 @@ mod tests {
         assert_eq!(md["benchmark_phase"], "profiling");
         assert_eq!(md["was_cancelled"], false);
         assert_eq!(md["cancellation_time_ns"], Value::Null);
-        assert_eq!(md.as_object().unwrap().len(), 13);
+        // A closed-loop send has no schedule.
+        assert_eq!(md["scheduled_ns"], Value::Null);
+        assert_eq!(md["send_lag_ns"], Value::Null);
+        assert_eq!(md["slot_wait_ns"], 0);
+        assert_eq!(md.as_object().unwrap().len(), 16);
+
+        // A scheduled send carries its schedule and its lag.
+        let mut late = streamed_record(&[21]);
+        late.input.timing = crate::record::SendTiming {
+            scheduled_perf_ns: Some(late.start_perf_ns - 250_000),
+            slot_wait_ns: 40_000,
+        };
+        let (lv, _) = line_for(&late);
+        assert_eq!(lv["metadata"]["send_lag_ns"], 250_000);
+        assert_eq!(lv["metadata"]["slot_wait_ns"], 40_000);
+        assert!(lv["metadata"]["scheduled_ns"].as_u64().unwrap() > 1_600_000_000_000_000_000);
 
         let m = &v["metrics"];
         assert_eq!(

@@ -31,6 +31,8 @@ pub struct RunInfo {
     /// Name of the tokenizer used to count tokens.
     pub tokenizer: String,
     pub streaming: bool,
+    /// How well the profiling phase kept its schedule (open loop and fixed schedule only).
+    pub load_pacing: Option<serde_json::Value>,
 }
 
 /// Where [`write_summary`] put its files.
@@ -101,6 +103,7 @@ mod tests {
             random_seed: Some(42),
             tokenizer: "builtin".into(),
             streaming: true,
+            load_pacing: None,
         }
     }
 

@@ -2,10 +2,16 @@
 //! flight until the phase's count has been sent; each finished record goes straight to the
 //! collector. A conversation's next turn is sent after the previous reply, with the history.
 
+pub mod pacing;
+mod phase;
 pub mod schedule;
+
+pub use phase::{Cancellation, Pacing, PhaseResult, PhaseSpec, run_phase};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::ids::uuid4;
 
 use rand::rngs::ChaCha8Rng;
 use rand::seq::SliceRandom;
@@ -15,8 +21,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::clock::Clock;
 use crate::dataset::DatasetSampling;
 use crate::endpoint::{PreparedConversation, PreparedRequest, TurnScript};
-use crate::ids::uuid4;
-use crate::record::{Phase, RequestInput, RequestRecord};
+use crate::record::{Phase, RequestRecord};
 use crate::transport::HttpClient;
 
 /// Everything decided before the first request: which entry each send uses and its ids.
@@ -31,10 +36,12 @@ pub struct SendPlan {
     /// Per entry: its later turns, for multi-turn conversations (empty scripts otherwise).
     /// With any multi-turn entry, `order` lists conversations to start, not sends.
     pub scripts: Vec<TurnScript>,
-    /// Per entry: its trace timestamp (ms), if the input had one. Not used for pacing yet.
+    /// Per entry: its trace timestamp (ms), if the input had one (see `fixed_schedule`).
     pub timestamps_ms: Vec<Option<u64>>,
-    /// Conversations started so far, over all phases (multi-turn only).
+    /// Conversations started so far, over all phases.
     next_session: AtomicU64,
+    /// Seed of the ids drawn past the end of `request_ids` (runs limited by duration).
+    id_seed: u64,
 }
 
 impl SendPlan {
@@ -50,6 +57,7 @@ impl SendPlan {
             scripts: vec![TurnScript::default(); n],
             timestamps_ms: vec![None; n],
             next_session: AtomicU64::new(0),
+            id_seed: seed,
         };
         plan.draw(DatasetSampling::Shuffle, total_sends, seed);
         plan
@@ -72,6 +80,7 @@ impl SendPlan {
             scripts: Vec::with_capacity(n),
             timestamps_ms: Vec::with_capacity(n),
             next_session: AtomicU64::new(0),
+            id_seed: seed,
         };
         for c in conversations {
             plan.requests.push(c.first);
@@ -112,6 +121,90 @@ impl SendPlan {
     pub fn is_multi_turn(&self) -> bool {
         self.scripts.iter().any(|s| s.turns.len() > 1)
     }
+
+    /// True when the input carried timestamps: it asks for a fixed schedule.
+    pub fn has_timestamps(&self) -> bool {
+        self.timestamps_ms.iter().any(Option::is_some)
+    }
+
+    /// The entry of send number `send` (single-turn). Past the drawn order (runs limited by
+    /// duration) the order repeats.
+    pub fn entry_of_send(&self, send: u64) -> usize {
+        self.order[(send % self.order.len() as u64) as usize] as usize
+    }
+
+    /// The entry of conversation number `session` (multi-turn).
+    pub fn entry_of_session(&self, session: u64) -> usize {
+        self.entry_of_send(session)
+    }
+
+    /// Takes the next conversation number (shared by all phases).
+    pub fn next_session(&self) -> u64 {
+        self.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The `X-Request-ID` of send number `send`: drawn up front, or past the drawn ones a
+    /// fixed function of the seed and the send number.
+    pub fn request_id(&self, send: u64) -> String {
+        match self.request_ids.get(send as usize) {
+            Some(id) => id.clone(),
+            None => uuid4(&mut ChaCha8Rng::seed_from_u64(
+                self.id_seed ^ 0x1d5_0f_5e4d ^ send.rotate_left(32),
+            )),
+        }
+    }
+
+    /// Arranges the plan for a trace replay: entries with a timestamp inside the window
+    /// (inclusive, ms), in timestamp order. Returns each one's send offset in ns from the
+    /// phase start: its timestamp minus the first kept one with `auto_offset`, else minus
+    /// the start of the window (0 without one). Fails when no entry is left.
+    pub fn fixed_schedule(&mut self, window: &ScheduleWindow) -> Result<Vec<u64>, String> {
+        let mut kept: Vec<(u64, u32)> = self
+            .timestamps_ms
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.map(|t| (t, i as u32)))
+            .filter(|(t, _)| window.start_ms.is_none_or(|s| *t >= s))
+            .filter(|(t, _)| window.end_ms.is_none_or(|e| *t <= e))
+            .collect();
+        if kept.is_empty() {
+            return Err("no entry of the input file has a timestamp inside the schedule window".into());
+        }
+        // Stable: entries with equal timestamps keep their file order.
+        kept.sort_by_key(|&(t, _)| t);
+        let base = if window.auto_offset {
+            kept[0].0
+        } else {
+            window.start_ms.unwrap_or(0)
+        };
+        self.order = kept.iter().map(|&(_, i)| i).collect();
+        let sends: usize = kept
+            .iter()
+            .map(|&(_, i)| self.scripts[i as usize].num_turns())
+            .sum();
+        let mut rng = ChaCha8Rng::seed_from_u64(self.id_seed ^ 0xf1_8ed5);
+        self.request_ids = (0..sends).map(|_| uuid4(&mut rng)).collect();
+        Ok(kept
+            .iter()
+            .map(|&(t, _)| (t - base) * 1_000_000)
+            .collect())
+    }
+
+    /// Sends a fixed schedule makes: every turn of every scheduled conversation.
+    pub fn fixed_schedule_sends(&self) -> u64 {
+        self.order
+            .iter()
+            .map(|&i| self.scripts[i as usize].num_turns() as u64)
+            .sum()
+    }
+}
+
+/// `--fixed-schedule-auto-offset`, `--fixed-schedule-start-offset`, `--fixed-schedule-end-offset`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScheduleWindow {
+    pub auto_offset: bool,
+    pub start_ms: Option<u64>,
+    pub end_ms: Option<u64>,
 }
 
 /// Shared by the workers of one run.
@@ -135,153 +228,18 @@ pub async fn run_closed_loop(
     concurrency: u64,
     records: UnboundedSender<RequestRecord>,
 ) -> u64 {
-    if ctx.plan.is_multi_turn() {
-        return run_sessions(ctx, phase, first_send, count, concurrency, records).await;
-    }
-    let next = Arc::new(AtomicU64::new(0));
-    let workers = concurrency.min(count).max(1);
-    let mut tasks = Vec::with_capacity(workers as usize);
-    for _ in 0..workers {
-        let ctx = ctx.clone();
-        let next = next.clone();
-        let records = records.clone();
-        tasks.push(tokio::spawn(async move {
-            loop {
-                if ctx.stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
-                    break;
-                }
-                let send = (first_send + i) as usize;
-                let entry = ctx.plan.order[send] as usize;
-                let prepared = &ctx.plan.requests[entry];
-                let input = RequestInput {
-                    session_num: send as u64,
-                    conversation_id: ctx.plan.conversation_ids[entry].clone(),
-                    turn_index: 0,
-                    input_tokens: Some(prepared.input_tokens),
-                    num_images: prepared.num_images,
-                    requested_output_tokens: prepared.requested_output_tokens,
-                };
-                ctx.in_flight.fetch_add(1, Ordering::Relaxed);
-                let record = ctx
-                    .client
-                    .exchange(
-                        &ctx.clock,
-                        phase,
-                        input,
-                        ctx.plan.request_ids[send].clone(),
-                        prepared.body.clone(),
-                    )
-                    .await;
-                ctx.in_flight.fetch_sub(1, Ordering::Relaxed);
-                if records.send(record).is_err() {
-                    break; // collector gone: the run is being torn down
-                }
-            }
-        }));
-    }
-    for t in tasks {
-        let _ = t.await;
-    }
-    next.load(Ordering::Relaxed).min(count)
-}
-
-/// Closed loop over conversations: each worker runs one conversation at a time, sending
-/// turn k+1 after the reply to turn k (and the turn's delay), with the history. Every turn
-/// takes one of the phase's `count` sends; a failed turn ends its conversation.
-async fn run_sessions(
-    ctx: Arc<LoadContext>,
-    phase: Phase,
-    first_send: u64,
-    count: u64,
-    concurrency: u64,
-    records: UnboundedSender<RequestRecord>,
-) -> u64 {
-    let next = Arc::new(AtomicU64::new(0));
-    let workers = concurrency.min(count).max(1);
-    let mut tasks = Vec::with_capacity(workers as usize);
-    for _ in 0..workers {
-        let ctx = ctx.clone();
-        let next = next.clone();
-        let records = records.clone();
-        tasks.push(tokio::spawn(async move {
-            'sessions: loop {
-                let plan = &ctx.plan;
-                let session = plan.next_session.fetch_add(1, Ordering::Relaxed) as usize;
-                let Some(&entry) = plan.order.get(session) else {
-                    break;
-                };
-                let entry = entry as usize;
-                let script = &plan.scripts[entry];
-                let mut replies: Vec<String> = Vec::new();
-                for turn in 0..script.num_turns() {
-                    if ctx.stop.load(Ordering::Relaxed) {
-                        break 'sessions;
-                    }
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= count {
-                        break 'sessions;
-                    }
-                    let send = (first_send + i) as usize;
-                    let (body, input) = if turn == 0 {
-                        let first = &plan.requests[entry];
-                        let input = RequestInput {
-                            session_num: session as u64,
-                            conversation_id: plan.conversation_ids[entry].clone(),
-                            turn_index: 0,
-                            input_tokens: Some(first.input_tokens),
-                            num_images: first.num_images,
-                            requested_output_tokens: first.requested_output_tokens,
-                        };
-                        (first.body.clone(), input)
-                    } else {
-                        let t = &script.turns[turn];
-                        if let Some(ms) = t.delay_ms.filter(|&ms| ms > 0) {
-                            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-                        }
-                        let input = RequestInput {
-                            session_num: session as u64,
-                            conversation_id: plan.conversation_ids[entry].clone(),
-                            turn_index: turn as u32,
-                            // The history holds the replies, which are only tokenized in the
-                            // collector: the client cannot know this prompt's length here.
-                            input_tokens: None,
-                            num_images: t.num_images,
-                            requested_output_tokens: t.requested_output_tokens,
-                        };
-                        (script.turn_body(turn, &replies), input)
-                    };
-                    ctx.in_flight.fetch_add(1, Ordering::Relaxed);
-                    let record = ctx
-                        .client
-                        .exchange(
-                            &ctx.clock,
-                            phase,
-                            input,
-                            plan.request_ids[send].clone(),
-                            body,
-                        )
-                        .await;
-                    ctx.in_flight.fetch_sub(1, Ordering::Relaxed);
-                    let failed = record.error.is_some();
-                    replies.push(record.output_text());
-                    if records.send(record).is_err() {
-                        break 'sessions;
-                    }
-                    if failed {
-                        continue 'sessions;
-                    }
-                }
-            }
-        }));
-    }
-    for t in tasks {
-        let _ = t.await;
-    }
-    next.load(Ordering::Relaxed).min(count)
+    let spec = PhaseSpec {
+        phase,
+        first_send,
+        count: Some(count),
+        duration: None,
+        grace: None,
+        concurrency: Some(concurrency),
+        pacing: Pacing::ClosedLoop,
+        cancellation: None,
+        seed: 0,
+    };
+    run_phase(ctx, spec, records).await.sent
 }
 
 #[cfg(test)]

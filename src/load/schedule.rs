@@ -20,24 +20,55 @@ pub enum ArrivalPattern {
 /// Send offsets in nanoseconds from the start of the phase, one per request; the first
 /// request goes at offset 0.
 pub fn arrival_offsets_ns(pattern: ArrivalPattern, rate: f64, count: usize, seed: u64) -> Vec<u64> {
-    assert!(rate > 0.0 && rate.is_finite(), "rate must be positive");
-    let mean_gap_s = 1.0 / rate;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x00a7_717a_150f_f5e7_u64);
-    let mut offsets = Vec::with_capacity(count);
-    let mut t = 0.0f64;
-    for i in 0..count {
-        if i > 0 {
-            t += match pattern {
+    Arrivals::new(pattern, rate, seed).take(count).collect()
+}
+
+/// The same offsets as [`arrival_offsets_ns`], drawn one at a time: a run limited by
+/// duration does not know its request count up front.
+pub struct Arrivals {
+    pattern: ArrivalPattern,
+    rate: f64,
+    rng: ChaCha8Rng,
+    /// Seconds since the phase start of the next arrival (one running sum, so no drift).
+    t: f64,
+    first: bool,
+}
+
+impl Arrivals {
+    pub fn new(pattern: ArrivalPattern, rate: f64, seed: u64) -> Self {
+        assert!(rate > 0.0 && rate.is_finite(), "rate must be positive");
+        if let ArrivalPattern::Gamma { shape } = pattern {
+            assert!(shape > 0.0 && shape.is_finite(), "gamma shape must be positive");
+        }
+        Arrivals {
+            pattern,
+            rate,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x00a7_717a_150f_f5e7_u64),
+            t: 0.0,
+            first: true,
+        }
+    }
+}
+
+impl Iterator for Arrivals {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if !self.first {
+            let mean_gap_s = 1.0 / self.rate;
+            self.t += match self.pattern {
                 ArrivalPattern::Constant => mean_gap_s,
-                ArrivalPattern::Poisson => Exp::new(rate).expect("rate > 0").sample(&mut rng),
+                ArrivalPattern::Poisson => Exp::new(self.rate)
+                    .expect("rate > 0")
+                    .sample(&mut self.rng),
                 ArrivalPattern::Gamma { shape } => Gamma::new(shape, mean_gap_s / shape)
                     .expect("shape > 0")
-                    .sample(&mut rng),
+                    .sample(&mut self.rng),
             };
         }
-        offsets.push((t * 1e9).round() as u64);
+        self.first = false;
+        Some((self.t * 1e9).round() as u64)
     }
-    offsets
 }
 
 #[cfg(test)]

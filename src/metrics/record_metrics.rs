@@ -175,6 +175,7 @@ pub(crate) mod tests {
                 input_tokens: Some(550),
                 num_images: 0,
                 requested_output_tokens: None,
+                timing: Default::default(),
             },
             x_request_id: "req-3".into(),
             start_perf_ns: ms,

@@ -1,0 +1,470 @@
+//! Running one phase (warmup or profiling): closed loop, open loop at a rate, or a fixed
+//! schedule; stopped by a request count and/or a duration; with optional per-request
+//! cancellation.
+//!
+//! Open-loop send times are absolute (phase start + offset), drawn before the phase starts,
+//! and waited for with the precise timer (`crate::timer`), so one late send never shifts
+//! the next one.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::pacing::{PacingReport, SendSample};
+use super::schedule::{ArrivalPattern, Arrivals};
+use super::LoadContext;
+use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming};
+use crate::timer;
+use crate::transport::CANCELLED_CODE;
+
+/// How the sends of a phase are timed.
+#[derive(Debug, Clone)]
+pub enum Pacing {
+    /// A new request as soon as one of `concurrency` slots frees.
+    ClosedLoop,
+    /// Arrivals at `rate` per second with the given gaps, regardless of replies.
+    Rate { rate: f64, pattern: ArrivalPattern },
+    /// Arrivals at given offsets (ns from the phase start), one per conversation in plan
+    /// order: a replayed trace.
+    Fixed { offsets_ns: Arc<[u64]> },
+}
+
+/// `--request-cancellation-rate` / `--request-cancellation-delay`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cancellation {
+    /// Share of requests to cancel, 0 to 1.
+    pub share: f64,
+    /// How long after its send a chosen request is cancelled.
+    pub delay: Duration,
+}
+
+/// Everything one phase needs to know.
+#[derive(Debug, Clone)]
+pub struct PhaseSpec {
+    pub phase: Phase,
+    /// Send number of the phase's first request (warmup sends come first).
+    pub first_send: u64,
+    /// Most requests to send; `None` when only the duration limits the phase.
+    pub count: Option<u64>,
+    /// Stop issuing this long after the phase starts.
+    pub duration: Option<Duration>,
+    /// After the duration: how long in-flight requests may still finish before they are
+    /// cancelled. `None` waits for all of them.
+    pub grace: Option<Duration>,
+    /// Cap on requests in flight. Required for the closed loop; optional with a rate or a
+    /// fixed schedule (then a ceiling, and the wait for a slot is recorded).
+    pub concurrency: Option<u64>,
+    pub pacing: Pacing,
+    pub cancellation: Option<Cancellation>,
+    /// Seed for the arrival gaps and the cancellation draws.
+    pub seed: u64,
+}
+
+/// What a phase did.
+#[derive(Debug, Clone)]
+pub struct PhaseResult {
+    pub sent: u64,
+    /// Pacing figures when sends had a schedule (open loop, fixed schedule, turn delays).
+    pub pacing: Option<PacingReport>,
+    /// When the phase started sending and when it stopped issuing new requests.
+    pub started: Instant,
+    pub issuing_ended: Instant,
+}
+
+/// State shared by the tasks of one phase.
+struct PhaseRun {
+    ctx: Arc<LoadContext>,
+    spec: PhaseSpec,
+    records: UnboundedSender<RequestRecord>,
+    /// Sends claimed so far in this phase.
+    claimed: AtomicU64,
+    /// No request is issued at or after this instant (duration mode).
+    issue_until: Option<Instant>,
+    /// Concurrency cap of the open loop (the closed loop's workers are its slots).
+    slots: Option<Arc<Semaphore>>,
+    samples: Mutex<Vec<SendSample>>,
+}
+
+/// Runs one phase to its end: every request issued has finished (or been cancelled).
+pub async fn run_phase(
+    ctx: Arc<LoadContext>,
+    spec: PhaseSpec,
+    records: UnboundedSender<RequestRecord>,
+) -> PhaseResult {
+    let started = Instant::now();
+    let issue_until = spec.duration.map(|d| started + d);
+    let open_loop = !matches!(spec.pacing, Pacing::ClosedLoop);
+    let slots = match (open_loop, spec.concurrency) {
+        (true, Some(n)) => Some(Arc::new(Semaphore::new(n as usize))),
+        _ => None,
+    };
+    let target_rate = match &spec.pacing {
+        Pacing::Rate { rate, .. } => Some(*rate),
+        _ => None,
+    };
+    let run = Arc::new(PhaseRun {
+        ctx: ctx.clone(),
+        spec,
+        records,
+        claimed: AtomicU64::new(0),
+        issue_until,
+        slots,
+        samples: Mutex::new(Vec::new()),
+    });
+
+    // After the duration, in-flight requests get the grace period, then are cancelled.
+    let grace_watch = match (issue_until, run.spec.grace) {
+        (Some(end), Some(grace)) => {
+            let ctx = ctx.clone();
+            Some(tokio::spawn(async move {
+                timer::sleep_until(end + grace).await;
+                let left = ctx.in_flight.load(Ordering::SeqCst);
+                if left > 0 {
+                    tracing::info!(
+                        "Grace period of {:.1} s after the benchmark duration is over: cancelling {left} requests in flight",
+                        grace.as_secs_f64()
+                    );
+                    ctx.client.cancel_in_flight();
+                }
+            }))
+        }
+        _ => None,
+    };
+
+    if open_loop {
+        run_open_loop(run.clone()).await;
+    } else {
+        run_closed_loop(run.clone()).await;
+    }
+    let issuing_ended = Instant::now();
+    if let Some(w) = grace_watch {
+        w.abort();
+    }
+
+    let claimed = run.claimed.load(Ordering::SeqCst);
+    let sent = run.spec.count.map_or(claimed, |c| claimed.min(c));
+    let samples = std::mem::take(&mut *run.samples.lock().unwrap_or_else(|e| e.into_inner()));
+    PhaseResult {
+        sent,
+        pacing: PacingReport::from_samples(&samples, target_rate),
+        started,
+        issuing_ended,
+    }
+}
+
+impl PhaseRun {
+    /// Takes the next send number of the phase, unless the phase is over.
+    fn claim(&self) -> Option<u64> {
+        if self.ctx.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        if self.issue_until.is_some_and(|end| Instant::now() >= end) {
+            return None;
+        }
+        let i = self.claimed.fetch_add(1, Ordering::SeqCst);
+        if self.spec.count.is_some_and(|c| i >= c) {
+            return None;
+        }
+        Some(self.spec.first_send + i)
+    }
+
+    /// Whether send number `send` is one of the cancelled share: a fixed function of the
+    /// seed and the send number, so the same run cancels the same requests.
+    fn cancel_after(&self, send: u64) -> Option<Duration> {
+        let c = self.spec.cancellation?;
+        let x = splitmix64(self.spec.seed ^ 0xcace_11ed_0000_0000 ^ send);
+        let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+        (u < c.share).then_some(c.delay)
+    }
+
+    /// Sends one request and hands its record to the collector. Returns the record's
+    /// error state and reply text (for the next turn), or `None` when the collector is gone.
+    async fn send(
+        &self,
+        send: u64,
+        input: RequestInput,
+        body: Bytes,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Option<(bool, String)> {
+        let ctx = &self.ctx;
+        let request_id = ctx.plan.request_id(send);
+        let scheduled = input.timing;
+        ctx.in_flight.fetch_add(1, Ordering::SeqCst);
+        let record = match self.cancel_after(send) {
+            None => {
+                ctx.client
+                    .exchange(&ctx.clock, self.spec.phase, input, request_id, body)
+                    .await
+            }
+            Some(delay) => {
+                cancellable_exchange(ctx, self.spec.phase, input, request_id, body, delay).await
+            }
+        };
+        ctx.in_flight.fetch_sub(1, Ordering::SeqCst);
+        drop(permit);
+        if let Some(at) = scheduled.scheduled_perf_ns {
+            self.samples
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(SendSample {
+                    scheduled_ns: at,
+                    actual_ns: record.start_perf_ns,
+                    slot_wait_ns: scheduled.slot_wait_ns,
+                });
+        }
+        let failed = record.error.is_some();
+        let reply = if ctx.plan.is_multi_turn() {
+            record.output_text()
+        } else {
+            String::new()
+        };
+        self.records.send(record).ok()?;
+        Some((failed, reply))
+    }
+
+    /// Waits for a concurrency slot (open loop with a cap). `scheduled` is when the send
+    /// was due; `behind` is true when earlier sends already had to wait past it.
+    async fn slot(&self, scheduled: Instant, behind: bool) -> (Option<OwnedSemaphorePermit>, u64) {
+        let Some(slots) = &self.slots else {
+            return (None, 0);
+        };
+        if let Ok(p) = slots.clone().try_acquire_owned() {
+            let wait = if behind {
+                Instant::now().saturating_duration_since(scheduled)
+            } else {
+                Duration::ZERO
+            };
+            return (Some(p), wait.as_nanos() as u64);
+        }
+        let p = slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let wait = Instant::now().saturating_duration_since(scheduled);
+        (Some(p), wait.as_nanos() as u64)
+    }
+
+    /// One conversation (or single request) whose first turn is send `first`, already
+    /// timed. Later turns follow their previous reply after the turn's delay.
+    async fn conversation(
+        self: Arc<Self>,
+        session: u64,
+        first: u64,
+        first_timing: SendTiming,
+        first_permit: Option<OwnedSemaphorePermit>,
+    ) -> bool {
+        let ctx = self.ctx.clone();
+        let plan = &ctx.plan;
+        let entry = if plan.is_multi_turn() {
+            plan.entry_of_session(session)
+        } else {
+            plan.entry_of_send(first)
+        };
+        let script = &plan.scripts[entry];
+        let first_req = &plan.requests[entry];
+        let input = RequestInput {
+            session_num: if plan.is_multi_turn() { session } else { first },
+            conversation_id: plan.conversation_ids[entry].clone(),
+            turn_index: 0,
+            input_tokens: Some(first_req.input_tokens),
+            num_images: first_req.num_images,
+            requested_output_tokens: first_req.requested_output_tokens,
+            timing: first_timing,
+        };
+        let Some((failed, reply)) = self
+            .send(first, input, first_req.body.clone(), first_permit)
+            .await
+        else {
+            return false;
+        };
+        if failed {
+            return true;
+        }
+        let mut replies = vec![reply];
+        for turn in 1..script.num_turns() {
+            let t = &script.turns[turn];
+            // The think time counts from the reply; its end is this turn's scheduled time.
+            let due = Instant::now() + Duration::from_millis(t.delay_ms.unwrap_or(0));
+            timer::sleep_until(due).await;
+            let Some(send) = self.claim() else {
+                return true;
+            };
+            let (permit, slot_wait_ns) = self.slot(due, false).await;
+            let input = RequestInput {
+                session_num: session,
+                conversation_id: plan.conversation_ids[entry].clone(),
+                turn_index: turn as u32,
+                // The history holds the replies, which are only tokenized in the
+                // collector: the client cannot know this prompt's length here.
+                input_tokens: None,
+                num_images: t.num_images,
+                requested_output_tokens: t.requested_output_tokens,
+                timing: SendTiming {
+                    scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
+                    slot_wait_ns,
+                },
+            };
+            let body = script.turn_body(turn, &replies);
+            let Some((failed, reply)) = self.send(send, input, body, permit).await else {
+                return false;
+            };
+            if failed {
+                return true;
+            }
+            replies.push(reply);
+        }
+        true
+    }
+}
+
+/// SplitMix64: a well-mixed 64-bit hash of a counter.
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// An exchange that is cut `delay` after its send and recorded as cancelled (code 499,
+/// AIPerf's `RequestCancellationError`), unless it finished first.
+async fn cancellable_exchange(
+    ctx: &LoadContext,
+    phase: Phase,
+    input: RequestInput,
+    request_id: String,
+    body: Bytes,
+    delay: Duration,
+) -> RequestRecord {
+    let kept_input = input.clone();
+    let kept_id = request_id.clone();
+    let sent_at = Instant::now();
+    let start_perf_ns = ctx.clock.ns_of(sent_at);
+    let exchange = ctx
+        .client
+        .exchange(&ctx.clock, phase, input, request_id, body);
+    tokio::select! {
+        record = exchange => record,
+        _ = timer::sleep_until(sent_at + delay) => {
+            // Dropping the exchange closes its connection: the server sees the client go.
+            let end_perf_ns = ctx.clock.now_ns();
+            RequestRecord {
+                phase,
+                input: kept_input,
+                x_request_id: kept_id,
+                start_perf_ns,
+                ack_perf_ns: None,
+                end_perf_ns,
+                start_wall_ns: ctx.clock.wall_ns(start_perf_ns),
+                end_wall_ns: ctx.clock.wall_ns(end_perf_ns),
+                status: None,
+                streamed: false,
+                responses: Vec::new(),
+                last_event_perf_ns: None,
+                usage: None,
+                error: Some(ErrorDetails {
+                    code: Some(CANCELLED_CODE),
+                    kind: "RequestCancellationError".into(),
+                    message: format!("Request was cancelled after {:.3} seconds", delay.as_secs_f64()),
+                }),
+                was_cancelled: true,
+                cancellation_perf_ns: Some(end_perf_ns),
+            }
+        }
+    }
+}
+
+/// `concurrency` workers, each sending its next request (or conversation) as soon as the
+/// previous one finished.
+async fn run_closed_loop(run: Arc<PhaseRun>) {
+    let workers = run
+        .spec
+        .concurrency
+        .unwrap_or(1)
+        .min(run.spec.count.unwrap_or(u64::MAX))
+        .max(1);
+    let mut tasks = Vec::with_capacity(workers as usize);
+    for _ in 0..workers {
+        let run = run.clone();
+        tasks.push(tokio::spawn(async move {
+            while let Some(send) = run.claim() {
+                let session = run.ctx.plan.next_session();
+                let go_on = run
+                    .clone()
+                    .conversation(session, send, SendTiming::default(), None)
+                    .await;
+                if !go_on {
+                    break; // collector gone: the run is being torn down
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+}
+
+/// One dispatcher walks the schedule: waits for each arrival time, takes a slot if there
+/// is a cap, and starts the conversation in its own task.
+async fn run_open_loop(run: Arc<PhaseRun>) {
+    let offsets: Box<dyn Iterator<Item = u64> + Send> = match &run.spec.pacing {
+        Pacing::Rate { rate, pattern } => Box::new(Arrivals::new(*pattern, *rate, run.spec.seed)),
+        Pacing::Fixed { offsets_ns } => {
+            let offsets_ns = offsets_ns.clone();
+            Box::new((0..offsets_ns.len()).map(move |i| offsets_ns[i]))
+        }
+        Pacing::ClosedLoop => unreachable!("the closed loop has no schedule"),
+    };
+    let ctx = run.ctx.clone();
+    // A little lead so that the first arrival is met by the timer, not late from setup.
+    let t0 = Instant::now() + Duration::from_millis(1);
+    let mut waited_until: Option<Instant> = None;
+    let mut tasks = tokio::task::JoinSet::new();
+    for offset in offsets {
+        let due = t0 + Duration::from_nanos(offset);
+        if run.issue_until.is_some_and(|end| due >= end) {
+            break;
+        }
+        // Sleep in bounded steps so that Ctrl-C is noticed during long trace gaps.
+        while Instant::now() < due && !ctx.stop.load(Ordering::Relaxed) {
+            let step = Instant::now() + Duration::from_millis(100);
+            timer::sleep_until(due.min(step)).await;
+        }
+        let Some(send) = run.claim() else {
+            break;
+        };
+        let behind = waited_until.is_some_and(|w| w > due);
+        let (permit, slot_wait_ns) = run.slot(due, behind).await;
+        if slot_wait_ns > 0 {
+            waited_until = Some(Instant::now());
+        }
+        let timing = SendTiming {
+            scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
+            slot_wait_ns,
+        };
+        let session = ctx.plan.next_session();
+        tasks.spawn(run.clone().conversation(session, send, timing, permit));
+        // Reap finished tasks as we go so the set stays small in long runs.
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix_spreads_a_counter_evenly() {
+        let n = 100_000u64;
+        let below = (0..n)
+            .filter(|&i| ((splitmix64(i) >> 11) as f64 / (1u64 << 53) as f64) < 0.3)
+            .count();
+        let share = below as f64 / n as f64;
+        assert!((share - 0.3).abs() < 0.01, "{share}");
+    }
+}
