@@ -238,6 +238,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     let startup_ms = started.elapsed().as_secs_f64() * 1e3;
     info!("Ready to send after {startup_ms:.1} ms");
     let start_wall_ns = clock.wall_ns(clock.now_ns());
+    let overhead = crate::overhead::OverheadMonitor::start();
     let mut sent = 0;
     if cfg.warmup_request_count > 0 {
         info!("Warming up: {} requests", cfg.warmup_request_count);
@@ -273,6 +274,8 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         .map_err(|_| anyhow::anyhow!("the collector thread panicked"))?
         .context("cannot write profile_export.jsonl")?;
     profile_bar.finish_and_clear();
+    let overhead = overhead.finish(sent, collector.record_lag());
+    crate::overhead::log_report(&overhead);
     let stop_reason = control.reason();
     let was_cancelled = stop_reason.is_some();
     match stop_reason {
@@ -311,6 +314,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             random_seed: Some(cfg.random_seed),
             tokenizer: tokenizer.name().to_string(),
             streaming: cfg.streaming,
+            client_overhead: Some(overhead),
         };
         write_inputs_json(&cfg.artifact_dir.join("inputs.json"), &ctx.plan)
             .context("cannot write inputs.json")?;

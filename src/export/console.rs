@@ -230,6 +230,7 @@ mod tests {
             random_seed: None,
             tokenizer: "builtin".into(),
             streaming: true,
+            client_overhead: None,
         }
     }
 

@@ -31,6 +31,8 @@ pub struct RunInfo {
     /// Name of the tokenizer used to count tokens.
     pub tokenizer: String,
     pub streaming: bool,
+    /// The client's own cost over the run (`client_overhead` in the JSON export).
+    pub client_overhead: Option<crate::overhead::OverheadReport>,
 }
 
 /// Where [`write_summary`] put its files.
@@ -101,6 +103,7 @@ mod tests {
             random_seed: Some(42),
             tokenizer: "builtin".into(),
             streaming: true,
+            client_overhead: None,
         }
     }
 
