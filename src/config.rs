@@ -143,7 +143,9 @@ impl ProfileConfig {
             // Limited by time only: ids and order for this many are drawn up front (more
             // are derived on the fly), and the progress bar counts toward it.
             (None, Some(d)) => match load.rate {
-                Some((rate, _)) => ((rate * d.as_secs_f64() * 1.1).ceil() as u64 + 10).min(1_000_000),
+                Some((rate, _)) => {
+                    ((rate * d.as_secs_f64() * 1.1).ceil() as u64 + 10).min(1_000_000)
+                }
                 None => 10_000,
             },
             (None, None) => (concurrency * 2).max(10),
@@ -483,7 +485,9 @@ fn first_record_has_timestamp(path: &std::path::Path) -> bool {
         .get("turns")
         .and_then(|t| t.get(0))
         .and_then(|t| t.get("timestamp"));
-    obj.get("timestamp").or(first_turn).is_some_and(|t| !t.is_null())
+    obj.get("timestamp")
+        .or(first_turn)
+        .is_some_and(|t| !t.is_null())
 }
 
 /// Load mode, stop-condition, warmup-duration and cancellation flags.
@@ -547,8 +551,7 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
     }
     // AIPerf's rule: a timestamp on the first record of the input file means a replay.
     let fixed_schedule = a.fixed_schedule
-        || a
-            .input_file
+        || a.input_file
             .as_deref()
             .is_some_and(first_record_has_timestamp);
     let why = if a.fixed_schedule {

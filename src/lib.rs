@@ -11,6 +11,7 @@ pub mod ids;
 pub mod load;
 pub mod metrics;
 pub mod mock;
+pub mod overhead;
 pub mod profile;
 pub mod record;
 pub mod timer;

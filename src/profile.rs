@@ -115,7 +115,11 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         }
         let offsets = plan
             .fixed_schedule(&cfg.load.schedule_window)
-            .map_err(|e| ConfigError(format!("--fixed-schedule-start-offset/--fixed-schedule-end-offset: {e}")))?;
+            .map_err(|e| {
+                ConfigError(format!(
+                    "--fixed-schedule-start-offset/--fixed-schedule-end-offset: {e}"
+                ))
+            })?;
         cfg.request_count = plan.fixed_schedule_sends();
         info!(
             "Fixed schedule: {} conversations ({} requests) over {:.3} s",
@@ -272,6 +276,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         load::Pacing::ClosedLoop => Some(cfg.concurrency),
         _ => cfg.load.concurrency_given.then_some(cfg.concurrency),
     };
+    let overhead = crate::overhead::OverheadMonitor::start();
     let mut sent = 0;
     if cfg.warmup_request_count > 0 || cfg.load.warmup_duration.is_some() {
         match cfg.load.warmup_duration {
@@ -310,7 +315,10 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             (None, Some(d)) => format!("{:.1} s", d.as_secs_f64()),
             (None, None) => "no limit".to_string(),
         };
-        info!("Profiling: {limit} {how} against {}", shown_uri(ctx.client.uri()));
+        info!(
+            "Profiling: {limit} {how} against {}",
+            shown_uri(ctx.client.uri())
+        );
     }
     let profiling = load::PhaseSpec {
         phase: Phase::Profiling,
@@ -332,6 +340,8 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         .map_err(|_| anyhow::anyhow!("the collector thread panicked"))?
         .context("cannot write profile_export.jsonl")?;
     profile_bar.finish_and_clear();
+    let overhead = overhead.finish(sent, collector.record_lag());
+    crate::overhead::log_report(&overhead);
     let stop_reason = control.reason();
     let was_cancelled = stop_reason.is_some();
     match stop_reason {
@@ -371,6 +381,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             tokenizer: tokenizer.name().to_string(),
             streaming: cfg.streaming,
             load_pacing: pacing_report.as_ref().map(|p| p.to_json()),
+            client_overhead: Some(overhead),
         };
         write_inputs_json(&cfg.artifact_dir.join("inputs.json"), &ctx.plan)
             .context("cannot write inputs.json")?;

@@ -231,6 +231,7 @@ mod tests {
             tokenizer: "builtin".into(),
             streaming: true,
             load_pacing: None,
+            client_overhead: None,
         }
     }
 

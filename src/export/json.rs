@@ -152,6 +152,10 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo) -> String {
     if let Some(p) = &info.load_pacing {
         doc.put("load_pacing", p.clone());
     }
+    // Not in AIPerf's schema either: what the client itself cost, and whether to trust it.
+    if let Some(overhead) = &info.client_overhead {
+        doc.put("client_overhead", json!(overhead));
+    }
     let mut text = serde_json::to_string_pretty(&doc).expect("JSON into memory");
     text.push('\n');
     text

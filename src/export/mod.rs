@@ -33,6 +33,8 @@ pub struct RunInfo {
     pub streaming: bool,
     /// How well the profiling phase kept its schedule (open loop and fixed schedule only).
     pub load_pacing: Option<serde_json::Value>,
+    /// The client's own cost over the run (`client_overhead` in the JSON export).
+    pub client_overhead: Option<crate::overhead::OverheadReport>,
 }
 
 /// Where [`write_summary`] put its files.
@@ -104,6 +106,7 @@ mod tests {
             tokenizer: "builtin".into(),
             streaming: true,
             load_pacing: None,
+            client_overhead: None,
         }
     }
 

@@ -104,6 +104,9 @@ pub struct Collector {
     max_end_wall_ns: Option<u64>,
     errors: Vec<ErrorCount>,
     error_rows: HashMap<ErrorDetails, usize>,
+    /// Per record (warmup included): ns from its last chunk (or its end) to the moment its
+    /// metrics and JSONL line were done. Shows whether the collector keeps up.
+    record_lag_ns: Vec<f64>,
 }
 
 impl Collector {
@@ -133,10 +136,25 @@ impl Collector {
             max_end_wall_ns: None,
             errors: Vec::new(),
             error_rows: HashMap::new(),
+            record_lag_ns: Vec::new(),
         })
     }
 
     pub fn add(&mut self, record: &RequestRecord) -> std::io::Result<()> {
+        self.add_record(record)?;
+        let last_chunk = record.last_event_perf_ns.unwrap_or(record.end_perf_ns);
+        let lag = self.clock.now_ns().saturating_sub(last_chunk);
+        self.record_lag_ns.push(lag as f64);
+        Ok(())
+    }
+
+    /// Statistics (ns) of the time from each record's last chunk to the record being
+    /// complete, over the records added so far; `None` before the first.
+    pub fn record_lag(&self) -> Option<Stats> {
+        Stats::compute(&mut self.record_lag_ns.clone())
+    }
+
+    fn add_record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
         if record.phase == Phase::Warmup {
             self.warmup_count += 1;
             // Warmup only shows up in the per-record file.
@@ -442,6 +460,31 @@ mod tests {
             })
             .collect();
         assert_eq!(phases, ["warmup", "profiling"]);
+    }
+
+    #[test]
+    fn record_lag_is_measured_from_the_last_chunk() {
+        let mut c = collector("", None);
+        assert!(c.record_lag().is_none());
+        let clock = c.clock;
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        // The last chunk arrived at 1 ms on the run's clock; the lag is from then to now.
+        let mut r = streamed_record(&[21]);
+        r.last_event_perf_ns = Some(1_000_000);
+        let before = clock.now_ns();
+        c.add(&r).unwrap();
+        let after = clock.now_ns();
+        // Without any event, the record's end counts.
+        let mut f = failed(None, "ConnectionError", "refused");
+        f.last_event_perf_ns = None;
+        f.end_perf_ns = after;
+        c.add(&f).unwrap();
+        let done = clock.now_ns();
+        let lag = c.record_lag().unwrap();
+        assert_eq!(lag.count, 2);
+        assert!(lag.max >= (before - 1_000_000) as f64, "{lag:?}");
+        assert!(lag.max <= (after - 1_000_000) as f64, "{lag:?}");
+        assert!(lag.min <= (done - after) as f64, "{lag:?}");
     }
 
     #[test]

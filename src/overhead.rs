@@ -1,0 +1,467 @@
+//! The client's own cost during a run, so a user can tell whether the numbers describe the
+//! server or the client: process CPU time per request, how busy the process and the machine
+//! were, and how long a record took from its last chunk's arrival to being complete
+//! (metrics computed and its JSONL line written).
+//!
+//! CPU time comes from `/proc/self/task/*/schedstat` (nanoseconds, summed over live threads;
+//! the run's threads live for the whole run) with `/proc/self/stat` (clock ticks, exited
+//! threads included) as fallback. A background thread samples every `SAMPLE_INTERVAL` to find
+//! windows where the process used every core or the machine had no idle CPU left.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::metrics::Stats;
+
+/// How often the CPU counters are sampled while the run goes on.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A window counts as saturated when the process used at least this share of all cores.
+pub const PROCESS_SATURATED: f64 = 0.90;
+/// ... or when the machine as a whole had less than this share of its CPU idle.
+pub const MACHINE_IDLE_MIN: f64 = 0.05;
+/// The run is flagged when at least this share of its windows was saturated.
+pub const SATURATED_SHARE_WARN: f64 = 0.25;
+/// Records completed later than this after their last chunk mean the collector fell behind.
+pub const RECORD_LAG_WARN_NS: f64 = 50e6;
+
+/// CPU time (user + system) of this process so far, in nanoseconds.
+pub fn process_cpu_ns() -> Option<u64> {
+    threads_cpu_ns().or_else(stat_cpu_ns)
+}
+
+/// Sum of the first field (time on CPU, ns) of every thread's schedstat.
+fn threads_cpu_ns() -> Option<u64> {
+    let mut total = 0u64;
+    let mut any = false;
+    for entry in std::fs::read_dir("/proc/self/task").ok()? {
+        let Ok(entry) = entry else { continue };
+        // A thread may exit between listing and reading; skip it.
+        let Ok(text) = std::fs::read_to_string(entry.path().join("schedstat")) else {
+            continue;
+        };
+        if let Some(ns) = text
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            total += ns;
+            any = true;
+        }
+    }
+    any.then_some(total)
+}
+
+/// utime + stime from `/proc/self/stat`, assuming the usual 100 ticks per second.
+fn stat_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    parse_stat_cpu_ticks(&text).map(|ticks| ticks * 10_000_000)
+}
+
+/// Fields 14 and 15 (utime, stime) of a `/proc/<pid>/stat` line. The command name (field 2)
+/// may hold spaces and parentheses, so fields are counted after its last `)`.
+fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
+    let after_name = &text[text.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace();
+    // After the name: state is field 3, so utime (14) is the 12th here.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Machine-wide CPU counters from the `cpu` line of `/proc/stat`: (idle incl. iowait, total).
+fn machine_cpu_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_proc_stat(&text)
+}
+
+fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let values: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    if values.len() < 4 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let total: u64 = values.iter().take(8).sum();
+    let idle = values[3] + values.get(4).copied().unwrap_or(0);
+    Some((idle, total))
+}
+
+/// One sample of the counters.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at: Instant,
+    process_ns: u64,
+    machine: Option<(u64, u64)>,
+}
+
+impl Sample {
+    fn take() -> Option<Sample> {
+        Some(Sample {
+            at: Instant::now(),
+            process_ns: process_cpu_ns()?,
+            machine: machine_cpu_ticks(),
+        })
+    }
+}
+
+/// What the sampling thread found over the windows between samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct WindowTally {
+    windows: u64,
+    saturated: u64,
+    /// Highest process CPU use in one window, as a share of all cores.
+    peak_process: f64,
+    /// Lowest machine idle share in one window.
+    min_machine_idle: Option<f64>,
+}
+
+impl WindowTally {
+    fn add(&mut self, from: &Sample, to: &Sample, cores: f64) {
+        let wall = to.at.saturating_duration_since(from.at).as_nanos() as f64;
+        if wall <= 0.0 {
+            return;
+        }
+        let process = to.process_ns.saturating_sub(from.process_ns) as f64 / wall / cores;
+        let idle = match (from.machine, to.machine) {
+            (Some((i0, t0)), Some((i1, t1))) if t1 > t0 => {
+                Some(i1.saturating_sub(i0) as f64 / (t1 - t0) as f64)
+            }
+            _ => None,
+        };
+        self.record(process, idle);
+    }
+
+    fn record(&mut self, process_share: f64, machine_idle: Option<f64>) {
+        self.windows += 1;
+        self.peak_process = self.peak_process.max(process_share);
+        if let Some(idle) = machine_idle {
+            self.min_machine_idle = Some(self.min_machine_idle.map_or(idle, |m| m.min(idle)));
+        }
+        if process_share >= PROCESS_SATURATED || machine_idle.is_some_and(|i| i < MACHINE_IDLE_MIN)
+        {
+            self.saturated += 1;
+        }
+    }
+}
+
+/// Samples the CPU counters in the background from `start` to `finish`.
+pub struct OverheadMonitor {
+    first: Option<Sample>,
+    cores: f64,
+    stop: Arc<AtomicBool>,
+    sampler: Option<JoinHandle<WindowTally>>,
+}
+
+impl OverheadMonitor {
+    /// Takes the first sample and starts the sampling thread. Without `/proc` the report
+    /// only has what the collector measured.
+    pub fn start() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let first = Sample::take();
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = first.and_then(|first| {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("overhead".into())
+                .spawn(move || {
+                    let mut tally = WindowTally::default();
+                    let mut last = first;
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::park_timeout(SAMPLE_INTERVAL);
+                        if let Some(now) = Sample::take() {
+                            tally.add(&last, &now, cores);
+                            last = now;
+                        }
+                    }
+                    tally
+                })
+                .ok()
+        });
+        OverheadMonitor {
+            first,
+            cores,
+            stop,
+            sampler,
+        }
+    }
+
+    /// Stops sampling and sums up the run. `requests` is how many requests were sent;
+    /// `record_lag` are the collector's last-chunk-to-record-complete times (ns).
+    pub fn finish(mut self, requests: u64, record_lag: Option<Stats>) -> OverheadReport {
+        let last = Sample::take();
+        self.stop.store(true, Ordering::Relaxed);
+        let tally = match self.sampler.take() {
+            Some(handle) => {
+                handle.thread().unpark();
+                handle.join().unwrap_or_default()
+            }
+            None => WindowTally::default(),
+        };
+        let (cpu_ns, wall_ns) = match (self.first, last) {
+            (Some(a), Some(b)) => (
+                Some(b.process_ns.saturating_sub(a.process_ns)),
+                b.at.saturating_duration_since(a.at).as_nanos() as u64,
+            ),
+            _ => (None, 0),
+        };
+        OverheadReport::new(self.cores, requests, cpu_ns, wall_ns, tally, record_lag)
+    }
+}
+
+/// Percentiles of the last-chunk-to-record-complete time, in ms.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LagSummary {
+    pub avg_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+/// The client's overhead over one run, as written to the JSON export (`client_overhead`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OverheadReport {
+    pub cores: u32,
+    pub requests: u64,
+    /// Wall time between the first and last sample (sending start to collection end).
+    pub wall_time_s: f64,
+    /// Process CPU time over the same span (user + system, all threads).
+    pub cpu_time_s: Option<f64>,
+    pub cpu_per_request_us: Option<f64>,
+    /// Average process CPU use as a share of all cores (1.0 = every core busy).
+    pub cpu_utilization: Option<f64>,
+    /// Highest process CPU use in one sampling window, as a share of all cores.
+    pub peak_cpu_utilization: Option<f64>,
+    /// Lowest idle share of the whole machine in one window.
+    pub min_machine_idle: Option<f64>,
+    /// Share of sampling windows where the process or the machine had no CPU to spare.
+    pub saturated_share: Option<f64>,
+    /// From a record's last chunk arriving to its record being complete (metrics and
+    /// JSONL line written): the collector keeps up when this stays small.
+    pub record_complete_lag: Option<LagSummary>,
+    /// Why the numbers may be about the client rather than the server; empty when none.
+    pub warnings: Vec<String>,
+}
+
+impl OverheadReport {
+    fn new(
+        cores: f64,
+        requests: u64,
+        cpu_ns: Option<u64>,
+        wall_ns: u64,
+        tally: WindowTally,
+        record_lag: Option<Stats>,
+    ) -> Self {
+        let wall_s = wall_ns as f64 / 1e9;
+        let cpu_s = cpu_ns.map(|ns| ns as f64 / 1e9);
+        let has_windows = tally.windows > 0;
+        let mut report = OverheadReport {
+            cores: cores as u32,
+            requests,
+            wall_time_s: wall_s,
+            cpu_time_s: cpu_s,
+            cpu_per_request_us: cpu_s
+                .filter(|_| requests > 0)
+                .map(|s| s * 1e6 / requests as f64),
+            cpu_utilization: cpu_s.filter(|_| wall_s > 0.0).map(|s| s / wall_s / cores),
+            peak_cpu_utilization: has_windows.then_some(tally.peak_process),
+            min_machine_idle: tally.min_machine_idle,
+            saturated_share: has_windows.then(|| tally.saturated as f64 / tally.windows as f64),
+            record_complete_lag: record_lag.map(|s| LagSummary {
+                avg_ms: s.avg / 1e6,
+                p50_ms: s.p50() / 1e6,
+                p99_ms: s.p99() / 1e6,
+                max_ms: s.max / 1e6,
+            }),
+            warnings: Vec::new(),
+        };
+        report.warnings = report.judge();
+        report
+    }
+
+    /// Warnings for a run whose client may have been the bottleneck.
+    fn judge(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(share) = self.saturated_share.filter(|&s| s >= SATURATED_SHARE_WARN) {
+            let peak = self.peak_cpu_utilization.unwrap_or(0.0);
+            let who = if peak >= PROCESS_SATURATED {
+                format!(
+                    "this process used {:.0}% of {} cores",
+                    peak * 100.0,
+                    self.cores
+                )
+            } else {
+                format!(
+                    "the machine had {:.0}% idle CPU left while this process used up to {:.0}% of {} cores; other processes (a server on the same machine?) competed with it",
+                    self.min_machine_idle.unwrap_or(0.0) * 100.0,
+                    peak * 100.0,
+                    self.cores
+                )
+            };
+            out.push(format!(
+                "The CPU was saturated during {:.0}% of the run ({who}): the client may have been the bottleneck and its timestamps late",
+                share * 100.0
+            ));
+        }
+        if let Some(lag) = self
+            .record_complete_lag
+            .filter(|l| l.p99_ms * 1e6 >= RECORD_LAG_WARN_NS)
+        {
+            out.push(format!(
+                "Records were completed up to {:.1} ms (p99) after their last chunk: the collector fell behind",
+                lag.p99_ms
+            ));
+        }
+        out
+    }
+
+    /// One line for the log and console.
+    pub fn summary_line(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(us) = self.cpu_per_request_us {
+            parts.push(format!("{us:.0} us CPU per request"));
+        }
+        if let Some(u) = self.cpu_utilization {
+            parts.push(format!(
+                "{:.0}% of {} cores on average (peak {:.0}%)",
+                u * 100.0,
+                self.cores,
+                self.peak_cpu_utilization.unwrap_or(u) * 100.0
+            ));
+        }
+        if let Some(l) = self.record_complete_lag {
+            parts.push(format!(
+                "last chunk to record complete p50 {:.3} ms, p99 {:.3} ms",
+                l.p50_ms, l.p99_ms
+            ));
+        }
+        format!("Client overhead: {}", parts.join("; "))
+    }
+}
+
+/// Logs the summary line, and each warning on the console.
+pub fn log_report(report: &OverheadReport) {
+    tracing::info!("{}", report.summary_line());
+    for w in &report.warnings {
+        tracing::warn!("{w}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_line_with_spaces_in_the_name() {
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+        // utime stime ...
+        let line = "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0";
+        assert_eq!(parse_stat_cpu_ticks(line), Some(325));
+        assert_eq!(parse_stat_cpu_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn proc_stat_idle_and_total() {
+        let text = "cpu  100 5 50 800 20 1 2 3 0 0\ncpu0 50 2 25 400 10 0 1 1 0 0\n";
+        // Idle = idle + iowait; total = first eight fields.
+        assert_eq!(parse_proc_stat(text), Some((820, 981)));
+        assert_eq!(parse_proc_stat("intr 1 2 3"), None);
+    }
+
+    #[test]
+    fn this_process_cpu_time_grows_with_work() {
+        let before = process_cpu_ns().expect("Linux has /proc");
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(60) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        let after = process_cpu_ns().unwrap();
+        // 60 ms of spinning; a loaded machine may preempt us, so only ask for a third.
+        assert!(after - before >= 20_000_000, "{before} -> {after}");
+    }
+
+    #[test]
+    fn saturated_windows_are_counted() {
+        let mut t = WindowTally::default();
+        t.record(0.5, Some(0.4));
+        t.record(0.95, Some(0.02)); // process saturated
+        t.record(0.3, Some(0.01)); // machine saturated (another process)
+        t.record(0.2, None);
+        assert_eq!(t.windows, 4);
+        assert_eq!(t.saturated, 2);
+        assert_eq!(t.peak_process, 0.95);
+        assert_eq!(t.min_machine_idle, Some(0.01));
+    }
+
+    fn lag(p99_ms: f64) -> Stats {
+        let mut values: Vec<f64> = (0..100).map(|i| i as f64 * 0.01 * p99_ms * 1e6).collect();
+        values[99] = p99_ms * 1e6 * 1.2;
+        Stats::compute(&mut values).unwrap()
+    }
+
+    #[test]
+    fn report_figures_and_no_warning_when_idle() {
+        let mut tally = WindowTally::default();
+        tally.record(0.2, Some(0.6));
+        tally.record(0.3, Some(0.5));
+        let r = OverheadReport::new(
+            2.0,
+            1000,
+            Some(500_000_000),
+            2_000_000_000,
+            tally,
+            Some(lag(0.1)),
+        );
+        assert_eq!(r.cpu_time_s, Some(0.5));
+        assert_eq!(r.cpu_per_request_us, Some(500.0));
+        assert_eq!(r.cpu_utilization, Some(0.125));
+        assert_eq!(r.peak_cpu_utilization, Some(0.3));
+        assert_eq!(r.saturated_share, Some(0.0));
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        let line = r.summary_line();
+        assert!(line.contains("500 us CPU per request"), "{line}");
+        assert!(line.contains("12% of 2 cores"), "{line}"); // 12.5 rounds to even
+    }
+
+    #[test]
+    fn saturation_and_collector_lag_warn() {
+        let mut tally = WindowTally::default();
+        for _ in 0..3 {
+            tally.record(0.97, Some(0.01));
+        }
+        tally.record(0.4, Some(0.5));
+        let r = OverheadReport::new(2.0, 10, Some(1), 1, tally, Some(lag(80.0)));
+        assert_eq!(r.saturated_share, Some(0.75));
+        assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
+        assert!(r.warnings[0].contains("saturated during 75%"));
+        assert!(r.warnings[1].contains("collector fell behind"));
+    }
+
+    #[test]
+    fn monitor_measures_a_busy_span() {
+        let m = OverheadMonitor::start();
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(250) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let r = m.finish(5, None);
+        assert!(r.wall_time_s >= 0.25, "{r:?}");
+        let cpu = r.cpu_time_s.unwrap();
+        assert!(
+            cpu > 0.05 && cpu < r.wall_time_s * r.cores as f64 + 0.05,
+            "{r:?}"
+        );
+        assert!(r.peak_cpu_utilization.unwrap() > 0.0, "{r:?}");
+        assert!(r.record_complete_lag.is_none());
+    }
+}
