@@ -115,7 +115,11 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         }
         let offsets = plan
             .fixed_schedule(&cfg.load.schedule_window)
-            .map_err(|e| ConfigError(format!("--fixed-schedule-start-offset/--fixed-schedule-end-offset: {e}")))?;
+            .map_err(|e| {
+                ConfigError(format!(
+                    "--fixed-schedule-start-offset/--fixed-schedule-end-offset: {e}"
+                ))
+            })?;
         cfg.request_count = plan.fixed_schedule_sends();
         info!(
             "Fixed schedule: {} conversations ({} requests) over {:.3} s",
@@ -310,7 +314,10 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             (None, Some(d)) => format!("{:.1} s", d.as_secs_f64()),
             (None, None) => "no limit".to_string(),
         };
-        info!("Profiling: {limit} {how} against {}", shown_uri(ctx.client.uri()));
+        info!(
+            "Profiling: {limit} {how} against {}",
+            shown_uri(ctx.client.uri())
+        );
     }
     let profiling = load::PhaseSpec {
         phase: Phase::Profiling,

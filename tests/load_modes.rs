@@ -115,7 +115,11 @@ fn profile_osl(url: &str, dir: &Path, osl: &str, extra: &[&str]) -> Run {
         .map(|t| serde_json::from_str(&t).unwrap())
         .unwrap_or(Value::Null);
     let records = std::fs::read_to_string(dir.join("profile_export.jsonl"))
-        .map(|t| t.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+        .map(|t| {
+            t.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        })
         .unwrap_or_default();
     Run {
         out,
@@ -200,7 +204,10 @@ fn constant_rate_is_even_and_on_target() {
     assert!((median - 0.010).abs() < 0.0005, "median gap {median}");
     // Other tests share the two cores: most gaps, not all, are within 2 ms.
     let within = gaps.iter().filter(|g| (*g - 0.010).abs() < 0.002).count();
-    assert!(within >= 170, "only {within} of 199 gaps within 2 ms of 10 ms");
+    assert!(
+        within >= 170,
+        "only {within} of 199 gaps within 2 ms of 10 ms"
+    );
     // The schedule itself is exactly even.
     let mut scheduled: Vec<u64> = run
         .phase("profiling")
@@ -246,7 +253,10 @@ fn gamma_gap_variance_follows_the_shape() {
             (lo..hi).contains(&cv2),
             "shape {shape}: CV^2 {cv2:.3} not in {lo}..{hi}"
         );
-        assert!((m * 200.0 - 1.0).abs() < 0.25, "shape {shape}: mean gap {m}");
+        assert!(
+            (m * 200.0 - 1.0).abs() < 0.25,
+            "shape {shape}: mean gap {m}"
+        );
     }
 }
 
@@ -395,7 +405,10 @@ fn a_fixed_schedule_replays_the_timestamps() {
     }
     lags.sort();
     assert!(lags[0] >= 0, "a send went early: {lags:?}");
-    assert!(lags[lags.len() / 2] < 1_000_000, "median lag over 1 ms: {lags:?}");
+    assert!(
+        lags[lags.len() / 2] < 1_000_000,
+        "median lag over 1 ms: {lags:?}"
+    );
     assert!(lags[lags.len() - 1] < 20_000_000, "lags {lags:?}");
 
     // A window keeps the stamps inside it, and the schedule starts at its start.
@@ -475,7 +488,10 @@ fn bad_load_flags_exit_2_naming_the_flag() {
     let cases: &[(&[&str], &str)] = &[
         (&["--request-rate", "0"], "--request-rate"),
         (&["--request-rate", "-3"], "--request-rate"),
-        (&["--input-file", file, "--request-count", "5"], "--request-count"),
+        (
+            &["--input-file", file, "--request-count", "5"],
+            "--request-count",
+        ),
         (&["--benchmark-duration", "0"], "--benchmark-duration"),
         (
             &["--request-cancellation-rate", "150"],
@@ -485,7 +501,15 @@ fn bad_load_flags_exit_2_naming_the_flag() {
     ];
     for (args, flag) in cases {
         let out = Command::new(BIN)
-            .args(["profile", "-m", "m", "--tokenizer", "builtin", "-u", "127.0.0.1:9"])
+            .args([
+                "profile",
+                "-m",
+                "m",
+                "--tokenizer",
+                "builtin",
+                "-u",
+                "127.0.0.1:9",
+            ])
             .args(*args)
             .output()
             .unwrap();

@@ -149,7 +149,7 @@ impl SendPlan {
         match self.request_ids.get(send as usize) {
             Some(id) => id.clone(),
             None => uuid4(&mut ChaCha8Rng::seed_from_u64(
-                self.id_seed ^ 0x1d5_0f_5e4d ^ send.rotate_left(32),
+                self.id_seed ^ 0x0001_d50f_5e4d ^ send.rotate_left(32),
             )),
         }
     }
@@ -168,7 +168,9 @@ impl SendPlan {
             .filter(|(t, _)| window.end_ms.is_none_or(|e| *t <= e))
             .collect();
         if kept.is_empty() {
-            return Err("no entry of the input file has a timestamp inside the schedule window".into());
+            return Err(
+                "no entry of the input file has a timestamp inside the schedule window".into(),
+            );
         }
         // Stable: entries with equal timestamps keep their file order.
         kept.sort_by_key(|&(t, _)| t);
@@ -182,12 +184,9 @@ impl SendPlan {
             .iter()
             .map(|&(_, i)| self.scripts[i as usize].num_turns())
             .sum();
-        let mut rng = ChaCha8Rng::seed_from_u64(self.id_seed ^ 0xf1_8ed5);
+        let mut rng = ChaCha8Rng::seed_from_u64(self.id_seed ^ 0x00f1_8ed5);
         self.request_ids = (0..sends).map(|_| uuid4(&mut rng)).collect();
-        Ok(kept
-            .iter()
-            .map(|&(t, _)| (t - base) * 1_000_000)
-            .collect())
+        Ok(kept.iter().map(|&(t, _)| (t - base) * 1_000_000).collect())
     }
 
     /// Sends a fixed schedule makes: every turn of every scheduled conversation.

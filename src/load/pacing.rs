@@ -181,7 +181,11 @@ mod tests {
         // One late send in a hundred is within the allowance.
         let mut s = even(100, 1_000_000, 10_000);
         s[5].actual_ns += 2_000_000;
-        assert!(!PacingReport::from_samples(&s, None).unwrap().client_fell_behind());
+        assert!(
+            !PacingReport::from_samples(&s, None)
+                .unwrap()
+                .client_fell_behind()
+        );
     }
 
     #[test]

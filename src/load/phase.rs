@@ -14,9 +14,9 @@ use bytes::Bytes;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::LoadContext;
 use super::pacing::{PacingReport, SendSample};
 use super::schedule::{ArrivalPattern, Arrivals};
-use super::LoadContext;
 use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming};
 use crate::timer;
 use crate::transport::CANCELLED_CODE;

@@ -38,7 +38,10 @@ impl Arrivals {
     pub fn new(pattern: ArrivalPattern, rate: f64, seed: u64) -> Self {
         assert!(rate > 0.0 && rate.is_finite(), "rate must be positive");
         if let ArrivalPattern::Gamma { shape } = pattern {
-            assert!(shape > 0.0 && shape.is_finite(), "gamma shape must be positive");
+            assert!(
+                shape > 0.0 && shape.is_finite(),
+                "gamma shape must be positive"
+            );
         }
         Arrivals {
             pattern,
@@ -58,9 +61,9 @@ impl Iterator for Arrivals {
             let mean_gap_s = 1.0 / self.rate;
             self.t += match self.pattern {
                 ArrivalPattern::Constant => mean_gap_s,
-                ArrivalPattern::Poisson => Exp::new(self.rate)
-                    .expect("rate > 0")
-                    .sample(&mut self.rng),
+                ArrivalPattern::Poisson => {
+                    Exp::new(self.rate).expect("rate > 0").sample(&mut self.rng)
+                }
                 ArrivalPattern::Gamma { shape } => Gamma::new(shape, mean_gap_s / shape)
                     .expect("shape > 0")
                     .sample(&mut self.rng),
