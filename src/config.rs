@@ -988,10 +988,7 @@ mod tests {
             (&["--request-rate", "NaN"], "--request-rate"),
             (&["--arrival-smoothness", "2"], "--arrival-smoothness"),
             (&["--request-rate-mode", "constant"], "--request-rate-mode"),
-            (
-                &["--benchmark-grace-period", "-1"],
-                "--benchmark-grace-period",
-            ),
+            (&["--benchmark-grace-period=-1"], "--benchmark-grace-period"),
             (
                 &["--warmup-duration", "1", "--warmup-request-count", "2"],
                 "--warmup-duration",
