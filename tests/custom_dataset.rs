@@ -294,7 +294,7 @@ fn random_pool_directory_and_mooncake_trace() {
         &server.url(),
         "trace.jsonl",
         "mooncake_trace",
-        &["--request-count", "3", "--isl-block-size", "20"],
+        &["--isl-block-size", "20"],
     );
     let records = server.finish();
     assert!(out.status.success(), "{}", stderr(&out));
