@@ -924,6 +924,87 @@ mod tests {
     }
 
     #[test]
+    fn artifact_directory_names_the_stimulus_as_aiperf_does() {
+        let dir = |args: &[&str]| parse(args).unwrap().artifact_dir;
+        assert_eq!(
+            dir(&["--request-rate", "5"]),
+            PathBuf::from("artifacts/org_model-chat-request_rate5.0")
+        );
+        assert_eq!(
+            dir(&["--request-rate", "2.5", "--concurrency", "4"]),
+            PathBuf::from("artifacts/org_model-chat-concurrency4-request_rate2.5")
+        );
+        assert_eq!(
+            dir(&["--concurrency", "3"]),
+            PathBuf::from("artifacts/org_model-chat-concurrency3")
+        );
+    }
+
+    #[test]
+    fn load_mode_flags() {
+        let c = parse(&[
+            "--request-rate",
+            "10",
+            "--request-rate-mode",
+            "gamma",
+            "--arrival-smoothness",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.load.rate,
+            Some((10.0, ArrivalPattern::Gamma { shape: 2.0 }))
+        );
+        assert!(!c.load.concurrency_given);
+        // Time-limited: no request limit, ids drawn for the expected sends plus a margin.
+        let c = parse(&["--request-rate", "10", "--benchmark-duration", "3"]).unwrap();
+        assert_eq!(c.load.count_limit(c.request_count), None);
+        assert_eq!(c.request_count, 43);
+        assert_eq!(c.load.grace, Some(Duration::from_secs(30)));
+        let c = parse(&[
+            "--benchmark-duration",
+            "3",
+            "--benchmark-grace-period",
+            "inf",
+        ])
+        .unwrap();
+        assert_eq!(c.load.grace, None);
+        let c = parse(&[
+            "--request-cancellation-rate",
+            "25",
+            "--request-cancellation-delay",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.load.cancellation,
+            Some(Cancellation {
+                share: 0.25,
+                delay: Duration::from_millis(500)
+            })
+        );
+        let cases: &[(&[&str], &str)] = &[
+            (&["--request-rate", "0"], "--request-rate"),
+            (&["--request-rate", "NaN"], "--request-rate"),
+            (&["--arrival-smoothness", "2"], "--arrival-smoothness"),
+            (&["--request-rate-mode", "constant"], "--request-rate-mode"),
+            (&["--benchmark-grace-period=-1"], "--benchmark-grace-period"),
+            (
+                &["--warmup-duration", "1", "--warmup-request-count", "2"],
+                "--warmup-duration",
+            ),
+            (
+                &["--request-cancellation-rate", "0"],
+                "--request-cancellation-rate",
+            ),
+        ];
+        for (args, flag) in cases {
+            let e = parse(args).unwrap_err().to_string();
+            assert!(e.starts_with(flag), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
     fn images_on_only_with_both_sizes() {
         let c = parse(&["--image-width-mean", "512", "--image-height-mean", "256"]).unwrap();
         assert_eq!(c.synthetic.image_batch_size, 1);

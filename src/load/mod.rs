@@ -184,7 +184,7 @@ impl SendPlan {
             .iter()
             .map(|&(_, i)| self.scripts[i as usize].num_turns())
             .sum();
-        let mut rng = ChaCha8Rng::seed_from_u64(self.id_seed ^ 0xf1_8ed5);
+        let mut rng = ChaCha8Rng::seed_from_u64(self.id_seed ^ 0x00f1_8ed5);
         self.request_ids = (0..sends).map(|_| uuid4(&mut rng)).collect();
         Ok(kept.iter().map(|&(t, _)| (t - base) * 1_000_000).collect())
     }
