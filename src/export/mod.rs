@@ -197,6 +197,21 @@ mod tests {
     }
 
     #[test]
+    fn client_overhead_is_exported_only_when_measured() {
+        let plain: serde_json::Value =
+            serde_json::from_str(&json::render(&summary(), &run_info())).unwrap();
+        assert!(plain.get("client_overhead").is_none());
+        let mut info = run_info();
+        info.client_overhead = Some(crate::overhead::OverheadMonitor::start().finish(7, None));
+        let v: serde_json::Value = serde_json::from_str(&json::render(&summary(), &info)).unwrap();
+        let o = &v["client_overhead"];
+        assert_eq!(o["requests"], 7);
+        assert!(o["cpu_time_s"].as_f64().unwrap() >= 0.0, "{o}");
+        assert!(o["record_complete_lag"].is_null());
+        assert!(o["warnings"].is_array());
+    }
+
+    #[test]
     fn summary_csv_has_aiperf_sections() {
         let text = csv::render(&summary());
         let lines: Vec<&str> = text.split("\r\n").collect();
