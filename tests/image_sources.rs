@@ -4,32 +4,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::{read_jsonl, run_profile as profile, stderr_text as stderr};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
-
-fn profile(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("profile")
-        .args(args)
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .expect("run aiperf profile")
-}
-
-fn read_jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Synthetic vision args at `url`, `n` requests, images of `w` x `h`.
 fn args<'a>(url: &'a str, dir: &'a str, n: &'a str, w: &'a str, h: &'a str) -> Vec<&'a str> {

@@ -3,14 +3,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
-use common::MockChild;
+use common::{MockChild, read_json, read_jsonl, run_profile as profile, stderr_text as stderr_of};
 
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
 
 /// A mock server child process (killed on drop) and its base URL.
 struct Mock {
@@ -24,28 +21,6 @@ impl Mock {
         let url = format!("http://{}", child.addr);
         Mock { _child: child, url }
     }
-}
-
-fn profile(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("profile")
-        .args(args)
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .expect("run aiperf profile")
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn read_jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
-        .collect()
 }
 
 fn vision_args<'a>(url: &'a str, dir: &'a str) -> Vec<&'a str> {
@@ -74,10 +49,6 @@ fn vision_args<'a>(url: &'a str, dir: &'a str) -> Vec<&'a str> {
         "--artifact-dir",
         dir,
     ]
-}
-
-fn stderr_of(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

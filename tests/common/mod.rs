@@ -5,8 +5,46 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
+
+/// Runs `aiperf profile <args>` with the hub offline and waits for it.
+pub fn run_profile(args: &[&str]) -> Output {
+    let mut all = vec!["profile"];
+    all.extend_from_slice(args);
+    run_aiperf_in(Path::new("."), &all)
+}
+
+/// Runs `aiperf <args>` in `cwd` with the hub offline and waits for it.
+pub fn run_aiperf_in(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .expect("run aiperf")
+}
+
+/// The JSON lines of a file (none when it does not exist).
+pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
+        .collect()
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn stderr_text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
 
 /// A running `aiperf mock-server` child; killed when dropped.
 pub struct MockChild {
@@ -18,7 +56,7 @@ impl MockChild {
     /// Starts `aiperf mock-server --port 0 <args>` and reads its address from the first
     /// stdout line.
     pub fn spawn(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_aiperf"))
+        let mut child = Command::new(BIN)
             .args(["mock-server", "--port", "0"])
             .args(args)
             .stdout(Stdio::piped())
