@@ -3,9 +3,9 @@
 //! were, and how long a record took from its last chunk's arrival to being complete
 //! (metrics computed and its JSONL line written).
 //!
-//! CPU time comes from `/proc/self/task/*/schedstat` (nanoseconds, summed over live threads;
-//! the run's threads live for the whole run) with `/proc/self/stat` (clock ticks, exited
-//! threads included) as fallback. A background thread samples every `SAMPLE_INTERVAL` to find
+//! CPU time comes from `getrusage(RUSAGE_SELF)` (user + system, exited threads included, so it
+//! never goes backwards when a short-lived thread ends) with `/proc/self/stat` (clock ticks)
+//! as fallback. A background thread samples every `SAMPLE_INTERVAL` to find
 //! windows where the process used every core or the machine had no idle CPU left.
 
 use std::sync::Arc;
@@ -31,29 +31,33 @@ pub const RECORD_LAG_WARN_NS: f64 = 50e6;
 
 /// CPU time (user + system) of this process so far, in nanoseconds.
 pub fn process_cpu_ns() -> Option<u64> {
-    threads_cpu_ns().or_else(stat_cpu_ns)
+    rusage_cpu_ns().or_else(stat_cpu_ns)
 }
 
-/// Sum of the first field (time on CPU, ns) of every thread's schedstat.
-fn threads_cpu_ns() -> Option<u64> {
-    let mut total = 0u64;
-    let mut any = false;
-    for entry in std::fs::read_dir("/proc/self/task").ok()? {
-        let Ok(entry) = entry else { continue };
-        // A thread may exit between listing and reading; skip it.
-        let Ok(text) = std::fs::read_to_string(entry.path().join("schedstat")) else {
-            continue;
-        };
-        if let Some(ns) = text
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            total += ns;
-            any = true;
-        }
+/// User + system CPU time of the whole process, from `getrusage(RUSAGE_SELF)`.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn rusage_cpu_ns() -> Option<u64> {
+    // `struct rusage` on 64-bit Linux: ru_utime and ru_stime (each seconds + microseconds as
+    // 64-bit longs) followed by 14 longs we do not read.
+    #[repr(C)]
+    struct RUsage([i64; 18]);
+    unsafe extern "C" {
+        fn getrusage(who: std::ffi::c_int, usage: *mut RUsage) -> std::ffi::c_int;
     }
-    any.then_some(total)
+    const RUSAGE_SELF: std::ffi::c_int = 0;
+    let mut usage = RUsage([0; 18]);
+    // SAFETY: `usage` is a writable buffer of the size and layout the kernel fills.
+    if unsafe { getrusage(RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    let [user_s, user_us, sys_s, sys_us, ..] = usage.0;
+    let micros = (user_s + sys_s) * 1_000_000 + user_us + sys_us;
+    u64::try_from(micros).ok().map(|us| us * 1_000)
+}
+
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+fn rusage_cpu_ns() -> Option<u64> {
+    None
 }
 
 /// utime + stime from `/proc/self/stat`, assuming the usual 100 ticks per second.
