@@ -9,46 +9,9 @@ use std::time::{Duration, Instant};
 use aiperf::mock::fault::{Fault, FaultRates};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
+mod common;
 
-/// A mock server child process, killed on drop.
-struct Mock {
-    child: Child,
-    url: String,
-}
-
-impl Mock {
-    fn start(extra: &[&str]) -> Mock {
-        Self::start_on(0, extra)
-    }
-
-    fn start_on(port: u16, extra: &[&str]) -> Mock {
-        let mut child = Command::new(BIN)
-            .args(["mock-server", "--port", &port.to_string()])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start mock server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("read mock address");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Mock { child, url }
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{BIN, MockChild};
 
 fn base_args<'a>(url: &'a str, dir: &'a str, count: &'a str) -> Vec<&'a str> {
     vec![
@@ -150,7 +113,7 @@ impl Run {
 }
 
 fn run_against(mock_args: &[&str], extra: &[&str], count: &str) -> Run {
-    let mock = Mock::start(mock_args);
+    let mock = MockChild::spawn(mock_args);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     let mut args = base_args(&mock.url, dir.to_str().unwrap(), count);
@@ -422,7 +385,7 @@ fn wait_for_model_polls_until_the_server_is_up() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    let _mock = Mock::start_on(port, &["--fast"]);
+    let _mock = MockChild::spawn_on(port, &["--fast"]);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -461,7 +424,7 @@ fn wait_for_model_gives_up_with_exit_1_and_sends_nothing() {
 
 #[test]
 fn killing_the_server_mid_run_records_every_request() {
-    let mock = Mock::start(&["--ttft", "5", "--itl", "40"]);
+    let mock = MockChild::spawn(&["--ttft", "5", "--itl", "40"]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     let args = base_args(&mock.url, dir.to_str().unwrap(), "40");
@@ -587,7 +550,7 @@ fn start_profile(url: &str, dir: &Path, count: &str, extra: &[&str]) -> (Running
 #[test]
 fn sigint_once_lets_in_flight_finish_and_writes_a_partial_export() {
     // Each request takes ~0.5 s (10 tokens, 50 ms apart).
-    let mock = Mock::start(&["--ttft", "5", "--itl", "50"]);
+    let mock = MockChild::spawn(&["--ttft", "5", "--itl", "50"]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     let (run, lines) = start_profile(&mock.url, &dir, "1000", &[]);
@@ -620,7 +583,7 @@ fn sigint_once_lets_in_flight_finish_and_writes_a_partial_export() {
 #[test]
 fn sigint_past_the_grace_period_cancels_in_flight_as_499() {
     // Each request would take ~20 s.
-    let mock = Mock::start(&["--ttft", "5", "--itl", "2000"]);
+    let mock = MockChild::spawn(&["--ttft", "5", "--itl", "2000"]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     let (run, lines) = start_profile(&mock.url, &dir, "100", &["--interrupt-grace-period", "0.3"]);
@@ -648,7 +611,7 @@ fn sigint_past_the_grace_period_cancels_in_flight_as_499() {
 #[test]
 fn sigint_twice_exits_at_once_with_whole_lines() {
     // Each request takes ~3 s (10 tokens, 300 ms apart).
-    let mock = Mock::start(&["--ttft", "5", "--itl", "300"]);
+    let mock = MockChild::spawn(&["--ttft", "5", "--itl", "300"]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     // A long grace period: only the second Ctrl-C can end this quickly.
@@ -682,7 +645,7 @@ fn sigint_twice_exits_at_once_with_whole_lines() {
 
 #[test]
 fn secrets_never_reach_exports_logs_or_the_console() {
-    let mock = Mock::start(&["--fast"]);
+    let mock = MockChild::spawn(&["--fast"]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
     let mut args = base_args(&mock.url, dir.to_str().unwrap(), "4");
@@ -737,7 +700,7 @@ fn non_streamed_responses_under_faults() {
         ),
     ];
     for (flag, kind, message) in cases {
-        let mock = Mock::start(&["--ttft", "1", "--itl", "1", flag, "100"]);
+        let mock = MockChild::spawn(&["--ttft", "1", "--itl", "1", flag, "100"]);
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("run");
         let args: Vec<&str> = base_args(&mock.url, dir.to_str().unwrap(), "6")

@@ -3,48 +3,14 @@
 //! times come from the client's per-record JSONL. Tolerances hold on a loaded 2-core
 //! machine in a debug build; the tight pacing figures are in `benches/pacing.rs`.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
+mod common;
 
-/// A mock server child process, killed on drop.
-struct Mock {
-    child: Child,
-    url: String,
-}
-
-impl Mock {
-    fn start(extra: &[&str]) -> Mock {
-        let mut child = Command::new(BIN)
-            .args(["mock-server", "--port", "0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start mock server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("read mock address");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Mock { child, url }
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{BIN, MockChild};
 
 struct Run {
     out: Output,
@@ -146,7 +112,7 @@ fn mean_var(x: &[f64]) -> (f64, f64) {
 
 #[test]
 fn poisson_arrivals_pass_a_ks_test_against_the_exponential() {
-    let mock = Mock::start(&["--fast"]);
+    let mock = MockChild::spawn(&["--fast"]);
     let dir = tempfile::tempdir().unwrap();
     let rate = 100.0;
     let run = profile(
@@ -178,7 +144,7 @@ fn poisson_arrivals_pass_a_ks_test_against_the_exponential() {
 
 #[test]
 fn constant_rate_is_even_and_on_target() {
-    let mock = Mock::start(&["--fast"]);
+    let mock = MockChild::spawn(&["--fast"]);
     let dir = tempfile::tempdir().unwrap();
     let run = profile(
         &mock.url,
@@ -228,7 +194,7 @@ fn constant_rate_is_even_and_on_target() {
 
 #[test]
 fn gamma_gap_variance_follows_the_shape() {
-    let mock = Mock::start(&["--fast"]);
+    let mock = MockChild::spawn(&["--fast"]);
     for (shape, lo, hi) in [("4", 0.15, 0.40), ("0.25", 2.0, 7.0)] {
         let dir = tempfile::tempdir().unwrap();
         let run = profile(
@@ -263,7 +229,7 @@ fn gamma_gap_variance_follows_the_shape() {
 /// Requests of ~0.7 s (TTFT 70 ms, then 9 gaps of 70 ms), two in flight, 1 s duration:
 /// two start at 0, two at ~0.7 s, none after 1 s.
 fn duration_run(grace: &str) -> Run {
-    let mock = Mock::start(&["--ttft", "70", "--itl", "70"]);
+    let mock = MockChild::spawn(&["--ttft", "70", "--itl", "70"]);
     let dir = tempfile::tempdir().unwrap();
     profile_osl(
         &mock.url,
@@ -309,7 +275,7 @@ fn duration_stops_issuing_and_the_grace_period_counts() {
 
 #[test]
 fn warmup_records_are_kept_out_of_the_metrics() {
-    let mock = Mock::start(&["--fast"]);
+    let mock = MockChild::spawn(&["--fast"]);
     let dir = tempfile::tempdir().unwrap();
     let run = profile(
         &mock.url,
@@ -361,7 +327,7 @@ fn warmup_records_are_kept_out_of_the_metrics() {
 
 #[test]
 fn a_fixed_schedule_replays_the_timestamps() {
-    let mock = Mock::start(&["--fast"]);
+    let mock = MockChild::spawn(&["--fast"]);
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("trace.jsonl");
     let stamps = [1000u64, 1050, 1120, 1300, 1310, 1600, 1900];
@@ -434,7 +400,7 @@ fn a_fixed_schedule_replays_the_timestamps() {
 #[test]
 fn a_share_of_requests_is_cancelled_with_code_499() {
     // Requests of ~0.4 s; 30% cancelled 0.1 s after they were sent.
-    let mock = Mock::start(&["--ttft", "40", "--itl", "40"]);
+    let mock = MockChild::spawn(&["--ttft", "40", "--itl", "40"]);
     let dir = tempfile::tempdir().unwrap();
     let run = profile_osl(
         &mock.url,

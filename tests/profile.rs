@@ -9,20 +9,6 @@ use common::{MockChild, read_json, read_jsonl, run_profile as profile, stderr_te
 
 use serde_json::Value;
 
-/// A mock server child process (killed on drop) and its base URL.
-struct Mock {
-    _child: MockChild,
-    url: String,
-}
-
-impl Mock {
-    fn start(extra: &[&str]) -> Mock {
-        let child = MockChild::spawn(extra);
-        let url = format!("http://{}", child.addr);
-        Mock { _child: child, url }
-    }
-}
-
 fn vision_args<'a>(url: &'a str, dir: &'a str) -> Vec<&'a str> {
     vec![
         "--model",
@@ -55,7 +41,7 @@ fn vision_args<'a>(url: &'a str, dir: &'a str) -> Vec<&'a str> {
 fn vision_profile_against_the_mock_matches_the_server() {
     let tmp = tempfile::tempdir().unwrap();
     let record_file = tmp.path().join("server.jsonl");
-    let mock = Mock::start(&[
+    let mock = MockChild::spawn(&[
         "--ttft",
         "20",
         "--itl",
@@ -168,7 +154,7 @@ fn vision_profile_against_the_mock_matches_the_server() {
 
 #[test]
 fn same_seed_gives_identical_inputs() {
-    let mock = Mock::start(&["--fast"]);
+    let mock = MockChild::spawn(&["--fast"]);
     let tmp = tempfile::tempdir().unwrap();
     let mut inputs = Vec::new();
     for run in ["a", "b", "c"] {
@@ -186,7 +172,7 @@ fn same_seed_gives_identical_inputs() {
 
 #[test]
 fn a_server_that_rejects_everything_still_gets_a_summary() {
-    let mock = Mock::start(&["--fast"]);
+    let mock = MockChild::spawn(&["--fast"]);
     let tmp = tempfile::tempdir().unwrap();
     let dir: PathBuf = tmp.path().join("run");
     let out = profile(&[

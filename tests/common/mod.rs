@@ -50,33 +50,41 @@ pub fn stderr_text(o: &Output) -> String {
 pub struct MockChild {
     child: Option<Child>,
     pub addr: SocketAddr,
+    /// `http://<addr>`, for `--url`.
+    pub url: String,
 }
 
 impl MockChild {
     /// Starts `aiperf mock-server --port 0 <args>` and reads its address from the first
     /// stdout line.
     pub fn spawn(args: &[&str]) -> Self {
+        Self::spawn_on(0, args)
+    }
+
+    /// Like `spawn`, on a given port.
+    pub fn spawn_on(port: u16, args: &[&str]) -> Self {
         let mut child = Command::new(BIN)
-            .args(["mock-server", "--port", "0"])
+            .args(["mock-server", "--port", &port.to_string()])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::null())
             .spawn()
             .expect("spawn aiperf mock-server");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .expect("read first stdout line");
-        let mut guard = MockChild {
-            child: Some(child),
-            addr: "0.0.0.0:0".parse().unwrap(),
-        };
-        let url = line
+        let addr: SocketAddr = line
             .trim_end()
             .strip_prefix("aiperf mock-server listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-        guard.addr = url.parse().expect("socket address");
-        guard
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .parse()
+            .expect("socket address");
+        MockChild {
+            child: Some(child),
+            addr,
+            url: format!("http://{addr}"),
+        }
     }
 
     /// Sends SIGTERM and waits for a clean exit (the graceful path that flushes records).
