@@ -22,6 +22,7 @@ fn options(entries: usize, isl: f64, image_batch: usize, size: f64) -> Synthetic
         image_format: ImageFormat::Png,
         image_batch_size: image_batch,
         seed: Some(1),
+        turns: Default::default(),
     }
 }
 

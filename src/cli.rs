@@ -306,6 +306,54 @@ pub struct ProfileArgs {
     /// cancelled (0: at once).
     #[arg(long, default_value_t = 0.0, help_heading = "Request Cancellation")]
     pub request_cancellation_delay: f64,
+
+    // ----- Conversation Input (multi-turn sessions) -----
+    /// Conversations (sessions) to send; every turn of each is sent. Also a stop condition:
+    /// profiling ends when this many sessions have finished.
+    #[arg(long = "conversation-num", visible_aliases = ["num-conversations", "num-sessions"], help_heading = "Conversation Input")]
+    pub conversation_num: Option<u64>,
+
+    /// Mean number of turns per synthetic conversation (normal distribution, at least 1).
+    #[arg(long = "conversation-turn-mean", visible_aliases = ["session-turns-mean"], default_value_t = 1, help_heading = "Conversation Input")]
+    pub conversation_turn_mean: u64,
+
+    /// Standard deviation of the number of turns per synthetic conversation.
+    #[arg(long = "conversation-turn-stddev", visible_aliases = ["session-turns-stddev"], default_value_t = 0.0, help_heading = "Conversation Input")]
+    pub conversation_turn_stddev: f64,
+
+    /// Mean think time in ms before each later turn, counted from the previous reply.
+    #[arg(long = "conversation-turn-delay-mean", visible_aliases = ["session-turn-delay-mean"], default_value_t = 0.0, help_heading = "Conversation Input")]
+    pub conversation_turn_delay_mean: f64,
+
+    /// Standard deviation of the think time in ms.
+    #[arg(long = "conversation-turn-delay-stddev", visible_aliases = ["session-turn-delay-stddev"], default_value_t = 0.0, help_heading = "Conversation Input")]
+    pub conversation_turn_delay_stddev: f64,
+
+    /// Multiplies every sampled think time (0.5 halves them).
+    #[arg(long = "conversation-turn-delay-ratio", visible_aliases = ["session-delay-ratio"], default_value_t = 1.0, help_heading = "Conversation Input")]
+    pub conversation_turn_delay_ratio: f64,
+
+    // ----- Warmup (more) -----
+    /// Warm up with this many conversations (multi-turn) instead of a request count.
+    #[arg(long, help_heading = "Warmup")]
+    pub num_warmup_sessions: Option<u64>,
+
+    /// Seconds warmup requests still in flight after --warmup-duration may take before they
+    /// are cancelled. Default: wait for all.
+    #[arg(long, help_heading = "Warmup")]
+    pub warmup_grace_period: Option<f64>,
+
+    /// Concurrency during warmup. Default: --concurrency.
+    #[arg(long, help_heading = "Warmup")]
+    pub warmup_concurrency: Option<u64>,
+
+    /// Request rate during warmup. Default: --request-rate.
+    #[arg(long, help_heading = "Warmup")]
+    pub warmup_request_rate: Option<f64>,
+
+    /// Arrival pattern during warmup. Default: --request-rate-mode.
+    #[arg(long, value_enum, help_heading = "Warmup")]
+    pub warmup_arrival_pattern: Option<ArrivalMode>,
 }
 
 /// `--request-rate-mode` values.

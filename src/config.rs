@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 
 use crate::cli::{ArrivalMode, EndpointType, ProfileArgs, UiType};
 use crate::dataset::InputOptions;
-use crate::dataset::SyntheticOptions;
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::{ImageSampling, ImageSource};
+use crate::dataset::{SyntheticOptions, TurnOptions};
 use crate::load::schedule::ArrivalPattern;
 use crate::load::{Cancellation, ScheduleWindow};
 
@@ -80,15 +80,32 @@ pub struct LoadOptions {
     pub grace: Option<Duration>,
     pub warmup_duration: Option<Duration>,
     pub cancellation: Option<Cancellation>,
+    /// `--conversation-num`: profiling stops after this many conversations.
+    pub sessions: Option<u64>,
+    /// Warmup settings that differ from profiling.
+    pub warmup: WarmupOptions,
+}
+
+/// `--num-warmup-sessions`, `--warmup-grace-period` and the warmup's own load settings
+/// (each falls back to the profiling value).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WarmupOptions {
+    pub sessions: Option<u64>,
+    /// After `--warmup-duration`: how long warmup requests in flight may finish; `None`
+    /// waits for all.
+    pub grace: Option<Duration>,
+    pub concurrency: Option<u64>,
+    /// The warmup's request rate and arrival pattern.
+    pub rate: Option<(f64, ArrivalPattern)>,
 }
 
 impl LoadOptions {
     /// The profiling phase's request limit: none when only the duration limits it.
     pub fn count_limit(&self, request_count: u64) -> Option<u64> {
-        match (self.request_count_given, self.duration) {
-            (Some(n), _) => Some(n),
-            (None, Some(_)) => None,
-            (None, None) => Some(request_count),
+        match (self.request_count_given, self.duration, self.sessions) {
+            (Some(n), _, _) => Some(n),
+            (None, None, None) => Some(request_count),
+            (None, _, _) => None,
         }
     }
 }
@@ -148,8 +165,14 @@ impl ProfileConfig {
                 }
                 None => 10_000,
             },
-            (None, None) => (concurrency * 2).max(10),
+            // Sessions ≤ sends: enough ids and order for every conversation's first turn;
+            // the run replaces it with the exact number of turns once the plan is drawn.
+            (None, None) => match load.sessions {
+                Some(n) => n,
+                None => (concurrency * 2).max(10),
+            },
         };
+        let turns = check_turns(a)?;
 
         if a.isl_mean == 0 {
             return Err(bad(
@@ -225,7 +248,8 @@ impl ProfileConfig {
 
         // Only as many entries as can ever be sent are built: the rest would never leave
         // the client, and building them would only delay the first request.
-        let total_requests = request_count + a.warmup_request_count;
+        let total_requests =
+            request_count + a.warmup_request_count + load.warmup.sessions.unwrap_or(0);
         let num_entries = a.num_dataset_entries.min(total_requests as usize).max(1);
 
         let synthetic = SyntheticOptions {
@@ -241,6 +265,7 @@ impl ProfileConfig {
             image_format: a.image_format,
             image_batch_size: if images_on { a.image_batch_size } else { 0 },
             seed: Some(random_seed),
+            turns,
         };
 
         let artifact_dir = match &a.artifact_dir {
@@ -624,6 +649,22 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
             })
         }
     };
+    if a.conversation_num == Some(0) {
+        return Err(bad(
+            "--conversation-num: 0 is not allowed; give 1 or more conversations",
+        ));
+    }
+    if fixed_schedule && a.conversation_num.is_some() {
+        return Err(bad(format!(
+            "--conversation-num cannot be used with {why}: the schedule sends every conversation in its window"
+        )));
+    }
+    let warmup = check_warmup(a, rate.map(|r| (r, pattern)))?;
+    if fixed_schedule && warmup != WarmupOptions::default() {
+        return Err(bad(format!(
+            "--num-warmup-sessions/--warmup-*: cannot be used with {why}: a replayed trace has no warmup"
+        )));
+    }
     Ok(LoadOptions {
         rate: rate.map(|r| (r, pattern)),
         concurrency_given: a.concurrency.is_some(),
@@ -634,7 +675,110 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
         grace,
         warmup_duration,
         cancellation,
+        sessions: a.conversation_num,
+        warmup,
     })
+}
+
+/// The warmup's own stop condition, grace period and load settings.
+fn check_warmup(
+    a: &ProfileArgs,
+    rate: Option<(f64, ArrivalPattern)>,
+) -> Result<WarmupOptions, ConfigError> {
+    if a.num_warmup_sessions == Some(0) {
+        return Err(bad(
+            "--num-warmup-sessions: 0 is not allowed; give 1 or more, or drop it for no warmup",
+        ));
+    }
+    if a.num_warmup_sessions.is_some() && a.warmup_request_count > 0 {
+        return Err(bad(
+            "--num-warmup-sessions and --warmup-request-count both end the warmup; give one",
+        ));
+    }
+    let grace = match a.warmup_grace_period {
+        None => None,
+        Some(g) if g == f64::INFINITY => None,
+        Some(g) if g.is_finite() && g >= 0.0 => Some(Duration::from_secs_f64(g)),
+        Some(g) => {
+            return Err(bad(format!(
+                "--warmup-grace-period: {g} is not allowed; give seconds >= 0 or inf"
+            )));
+        }
+    };
+    if a.warmup_concurrency == Some(0) {
+        return Err(bad(
+            "--warmup-concurrency: 0 is not allowed; give 1 or more requests in flight",
+        ));
+    }
+    let warmup_rate = match a.warmup_request_rate {
+        Some(r) if !(r.is_finite() && r > 0.0) => {
+            return Err(bad(format!(
+                "--warmup-request-rate: {r} is not allowed; give requests per second > 0"
+            )));
+        }
+        given => given.or(rate.map(|(r, _)| r)),
+    };
+    let pattern = match a.warmup_arrival_pattern {
+        Some(ArrivalMode::Constant) => Some(ArrivalPattern::Constant),
+        Some(ArrivalMode::Poisson) => Some(ArrivalPattern::Poisson),
+        Some(ArrivalMode::Gamma) => Some(ArrivalPattern::Gamma {
+            shape: a.arrival_smoothness.unwrap_or(1.0),
+        }),
+        None => None,
+    };
+    if pattern.is_some() && warmup_rate.is_none() {
+        return Err(bad(
+            "--warmup-arrival-pattern needs a rate: give --warmup-request-rate or --request-rate",
+        ));
+    }
+    Ok(WarmupOptions {
+        sessions: a.num_warmup_sessions,
+        grace,
+        concurrency: a.warmup_concurrency,
+        rate: warmup_rate.map(|r| {
+            let main = rate.map(|(_, p)| p).unwrap_or(ArrivalPattern::Poisson);
+            (r, pattern.unwrap_or(main))
+        }),
+    })
+}
+
+/// `--conversation-turn-*`: the shape of synthetic conversations.
+fn check_turns(a: &ProfileArgs) -> Result<TurnOptions, ConfigError> {
+    if a.conversation_turn_mean == 0 {
+        return Err(bad(
+            "--conversation-turn-mean: 0 is not allowed; give 1 or more turns per conversation",
+        ));
+    }
+    check_stddev("--conversation-turn-stddev", a.conversation_turn_stddev)?;
+    let delay = a.conversation_turn_delay_mean;
+    if !(delay.is_finite() && delay >= 0.0) {
+        return Err(bad(format!(
+            "--conversation-turn-delay-mean: {delay} is not allowed; give milliseconds >= 0"
+        )));
+    }
+    check_stddev(
+        "--conversation-turn-delay-stddev",
+        a.conversation_turn_delay_stddev,
+    )?;
+    let ratio = a.conversation_turn_delay_ratio;
+    if !(ratio.is_finite() && ratio > 0.0) {
+        return Err(bad(format!(
+            "--conversation-turn-delay-ratio: {ratio} is not allowed; give a multiplier > 0 (1 keeps the delays)"
+        )));
+    }
+    let turns = TurnOptions {
+        mean: a.conversation_turn_mean,
+        stddev: a.conversation_turn_stddev,
+        delay_mean_ms: delay,
+        delay_stddev_ms: a.conversation_turn_delay_stddev,
+        delay_ratio: ratio,
+    };
+    if a.input_file.is_some() && turns != TurnOptions::default() {
+        return Err(bad(
+            "--conversation-turn-*: these shape synthetic conversations; with --input-file the file's sessions give the turns and their \"delay\"",
+        ));
+    }
+    Ok(turns)
 }
 
 fn check_stddev(flag: &str, v: f64) -> Result<(), ConfigError> {
@@ -996,6 +1140,106 @@ mod tests {
             (
                 &["--request-cancellation-rate", "0"],
                 "--request-cancellation-rate",
+            ),
+        ];
+        for (args, flag) in cases {
+            let e = parse(args).unwrap_err().to_string();
+            assert!(e.starts_with(flag), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn conversation_and_warmup_flags() {
+        // AIPerf's aliases reach the same fields.
+        let c = parse(&[
+            "--num-sessions",
+            "6",
+            "--session-turns-mean",
+            "3",
+            "--session-turns-stddev",
+            "1",
+            "--session-turn-delay-mean",
+            "200",
+            "--session-turn-delay-stddev",
+            "50",
+            "--session-delay-ratio",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(c.load.sessions, Some(6));
+        assert_eq!(
+            c.synthetic.turns,
+            TurnOptions {
+                mean: 3,
+                stddev: 1.0,
+                delay_mean_ms: 200.0,
+                delay_stddev_ms: 50.0,
+                delay_ratio: 0.5,
+            }
+        );
+        // Counted in conversations: no request limit unless one is given.
+        assert_eq!(c.load.count_limit(c.request_count), None);
+        assert_eq!(c.synthetic.num_entries, 6);
+        let c = parse(&["--conversation-num", "6", "--request-count", "4"]).unwrap();
+        assert_eq!(c.load.count_limit(c.request_count), Some(4));
+
+        let c = parse(&[
+            "--concurrency",
+            "4",
+            "--request-rate",
+            "10",
+            "--num-warmup-sessions",
+            "2",
+            "--warmup-grace-period",
+            "1.5",
+            "--warmup-concurrency",
+            "1",
+            "--warmup-arrival-pattern",
+            "constant",
+        ])
+        .unwrap();
+        let w = &c.load.warmup;
+        assert_eq!(w.sessions, Some(2));
+        assert_eq!(w.grace, Some(Duration::from_millis(1500)));
+        assert_eq!(w.concurrency, Some(1));
+        // The warmup keeps the profiling rate but takes its own arrival pattern.
+        assert_eq!(w.rate, Some((10.0, ArrivalPattern::Constant)));
+        let w = parse(&["--warmup-request-rate", "5"]).unwrap().load.warmup;
+        assert_eq!(w.rate, Some((5.0, ArrivalPattern::Poisson)));
+        assert_eq!(parse(&[]).unwrap().load.warmup, WarmupOptions::default());
+
+        let cases: &[(&[&str], &str)] = &[
+            (&["--conversation-num", "0"], "--conversation-num"),
+            (
+                &["--conversation-turn-mean", "0"],
+                "--conversation-turn-mean",
+            ),
+            (
+                &["--conversation-turn-stddev=-1"],
+                "--conversation-turn-stddev",
+            ),
+            (
+                &["--conversation-turn-delay-mean=-5"],
+                "--conversation-turn-delay-mean",
+            ),
+            (
+                &["--conversation-turn-delay-ratio", "0"],
+                "--conversation-turn-delay-ratio",
+            ),
+            (
+                &["--num-warmup-sessions", "2", "--warmup-request-count", "2"],
+                "--num-warmup-sessions",
+            ),
+            (&["--warmup-concurrency", "0"], "--warmup-concurrency"),
+            (&["--warmup-request-rate", "0"], "--warmup-request-rate"),
+            (
+                &["--warmup-arrival-pattern", "constant"],
+                "--warmup-arrival-pattern",
+            ),
+            (&["--warmup-grace-period=-1"], "--warmup-grace-period"),
+            (
+                &["--input-file", "x.jsonl", "--conversation-turn-mean", "3"],
+                "--conversation-turn-",
             ),
         ];
         for (args, flag) in cases {

@@ -103,9 +103,24 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     };
     let conversations =
         endpoint::prepare_dataset(cfg.endpoint_type, dataset, &body_opts).map_err(ConfigError)?;
-    let total_sends = cfg.warmup_request_count + cfg.request_count;
+    let warmup_sessions = cfg.load.warmup.sessions.unwrap_or(0);
+    let total_sends = cfg.warmup_request_count + warmup_sessions + cfg.request_count;
     let mut plan =
         SendPlan::from_conversations(conversations, sampling, total_sends, cfg.random_seed);
+    // Counted in conversations: the requests are every turn of the conversations drawn.
+    if let Some(n) = cfg.load.sessions
+        && cfg.load.request_count_given.is_none()
+    {
+        cfg.request_count = plan.turns_of_sessions(warmup_sessions, n);
+        info!(
+            "Multi-turn: {n} conversations, {} requests",
+            cfg.request_count
+        );
+    }
+    let warmup_requests = match cfg.load.warmup.sessions {
+        Some(n) => plan.turns_of_sessions(0, n),
+        None => cfg.warmup_request_count,
+    };
     let schedule = if cfg.load.fixed_schedule {
         if !plan.has_timestamps() {
             return Err(ConfigError(
@@ -208,7 +223,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     .context("cannot create profile_export.jsonl")?;
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let warmup_bar = ui::phase_bar(cfg.ui, "Warmup", cfg.warmup_request_count);
+    let warmup_bar = ui::phase_bar(cfg.ui, "Warmup", warmup_requests);
     let profile_bar = ui::phase_bar(cfg.ui, "Profiling", cfg.request_count);
     let (wb, pb) = (warmup_bar.clone(), profile_bar.clone());
     let mut watch = FailureWatch::new(
@@ -278,20 +293,32 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     };
     let overhead = crate::overhead::OverheadMonitor::start();
     let mut sent = 0;
-    if cfg.warmup_request_count > 0 || cfg.load.warmup_duration.is_some() {
-        match cfg.load.warmup_duration {
-            Some(d) => info!("Warming up for {:.1} s", d.as_secs_f64()),
-            None => info!("Warming up: {} requests", cfg.warmup_request_count),
+    let w = &cfg.load.warmup;
+    if cfg.warmup_request_count > 0 || cfg.load.warmup_duration.is_some() || w.sessions.is_some() {
+        match (cfg.load.warmup_duration, w.sessions) {
+            (Some(d), _) => info!("Warming up for {:.1} s", d.as_secs_f64()),
+            (None, Some(n)) => info!("Warming up: {n} conversations ({warmup_requests} requests)"),
+            (None, None) => info!("Warming up: {} requests", cfg.warmup_request_count),
         }
+        // The warmup's own rate and concurrency, each falling back to the profiling one.
+        let warmup_pacing = match (w.rate, &pacing) {
+            (Some((rate, pattern)), _) => load::Pacing::Rate { rate, pattern },
+            (None, p) => p.clone(),
+        };
+        let warmup_cap = match warmup_pacing {
+            load::Pacing::ClosedLoop => Some(w.concurrency.unwrap_or(cfg.concurrency)),
+            _ => w.concurrency.or(cap),
+        };
         let warmup = load::PhaseSpec {
             phase: Phase::Warmup,
             first_send: 0,
             count: (cfg.warmup_request_count > 0).then_some(cfg.warmup_request_count),
+            sessions: w.sessions,
             duration: cfg.load.warmup_duration,
-            // Warmup requests in flight are always waited for: none is cut.
-            grace: None,
-            concurrency: cap,
-            pacing: pacing.clone(),
+            // Without --warmup-grace-period, warmup requests in flight are waited for.
+            grace: w.grace,
+            concurrency: warmup_cap,
+            pacing: warmup_pacing,
             cancellation: cfg.load.cancellation,
             seed: cfg.random_seed ^ 0x3a7e_0001,
         };
@@ -309,11 +336,19 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             ),
             load::Pacing::Fixed { .. } => "on the input file's fixed schedule".to_string(),
         };
-        let limit = match (cfg.load.count_limit(cfg.request_count), cfg.load.duration) {
-            (Some(n), Some(d)) => format!("{n} requests or {:.1} s", d.as_secs_f64()),
-            (Some(n), None) => format!("{n} requests"),
-            (None, Some(d)) => format!("{:.1} s", d.as_secs_f64()),
-            (None, None) => "no limit".to_string(),
+        let mut limits = Vec::new();
+        if let Some(n) = cfg.load.count_limit(cfg.request_count) {
+            limits.push(format!("{n} requests"));
+        }
+        if let Some(n) = cfg.load.sessions {
+            limits.push(format!("{n} conversations"));
+        }
+        if let Some(d) = cfg.load.duration {
+            limits.push(format!("{:.1} s", d.as_secs_f64()));
+        }
+        let limit = match limits.is_empty() {
+            true => "no limit".to_string(),
+            false => limits.join(" or "),
         };
         info!(
             "Profiling: {limit} {how} against {}",
@@ -324,6 +359,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         phase: Phase::Profiling,
         first_send: sent,
         count: cfg.load.count_limit(cfg.request_count),
+        sessions: cfg.load.sessions,
         duration: cfg.load.duration,
         grace: cfg.load.grace,
         concurrency: cap,
@@ -491,7 +527,7 @@ impl RunControl {
                     grace.as_secs_f64()
                 );
             }
-            ctx.client.cancel_in_flight();
+            ctx.client.cancel_all();
         });
         true
     }
@@ -654,7 +690,7 @@ async fn watch_ctrl_c(control: Arc<RunControl>) {
         );
     } else {
         // Already stopping for another reason: the user wants out now.
-        control.ctx.client.cancel_in_flight();
+        control.ctx.client.cancel_all();
     }
     if tokio::signal::ctrl_c().await.is_ok() {
         let _ = std::io::stderr().write_all(b"Interrupted twice: exiting now\n");
@@ -725,6 +761,15 @@ fn input_config_json(cfg: &ProfileConfig) -> Value {
                 "batch_size": s.image_batch_size,
                 "format": format!("{:?}", s.image_format).to_lowercase(),
             },
+            "conversation": {
+                "num": cfg.load.sessions,
+                "turn": {"mean": s.turns.mean, "stddev": s.turns.stddev},
+                "turn_delay": {
+                    "mean": s.turns.delay_mean_ms,
+                    "stddev": s.turns.delay_stddev_ms,
+                    "ratio": s.turns.delay_ratio,
+                },
+            },
         },
         "tokenizer": {"name": cfg.tokenizer, "revision": cfg.tokenizer_revision},
         "loadgen": {
@@ -737,6 +782,10 @@ fn input_config_json(cfg: &ProfileConfig) -> Value {
             "benchmark_duration": cfg.load.duration.map(|d| d.as_secs_f64()),
             "benchmark_grace_period": cfg.load.grace.map(|d| d.as_secs_f64()),
             "warmup_duration": cfg.load.warmup_duration.map(|d| d.as_secs_f64()),
+            "num_warmup_sessions": cfg.load.warmup.sessions,
+            "warmup_grace_period": cfg.load.warmup.grace.map(|d| d.as_secs_f64()),
+            "warmup_concurrency": cfg.load.warmup.concurrency,
+            "warmup_request_rate": cfg.load.warmup.rate.map(|(r, _)| r),
             "request_cancellation_rate": cfg.load.cancellation.map(|c| c.share * 100.0),
             "request_cancellation_delay": cfg.load.cancellation.map(|c| c.delay.as_secs_f64()),
         },

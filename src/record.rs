@@ -29,6 +29,9 @@ pub struct RequestInput {
     pub turn_index: u32,
     /// Client-side token count of the prompt text (text parts only; images excluded).
     pub input_tokens: Option<u64>,
+    /// For later turns of a conversation, whose history holds replies only known now: the
+    /// texts sent, joined by spaces; the collector counts their tokens.
+    pub history_text: Option<String>,
     /// Number of image parts in the payload.
     pub num_images: u32,
     /// `max_completion_tokens` (or `max_tokens`) that was asked for, if any.

@@ -464,6 +464,14 @@ fn bad_load_flags_exit_2_naming_the_flag() {
             "--request-cancellation-rate",
         ),
         (&["--fixed-schedule"], "--fixed-schedule"),
+        (
+            &["--conversation-turn-mean", "0"],
+            "--conversation-turn-mean",
+        ),
+        (
+            &["--num-warmup-sessions", "1", "--warmup-request-count", "1"],
+            "--num-warmup-sessions",
+        ),
     ];
     for (args, flag) in cases {
         let out = Command::new(BIN)

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -259,7 +260,7 @@ impl Loader<'_> {
                 role: None,
                 extra: object_field(at, &obj, "", "extra")?,
                 timestamp_ms: u64_field(at, &obj, "", "timestamp")?,
-                delay_ms: u64_field(at, &obj, "", "delay")?,
+                delay: u64_field(at, &obj, "", "delay")?.map(Duration::from_millis),
             };
             // Rows of one session are the turns of one conversation, in file order.
             match str_field(at, &obj, "", "session_id")? {
@@ -385,7 +386,7 @@ impl Loader<'_> {
             role: str_field(at, obj, prefix, "role")?,
             extra: object_field(at, obj, prefix, "extra")?,
             timestamp_ms: timestamp,
-            delay_ms: delay,
+            delay: delay.map(Duration::from_millis),
         })
     }
 

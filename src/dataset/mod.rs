@@ -45,6 +45,41 @@ pub struct SyntheticOptions {
     pub image_batch_size: usize,
     /// None = from entropy.
     pub seed: Option<u64>,
+    /// Turns per conversation and think time (multi-turn); the default is one turn.
+    pub turns: TurnOptions,
+}
+
+/// The shape of synthetic conversations: `--conversation-turn-*` and
+/// `--conversation-turn-delay-*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOptions {
+    /// Turns per conversation ~ Normal(mean, stddev), rounded, at least 1.
+    pub mean: u64,
+    pub stddev: f64,
+    /// Think time before each later turn ~ Normal(mean, stddev) ms, rounded, at least 1 ms,
+    /// times `delay_ratio`; no delay when the mean is 0.
+    pub delay_mean_ms: f64,
+    pub delay_stddev_ms: f64,
+    pub delay_ratio: f64,
+}
+
+impl Default for TurnOptions {
+    fn default() -> Self {
+        TurnOptions {
+            mean: 1,
+            stddev: 0.0,
+            delay_mean_ms: 0.0,
+            delay_stddev_ms: 0.0,
+            delay_ratio: 1.0,
+        }
+    }
+}
+
+impl TurnOptions {
+    /// True when conversations can have more than one turn.
+    pub fn is_multi_turn(&self) -> bool {
+        self.mean > 1 || self.stddev > 0.0
+    }
 }
 
 impl SyntheticOptions {
@@ -80,8 +115,8 @@ pub struct Entry {
     pub extra: serde_json::Map<String, serde_json::Value>,
     /// A trace's send time in ms from the start of the trace (kept; sent closed-loop for now).
     pub timestamp_ms: Option<u64>,
-    /// Wait in ms before this turn is sent (after the previous turn's reply).
-    pub delay_ms: Option<u64>,
+    /// Wait before this turn is sent, counted from the previous turn's reply.
+    pub delay: Option<std::time::Duration>,
 }
 
 impl Entry {
@@ -101,7 +136,7 @@ impl Entry {
             role: None,
             extra: serde_json::Map::new(),
             timestamp_ms: None,
-            delay_ms: None,
+            delay: None,
         }
     }
 }
@@ -188,18 +223,62 @@ pub fn build(
         return custom::load(&opts).map_err(BuildError::Input);
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let entries = build_synthetic_from(synthetic, inputs, tokenizer, threads)?;
+    // The turn counts decide how many entries to build, so the seed is fixed here.
+    let mut synthetic = synthetic.clone();
+    let master_seed = *synthetic.seed.get_or_insert_with(|| rand::rng().next_u64());
+    let shapes = plan_conversations(&synthetic, master_seed)?;
+    synthetic.num_entries = shapes.iter().map(|c| c.delays.len()).sum();
+    let mut entries = build_synthetic_from(&synthetic, inputs, tokenizer, threads)?.into_iter();
+    let conversations = shapes
+        .into_iter()
+        .map(|shape| Conversation {
+            session_id: None,
+            system: None,
+            turns: shape
+                .delays
+                .into_iter()
+                .map(|delay| Entry {
+                    delay,
+                    ..entries.next().expect("one entry per turn")
+                })
+                .collect(),
+        })
+        .collect();
     Ok(Dataset {
-        conversations: entries
-            .into_iter()
-            .map(|e| Conversation {
-                session_id: None,
-                system: None,
-                turns: vec![e],
-            })
-            .collect(),
+        conversations,
         sampling: DatasetSampling::Shuffle,
     })
+}
+
+/// One synthetic conversation's shape: per turn, the think time before it.
+struct ConversationShape {
+    delays: Vec<Option<std::time::Duration>>,
+}
+
+/// Draws each conversation's turn count and think times from their own streams, so a
+/// single-turn dataset is the same as without them.
+fn plan_conversations(
+    opts: &SyntheticOptions,
+    master_seed: u64,
+) -> Result<Vec<ConversationShape>, BuildError> {
+    let t = &opts.turns;
+    let turns = normal("turns per conversation", t.mean as f64, t.stddev)?;
+    let delay = normal("turn delay", t.delay_mean_ms, t.delay_stddev_ms)?;
+    Ok((0..opts.num_entries as u64)
+        .map(|i| {
+            let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_TURNS, i));
+            let n = sample_at_least_one(&turns, &mut rng) as usize;
+            let delays = (0..n)
+                .map(|turn| {
+                    (turn > 0 && t.delay_mean_ms > 0.0).then(|| {
+                        let ms = sample_at_least_one(&delay, &mut rng) as f64 * t.delay_ratio;
+                        std::time::Duration::from_secs_f64(ms / 1e3)
+                    })
+                })
+                .collect();
+            ConversationShape { delays }
+        })
+        .collect())
 }
 
 /// Builds every entry before the run. Deterministic (byte-identical) for a given seed.
@@ -313,6 +392,7 @@ struct ImagePlan {
 const STREAM_ENTRY: u64 = 1;
 const STREAM_IMAGE: u64 = 2;
 const STREAM_PHOTO: u64 = 3;
+const STREAM_TURNS: u64 = 4;
 
 /// Photos are picked here, in image order from one seeded stream, so the choice (and which
 /// files turn out undecodable) does not depend on the thread count.
@@ -464,6 +544,7 @@ mod tests {
             image_format: ImageFormat::Random,
             image_batch_size: 2,
             seed: Some(42),
+            turns: TurnOptions::default(),
         }
     }
 
@@ -638,5 +719,107 @@ mod tests {
         let squares = parallel_map(100, 4, |i| i * i);
         assert_eq!(squares, (0..100).map(|i| i * i).collect::<Vec<_>>());
         assert!(parallel_map(0, 4, |i| i).is_empty());
+    }
+
+    fn text_only(num_entries: usize, turns: TurnOptions) -> SyntheticOptions {
+        SyntheticOptions {
+            num_entries,
+            isl_stddev: 0.0,
+            image_batch_size: 0,
+            turns,
+            ..opts()
+        }
+    }
+
+    #[test]
+    fn one_turn_conversations_are_the_single_turn_entries() {
+        let t = Tokenizer::builtin().unwrap();
+        let o = opts();
+        let dataset = build(&o, &InputOptions::default(), &t).unwrap();
+        assert!(!dataset.is_multi_turn());
+        let firsts: Vec<Entry> = dataset
+            .conversations
+            .into_iter()
+            .map(|mut c| c.turns.remove(0))
+            .collect();
+        assert_eq!(
+            fingerprint(&firsts),
+            fingerprint(&build_synthetic(&o, &t).unwrap())
+        );
+    }
+
+    #[test]
+    fn conversations_get_their_turns_and_think_times() {
+        let t = Tokenizer::builtin().unwrap();
+        let turns = TurnOptions {
+            mean: 3,
+            delay_mean_ms: 40.0,
+            delay_ratio: 0.5,
+            ..TurnOptions::default()
+        };
+        let dataset = build(&text_only(5, turns), &InputOptions::default(), &t).unwrap();
+        assert!(dataset.is_multi_turn());
+        assert_eq!(dataset.conversations.len(), 5);
+        let mut texts = std::collections::HashSet::new();
+        for c in &dataset.conversations {
+            assert_eq!(c.turns.len(), 3);
+            // No wait before the first turn; 40 ms x 0.5 before the others.
+            let delays: Vec<_> = c.turns.iter().map(|e| e.delay).collect();
+            let d = Some(std::time::Duration::from_millis(20));
+            assert_eq!(delays, vec![None, d, d]);
+            for e in &c.turns {
+                assert_eq!(e.input_tokens, 120);
+                texts.insert(e.text.clone());
+            }
+        }
+        // Every turn is its own prompt.
+        assert_eq!(texts.len(), 15);
+    }
+
+    #[test]
+    fn turn_counts_and_delays_follow_their_normal_distributions() {
+        let t = Tokenizer::builtin().unwrap();
+        let turns = TurnOptions {
+            mean: 4,
+            stddev: 1.5,
+            delay_mean_ms: 100.0,
+            delay_stddev_ms: 20.0,
+            delay_ratio: 1.0,
+        };
+        let o = SyntheticOptions {
+            isl_mean: 5.0,
+            ..text_only(400, turns)
+        };
+        let dataset = build(&o, &InputOptions::default(), &t).unwrap();
+        let counts: Vec<f64> = dataset
+            .conversations
+            .iter()
+            .map(|c| c.turns.len() as f64)
+            .collect();
+        let mean = counts.iter().sum::<f64>() / counts.len() as f64;
+        let var = counts.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / counts.len() as f64;
+        assert!((mean - 4.0).abs() < 0.25, "mean {mean}");
+        assert!((var.sqrt() - 1.5).abs() < 0.3, "stddev {}", var.sqrt());
+        assert!(counts.iter().all(|&c| c >= 1.0));
+        let delays: Vec<f64> = dataset
+            .conversations
+            .iter()
+            .flat_map(|c| c.turns.iter().skip(1))
+            .map(|e| e.delay.expect("later turns wait").as_secs_f64() * 1e3)
+            .collect();
+        let mean = delays.iter().sum::<f64>() / delays.len() as f64;
+        assert!((mean - 100.0).abs() < 3.0, "delay mean {mean}");
+        // Whole milliseconds, as AIPerf samples them.
+        assert!(delays.iter().all(|d| (d - d.round()).abs() < 1e-6));
+
+        // The same seed gives the same conversations.
+        let again = build(&o, &InputOptions::default(), &t).unwrap();
+        let shape = |d: &Dataset| -> Vec<Vec<Option<std::time::Duration>>> {
+            d.conversations
+                .iter()
+                .map(|c| c.turns.iter().map(|e| e.delay).collect())
+                .collect()
+        };
+        assert_eq!(shape(&dataset), shape(&again));
     }
 }

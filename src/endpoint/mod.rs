@@ -91,10 +91,13 @@ pub struct PreparedTurn {
     pub tail: Bytes,
     /// Client-side tokens of this turn's own text.
     pub input_tokens: u64,
+    /// This turn's text parts joined by spaces: later turns count their prompt from the
+    /// texts of the whole history.
+    pub text: String,
     pub num_images: u32,
     pub requested_output_tokens: Option<u64>,
     /// Wait after the previous reply before this turn is sent.
-    pub delay_ms: Option<u64>,
+    pub delay: Option<std::time::Duration>,
 }
 
 /// The turns of a multi-turn conversation and how to splice them.
@@ -131,6 +134,18 @@ impl TurnScript {
         out.extend_from_slice(&turn.message);
         out.extend_from_slice(&turn.tail);
         Bytes::from(out)
+    }
+
+    /// Every text turn `k` sends (earlier turns, their replies, its own), joined by
+    /// spaces: what its input sequence length counts, as AIPerf counts a payload's texts.
+    pub fn history_text(&self, k: usize, replies: &[String]) -> String {
+        let mut parts: Vec<&str> = Vec::with_capacity(2 * k + 1);
+        for (t, reply) in self.turns[..k].iter().zip(replies) {
+            parts.extend([t.text.as_str(), reply.as_str()]);
+        }
+        parts.push(&self.turns[k].text);
+        parts.retain(|p| !p.is_empty());
+        parts.join(" ")
     }
 }
 
@@ -187,15 +202,22 @@ pub fn prepare_dataset(
                     b"]}".to_vec()
                 };
                 let (input_tokens, num_images) = (entry.input_tokens, entry.images.len() as u32);
-                let (requested_output_tokens, delay_ms) = (entry.max_output_tokens, entry.delay_ms);
+                let (requested_output_tokens, delay) = (entry.max_output_tokens, entry.delay);
+                let text = std::iter::once(&entry.text)
+                    .chain(&entry.extra_texts)
+                    .filter(|t| !t.is_empty())
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let message = serde_json::to_vec(&chat::message(&mut entry)).expect("serializes");
                 turns.push(PreparedTurn {
                     message: Bytes::from(message),
                     tail: Bytes::from(tail),
                     input_tokens,
+                    text,
                     num_images,
                     requested_output_tokens,
-                    delay_ms,
+                    delay,
                 });
             }
         }
@@ -343,7 +365,7 @@ mod tests {
             role: None,
             extra: Map::new(),
             timestamp_ms: None,
-            delay_ms: None,
+            delay: None,
         };
         e.extra.insert("temperature".into(), Value::from(0));
         e

@@ -138,6 +138,13 @@ impl SendPlan {
         self.entry_of_send(session)
     }
 
+    /// Requests that conversations `first..first + n` make: every turn of each.
+    pub fn turns_of_sessions(&self, first: u64, n: u64) -> u64 {
+        (first..first + n)
+            .map(|s| self.scripts[self.entry_of_session(s)].num_turns() as u64)
+            .sum()
+    }
+
     /// Takes the next conversation number (shared by all phases).
     pub fn next_session(&self) -> u64 {
         self.next_session.fetch_add(1, Ordering::Relaxed)
@@ -231,6 +238,7 @@ pub async fn run_closed_loop(
         phase,
         first_send,
         count: Some(count),
+        sessions: None,
         duration: None,
         grace: None,
         concurrency: Some(concurrency),

@@ -48,8 +48,10 @@ pub struct PhaseSpec {
     pub phase: Phase,
     /// Send number of the phase's first request (warmup sends come first).
     pub first_send: u64,
-    /// Most requests to send; `None` when only the duration limits the phase.
+    /// Most requests to send; `None` when only the duration or `sessions` limit the phase.
     pub count: Option<u64>,
+    /// Most conversations to start (every turn of each is sent); `None`: no such limit.
+    pub sessions: Option<u64>,
     /// Stop issuing this long after the phase starts.
     pub duration: Option<Duration>,
     /// After the duration: how long in-flight requests may still finish before they are
@@ -82,6 +84,8 @@ struct PhaseRun {
     records: UnboundedSender<RequestRecord>,
     /// Sends claimed so far in this phase.
     claimed: AtomicU64,
+    /// Conversations started (or refused at the limit) so far in this phase.
+    sessions_started: AtomicU64,
     /// No request is issued at or after this instant (duration mode).
     issue_until: Option<Instant>,
     /// Concurrency cap of the open loop (the closed loop's workers are its slots).
@@ -111,6 +115,7 @@ pub async fn run_phase(
         spec,
         records,
         claimed: AtomicU64::new(0),
+        sessions_started: AtomicU64::new(0),
         issue_until,
         slots,
         samples: Mutex::new(Vec::new()),
@@ -170,6 +175,18 @@ impl PhaseRun {
             return None;
         }
         Some(self.spec.first_send + i)
+    }
+
+    /// Starts a conversation: its session number and its first send number, unless the
+    /// phase is over or has started all of its sessions.
+    fn start_conversation(&self) -> Option<(u64, u64)> {
+        if let Some(max) = self.spec.sessions
+            && self.sessions_started.fetch_add(1, Ordering::SeqCst) >= max
+        {
+            return None;
+        }
+        let send = self.claim()?;
+        Some((self.ctx.plan.next_session(), send))
     }
 
     /// Whether send number `send` is one of the cancelled share: a fixed function of the
@@ -272,6 +289,7 @@ impl PhaseRun {
             conversation_id: plan.conversation_ids[entry].clone(),
             turn_index: 0,
             input_tokens: Some(first_req.input_tokens),
+            history_text: None,
             num_images: first_req.num_images,
             requested_output_tokens: first_req.requested_output_tokens,
             timing: first_timing,
@@ -289,7 +307,7 @@ impl PhaseRun {
         for turn in 1..script.num_turns() {
             let t = &script.turns[turn];
             // The think time counts from the reply; its end is this turn's scheduled time.
-            let due = Instant::now() + Duration::from_millis(t.delay_ms.unwrap_or(0));
+            let due = Instant::now() + t.delay.unwrap_or_default();
             timer::sleep_until(due).await;
             let Some(send) = self.claim() else {
                 return true;
@@ -299,9 +317,10 @@ impl PhaseRun {
                 session_num: session,
                 conversation_id: plan.conversation_ids[entry].clone(),
                 turn_index: turn as u32,
-                // The history holds the replies, which are only tokenized in the
-                // collector: the client cannot know this prompt's length here.
+                // The history holds replies: its tokens are counted in the collector,
+                // off the sending path.
                 input_tokens: None,
+                history_text: Some(script.history_text(turn, &replies)),
                 num_images: t.num_images,
                 requested_output_tokens: t.requested_output_tokens,
                 timing: SendTiming {
@@ -386,13 +405,13 @@ async fn run_closed_loop(run: Arc<PhaseRun>) {
         .concurrency
         .unwrap_or(1)
         .min(run.spec.count.unwrap_or(u64::MAX))
+        .min(run.spec.sessions.unwrap_or(u64::MAX))
         .max(1);
     let mut tasks = Vec::with_capacity(workers as usize);
     for _ in 0..workers {
         let run = run.clone();
         tasks.push(tokio::spawn(async move {
-            while let Some(send) = run.claim() {
-                let session = run.ctx.plan.next_session();
+            while let Some((session, send)) = run.start_conversation() {
                 let go_on = run
                     .clone()
                     .conversation(session, send, SendTiming::default(), None)
@@ -434,7 +453,7 @@ async fn run_open_loop(run: Arc<PhaseRun>) {
             let step = Instant::now() + Duration::from_millis(100);
             timer::sleep_until(due.min(step)).await;
         }
-        let Some(send) = run.claim() else {
+        let Some((session, send)) = run.start_conversation() else {
             break;
         };
         let behind = waited_until.is_some_and(|w| w > due);
@@ -446,7 +465,6 @@ async fn run_open_loop(run: Arc<PhaseRun>) {
             scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
             slot_wait_ns,
         };
-        let session = ctx.plan.next_session();
         tasks.spawn(run.clone().conversation(session, send, timing, permit));
         // Reap finished tasks as we go so the set stays small in long runs.
         while tasks.try_join_next().is_some() {}

@@ -59,7 +59,11 @@ impl RecordMetrics {
         let isl = if opts.use_server_token_count {
             to_f(usage.prompt_tokens)
         } else {
-            to_f(record.input.input_tokens)
+            let counted = || {
+                let text = record.input.history_text.as_deref()?;
+                Some(tokenizer.count(text) as u64)
+            };
+            to_f(record.input.input_tokens.or_else(counted))
         };
 
         if !record.is_valid() {
@@ -173,6 +177,7 @@ pub(crate) mod tests {
                 conversation_id: "conv-3".into(),
                 turn_index: 0,
                 input_tokens: Some(550),
+                history_text: None,
                 num_images: 0,
                 requested_output_tokens: None,
                 timing: Default::default(),
@@ -230,6 +235,18 @@ pub(crate) mod tests {
         assert_eq!(m.inter_chunk_latency, Some(vec![5e6, 5e6, 10e6]));
         assert_eq!(m.get(MetricId::InputSequenceLength), Some(550.0));
         assert_eq!(m.get(MetricId::NumImages), None);
+    }
+
+    #[test]
+    fn a_later_turn_counts_its_whole_history() {
+        let t = tokenizer();
+        let mut r = streamed_record(&[21, 26]);
+        r.input.input_tokens = None;
+        r.input.history_text = Some("What is in the picture? A cat. And behind it?".into());
+        let m = RecordMetrics::compute(&r, &t, STREAMING);
+        let expected = t.count("What is in the picture? A cat. And behind it?") as f64;
+        assert_eq!(m.get(MetricId::InputSequenceLength), Some(expected));
+        assert!(expected > 8.0);
     }
 
     #[test]

@@ -20,6 +20,9 @@ use sse::SseFramer;
 
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
+/// The cancel generation after `cancel_all`: every exchange, now or later, is cancelled.
+const CANCEL_ALL: u64 = u64::MAX;
+
 /// Status code AIPerf uses for requests the client cancelled.
 pub const CANCELLED_CODE: u16 = 499;
 /// Status code used for requests that ran past `--request-timeout-seconds`.
@@ -33,8 +36,9 @@ pub struct HttpClient {
     uri: Uri,
     headers: HeaderMap,
     timeout: Duration,
-    /// Flipped once by `cancel_in_flight`; every exchange watches it.
-    cancel: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
+    /// The cancel generation: `cancel_in_flight` bumps it (ending the exchanges started
+    /// before), `cancel_all` sets it to `CANCEL_ALL` for good. Every exchange watches it.
+    cancel: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 impl HttpClient {
@@ -76,7 +80,7 @@ impl HttpClient {
             uri,
             headers,
             timeout,
-            cancel: std::sync::Arc::new(tokio::sync::watch::channel(false).0),
+            cancel: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
         })
     }
 
@@ -86,8 +90,20 @@ impl HttpClient {
 
     /// Ends every exchange in flight (and any started later) at once with a cancellation
     /// record (code 499). Tokens already received stay on the records.
+    pub fn cancel_all(&self) {
+        self.cancel.send_replace(CANCEL_ALL);
+    }
+
+    /// Ends the exchanges in flight now, like `cancel_all`; later ones run normally (the
+    /// end of a phase's grace period).
     pub fn cancel_in_flight(&self) {
-        self.cancel.send_replace(true);
+        self.cancel.send_if_modified(|g| {
+            let bump = *g != CANCEL_ALL;
+            if bump {
+                *g += 1;
+            }
+            bump
+        });
     }
 
     /// `GET uri` with the run's headers (so an API key is sent): the status, or why no
@@ -124,9 +140,9 @@ impl HttpClient {
         Uri::from_parts(parts).unwrap_or_else(|_| self.uri.clone())
     }
 
-    /// True once `cancel_in_flight` was called.
+    /// True once `cancel_all` was called.
     pub fn is_cancelled(&self) -> bool {
-        *self.cancel.borrow()
+        *self.cancel.borrow() == CANCEL_ALL
     }
 
     /// Sends one prepared body and records what happened. Never fails: every problem
@@ -169,6 +185,7 @@ impl HttpClient {
         }
 
         let mut cancel = self.cancel.subscribe();
+        let generation = *cancel.borrow_and_update();
         record.start_perf_ns = clock.now_ns();
         // The timeout covers the whole exchange (connect, headers, body); when it fires or
         // the run cancels, the exchange future is dropped, which closes its connection and
@@ -177,7 +194,7 @@ impl HttpClient {
             r = tokio::time::timeout(self.timeout, self.run(clock, request, &mut record)) => {
                 Some(r.is_ok())
             }
-            _ = cancel.wait_for(|c| *c) => None,
+            _ = cancel.wait_for(|g| *g != generation || *g == CANCEL_ALL) => None,
         };
         record.end_perf_ns = clock.now_ns();
         match outcome {
@@ -689,7 +706,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn cancel_in_flight_ends_exchanges_with_499() {
+    async fn cancelling_ends_exchanges_with_499() {
         let mut args = MockServerArgs::fast_defaults();
         args.fast = false;
         args.ttft = 1.0;
@@ -724,6 +741,26 @@ mod tests {
         );
         assert!(r.was_cancelled && r.cancellation_perf_ns.is_some());
         assert!(!r.responses.is_empty(), "tokens before the cancel are kept");
+
+        // Only what was in flight: the next exchange runs to its end.
+        assert!(!client.is_cancelled());
+        let clock = Clock::new();
+        let short = || {
+            client.exchange(
+                &clock,
+                Phase::Profiling,
+                RequestInput::default(),
+                "y".into(),
+                chat_body(true, 2),
+            )
+        };
+        let r = short().await;
+        assert!(r.error.is_none(), "{:?}", r.error);
+        // After cancel_all, even a later exchange is cancelled.
+        client.cancel_all();
+        assert!(client.is_cancelled());
+        let r = short().await;
+        assert_eq!(r.error.unwrap().code, Some(CANCELLED_CODE));
         server.shutdown().await;
     }
 }
