@@ -805,6 +805,13 @@ fn write_inputs_json(path: &Path, plan: &SendPlan) -> std::io::Result<()> {
         }
         write!(w, "\n    {{\"session_id\": \"{id}\", \"payloads\": [")?;
         w.write_all(&req.body)?;
+        // Later turns as AIPerf lists them: each turn's own body, without the history
+        // (which holds replies not known before the run).
+        let script = &plan.scripts[i];
+        for k in 1..script.turns.len() {
+            w.write_all(b", ")?;
+            w.write_all(&script.turn_body(k, &[]))?;
+        }
         w.write_all(b"]}")?;
     }
     w.write_all(b"\n  ]\n}\n")?;

@@ -96,6 +96,17 @@ fn every_turn_is_sent_with_its_history_after_the_think_time() {
         .map(|r| (r["x_request_id"].as_str().unwrap().to_string(), r))
         .collect();
 
+    // inputs.json lists each turn's own body (no history), as AIPerf does.
+    let inputs = read_json(&tmp.path().join("run/inputs.json"));
+    let sessions = inputs["data"].as_array().unwrap();
+    assert_eq!(sessions.len(), 4);
+    for s in sessions {
+        let payloads = s["payloads"].as_array().unwrap();
+        assert_eq!(payloads.len(), 3);
+        for p in payloads {
+            assert_eq!(p["messages"].as_array().unwrap().len(), 1, "{p}");
+        }
+    }
     assert_eq!(records.len(), 12);
     assert_eq!(summary["request_count"]["avg"], 12.0);
     let conversations = by_conversation(&records, "profiling");
