@@ -120,15 +120,19 @@ def fidelity(runs):
     """Client TTFT and last-token time against the server's own stamps, joined on X-Request-ID.
 
     Server stamps (wall ns, same host): received (body read), first_token and last_token (bytes
-    handed to the socket). Client: request_start (before the write), first and last content
-    chunk (start + TTFT, start + request latency). Per record:
+    handed to the socket). Client: request_start (before the pool checkout), request_sent (the
+    connection took the body), first and last content chunk (start + TTFT, start + request
+    latency). Per record:
       ttft diff   = client TTFT - server TTFT (adds the request's way in and the chunk's way out)
       first/last  = client arrival - server send of the first / last token (the way out only)
+      inbound     = server received - client start, split into
+      checkout    = client sent - client start (pool checkout, in the client) and
+      wire        = server received - client sent (loopback, the server reading the request)
     """
     counts = {1: 30, 64: 640, 512: 2048}
     targets = {1: 0.5, 64: 0.5, 512: 2.0}
     for conc, n in counts.items():
-        per_run = {"ttft": [], "first": [], "last": [], "inbound": []}
+        per_run = {k: [] for k in ("ttft", "first", "last", "inbound", "checkout", "wire")}
         for i in range(runs):
             record = os.path.join(TMP, f"server-{conc}-{i}.jsonl")
             with Mock("--ttft", "50", "--itl", "10", "--record-requests", record) as mock:
@@ -138,7 +142,7 @@ def fidelity(runs):
                     "--concurrency", str(conc), "--request-count", str(n),
                     "--warmup-request-count", str(conc), "--random-seed", str(i)])
             server = {r["x_request_id"]: r for r in read_jsonl(record)}
-            d = {"ttft": [], "first": [], "last": [], "inbound": []}
+            d = {k: [] for k in per_run}
             for c in read_jsonl(os.path.join(out, "profile_export.jsonl")):
                 # Warmup opened the connections; measure the requests that reuse them.
                 if c["error"] is not None or c["metadata"]["benchmark_phase"] != "profiling":
@@ -151,6 +155,9 @@ def fidelity(runs):
                 d["first"].append((start + ttft - srv["first_token_ns"]) / 1e6)
                 d["last"].append((start + latency - srv["last_token_ns"]) / 1e6)
                 d["inbound"].append((srv["received_ns"] - start) / 1e6)
+                sent = c["metadata"]["request_sent_ns"]
+                d["checkout"].append((sent - start) / 1e6)
+                d["wire"].append((srv["received_ns"] - sent) / 1e6)
             line = []
             for k, v in d.items():
                 p50, p99 = pct(v, 50), pct([abs(x) for x in v], 99)

@@ -89,6 +89,9 @@ pub struct RequestRecord {
     pub x_request_id: String,
     /// Monotonic ns just before the request was written.
     pub start_perf_ns: u64,
+    /// Monotonic ns when the connection took the body to write it (after pool checkout or
+    /// connect); `None` when it never did.
+    pub sent_perf_ns: Option<u64>,
     /// Monotonic ns when the response headers arrived.
     pub ack_perf_ns: Option<u64>,
     /// Monotonic ns when the response ended (last byte, error or cancellation).

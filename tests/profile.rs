@@ -124,6 +124,14 @@ fn vision_profile_against_the_mock_matches_the_server() {
             client_ttft_ms >= server_ttft_ms,
             "{client_ttft_ms} < {server_ttft_ms}"
         );
+        // The body left after the request started and before the server had read it (the
+        // two processes' wall clocks agree to well under the 1 ms allowed).
+        let start = r["metadata"]["request_start_ns"].as_u64().unwrap();
+        let sent = r["metadata"]["request_sent_ns"]
+            .as_u64()
+            .expect("sent stamp");
+        let received = s["received_ns"].as_u64().unwrap();
+        assert!(start <= sent && sent <= received + 1_000_000, "{r}");
     }
 
     // inputs.json holds the exact bodies: text then one 512x512 PNG, streaming with usage.

@@ -96,6 +96,9 @@ pub fn format_record_line(
     push_key(out, "request_start_ns");
     push_json(out, &record.start_wall_ns);
     out.push(b',');
+    push_key(out, "request_sent_ns");
+    push_json(out, &record.sent_perf_ns.map(|t| clock.wall_ns(t)));
+    out.push(b',');
     push_key(out, "request_ack_ns");
     push_json(out, &record.ack_perf_ns.map(|t| clock.wall_ns(t)));
     out.push(b',');
@@ -225,7 +228,9 @@ mod tests {
         assert_eq!(md["scheduled_ns"], Value::Null);
         assert_eq!(md["send_lag_ns"], Value::Null);
         assert_eq!(md["slot_wait_ns"], 0);
-        assert_eq!(md.as_object().unwrap().len(), 16);
+        // Not stamped on this record: the body was never taken by a connection.
+        assert_eq!(md["request_sent_ns"], Value::Null);
+        assert_eq!(md.as_object().unwrap().len(), 17);
 
         // A scheduled send carries its schedule and its lag.
         let mut late = streamed_record(&[21]);

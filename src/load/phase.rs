@@ -376,6 +376,7 @@ async fn cancellable_exchange(
                 input: kept_input,
                 x_request_id: kept_id,
                 start_perf_ns,
+                sent_perf_ns: None,
                 ack_perf_ns: None,
                 end_perf_ns,
                 start_wall_ns: ctx.clock.wall_ns(start_perf_ns),

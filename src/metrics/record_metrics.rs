@@ -184,6 +184,7 @@ pub(crate) mod tests {
             },
             x_request_id: "req-3".into(),
             start_perf_ns: ms,
+            sent_perf_ns: None,
             ack_perf_ns: Some(2 * ms),
             end_perf_ns: chunk_ms.last().copied().unwrap_or(1) * ms + 500_000,
             start_wall_ns: 1_700_000_000_000_000_000 + ms,

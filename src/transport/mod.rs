@@ -1,6 +1,7 @@
 //! HTTP client: pooled keep-alive connections (one per in-flight stream), TLS with rustls,
 //! and one request/response exchange turned into a `RequestRecord` with arrival timestamps.
 
+pub mod request_body;
 pub mod sse;
 
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use http::{Request, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -16,6 +17,7 @@ use hyper_util::rt::TokioExecutor;
 use crate::clock::Clock;
 use crate::endpoint::parse_event;
 use crate::record::{ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord};
+use request_body::RequestBody;
 use sse::SseFramer;
 
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
@@ -32,7 +34,7 @@ pub const CONNECTION_ERROR: &str = "ConnectionError";
 
 #[derive(Clone)]
 pub struct HttpClient {
-    client: Client<Connector, Full<Bytes>>,
+    client: Client<Connector, RequestBody>,
     uri: Uri,
     headers: HeaderMap,
     timeout: Duration,
@@ -110,7 +112,7 @@ impl HttpClient {
     /// response came. Used to wait for the server before the run.
     pub async fn probe(&self, uri: Uri, timeout: Duration) -> Result<u16, String> {
         let mut request = Request::get(uri)
-            .body(Full::new(Bytes::new()))
+            .body(RequestBody::plain(Bytes::new()))
             .map_err(|e| e.to_string())?;
         for (k, v) in &self.headers {
             if k != CONTENT_TYPE {
@@ -160,6 +162,7 @@ impl HttpClient {
             input,
             x_request_id,
             start_perf_ns: 0,
+            sent_perf_ns: None,
             ack_perf_ns: None,
             end_perf_ns: 0,
             start_wall_ns: 0,
@@ -173,8 +176,9 @@ impl HttpClient {
             was_cancelled: false,
             cancellation_perf_ns: None,
         };
+        let (body, taken) = RequestBody::stamped(body, *clock);
         let mut request = Request::post(self.uri.clone())
-            .body(Full::new(body))
+            .body(body)
             .expect("a POST with a valid URI always builds");
         *request.headers_mut() = self.headers.clone();
         if let Ok(v) = HeaderValue::from_str(&record.x_request_id) {
@@ -197,6 +201,7 @@ impl HttpClient {
             _ = cancel.wait_for(|g| *g != generation || *g == CANCEL_ALL) => None,
         };
         record.end_perf_ns = clock.now_ns();
+        record.sent_perf_ns = taken.get();
         match outcome {
             Some(true) => {}
             Some(false) => {
@@ -224,7 +229,7 @@ impl HttpClient {
         record
     }
 
-    async fn run(&self, clock: &Clock, request: Request<Full<Bytes>>, record: &mut RequestRecord) {
+    async fn run(&self, clock: &Clock, request: Request<RequestBody>, record: &mut RequestRecord) {
         let response = match self.client.request(request).await {
             Ok(r) => r,
             Err(e) => {
@@ -477,6 +482,7 @@ mod tests {
             input: RequestInput::default(),
             x_request_id: "r".into(),
             start_perf_ns: 0,
+            sent_perf_ns: None,
             ack_perf_ns: None,
             end_perf_ns: 0,
             start_wall_ns: 0,
