@@ -1,17 +1,21 @@
 //! Tokenizers: a Hugging Face `tokenizer.json` (local, or from the hub through the standard
 //! cache) or the builtin offline one (tiktoken's o200k_base, as in AIPerf).
 //!
-//! Building o200k_base from its embedded vocabulary takes 100-130 ms of CPU (release), so
-//! `Tokenizer::builtin()` returns at once and builds it on a background thread; the first
-//! `encode`/`decode` waits for it. That lets image encoding overlap with the load.
+//! The builtin tokenizer is our own compact encoder (`bpe`): it encodes and decodes exactly
+//! like tiktoken's o200k_base, builds in a few milliseconds and stays under 10 MB. It is
+//! still built on a background thread when `Tokenizer::builtin()` is called, so the dataset
+//! builder never waits for it; the first `encode`/`decode` blocks until it is ready.
+
+pub mod bpe;
 
 use std::path::{Path, PathBuf};
-use std::sync::Once;
 use std::sync::mpsc;
+use std::sync::{Once, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use tiktoken_rs::CoreBPE;
+
+pub use bpe::Bpe;
 
 /// Name reported for the embedded tokenizer.
 pub const BUILTIN_NAME: &str = "builtin (o200k_base)";
@@ -37,7 +41,7 @@ impl std::fmt::Debug for Tokenizer {
 }
 
 enum Backend {
-    /// tiktoken o200k_base, built once per process (see `builtin_bpe`).
+    /// o200k_base, built once per process (see `builtin_bpe`).
     Builtin,
     Hf(Box<tokenizers::Tokenizer>),
 }
@@ -56,10 +60,11 @@ fn start_builtin_load() {
     });
 }
 
-/// The process-wide o200k_base encoder (tiktoken-rs's singleton); blocks while another
+/// The process-wide o200k_base encoder; built on first use, and blocks while another
 /// thread is building it.
-fn builtin_bpe() -> &'static CoreBPE {
-    tiktoken_rs::o200k_base_singleton()
+pub fn builtin_bpe() -> &'static Bpe {
+    static BUILTIN: OnceLock<Bpe> = OnceLock::new();
+    BUILTIN.get_or_init(bpe::o200k_base)
 }
 
 impl Tokenizer {
@@ -120,16 +125,11 @@ impl Tokenizer {
     pub fn decode(&self, ids: &[u32]) -> String {
         match &self.backend {
             Backend::Builtin => {
-                let bpe = builtin_bpe();
-                let bytes = match bpe.decode_bytes(ids) {
-                    Ok(bytes) => bytes,
-                    Err(_) => ids
-                        .iter()
-                        .filter_map(|&id| bpe.decode_bytes(&[id]).ok())
-                        .flatten()
-                        .collect(),
-                };
-                String::from_utf8_lossy(&bytes).into_owned()
+                let bytes = builtin_bpe().decode_bytes(ids);
+                match String::from_utf8(bytes) {
+                    Ok(text) => text,
+                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                }
             }
             Backend::Hf(t) => t.decode(ids, false).unwrap_or_default(),
         }
