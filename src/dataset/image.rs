@@ -93,13 +93,17 @@ pub fn encode_rgb(
     Ok(out)
 }
 
+/// Spare capacity of a data URL: the request body is later assembled in the URL's own
+/// buffer (see `endpoint::splice`), and the rest of a typical body fits in this.
+pub const BODY_ROOM: usize = 4096;
+
 /// `data:image/{png|jpeg};base64,<bytes>`.
 pub fn data_url(encoding: ImageEncoding, bytes: &[u8]) -> String {
     let prefix = match encoding {
         ImageEncoding::Png => "data:image/png;base64,",
         ImageEncoding::Jpeg => "data:image/jpeg;base64,",
     };
-    let mut url = String::with_capacity(prefix.len() + bytes.len().div_ceil(3) * 4);
+    let mut url = String::with_capacity(prefix.len() + bytes.len().div_ceil(3) * 4 + BODY_ROOM);
     url.push_str(prefix);
     STANDARD.encode_string(bytes, &mut url);
     url

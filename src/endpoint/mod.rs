@@ -5,6 +5,7 @@
 
 pub mod chat;
 pub mod completions;
+mod splice;
 
 use std::borrow::Cow;
 
@@ -49,26 +50,65 @@ pub fn prepare(
 
 fn prepare_one(
     endpoint: EndpointType,
-    entry: Entry,
+    mut entry: Entry,
     system: Option<&str>,
     opts: &BodyOptions,
 ) -> PreparedRequest {
     let input_tokens = entry.input_tokens;
     let num_images = entry.images.len() as u32;
     let requested_output_tokens = entry.max_output_tokens;
-    let extra = entry.extra.clone();
+    let size_hint = body_size_hint(&entry, system);
+    let extra = std::mem::take(&mut entry.extra);
+    let images = match endpoint {
+        EndpointType::Chat => splice::take_urls(&mut entry.images),
+        EndpointType::Completions => None,
+    };
     let mut body = match endpoint {
         EndpointType::Chat => chat::body(entry, system, opts),
         EndpointType::Completions => completions::body(entry, system, opts),
     };
     merge_extras(&mut body, opts, extra);
-    let bytes = serde_json::to_vec(&body).expect("a JSON map always serializes");
+    let bytes = match images {
+        None => to_vec_sized(&body, size_hint),
+        Some(images) => {
+            let skeleton = serde_json::to_vec(&body).expect("a JSON map always serializes");
+            match splice::assemble(&skeleton, images) {
+                Ok(bytes) => bytes,
+                Err(mut images) => {
+                    let mut body = Value::Object(body);
+                    splice::restore_urls(&mut body, &mut images);
+                    to_vec_sized(&body, size_hint)
+                }
+            }
+        }
+    };
     PreparedRequest {
         body: Bytes::from(bytes),
         input_tokens,
         num_images,
         requested_output_tokens,
     }
+}
+
+/// Serializes into a buffer of about the right size: bodies are kept for the whole run, and
+/// growing one by doubling copies it and can leave up to half of it unused.
+fn to_vec_sized(value: &impl serde::Serialize, size_hint: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(size_hint);
+    serde_json::to_writer(&mut bytes, value).expect("JSON values always serialize");
+    if bytes.capacity() - bytes.len() > bytes.len() / 64 + 256 {
+        bytes.shrink_to_fit();
+    }
+    bytes
+}
+
+/// About the serialized size of an entry's body: its text and image URLs (which JSON
+/// escaping rarely lengthens: base64 needs none) plus room for the other fields.
+fn body_size_hint(entry: &Entry, system: Option<&str>) -> usize {
+    let texts: usize = entry.extra_texts.iter().map(|t| t.len() + 32).sum();
+    let images: usize = entry.images.iter().map(|i| i.data_url.len() + 48).sum();
+    let text = entry.text.len() + system.map_or(0, str::len);
+    // Newlines and quotes in prompts take two bytes each; allow some.
+    text + text / 16 + texts + images + 512
 }
 
 /// `--extra-inputs`, then the entry's own `extra` (which wins), at top level.
@@ -189,43 +229,16 @@ pub fn prepare_dataset(
             serde_json::to_writer(&mut head, &chat::system_message(s)).expect("serializes");
             head.push(b',');
         }
+        let multi_turn = conv.turns.len() > 1;
+        let mut entries = conv.turns.into_iter();
+        let first_entry = entries.next().expect("conversations have a turn");
         let mut turns = Vec::new();
-        if conv.turns.len() > 1 {
-            for entry in &conv.turns {
-                let mut entry = entry.clone();
-                let mut fields = chat::body_fields(&entry, opts);
-                merge_extras(&mut fields, opts, std::mem::take(&mut entry.extra));
-                let tail = serde_json::to_vec(&fields).expect("serializes");
-                let tail = if tail.len() > 2 {
-                    [b"],".as_slice(), &tail[1..]].concat()
-                } else {
-                    b"]}".to_vec()
-                };
-                let (input_tokens, num_images) = (entry.input_tokens, entry.images.len() as u32);
-                let (requested_output_tokens, delay) = (entry.max_output_tokens, entry.delay);
-                let text = std::iter::once(&entry.text)
-                    .chain(&entry.extra_texts)
-                    .filter(|t| !t.is_empty())
-                    .map(String::as_str)
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let message = serde_json::to_vec(&chat::message(&mut entry)).expect("serializes");
-                turns.push(PreparedTurn {
-                    message: Bytes::from(message),
-                    tail: Bytes::from(tail),
-                    input_tokens,
-                    text,
-                    num_images,
-                    requested_output_tokens,
-                    delay,
-                });
-            }
+        if multi_turn {
+            // The first turn is serialized twice (its own message and the first body);
+            // later turns move their images into their message.
+            turns.push(prepare_turn(first_entry.clone(), opts));
+            turns.extend(entries.map(|entry| prepare_turn(entry, opts)));
         }
-        let first_entry = conv
-            .turns
-            .into_iter()
-            .next()
-            .expect("conversations have a turn");
         let first = prepare_one(endpoint, first_entry, system, opts);
         out.push(PreparedConversation {
             first,
@@ -237,6 +250,36 @@ pub fn prepare_dataset(
         });
     }
     Ok(out)
+}
+
+/// One turn's message and body tail, for splicing at send time.
+fn prepare_turn(mut entry: Entry, opts: &BodyOptions) -> PreparedTurn {
+    let mut fields = chat::body_fields(&entry, opts);
+    merge_extras(&mut fields, opts, std::mem::take(&mut entry.extra));
+    let tail = serde_json::to_vec(&fields).expect("serializes");
+    let tail = if tail.len() > 2 {
+        [b"],".as_slice(), &tail[1..]].concat()
+    } else {
+        b"]}".to_vec()
+    };
+    let (input_tokens, num_images) = (entry.input_tokens, entry.images.len() as u32);
+    let (requested_output_tokens, delay) = (entry.max_output_tokens, entry.delay);
+    let text = std::iter::once(&entry.text)
+        .chain(&entry.extra_texts)
+        .filter(|t| !t.is_empty())
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let message = serde_json::to_vec(&chat::message(&mut entry)).expect("serializes");
+    PreparedTurn {
+        message: Bytes::from(message),
+        tail: Bytes::from(tail),
+        input_tokens,
+        text,
+        num_images,
+        requested_output_tokens,
+        delay,
+    }
 }
 
 /// `stream`, `stream_options` and the token limit, common to both shapes.
