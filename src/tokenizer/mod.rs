@@ -2,9 +2,9 @@
 //! cache) or the builtin offline one (tiktoken's o200k_base, as in AIPerf).
 //!
 //! The builtin tokenizer is our own compact encoder (`bpe`): it encodes and decodes exactly
-//! like tiktoken's o200k_base, builds in a few milliseconds and stays under 10 MB. It is
-//! still built on a background thread when `Tokenizer::builtin()` is called, so the dataset
-//! builder never waits for it; the first `encode`/`decode` blocks until it is ready.
+//! like tiktoken's o200k_base, builds in ~20 ms and takes ~10 MB resident. It is still
+//! built on a background thread when `Tokenizer::builtin()` is called, so image encoding
+//! overlaps with it; the first `encode`/`decode` blocks until it is ready.
 
 pub mod bpe;
 
