@@ -266,6 +266,7 @@ impl HttpClient {
                             framer.feed(data, arrival, |ev| state.on_event(ev, record));
                         }
                         if state.done {
+                            drain_to_end(&mut body).await;
                             break;
                         }
                     }
@@ -386,6 +387,20 @@ impl StreamState {
 }
 
 /// The whole body, or the error that cut it short (e.g. the connection closed mid-body).
+/// How long to wait after `[DONE]` for the end of the body.
+const DRAIN_LIMIT: Duration = Duration::from_millis(10);
+
+/// Reads what is left of a body after `[DONE]`, normally just the end of the chunked
+/// encoding. A body dropped before its end closes its connection, so the next request would
+/// have to open one (racing the pool, as much as tens of ms at high concurrency). A server
+/// that keeps the stream open after `[DONE]` is left after `DRAIN_LIMIT`.
+async fn drain_to_end(body: &mut hyper::body::Incoming) {
+    let _ = tokio::time::timeout(DRAIN_LIMIT, async {
+        while let Some(Ok(_)) = body.frame().await {}
+    })
+    .await;
+}
+
 async fn collect_body(body: &mut hyper::body::Incoming) -> Result<Bytes, hyper::Error> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
@@ -475,6 +490,7 @@ mod tests {
     use super::*;
     use crate::mock::{self, MockServerArgs};
     use proptest::prelude::*;
+    use std::sync::Arc;
 
     fn empty_record() -> RequestRecord {
         RequestRecord {
@@ -709,6 +725,124 @@ mod tests {
         assert_eq!(r.responses.len(), 5);
         assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
         server.shutdown().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn back_to_back_streams_reuse_one_connection() {
+        let server = mock::start(MockServerArgs::fast_defaults()).await.unwrap();
+        let uri: Uri = format!("{}/v1/chat/completions", server.url())
+            .parse()
+            .unwrap();
+        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+        let clock = Clock::new();
+        for i in 0..40 {
+            let r = client
+                .exchange(
+                    &clock,
+                    Phase::Profiling,
+                    RequestInput::default(),
+                    format!("r{i}"),
+                    chat_body(true, 3),
+                )
+                .await;
+            assert!(r.error.is_none(), "{:?}", r.error);
+            let sent = r.sent_perf_ns.expect("the body was sent");
+            assert!(r.start_perf_ns <= sent && sent <= r.end_perf_ns);
+        }
+        let opened = server.connections_accepted();
+        assert!(
+            opened <= 4,
+            "{opened} connections for 40 sequential requests"
+        );
+        server.shutdown().await;
+    }
+
+    /// A server whose chunked stream ends a few ms after `[DONE]` (as under load, when the
+    /// last chunk and the end of the encoding leave in separate writes). Returns its address
+    /// and a count of the connections it accepted.
+    async fn late_end_server() -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicU64>) {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::Relaxed);
+                tcp.set_nodelay(true).unwrap();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    let mut seen = Vec::new();
+                    loop {
+                        // One request: headers, then the Content-Length body.
+                        let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") else {
+                            match tcp.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => seen.extend_from_slice(&buf[..n]),
+                            }
+                            continue;
+                        };
+                        let head = String::from_utf8_lossy(&seen[..end]).to_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .map_or(0, |v| v.trim().parse().unwrap());
+                        while seen.len() < end + 4 + len {
+                            match tcp.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => seen.extend_from_slice(&buf[..n]),
+                            }
+                        }
+                        seen.drain(..end + 4 + len);
+                        let chunk = |s: &str| format!("{:x}\r\n{s}\r\n", s.len());
+                        let token = "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+                        let reply = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{}{}",
+                            chunk(token),
+                            chunk("data: [DONE]\n\n")
+                        );
+                        if tcp.write_all(reply.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(3)).await;
+                        if tcp.write_all(b"0\r\n\r\n").await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (addr, accepted)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_is_read_to_its_end_after_done_so_its_connection_is_reused() {
+        let (addr, accepted) = late_end_server().await;
+        let uri: Uri = format!("http://{addr}/v1/chat/completions")
+            .parse()
+            .unwrap();
+        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+        let clock = Clock::new();
+        for i in 0..20 {
+            let r = client
+                .exchange(
+                    &clock,
+                    Phase::Profiling,
+                    RequestInput::default(),
+                    format!("r{i}"),
+                    chat_body(true, 1),
+                )
+                .await;
+            assert!(r.error.is_none(), "{:?}", r.error);
+            assert_eq!(r.responses.len(), 1);
+        }
+        // Dropping the body at [DONE] would close each connection: 20 of them.
+        let opened = accepted.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            opened <= 3,
+            "{opened} connections for 20 sequential requests"
+        );
     }
 
     #[tokio::test]
