@@ -194,8 +194,6 @@ pub struct MockServer {
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
     recorder: Option<recorder::RecorderHandle>,
-    /// Connections accepted so far.
-    pub(crate) connections: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// How long `shutdown` waits for in-flight responses to finish.
@@ -204,12 +202,6 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 impl MockServer {
     pub fn addr(&self) -> SocketAddr {
         self.addr
-    }
-
-    /// How many connections the server has accepted (a client that reuses its
-    /// connections opens one per request in flight).
-    pub fn connections_accepted(&self) -> u64 {
-        self.connections.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `http://<ip>:<port>` without a trailing slash.

@@ -86,10 +86,7 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         .with_context(|| format!("binding {}:{}", args.host, args.port))?;
     let addr: SocketAddr = listener.local_addr()?;
     // Token chunks are small writes that must leave at once.
-    let connections = Arc::new(AtomicU64::new(0));
-    let counted = connections.clone();
-    let listener = listener.tap_io(move |tcp| {
-        counted.fetch_add(1, Ordering::Relaxed);
+    let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
 
@@ -108,7 +105,6 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         stop: stop_tx,
         task,
         recorder: recorder_handle,
-        connections,
     })
 }
 
