@@ -93,7 +93,11 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         );
     }
     let t_dataset = Instant::now();
-    let dataset = dataset::build(&cfg.synthetic, &cfg.inputs, &tokenizer)?;
+    let dataset_bar = ui::DatasetBar::new(cfg.ui);
+    let dataset =
+        dataset::build_with_progress(&cfg.synthetic, &cfg.inputs, &tokenizer, &dataset_bar);
+    dataset_bar.finish();
+    let dataset = dataset?;
     let sampling = dataset.sampling;
     let body_opts = BodyOptions {
         model: cfg.model.clone(),

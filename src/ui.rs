@@ -27,6 +27,63 @@ pub fn phase_bar(ui: UiType, label: &str, total: u64) -> ProgressBar {
     bar
 }
 
+/// How long the dataset build runs before its progress bar appears: most builds finish
+/// well before, and a bar that flashes up and away is noise.
+const DATASET_BAR_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The dataset build's progress bar: hidden at first, shown once the build has run for
+/// `DATASET_BAR_AFTER` (never when the UI is off).
+pub struct DatasetBar {
+    bar: ProgressBar,
+    enabled: bool,
+    started: std::time::Instant,
+    shown: std::sync::atomic::AtomicBool,
+}
+
+impl DatasetBar {
+    pub fn new(ui: UiType) -> DatasetBar {
+        let bar = ProgressBar::hidden();
+        bar.set_style(
+            ProgressStyle::with_template(
+                "Building dataset: {pos}/{len} |{bar:40}| {percent}% [{elapsed_precise}<{eta_precise}]",
+            )
+            .expect("static template is valid")
+            .progress_chars("█▉▊▋▌▍▎▏ "),
+        );
+        DatasetBar {
+            bar,
+            enabled: ui != UiType::None,
+            started: std::time::Instant::now(),
+            shown: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// True once the bar is on screen.
+    pub fn is_shown(&self) -> bool {
+        self.shown.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl crate::dataset::BuildProgress for DatasetBar {
+    fn begin(&self, jobs: u64) {
+        self.bar.set_length(jobs);
+    }
+
+    fn advance(&self) {
+        self.bar.inc(1);
+        if self.enabled
+            && self.started.elapsed() >= DATASET_BAR_AFTER
+            && !self.shown.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+}
+
 /// Log lines as AIPerf prints them: `HH:MM:SS.micros LEVEL message`.
 struct WallTime;
 
@@ -95,5 +152,29 @@ impl std::io::Write for SharedFile {
             .lock()
             .map_err(|_| std::io::Error::other("log lock"))?
             .flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::BuildProgress;
+
+    #[test]
+    fn the_dataset_bar_appears_only_for_long_builds_and_never_without_a_ui() {
+        let bar = DatasetBar::new(UiType::Simple);
+        bar.begin(3);
+        bar.advance();
+        assert!(!bar.is_shown(), "a short build shows nothing");
+        std::thread::sleep(DATASET_BAR_AFTER + std::time::Duration::from_millis(50));
+        bar.advance();
+        assert!(bar.is_shown());
+        bar.finish();
+
+        let off = DatasetBar::new(UiType::None);
+        off.begin(3);
+        std::thread::sleep(DATASET_BAR_AFTER + std::time::Duration::from_millis(50));
+        off.advance();
+        assert!(!off.is_shown());
     }
 }

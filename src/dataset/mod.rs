@@ -204,11 +204,30 @@ impl From<BuildError> for crate::profile::ProfileError {
     }
 }
 
+/// Told how far a synthetic build is: its number of jobs (images and prompts) once, then
+/// each job done, from any build thread. `()` ignores it.
+pub trait BuildProgress: Sync {
+    fn begin(&self, _jobs: u64) {}
+    fn advance(&self) {}
+}
+
+impl BuildProgress for () {}
+
 /// Builds the run's dataset: the custom input file when one is given, synthetic otherwise.
 pub fn build(
     synthetic: &SyntheticOptions,
     inputs: &InputOptions,
     tokenizer: &Tokenizer,
+) -> Result<Dataset, BuildError> {
+    build_with_progress(synthetic, inputs, tokenizer, &())
+}
+
+/// `build`, reporting the synthetic build's progress.
+pub fn build_with_progress(
+    synthetic: &SyntheticOptions,
+    inputs: &InputOptions,
+    tokenizer: &Tokenizer,
+    progress: &dyn BuildProgress,
 ) -> Result<Dataset, BuildError> {
     if let Some((path, kind)) = &inputs.input_file {
         let seed = synthetic.seed.unwrap_or_else(|| rand::rng().next_u64());
@@ -228,7 +247,8 @@ pub fn build(
     let master_seed = *synthetic.seed.get_or_insert_with(|| rand::rng().next_u64());
     let shapes = plan_conversations(&synthetic, master_seed)?;
     synthetic.num_entries = shapes.iter().map(|c| c.delays.len()).sum();
-    let mut entries = build_synthetic_from(&synthetic, inputs, tokenizer, threads)?.into_iter();
+    let mut entries =
+        build_synthetic_from(&synthetic, inputs, tokenizer, threads, progress)?.into_iter();
     let conversations = shapes
         .into_iter()
         .map(|shape| Conversation {
@@ -297,9 +317,11 @@ pub fn build_synthetic_with_threads(
     tokenizer: &Tokenizer,
     threads: usize,
 ) -> anyhow::Result<Vec<Entry>> {
-    build_synthetic_from(opts, &InputOptions::default(), tokenizer, threads).map_err(|e| match e {
-        BuildError::Input(msg) => anyhow::anyhow!(msg),
-        BuildError::Other(e) => e,
+    build_synthetic_from(opts, &InputOptions::default(), tokenizer, threads, &()).map_err(|e| {
+        match e {
+            BuildError::Input(msg) => anyhow::anyhow!(msg),
+            BuildError::Other(e) => e,
+        }
     })
 }
 
@@ -309,6 +331,7 @@ pub fn build_synthetic_from(
     inputs: &InputOptions,
     tokenizer: &Tokenizer,
     threads: usize,
+    progress: &dyn BuildProgress,
 ) -> Result<Vec<Entry>, BuildError> {
     let master_seed = opts.seed.unwrap_or_else(|| rand::rng().next_u64());
     let mut pool = match &inputs.image_source {
@@ -325,8 +348,9 @@ pub fn build_synthetic_from(
 
     // Images go first: the builtin tokenizer may still be loading on its own thread.
     let jobs = images.len() + plan.len();
+    progress.begin(jobs as u64);
     let mut results = parallel_map(jobs, threads, |job| {
-        if job < images.len() {
+        let built = if job < images.len() {
             let p = images[job];
             match &p.photo {
                 Some(photo) => source::photo_image(photo, p.width, p.height, p.encoding),
@@ -338,7 +362,9 @@ pub fn build_synthetic_from(
             let p = &plan[job - images.len()];
             let mut rng = ChaCha8Rng::seed_from_u64(p.prompt_seed);
             Ok(Built::Prompt(builder.build(p.input_tokens, &mut rng)))
-        }
+        };
+        progress.advance();
+        built
     })
     .into_iter();
 
