@@ -232,20 +232,38 @@ pub fn prepare_dataset(
         let multi_turn = conv.turns.len() > 1;
         let mut entries = conv.turns.into_iter();
         let first_entry = entries.next().expect("conversations have a turn");
-        let mut turns = Vec::new();
-        if multi_turn {
-            // The first turn is serialized twice (its own message and the first body);
-            // later turns move their images into their message.
-            turns.push(prepare_turn(first_entry.clone(), opts));
-            turns.extend(entries.map(|entry| prepare_turn(entry, opts)));
-        }
-        let first = prepare_one(endpoint, first_entry, system, opts);
-        out.push(PreparedConversation {
-            first,
-            script: TurnScript {
+        let (first, script) = if multi_turn {
+            let turns = std::iter::once(first_entry)
+                .chain(entries)
+                .map(|entry| prepare_turn(entry, opts))
+                .collect();
+            let mut script = TurnScript {
                 head: Bytes::from(head),
                 turns,
-            },
+            };
+            // The first body is the first turn spliced like any other; its message then
+            // points into that body, so the first turn's images are held once.
+            let body = script.turn_body(0, &[]);
+            let t = &mut script.turns[0];
+            let at = script.head.len();
+            t.message = body.slice(at..at + t.message.len());
+            let first = PreparedRequest {
+                body,
+                input_tokens: t.input_tokens,
+                num_images: t.num_images,
+                requested_output_tokens: t.requested_output_tokens,
+            };
+            (first, script)
+        } else {
+            let script = TurnScript {
+                head: Bytes::from(head),
+                turns: Vec::new(),
+            };
+            (prepare_one(endpoint, first_entry, system, opts), script)
+        };
+        out.push(PreparedConversation {
+            first,
+            script,
             timestamp_ms,
         });
     }
@@ -270,7 +288,17 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions) -> PreparedTurn {
         .map(String::as_str)
         .collect::<Vec<_>>()
         .join(" ");
-    let message = serde_json::to_vec(&chat::message(&mut entry)).expect("serializes");
+    // Assembled around the image data, as a whole body is (see `splice`).
+    let images = splice::take_urls(&mut entry.images);
+    let mut message = chat::message(&mut entry);
+    let skeleton = serde_json::to_vec(&message).expect("serializes");
+    let message = match images {
+        None => skeleton,
+        Some(images) => splice::assemble(&skeleton, images).unwrap_or_else(|mut images| {
+            splice::restore_urls(&mut message, &mut images);
+            serde_json::to_vec(&message).expect("serializes")
+        }),
+    };
     PreparedTurn {
         message: Bytes::from(message),
         tail: Bytes::from(tail),
@@ -435,6 +463,13 @@ mod tests {
         let first: Value = serde_json::from_slice(&c.first.body).unwrap();
         assert_eq!(first["messages"][0]["role"], "system");
         assert_eq!(first["messages"][1]["content"], "one");
+        assert_eq!(first["max_completion_tokens"], 5);
+        assert_eq!(first["temperature"], 0);
+        // The first turn's message is a view into the first body, not a second copy.
+        let body = c.first.body.as_ptr_range();
+        let message = c.script.turns[0].message.as_ptr_range();
+        assert!(body.start <= message.start && message.end <= body.end);
+        assert_eq!(c.first.body, c.script.turn_body(0, &[]));
         let replies = vec!["r1 \"x\"\n".to_string(), "r2".to_string()];
         let third: Value = serde_json::from_slice(&c.script.turn_body(2, &replies)).unwrap();
         let roles: Vec<&str> = third["messages"]
