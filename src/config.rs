@@ -250,7 +250,16 @@ impl ProfileConfig {
         // the client, and building them would only delay the first request.
         let total_requests =
             request_count + a.warmup_request_count + load.warmup.sessions.unwrap_or(0);
-        let num_entries = a.num_dataset_entries.min(total_requests as usize).max(1);
+        // Requests are turns: with several turns per conversation, fewer conversations
+        // can ever start (unless conversations are what is counted).
+        let conversations_needed = match load.sessions {
+            Some(_) => total_requests,
+            None => total_requests.div_ceil(turns.mean),
+        };
+        let num_entries = a
+            .num_dataset_entries
+            .min(conversations_needed as usize)
+            .max(1);
 
         let synthetic = SyntheticOptions {
             num_entries,
@@ -653,6 +662,11 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
         return Err(bad(
             "--conversation-num: 0 is not allowed; give 1 or more conversations",
         ));
+    }
+    if let (Some(s), Some(n)) = (a.conversation_num, a.request_count) {
+        return Err(bad(format!(
+            "--conversation-num {s} and --request-count {n} both stop profiling; give one (conversations for multi-turn, requests otherwise)"
+        )));
     }
     if fixed_schedule && a.conversation_num.is_some() {
         return Err(bad(format!(
@@ -1180,8 +1194,9 @@ mod tests {
         // Counted in conversations: no request limit unless one is given.
         assert_eq!(c.load.count_limit(c.request_count), None);
         assert_eq!(c.synthetic.num_entries, 6);
-        let c = parse(&["--conversation-num", "6", "--request-count", "4"]).unwrap();
-        assert_eq!(c.load.count_limit(c.request_count), Some(4));
+        let c = parse(&["--conversation-num", "6", "--benchmark-duration", "4"]).unwrap();
+        assert_eq!(c.load.count_limit(c.request_count), None);
+        assert_eq!(c.load.sessions, Some(6));
 
         let c = parse(&[
             "--concurrency",
@@ -1210,6 +1225,10 @@ mod tests {
 
         let cases: &[(&[&str], &str)] = &[
             (&["--conversation-num", "0"], "--conversation-num"),
+            (
+                &["--conversation-num", "3", "--request-count", "9"],
+                "--conversation-num",
+            ),
             (
                 &["--conversation-turn-mean", "0"],
                 "--conversation-turn-mean",

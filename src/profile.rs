@@ -311,7 +311,10 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         };
         let warmup_cap = match warmup_pacing {
             load::Pacing::ClosedLoop => Some(w.concurrency.unwrap_or(cfg.concurrency)),
-            _ => w.concurrency.or(cap),
+            // A rate is capped only when a concurrency was given (as for profiling).
+            _ => w
+                .concurrency
+                .or(cfg.load.concurrency_given.then_some(cfg.concurrency)),
         };
         let warmup = load::PhaseSpec {
             phase: Phase::Warmup,

@@ -26,6 +26,9 @@ pub struct RequestInput {
     /// Index of the conversation this turn belongs to (AIPerf's `session_num` for single-turn).
     pub session_num: u64,
     pub conversation_id: String,
+    /// This session's id, sent as `X-Correlation-ID`: one per session, while a dataset
+    /// conversation may be replayed by several sessions.
+    pub correlation_id: String,
     pub turn_index: u32,
     /// Client-side token count of the prompt text (text parts only; images excluded).
     pub input_tokens: Option<u64>,

@@ -268,3 +268,42 @@ fn the_warmup_takes_its_own_rate_and_grace_period() {
     let took = started.elapsed().as_secs_f64();
     assert!(took < 6.0, "{took} s");
 }
+
+#[test]
+fn each_session_has_its_own_correlation_id_when_conversations_are_replayed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mock = MockChild::spawn(&["--fast"]);
+    let (records, _) = profile(
+        tmp.path(),
+        &mock.url,
+        &[
+            "--conversation-num",
+            "4",
+            "--conversation-turn-mean",
+            "2",
+            "--num-dataset-entries",
+            "2",
+            "--concurrency",
+            "2",
+        ],
+    );
+    assert_eq!(records.len(), 8);
+    let distinct = |key: &str| -> std::collections::BTreeSet<String> {
+        records
+            .iter()
+            .map(|r| md(r, key).as_str().unwrap().to_string())
+            .collect()
+    };
+    // Two dataset conversations, each replayed by two sessions.
+    assert_eq!(distinct("conversation_id").len(), 2);
+    assert_eq!(distinct("x_correlation_id").len(), 4);
+    // Both turns of a session carry the session's id.
+    let mut by_session: BTreeMap<u64, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for r in &records {
+        let session = md(r, "session_num").as_u64().unwrap();
+        let id = md(r, "x_correlation_id").as_str().unwrap().to_string();
+        by_session.entry(session).or_default().insert(id);
+    }
+    assert_eq!(by_session.len(), 4);
+    assert!(by_session.values().all(|ids| ids.len() == 1));
+}

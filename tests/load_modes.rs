@@ -274,6 +274,36 @@ fn duration_stops_issuing_and_the_grace_period_counts() {
 }
 
 #[test]
+fn sends_still_waiting_for_a_slot_when_the_grace_ends_are_not_sent() {
+    // One slot, a 3 s first token: the first request holds the slot while later arrivals
+    // wait for it. At the end of the grace (0.3 + 0.2 s) the first is cancelled; the
+    // waiting ones must not start then and run for another 3 s.
+    let mock = MockChild::spawn(&["--ttft", "3000"]);
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let run = profile(
+        &mock.url,
+        dir.path(),
+        &[
+            "--request-rate",
+            "20",
+            "--request-rate-mode",
+            "constant",
+            "--concurrency",
+            "1",
+            "--benchmark-duration",
+            "0.3",
+            "--benchmark-grace-period",
+            "0.2",
+        ],
+    );
+    let took = started.elapsed().as_secs_f64();
+    assert_eq!(run.records.len(), 1, "{}", run.stderr());
+    assert_eq!(run.records[0]["error"]["code"], 499);
+    assert!(took < 2.8, "the run took {took} s");
+}
+
+#[test]
 fn warmup_records_are_kept_out_of_the_metrics() {
     let mock = MockChild::spawn(&["--fast"]);
     let dir = tempfile::tempdir().unwrap();

@@ -83,9 +83,9 @@ pub fn format_record_line(
     push_key(out, "x_request_id");
     push_json(out, &record.x_request_id);
     out.push(b',');
-    // The session id travels as X-Correlation-ID, so it is also the correlation id.
+    // One id per session (a dataset conversation can be replayed by several sessions).
     push_key(out, "x_correlation_id");
-    push_json(out, &input.conversation_id);
+    push_json(out, &input.correlation_id);
     out.push(b',');
     push_key(out, "conversation_id");
     push_json(out, &input.conversation_id);
@@ -213,7 +213,7 @@ mod tests {
         let md = &v["metadata"];
         assert_eq!(md["session_num"], 3);
         assert_eq!(md["x_request_id"], "req-3");
-        assert_eq!(md["x_correlation_id"], "conv-3");
+        assert_eq!(md["x_correlation_id"], "session-3");
         assert_eq!(md["conversation_id"], "conv-3");
         assert_eq!(md["turn_index"], 0);
         assert_eq!(md["request_start_ns"], 1_700_000_000_001_000_000u64);

@@ -145,6 +145,14 @@ impl SendPlan {
             .sum()
     }
 
+    /// The `X-Correlation-ID` of session number `session`: a fixed function of the seed and
+    /// the session number, so a conversation replayed by several sessions gets one per session.
+    pub fn correlation_id(&self, session: u64) -> String {
+        uuid4(&mut ChaCha8Rng::seed_from_u64(
+            self.id_seed ^ 0x5e55_1011_c0de ^ session.rotate_left(17),
+        ))
+    }
+
     /// Takes the next conversation number (shared by all phases).
     pub fn next_session(&self) -> u64 {
         self.next_session.fetch_add(1, Ordering::Relaxed)

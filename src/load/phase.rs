@@ -6,7 +6,7 @@
 //! and waited for with the precise timer (`crate::timer`), so one late send never shifts
 //! the next one.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -86,6 +86,11 @@ struct PhaseRun {
     claimed: AtomicU64,
     /// Conversations started (or refused at the limit) so far in this phase.
     sessions_started: AtomicU64,
+    /// Set when the grace period is over: sends still waiting (for a slot or a think
+    /// time) are dropped instead of starting after the phase's end.
+    cut: AtomicBool,
+    /// Sends claimed but dropped by `cut`, never sent.
+    dropped: AtomicU64,
     /// No request is issued at or after this instant (duration mode).
     issue_until: Option<Instant>,
     /// Concurrency cap of the open loop (the closed loop's workers are its slots).
@@ -116,6 +121,8 @@ pub async fn run_phase(
         records,
         claimed: AtomicU64::new(0),
         sessions_started: AtomicU64::new(0),
+        cut: AtomicBool::new(false),
+        dropped: AtomicU64::new(0),
         issue_until,
         slots,
         samples: Mutex::new(Vec::new()),
@@ -125,8 +132,10 @@ pub async fn run_phase(
     let grace_watch = match (issue_until, run.spec.grace) {
         (Some(end), Some(grace)) => {
             let ctx = ctx.clone();
+            let run = run.clone();
             Some(tokio::spawn(async move {
                 timer::sleep_until(end + grace).await;
+                run.cut.store(true, Ordering::SeqCst);
                 let left = ctx.in_flight.load(Ordering::SeqCst);
                 if left > 0 {
                     tracing::info!(
@@ -151,7 +160,8 @@ pub async fn run_phase(
     }
 
     let claimed = run.claimed.load(Ordering::SeqCst);
-    let sent = run.spec.count.map_or(claimed, |c| claimed.min(c));
+    let sent =
+        run.spec.count.map_or(claimed, |c| claimed.min(c)) - run.dropped.load(Ordering::SeqCst);
     let samples = std::mem::take(&mut *run.samples.lock().unwrap_or_else(|e| e.into_inner()));
     PhaseResult {
         sent,
@@ -208,6 +218,11 @@ impl PhaseRun {
         permit: Option<OwnedSemaphorePermit>,
     ) -> Option<(bool, String)> {
         let ctx = &self.ctx;
+        if self.cut.load(Ordering::SeqCst) {
+            // Claimed before the end but still waiting when the grace period ran out.
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+            return Some((true, String::new()));
+        }
         let request_id = ctx.plan.request_id(send);
         let scheduled = input.timing;
         ctx.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -284,9 +299,11 @@ impl PhaseRun {
         };
         let script = &plan.scripts[entry];
         let first_req = &plan.requests[entry];
+        let correlation_id = plan.correlation_id(session);
         let input = RequestInput {
             session_num: if plan.is_multi_turn() { session } else { first },
             conversation_id: plan.conversation_ids[entry].clone(),
+            correlation_id: correlation_id.clone(),
             turn_index: 0,
             input_tokens: Some(first_req.input_tokens),
             history_text: None,
@@ -316,6 +333,7 @@ impl PhaseRun {
             let input = RequestInput {
                 session_num: session,
                 conversation_id: plan.conversation_ids[entry].clone(),
+                correlation_id: correlation_id.clone(),
                 turn_index: turn as u32,
                 // The history holds replies: its tokens are counted in the collector,
                 // off the sending path.

@@ -175,6 +175,7 @@ pub(crate) mod tests {
             input: RequestInput {
                 session_num: 3,
                 conversation_id: "conv-3".into(),
+                correlation_id: "session-3".into(),
                 turn_index: 0,
                 input_tokens: Some(550),
                 history_text: None,

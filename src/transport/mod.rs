@@ -184,7 +184,7 @@ impl HttpClient {
         if let Ok(v) = HeaderValue::from_str(&record.x_request_id) {
             request.headers_mut().insert("x-request-id", v);
         }
-        if let Ok(v) = HeaderValue::from_str(&record.input.conversation_id) {
+        if let Ok(v) = HeaderValue::from_str(&record.input.correlation_id) {
             request.headers_mut().insert("x-correlation-id", v);
         }
 
@@ -194,9 +194,16 @@ impl HttpClient {
         // The timeout covers the whole exchange (connect, headers, body); when it fires or
         // the run cancels, the exchange future is dropped, which closes its connection and
         // frees the slot at once.
+        let mut rest = None;
         let outcome = tokio::select! {
             r = tokio::time::timeout(self.timeout, self.run(clock, request, &mut record)) => {
-                Some(r.is_ok())
+                match r {
+                    Ok(body) => {
+                        rest = body;
+                        Some(true)
+                    }
+                    Err(_) => Some(false),
+                }
             }
             _ = cancel.wait_for(|g| *g != generation || *g == CANCEL_ALL) => None,
         };
@@ -226,15 +233,27 @@ impl HttpClient {
         }
         record.start_wall_ns = clock.wall_ns(record.start_perf_ns);
         record.end_wall_ns = clock.wall_ns(record.end_perf_ns);
+        // The record is settled; reading the end of a finished stream only lets its
+        // connection go back to the pool.
+        if let Some(mut body) = rest {
+            drain_to_end(&mut body).await;
+        }
         record
     }
 
-    async fn run(&self, clock: &Clock, request: Request<RequestBody>, record: &mut RequestRecord) {
+    /// Sends the request and reads the response into `record`. Returns the body of a stream
+    /// that ended with `[DONE]`, for `drain_to_end`.
+    async fn run(
+        &self,
+        clock: &Clock,
+        request: Request<RequestBody>,
+        record: &mut RequestRecord,
+    ) -> Option<hyper::body::Incoming> {
         let response = match self.client.request(request).await {
             Ok(r) => r,
             Err(e) => {
                 record.error = Some(transport_error(&e));
-                return;
+                return None;
             }
         };
         record.ack_perf_ns = Some(clock.now_ns());
@@ -251,7 +270,7 @@ impl HttpClient {
             // A cut-short error body still tells the status; keep what arrived.
             let bytes = collect_body(&mut body).await.unwrap_or_default();
             record.error = Some(http_error(status, &bytes));
-            return;
+            return None;
         }
 
         if is_sse {
@@ -266,7 +285,6 @@ impl HttpClient {
                             framer.feed(data, arrival, |ev| state.on_event(ev, record));
                         }
                         if state.done {
-                            drain_to_end(&mut body).await;
                             break;
                         }
                     }
@@ -275,7 +293,7 @@ impl HttpClient {
                         if record.error.is_none() {
                             record.error = Some(stream_error(&e));
                         }
-                        return;
+                        return None;
                     }
                     None => break,
                 }
@@ -288,12 +306,16 @@ impl HttpClient {
                     message: "The stream ended without a [DONE] event".into(),
                 });
             }
+            if state.done {
+                return Some(body);
+            }
         } else {
             match collect_body(&mut body).await {
                 Ok(bytes) => parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record),
                 Err(e) => record.error = Some(stream_error(&e)),
             }
         }
+        None
     }
 }
 
@@ -386,7 +408,6 @@ impl StreamState {
     }
 }
 
-/// The whole body, or the error that cut it short (e.g. the connection closed mid-body).
 /// How long to wait after `[DONE]` for the end of the body.
 const DRAIN_LIMIT: Duration = Duration::from_millis(10);
 
@@ -401,6 +422,7 @@ async fn drain_to_end(body: &mut hyper::body::Incoming) {
     .await;
 }
 
+/// The whole body, or the error that cut it short (e.g. the connection closed mid-body).
 async fn collect_body(body: &mut hyper::body::Incoming) -> Result<Bytes, hyper::Error> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {

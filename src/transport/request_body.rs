@@ -74,9 +74,12 @@ impl Body for RequestBody {
         self.data.is_none()
     }
 
-    /// Exact, so hyper sends a Content-Length.
+    /// Exact, so hyper sends a Content-Length; what is left once taken is nothing.
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.len)
+        match self.data {
+            Some(_) => SizeHint::with_exact(self.len),
+            None => SizeHint::with_exact(0),
+        }
     }
 }
 
@@ -98,6 +101,7 @@ mod tests {
         let at = taken.get().expect("stamped");
         assert!(at >= before && at <= clock.now_ns());
         assert!(body.is_end_stream());
+        assert_eq!(body.size_hint().exact(), Some(0));
         assert!(body.frame().await.is_none());
         assert_eq!(taken.get(), Some(at), "stamped once");
     }
