@@ -313,7 +313,7 @@ pub struct ProfileArgs {
     #[arg(long = "conversation-num", visible_aliases = ["num-conversations", "num-sessions"], help_heading = "Conversation Input")]
     pub conversation_num: Option<u64>,
 
-    /// Mean number of turns per synthetic conversation (normal distribution, at least 1).
+    /// Mean number of turns per synthetic conversation (normal distribution, 1 to 10,000).
     #[arg(long = "conversation-turn-mean", visible_aliases = ["session-turns-mean"], default_value_t = 1, help_heading = "Conversation Input")]
     pub conversation_turn_mean: u64,
 

@@ -298,7 +298,14 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     let overhead = crate::overhead::OverheadMonitor::start();
     let mut sent = 0;
     let w = &cfg.load.warmup;
-    if cfg.warmup_request_count > 0 || cfg.load.warmup_duration.is_some() || w.sessions.is_some() {
+    let warmup_on =
+        cfg.warmup_request_count > 0 || cfg.load.warmup_duration.is_some() || w.sessions.is_some();
+    if !warmup_on && (w.grace.is_some() || w.concurrency.is_some() || w.rate != cfg.load.rate) {
+        warn!(
+            "--warmup-grace-period/--warmup-concurrency/--warmup-request-rate/--warmup-arrival-pattern apply to a warmup; none was asked for (--warmup-request-count, --warmup-duration or --num-warmup-sessions), so they are ignored"
+        );
+    }
+    if warmup_on {
         match (cfg.load.warmup_duration, w.sessions) {
             (Some(d), _) => info!("Warming up for {:.1} s", d.as_secs_f64()),
             (None, Some(n)) => info!("Warming up: {n} conversations ({warmup_requests} requests)"),

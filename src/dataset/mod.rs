@@ -287,7 +287,7 @@ fn plan_conversations(
     Ok((0..opts.num_entries as u64)
         .map(|i| {
             let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_TURNS, i));
-            let n = sample_at_least_one(&turns, &mut rng) as usize;
+            let n = sample_at_least_one(&turns, &mut rng).min(MAX_TURNS) as usize;
             let delays = (0..n)
                 .map(|turn| {
                     (turn > 0 && t.delay_mean_ms > 0.0).then(|| {
@@ -419,6 +419,10 @@ const STREAM_ENTRY: u64 = 1;
 const STREAM_IMAGE: u64 = 2;
 const STREAM_PHOTO: u64 = 3;
 const STREAM_TURNS: u64 = 4;
+
+/// Most turns a synthetic conversation gets, whatever its distribution draws: a huge
+/// stddev must not turn into billions of entries.
+pub const MAX_TURNS: u64 = 10_000;
 
 /// Photos are picked here, in image order from one seeded stream, so the choice (and which
 /// files turn out undecodable) does not depend on the thread count.
@@ -800,6 +804,28 @@ mod tests {
         }
         // Every turn is its own prompt.
         assert_eq!(texts.len(), 15);
+    }
+
+    #[test]
+    fn a_huge_turn_stddev_is_bounded() {
+        let turns = TurnOptions {
+            mean: 2,
+            stddev: 1e12,
+            ..TurnOptions::default()
+        };
+        let o = SyntheticOptions {
+            isl_mean: 1.0,
+            ..text_only(6, turns)
+        };
+        let shapes = plan_conversations(&o, 9).unwrap();
+        let counts: Vec<usize> = shapes.iter().map(|c| c.delays.len()).collect();
+        assert!(
+            counts
+                .iter()
+                .all(|&n| (1..=MAX_TURNS as usize).contains(&n)),
+            "{counts:?}"
+        );
+        assert!(counts.contains(&(MAX_TURNS as usize)), "{counts:?}");
     }
 
     #[test]
