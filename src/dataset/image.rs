@@ -45,8 +45,17 @@ pub fn noise_image(
     encoding: ImageEncoding,
     seed: u64,
 ) -> anyhow::Result<EncodedImage> {
-    let pixels = noise_rgb(width, height, seed);
-    let bytes = encode_rgb(&pixels, width, height, encoding)?;
+    encode_image(&noise_rgb(width, height, seed), width, height, encoding)
+}
+
+/// Packed RGB8 pixels encoded as a data URL.
+pub fn encode_image(
+    pixels: &[u8],
+    width: u32,
+    height: u32,
+    encoding: ImageEncoding,
+) -> anyhow::Result<EncodedImage> {
+    let bytes = encode_rgb(pixels, width, height, encoding)?;
     Ok(EncodedImage {
         data_url: data_url(encoding, &bytes),
         width,

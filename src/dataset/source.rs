@@ -12,7 +12,7 @@ use rand::seq::SliceRandom;
 use tracing::warn;
 
 use super::EncodedImage;
-use super::image::{ImageEncoding, data_url, encode_rgb};
+use super::image::{ImageEncoding, encode_image};
 
 /// `--image-source`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -311,13 +311,7 @@ pub fn photo_image(
     encoding: ImageEncoding,
 ) -> anyhow::Result<EncodedImage> {
     let pixels = resize_rgb(photo, width, height)?;
-    let bytes = encode_rgb(&pixels, width, height, encoding)?;
-    Ok(EncodedImage {
-        data_url: data_url(encoding, &bytes),
-        width,
-        height,
-        format: encoding.name(),
-    })
+    encode_image(&pixels, width, height, encoding)
 }
 
 #[cfg(test)]
@@ -334,7 +328,7 @@ mod tests {
 
     fn write_png(path: &Path, w: u32, h: u32) {
         let pixels = super::super::image::noise_rgb(w, h, 1);
-        let bytes = encode_rgb(&pixels, w, h, ImageEncoding::Png).unwrap();
+        let bytes = super::super::image::encode_rgb(&pixels, w, h, ImageEncoding::Png).unwrap();
         std::fs::write(path, bytes).unwrap();
     }
 

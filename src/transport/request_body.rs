@@ -30,7 +30,6 @@ impl TakenAt {
 
 pub struct RequestBody {
     data: Option<Bytes>,
-    len: u64,
     stamp: Option<(Clock, TakenAt)>,
 }
 
@@ -46,7 +45,6 @@ impl RequestBody {
     /// A body without a stamp. An empty one has no frame at all.
     pub fn plain(data: Bytes) -> RequestBody {
         RequestBody {
-            len: data.len() as u64,
             data: (!data.is_empty()).then_some(data),
             stamp: None,
         }
@@ -76,10 +74,7 @@ impl Body for RequestBody {
 
     /// Exact, so hyper sends a Content-Length; what is left once taken is nothing.
     fn size_hint(&self) -> SizeHint {
-        match self.data {
-            Some(_) => SizeHint::with_exact(self.len),
-            None => SizeHint::with_exact(0),
-        }
+        SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
     }
 }
 
