@@ -17,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::LoadContext;
 use super::pacing::{PacingReport, SendSample};
 use super::schedule::{ArrivalPattern, Arrivals};
+use crate::endpoint::TurnScript;
 use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming};
 use crate::timer;
 use crate::transport::CANCELLED_CODE;
@@ -210,12 +211,15 @@ impl PhaseRun {
 
     /// Sends one request and hands its record to the collector. Returns the record's
     /// error state and reply text (for the next turn), or `None` when the collector is gone.
+    /// For a later turn, `history` is its script, turn number and the replies so far: the
+    /// texts it sent are joined onto the record after the exchange, not before the send.
     async fn send(
         &self,
         send: u64,
         input: RequestInput,
         body: Bytes,
         permit: Option<OwnedSemaphorePermit>,
+        history: Option<(&TurnScript, usize, &[String])>,
     ) -> Option<(bool, String)> {
         let ctx = &self.ctx;
         if self.cut.load(Ordering::SeqCst) {
@@ -226,7 +230,7 @@ impl PhaseRun {
         let request_id = ctx.plan.request_id(send);
         let scheduled = input.timing;
         ctx.in_flight.fetch_add(1, Ordering::SeqCst);
-        let record = match self.cancel_after(send) {
+        let mut record = match self.cancel_after(send) {
             None => {
                 ctx.client
                     .exchange(&ctx.clock, self.spec.phase, input, request_id, body)
@@ -254,6 +258,9 @@ impl PhaseRun {
         } else {
             String::new()
         };
+        if let Some((script, turn, replies)) = history {
+            record.input.history_text = Some(script.history_text(turn, replies));
+        }
         self.records.send(record).ok()?;
         Some((failed, reply))
     }
@@ -312,7 +319,7 @@ impl PhaseRun {
             timing: first_timing,
         };
         let Some((failed, reply)) = self
-            .send(first, input, first_req.body.clone(), first_permit)
+            .send(first, input, first_req.body.clone(), first_permit, None)
             .await
         else {
             return false;
@@ -336,9 +343,9 @@ impl PhaseRun {
                 correlation_id: correlation_id.clone(),
                 turn_index: turn as u32,
                 // The history holds replies: its tokens are counted in the collector,
-                // off the sending path.
+                // from the texts `send` joins onto the record after the exchange.
                 input_tokens: None,
-                history_text: Some(script.history_text(turn, &replies)),
+                history_text: None,
                 num_images: t.num_images,
                 requested_output_tokens: t.requested_output_tokens,
                 timing: SendTiming {
@@ -347,7 +354,8 @@ impl PhaseRun {
                 },
             };
             let body = script.turn_body(turn, &replies);
-            let Some((failed, reply)) = self.send(send, input, body, permit).await else {
+            let history = Some((script, turn, replies.as_slice()));
+            let Some((failed, reply)) = self.send(send, input, body, permit, history).await else {
                 return false;
             };
             if failed {
