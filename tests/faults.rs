@@ -11,7 +11,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{BIN, MockChild};
+use common::{BIN, MockChild, read_json, run_profile as profile};
 
 fn base_args<'a>(url: &'a str, dir: &'a str, count: &'a str) -> Vec<&'a str> {
     vec![
@@ -35,27 +35,11 @@ fn base_args<'a>(url: &'a str, dir: &'a str, count: &'a str) -> Vec<&'a str> {
     ]
 }
 
-fn profile(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("profile")
-        .args(args)
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .expect("run aiperf profile")
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
 /// Every line must be a whole JSON object (no torn lines).
 fn read_jsonl(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap();
     assert!(text.is_empty() || text.ends_with('\n'), "torn last line");
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
-        .collect()
+    common::read_jsonl(path)
 }
 
 struct Run {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{BIN, MockChild};
+use common::{BIN, MockChild, read_jsonl, run_profile};
 
 struct Run {
     out: Output,
@@ -53,44 +53,33 @@ fn profile(url: &str, dir: &Path, extra: &[&str]) -> Run {
 }
 
 fn profile_osl(url: &str, dir: &Path, osl: &str, extra: &[&str]) -> Run {
-    let out = Command::new(BIN)
-        .arg("profile")
-        .args([
-            "--model",
-            "mock-model",
-            "--tokenizer",
-            "builtin",
-            "--streaming",
-            "--synthetic-input-tokens-mean",
-            "10",
-            "--output-tokens-mean",
-            osl,
-            "--url",
-            url,
-            "--artifact-dir",
-            dir.to_str().unwrap(),
-            "--random-seed",
-            "7",
-        ])
-        .args(extra)
-        .env("HF_HUB_OFFLINE", "1")
-        .output()
-        .expect("run aiperf profile");
-    let summary_path = dir.join("profile_export_aiperf.json");
-    let summary = std::fs::read_to_string(&summary_path)
+    let mut args = vec![
+        "--model",
+        "mock-model",
+        "--tokenizer",
+        "builtin",
+        "--streaming",
+        "--synthetic-input-tokens-mean",
+        "10",
+        "--output-tokens-mean",
+        osl,
+        "--url",
+        url,
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+        "--random-seed",
+        "7",
+    ];
+    args.extend_from_slice(extra);
+    let out = run_profile(&args);
+    // A run that fails early writes no summary.
+    let summary = std::fs::read_to_string(dir.join("profile_export_aiperf.json"))
         .map(|t| serde_json::from_str(&t).unwrap())
         .unwrap_or(Value::Null);
-    let records = std::fs::read_to_string(dir.join("profile_export.jsonl"))
-        .map(|t| {
-            t.lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .collect()
-        })
-        .unwrap_or_default();
     Run {
         out,
         summary,
-        records,
+        records: read_jsonl(&dir.join("profile_export.jsonl")),
     }
 }
 

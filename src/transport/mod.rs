@@ -749,24 +749,27 @@ mod tests {
         server.shutdown().await;
     }
 
+    /// `n` streamed chat requests for `tokens` tokens each, one after another, on one client.
+    async fn sequential_streams(base_url: &str, n: usize, tokens: u64) -> Vec<RequestRecord> {
+        let uri: Uri = format!("{base_url}/v1/chat/completions").parse().unwrap();
+        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+        let clock = Clock::new();
+        let mut records = Vec::with_capacity(n);
+        for i in 0..n {
+            let body = chat_body(true, tokens);
+            let input = RequestInput::default();
+            let r = client
+                .exchange(&clock, Phase::Profiling, input, format!("r{i}"), body)
+                .await;
+            records.push(r);
+        }
+        records
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_sent_stamp_lies_between_start_and_end() {
         let server = mock::start(MockServerArgs::fast_defaults()).await.unwrap();
-        let uri: Uri = format!("{}/v1/chat/completions", server.url())
-            .parse()
-            .unwrap();
-        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
-        let clock = Clock::new();
-        for i in 0..10 {
-            let r = client
-                .exchange(
-                    &clock,
-                    Phase::Profiling,
-                    RequestInput::default(),
-                    format!("r{i}"),
-                    chat_body(true, 3),
-                )
-                .await;
+        for r in sequential_streams(&server.url(), 10, 3).await {
             assert!(r.error.is_none(), "{:?}", r.error);
             let sent = r.sent_perf_ns.expect("the body was sent");
             assert!(r.start_perf_ns <= sent && sent <= r.end_perf_ns);
@@ -836,21 +839,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_is_read_to_its_end_after_done_so_its_connection_is_reused() {
         let (addr, accepted) = late_end_server().await;
-        let uri: Uri = format!("http://{addr}/v1/chat/completions")
-            .parse()
-            .unwrap();
-        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
-        let clock = Clock::new();
-        for i in 0..20 {
-            let r = client
-                .exchange(
-                    &clock,
-                    Phase::Profiling,
-                    RequestInput::default(),
-                    format!("r{i}"),
-                    chat_body(true, 1),
-                )
-                .await;
+        for r in sequential_streams(&format!("http://{addr}"), 20, 1).await {
             assert!(r.error.is_none(), "{:?}", r.error);
             assert_eq!(r.responses.len(), 1);
         }
