@@ -120,6 +120,29 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// A record of a request not sent yet: no times, no response, no error.
+    pub fn new(phase: Phase, input: RequestInput, x_request_id: String) -> RequestRecord {
+        RequestRecord {
+            phase,
+            input,
+            x_request_id,
+            start_perf_ns: 0,
+            sent_perf_ns: None,
+            ack_perf_ns: None,
+            end_perf_ns: 0,
+            start_wall_ns: 0,
+            end_wall_ns: 0,
+            status: None,
+            streamed: false,
+            responses: Vec::new(),
+            last_event_perf_ns: None,
+            usage: None,
+            error: None,
+            was_cancelled: false,
+            cancellation_perf_ns: None,
+        }
+    }
+
     pub fn is_valid(&self) -> bool {
         self.error.is_none()
     }

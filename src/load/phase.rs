@@ -398,20 +398,10 @@ async fn cancellable_exchange(
             // Dropping the exchange closes its connection: the server sees the client go.
             let end_perf_ns = ctx.clock.now_ns();
             RequestRecord {
-                phase,
-                input: kept_input,
-                x_request_id: kept_id,
                 start_perf_ns,
-                sent_perf_ns: None,
-                ack_perf_ns: None,
                 end_perf_ns,
                 start_wall_ns: ctx.clock.wall_ns(start_perf_ns),
                 end_wall_ns: ctx.clock.wall_ns(end_perf_ns),
-                status: None,
-                streamed: false,
-                responses: Vec::new(),
-                last_event_perf_ns: None,
-                usage: None,
                 error: Some(ErrorDetails {
                     code: Some(CANCELLED_CODE),
                     kind: "RequestCancellationError".into(),
@@ -419,6 +409,7 @@ async fn cancellable_exchange(
                 }),
                 was_cancelled: true,
                 cancellation_perf_ns: Some(end_perf_ns),
+                ..RequestRecord::new(phase, kept_input, kept_id)
             }
         }
     }

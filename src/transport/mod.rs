@@ -157,25 +157,7 @@ impl HttpClient {
         x_request_id: String,
         body: Bytes,
     ) -> RequestRecord {
-        let mut record = RequestRecord {
-            phase,
-            input,
-            x_request_id,
-            start_perf_ns: 0,
-            sent_perf_ns: None,
-            ack_perf_ns: None,
-            end_perf_ns: 0,
-            start_wall_ns: 0,
-            end_wall_ns: 0,
-            status: None,
-            streamed: false,
-            responses: Vec::new(),
-            last_event_perf_ns: None,
-            usage: None,
-            error: None,
-            was_cancelled: false,
-            cancellation_perf_ns: None,
-        };
+        let mut record = RequestRecord::new(phase, input, x_request_id);
         let (body, taken) = RequestBody::stamped(body, *clock);
         let mut request = Request::post(self.uri.clone())
             .body(body)
@@ -516,23 +498,8 @@ mod tests {
 
     fn empty_record() -> RequestRecord {
         RequestRecord {
-            phase: Phase::Profiling,
-            input: RequestInput::default(),
-            x_request_id: "r".into(),
-            start_perf_ns: 0,
-            sent_perf_ns: None,
-            ack_perf_ns: None,
-            end_perf_ns: 0,
-            start_wall_ns: 0,
-            end_wall_ns: 0,
-            status: None,
             streamed: true,
-            responses: Vec::new(),
-            last_event_perf_ns: None,
-            usage: None,
-            error: None,
-            was_cancelled: false,
-            cancellation_perf_ns: None,
+            ..RequestRecord::new(Phase::Profiling, RequestInput::default(), "r".into())
         }
     }
 
