@@ -5,8 +5,6 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-use crate::dataset::ImageFormat;
-
 #[derive(Debug, Parser)]
 #[command(
     name = "aiperf",
@@ -35,22 +33,6 @@ pub enum EndpointType {
     Chat,
     /// OpenAI text completions (`/v1/completions`); text only.
     Completions,
-}
-
-impl EndpointType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EndpointType::Chat => "chat",
-            EndpointType::Completions => "completions",
-        }
-    }
-
-    pub fn default_path(self) -> &'static str {
-        match self {
-            EndpointType::Chat => "/v1/chat/completions",
-            EndpointType::Completions => "/v1/completions",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -216,8 +198,8 @@ pub struct ProfileArgs {
     pub image_source: String,
 
     /// How images of `assets` or a directory are picked (`noise` accepts only the default).
-    #[arg(long, value_enum, default_value_t = crate::dataset::source::ImageSampling::RandomWithReplacement, help_heading = "Image")]
-    pub image_source_sampling: crate::dataset::source::ImageSampling,
+    #[arg(long, value_enum, default_value_t = ImageSampling::RandomWithReplacement, help_heading = "Image")]
+    pub image_source_sampling: ImageSampling,
 
     /// A JSONL file (or, for random_pool, a directory) of requests; see --custom-dataset-type.
     #[arg(long, help_heading = "Input")]
@@ -225,7 +207,7 @@ pub struct ProfileArgs {
 
     /// Format of --input-file.
     #[arg(long, value_enum, help_heading = "Input")]
-    pub custom_dataset_type: Option<crate::dataset::custom::CustomDatasetType>,
+    pub custom_dataset_type: Option<CustomDatasetType>,
 
     /// Tokens per hash_ids block in traces (mooncake default 512).
     #[arg(long = "prompt-input-tokens-block-size", visible_aliases = ["synthetic-input-tokens-block-size", "isl-block-size"], help_heading = "Prompt")]
@@ -365,4 +347,39 @@ pub enum ArrivalMode {
     Poisson,
     /// Gamma gaps with shape --arrival-smoothness.
     Gamma,
+}
+
+/// `--image-format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImageFormat {
+    Png,
+    Jpeg,
+    /// PNG or JPEG, chosen uniformly per image.
+    Random,
+}
+
+/// `--image-source-sampling` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImageSampling {
+    /// Each pick uniform over all images.
+    RandomWithReplacement,
+    /// Every image once, in a fresh random order each cycle.
+    ShuffleCycle,
+    /// Every image in sorted file-name order, wrapping around.
+    SequentialCycle,
+}
+
+/// `--custom-dataset-type` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum CustomDatasetType {
+    /// One request per line, sent in file order.
+    SingleTurn,
+    /// One conversation per line: `{"session_id": ..., "turns": [...]}`.
+    MultiTurn,
+    /// A file or a directory of files; entries drawn with replacement.
+    RandomPool,
+    /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`), `output_length`,
+    /// `timestamp`.
+    MooncakeTrace,
 }

@@ -7,13 +7,15 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 use serde_json::{Map, Value};
 
-use crate::cli::{ArrivalMode, EndpointType, ProfileArgs, UiType};
-use crate::dataset::InputOptions;
+use crate::cli::{self, ArrivalMode, ProfileArgs};
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::{ImageSampling, ImageSource};
+use crate::dataset::{ImageFormat, InputOptions};
 use crate::dataset::{SyntheticOptions, TurnOptions};
+use crate::endpoint::EndpointType;
 use crate::load::schedule::ArrivalPattern;
 use crate::load::{Cancellation, ScheduleWindow};
+use crate::ui::UiType;
 
 /// A command-line problem: one line naming the flag, the value and what is accepted.
 #[derive(Debug, thiserror::Error)]
@@ -134,7 +136,8 @@ impl ProfileConfig {
                 bad("--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct")
             })?;
 
-        let request_uri = build_request_uri(&a.url, a.custom_endpoint.as_deref(), a.endpoint_type)?;
+        let endpoint_type = EndpointType::from(a.endpoint_type);
+        let request_uri = build_request_uri(&a.url, a.custom_endpoint.as_deref(), endpoint_type)?;
 
         if !(a.request_timeout_seconds.is_finite() && a.request_timeout_seconds > 0.0) {
             return Err(bad(format!(
@@ -219,10 +222,10 @@ impl ProfileConfig {
                 a.image_width_mean, a.image_height_mean
             )));
         }
-        if images_on && a.endpoint_type != EndpointType::Chat {
+        if images_on && endpoint_type != EndpointType::Chat {
             return Err(bad(format!(
                 "--image-width-mean/--image-height-mean: images need --endpoint-type chat, not {}",
-                a.endpoint_type.as_str()
+                endpoint_type.as_str()
             )));
         }
         if a.num_dataset_entries == 0 {
@@ -271,7 +274,7 @@ impl ProfileConfig {
             image_width_stddev: width_stddev,
             image_height_mean: a.image_height_mean,
             image_height_stddev: height_stddev,
-            image_format: a.image_format,
+            image_format: a.image_format.into(),
             image_batch_size: if images_on { a.image_batch_size } else { 0 },
             seed: Some(random_seed),
             turns,
@@ -282,13 +285,13 @@ impl ProfileConfig {
             None => PathBuf::from("artifacts").join(format!(
                 "{}-{}-{}",
                 model.replace('/', "_"),
-                a.endpoint_type.as_str(),
+                endpoint_type.as_str(),
                 stimulus_name(&load, concurrency)
             )),
         };
 
         let ui = match a.ui_type {
-            Some(u) => u,
+            Some(u) => u.into(),
             None if a.verbose || is_terminal => UiType::Simple,
             None => UiType::None,
         };
@@ -298,7 +301,7 @@ impl ProfileConfig {
         Ok(ProfileConfig {
             tokenizer: a.tokenizer.clone().unwrap_or_else(|| model.clone()),
             model,
-            endpoint_type: a.endpoint_type,
+            endpoint_type,
             request_uri,
             streaming: a.streaming,
             request_timeout: Duration::from_secs_f64(a.request_timeout_seconds),
@@ -337,8 +340,9 @@ impl ProfileConfig {
 /// `--image-source*`, `--input-file`, `--custom-dataset-type`, `--isl-block-size`.
 fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
     let image_source = ImageSource::parse(a.image_source.trim());
+    let image_sampling = ImageSampling::from(a.image_source_sampling);
     match &image_source {
-        ImageSource::Noise if a.image_source_sampling != ImageSampling::RandomWithReplacement => {
+        ImageSource::Noise if image_sampling != ImageSampling::RandomWithReplacement => {
             return Err(bad(
                 "--image-source-sampling: only random-with-replacement applies to --image-source noise; \
                  use --image-source assets or a directory to pick images in cycles",
@@ -357,7 +361,10 @@ fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
             "--isl-block-size: 0 is not allowed; give 1 or more tokens",
         ));
     }
-    let input_file = match (&a.input_file, a.custom_dataset_type) {
+    let input_file = match (
+        &a.input_file,
+        a.custom_dataset_type.map(CustomDatasetType::from),
+    ) {
         (None, None) => None,
         (None, Some(t)) => {
             return Err(bad(format!(
@@ -388,7 +395,7 @@ fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
                 ("--image-source", image_source != ImageSource::Noise),
                 (
                     "--image-source-sampling",
-                    a.image_source_sampling != ImageSampling::RandomWithReplacement,
+                    image_sampling != ImageSampling::RandomWithReplacement,
                 ),
             ];
             if let Some((flag, _)) = synthetic_flags.iter().find(|(_, given)| *given) {
@@ -402,7 +409,7 @@ fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
     };
     Ok(InputOptions {
         image_source,
-        image_sampling: a.image_source_sampling,
+        image_sampling,
         input_file,
         isl_block_size: a.isl_block_size,
     })
@@ -981,6 +988,58 @@ fn shell_quote(s: &str) -> String {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+// The command line's value enums, mapped to the stages' own types.
+
+impl From<cli::EndpointType> for EndpointType {
+    fn from(v: cli::EndpointType) -> Self {
+        match v {
+            cli::EndpointType::Chat => EndpointType::Chat,
+            cli::EndpointType::Completions => EndpointType::Completions,
+        }
+    }
+}
+
+impl From<cli::UiType> for UiType {
+    fn from(v: cli::UiType) -> Self {
+        match v {
+            cli::UiType::Dashboard => UiType::Dashboard,
+            cli::UiType::Simple => UiType::Simple,
+            cli::UiType::None => UiType::None,
+        }
+    }
+}
+
+impl From<cli::ImageFormat> for ImageFormat {
+    fn from(v: cli::ImageFormat) -> Self {
+        match v {
+            cli::ImageFormat::Png => ImageFormat::Png,
+            cli::ImageFormat::Jpeg => ImageFormat::Jpeg,
+            cli::ImageFormat::Random => ImageFormat::Random,
+        }
+    }
+}
+
+impl From<cli::ImageSampling> for ImageSampling {
+    fn from(v: cli::ImageSampling) -> Self {
+        match v {
+            cli::ImageSampling::RandomWithReplacement => ImageSampling::RandomWithReplacement,
+            cli::ImageSampling::ShuffleCycle => ImageSampling::ShuffleCycle,
+            cli::ImageSampling::SequentialCycle => ImageSampling::SequentialCycle,
+        }
+    }
+}
+
+impl From<cli::CustomDatasetType> for CustomDatasetType {
+    fn from(v: cli::CustomDatasetType) -> Self {
+        match v {
+            cli::CustomDatasetType::SingleTurn => CustomDatasetType::SingleTurn,
+            cli::CustomDatasetType::MultiTurn => CustomDatasetType::MultiTurn,
+            cli::CustomDatasetType::RandomPool => CustomDatasetType::RandomPool,
+            cli::CustomDatasetType::MooncakeTrace => CustomDatasetType::MooncakeTrace,
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 use tracing::{error, info, warn};
 
-use crate::cli::{ProfileArgs, UiType};
+use crate::cli::ProfileArgs;
 use crate::clock::Clock;
 use crate::config::{ConfigError, ProfileConfig, redacted_command_line};
 use crate::endpoint::{self, BodyOptions};
@@ -20,6 +20,7 @@ use crate::load::{self, LoadContext, SendPlan};
 use crate::metrics::{Collector, CollectorOptions};
 use crate::record::{Phase, RequestRecord};
 use crate::transport::{CONNECTION_ERROR, HttpClient};
+use crate::ui::UiType;
 use crate::{dataset, mock, tokenizer, ui};
 
 /// How a profile run ended; `main` turns it into the exit code.

@@ -10,7 +10,16 @@ use tracing_subscriber::fmt::time::FormatTime;
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::{EnvFilter, fmt};
 
-use crate::cli::UiType;
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UiType {
+    /// A live dashboard (not built yet: shows the progress bar).
+    Dashboard,
+    /// A progress bar.
+    Simple,
+    /// Log lines only.
+    None,
+}
 
 /// A progress bar for one phase, or a hidden one when the UI is off.
 pub fn phase_bar(ui: UiType, label: &str, total: u64) -> ProgressBar {

@@ -17,8 +17,7 @@ use super::{Conversation, Dataset, DatasetSampling, EncodedImage, Entry, derive_
 use crate::tokenizer::Tokenizer;
 
 /// `--custom-dataset-type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-#[value(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CustomDatasetType {
     /// One request per line, sent in file order.
     SingleTurn,

@@ -21,7 +21,7 @@ use self::prompt::PromptBuilder;
 use self::source::{ImageSampling, ImageSource, PhotoPool, SourcePhoto};
 use crate::tokenizer::Tokenizer;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageFormat {
     Png,
     Jpeg,

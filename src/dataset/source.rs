@@ -46,7 +46,7 @@ impl ImageSource {
 }
 
 /// `--image-source-sampling`: how a finite source's images are picked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ImageSampling {
     /// Each pick uniform over all images.
     #[default]

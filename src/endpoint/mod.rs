@@ -13,9 +13,33 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::cli::EndpointType;
 use crate::dataset::{Dataset, Entry};
 use crate::record::Usage;
+
+/// Which OpenAI API the requests are for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointType {
+    /// Chat completions: text and images.
+    Chat,
+    /// Text completions: text only.
+    Completions,
+}
+
+impl EndpointType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndpointType::Chat => "chat",
+            EndpointType::Completions => "completions",
+        }
+    }
+
+    pub fn default_path(self) -> &'static str {
+        match self {
+            EndpointType::Chat => "/v1/chat/completions",
+            EndpointType::Completions => "/v1/completions",
+        }
+    }
+}
 
 /// A request ready to send: the exact body bytes plus what the record needs to know.
 #[derive(Debug, Clone)]

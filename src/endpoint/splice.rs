@@ -128,10 +128,9 @@ pub fn restore_urls(value: &mut Value, images: &mut [EncodedImage]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::EndpointType;
     use crate::dataset::image::{ImageEncoding, data_url};
     use crate::dataset::{Conversation, Dataset, DatasetSampling, Entry};
-    use crate::endpoint::{BodyOptions, chat, merge_extras, prepare_dataset};
+    use crate::endpoint::{BodyOptions, EndpointType, chat, merge_extras, prepare_dataset};
     use serde_json::{Map, json};
 
     fn image(len: usize, seed: u8) -> EncodedImage {
