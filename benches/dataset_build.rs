@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use aiperf::dataset::{ImageFormat, SyntheticOptions, build_synthetic_with_threads};
-use aiperf::tokenizer::Tokenizer;
+use aiperf::api::Tokenizer;
+use aiperf::api::{ImageFormat, InputOptions, SyntheticOptions, build_synthetic};
 
 fn options(entries: usize, isl: f64, image_batch: usize, size: f64) -> SyntheticOptions {
     SyntheticOptions {
@@ -108,9 +108,14 @@ fn main() {
             if mode == "child-startup-sequential" {
                 builtin.count("wait for the load");
             }
-            let entries =
-                build_synthetic_with_threads(&options(20, 550.0, 1, 512.0), &builtin, cores)
-                    .unwrap();
+            let entries = build_synthetic(
+                &options(20, 550.0, 1, 512.0),
+                &InputOptions::default(),
+                &builtin,
+                cores,
+                &(),
+            )
+            .unwrap();
             assert_eq!(entries.len(), 20);
             println!("{}", ms(t.elapsed()));
             return;
@@ -141,10 +146,10 @@ fn main() {
         for isl in [100.0, 550.0, 2000.0] {
             let o = options(100, isl, 0, 0.0);
             let one = best_of(3, || {
-                drop(build_synthetic_with_threads(&o, tok, 1).unwrap())
+                drop(build_synthetic(&o, &InputOptions::default(), tok, 1, &()).unwrap())
             });
             let all = best_of(3, || {
-                drop(build_synthetic_with_threads(&o, tok, cores).unwrap())
+                drop(build_synthetic(&o, &InputOptions::default(), tok, cores, &()).unwrap())
             });
             println!(
                 "100 prompts ISL {isl} ({name}): {:.1} ms on 1 thread, {:.1} ms on {cores} ({:.2}x)",
@@ -162,10 +167,10 @@ fn main() {
         .unwrap_or(1000);
     let o = options(n, 1.0, 1, 512.0);
     let t = Instant::now();
-    drop(build_synthetic_with_threads(&o, &builtin, cores).unwrap());
+    drop(build_synthetic(&o, &InputOptions::default(), &builtin, cores, &()).unwrap());
     let ours = n as f64 / t.elapsed().as_secs_f64();
     let t = Instant::now();
-    drop(build_synthetic_with_threads(&o, &builtin, 1).unwrap());
+    drop(build_synthetic(&o, &InputOptions::default(), &builtin, 1, &()).unwrap());
     let ours_one = n as f64 / t.elapsed().as_secs_f64();
     // The naive encoder is slow: 100 images give its rate.
     let naive_n = n.min(100);
@@ -185,12 +190,12 @@ fn main() {
             ..options(100, 1.0, 1, 512.0)
         };
         let one = best_of(3, || {
-            drop(build_synthetic_with_threads(&o, &builtin, 1).unwrap())
+            drop(build_synthetic(&o, &InputOptions::default(), &builtin, 1, &()).unwrap())
         });
         let all = best_of(3, || {
-            drop(build_synthetic_with_threads(&o, &builtin, cores).unwrap())
+            drop(build_synthetic(&o, &InputOptions::default(), &builtin, cores, &()).unwrap())
         });
-        let bytes: usize = build_synthetic_with_threads(&o, &builtin, cores)
+        let bytes: usize = build_synthetic(&o, &InputOptions::default(), &builtin, cores, &())
             .unwrap()
             .iter()
             .map(|e| e.images[0].data_url.len())

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use aiperf::mock::request::FinishReason;
-use aiperf::mock::response::{Api, ChunkWriter, ResponseHeader, UsageCounts};
+use aiperf::api::FinishReason;
+use aiperf::api::{Api, ChunkWriter, ResponseHeader, UsageCounts};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
@@ -221,8 +221,8 @@ fn main() {
     let client_rt = runtime(env_usize("BENCH_CLIENT_THREADS", 1), "bench-cli");
 
     let mock = server_rt
-        .block_on(aiperf::mock::start(
-            aiperf::mock::MockServerArgs::fast_defaults(),
+        .block_on(aiperf::api::start_mock_server(
+            aiperf::api::MockServerArgs::fast_defaults(),
         ))
         .unwrap();
     let reference = server_rt.block_on(start_reference());

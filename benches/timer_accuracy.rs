@@ -62,7 +62,7 @@ impl Kind {
     async fn sleep_until(self, deadline: Instant) {
         match self {
             Kind::Tokio => tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await,
-            Kind::Precise => aiperf::timer::sleep_until(deadline).await,
+            Kind::Precise => aiperf::api::sleep_until(deadline).await,
         }
     }
 }
@@ -351,9 +351,11 @@ fn main() {
 
     let server = runtime(1, "bench-srv");
     let client = runtime(1, "bench-cli");
-    let mut args = aiperf::mock::MockServerArgs::fast_defaults();
+    let mut args = aiperf::api::MockServerArgs::fast_defaults();
     (args.fast, args.ttft, args.itl) = (false, 20.0, 5.0);
-    let mock = server.block_on(aiperf::mock::start(args)).unwrap();
+    let mock = server
+        .block_on(aiperf::api::start_mock_server(args))
+        .unwrap();
     let requests = env_usize("BENCH_MOCK_REQUESTS", if quick { 8 } else { 256 });
     let concurrencies = env_list("BENCH_MOCK_CONCURRENCY", &[1, 64]);
     println!(

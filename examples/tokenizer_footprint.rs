@@ -31,7 +31,7 @@ fn main() {
     let started = Instant::now();
     let ids = match which.as_str() {
         "builtin" => {
-            let bpe = aiperf::tokenizer::builtin_bpe();
+            let bpe = aiperf::api::builtin_bpe();
             let built = started.elapsed();
             let ids = bpe.encode_ordinary(text);
             println!("build {:.1} ms", built.as_secs_f64() * 1e3);
@@ -45,7 +45,7 @@ fn main() {
             ids
         }
         "regex" => {
-            let re = fancy_regex::Regex::new(aiperf::tokenizer::bpe::O200K_PATTERN).unwrap();
+            let re = fancy_regex::Regex::new(aiperf::api::O200K_PATTERN).unwrap();
             let built = started.elapsed();
             let n = re.find_iter(text).count();
             println!("build {:.1} ms", built.as_secs_f64() * 1e3);

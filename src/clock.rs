@@ -42,6 +42,7 @@ impl Clock {
         self.anchor_wall_ns + perf_ns
     }
 
+    #[cfg(test)]
     pub fn anchor(&self) -> Instant {
         self.anchor
     }

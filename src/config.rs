@@ -54,7 +54,6 @@ pub struct ProfileConfig {
     pub verbose: bool,
     /// The seed actually used (given, or drawn from entropy and recorded).
     pub random_seed: u64,
-    pub random_seed_given: bool,
     /// Image source, input file and their options.
     pub inputs: InputOptions,
 
@@ -244,10 +243,7 @@ impl ProfileConfig {
             ));
         }
 
-        let (random_seed, random_seed_given) = match a.random_seed {
-            Some(s) => (s, true),
-            None => (rand::random::<u64>(), false),
-        };
+        let random_seed = a.random_seed.unwrap_or_else(rand::random::<u64>);
 
         // Only as many entries as can ever be sent are built: the rest would never leave
         // the client, and building them would only delay the first request.
@@ -321,7 +317,6 @@ impl ProfileConfig {
             ui,
             verbose: a.verbose,
             random_seed,
-            random_seed_given,
             inputs: input_options(a)?,
 
             failures,
@@ -980,6 +975,18 @@ pub fn redacted_command_line(args: &[String]) -> String {
     out.join(" ")
 }
 
+/// A URI for logs and exports: credentials in it (`user:password@`) become `***`.
+pub fn shown_uri(uri: &http::Uri) -> String {
+    let text = uri.to_string();
+    match uri.authority().map(|a| a.as_str()) {
+        Some(auth) if auth.contains('@') => {
+            let host = &auth[auth.rfind('@').map_or(0, |i| i + 1)..];
+            text.replacen(auth, &format!("***@{host}"), 1)
+        }
+        _ => text,
+    }
+}
+
 fn shell_quote(s: &str) -> String {
     let safe = !s.is_empty()
         && s.chars()
@@ -1356,5 +1363,15 @@ mod tests {
             line,
             "aiperf profile --api-key '***' -H 'Authorization:***' '--api-key=***' --model 'a b'"
         );
+    }
+
+    #[test]
+    fn credentials_in_the_url_are_not_shown() {
+        let uri: http::Uri = "http://user:pw@host:8000/v1/chat/completions"
+            .parse()
+            .unwrap();
+        assert_eq!(shown_uri(&uri), "http://***@host:8000/v1/chat/completions");
+        let plain: http::Uri = "https://h/v1/completions".parse().unwrap();
+        assert_eq!(shown_uri(&plain), "https://h/v1/completions");
     }
 }

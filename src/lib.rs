@@ -1,20 +1,29 @@
 //! aiperf: a benchmark for OpenAI-compatible inference servers, CLI-compatible with
 //! NVIDIA AIPerf's `aiperf profile`, with a built-in mock server.
+//!
+//! Layers only look down: `cli` (flags) -> `config` (checks them into each stage's
+//! options) -> `profile` (the pipeline) -> the stages (`dataset`, `endpoint`, `load`,
+//! `transport`, `metrics`, `export`) -> the foundations (`clock`, `timer`, `record`,
+//! `stats`, `tokenizer`, `ids`). `.ci/module_cycles.py` fails the build on an import cycle.
 
+pub mod api;
 pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod dataset;
-pub mod endpoint;
-pub mod export;
-pub mod ids;
-pub mod load;
-pub mod metrics;
-pub mod mock;
-pub mod overhead;
 pub mod profile;
-pub mod record;
-pub mod timer;
-pub mod tokenizer;
-pub mod transport;
-pub mod ui;
+
+mod clock;
+mod config;
+mod dataset;
+mod endpoint;
+mod export;
+mod hash;
+mod ids;
+mod load;
+mod metrics;
+mod mock;
+mod overhead;
+mod record;
+mod stats;
+mod timer;
+mod tokenizer;
+mod transport;
+mod ui;

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use aiperf::api::BuildError;
 use aiperf::cli::{Cli, Command};
 use aiperf::profile::{Outcome, ProfileError};
 use clap::Parser;
@@ -21,43 +22,13 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Profile(args) => match aiperf::profile::run(&args, &argv) {
-            Ok(Outcome::Success) => ExitCode::SUCCESS,
-            Ok(Outcome::AllFailed) => {
-                eprintln!("error: every request failed; see the Error Summary above");
-                ExitCode::from(1)
-            }
-            Ok(Outcome::ThresholdExceeded) => {
-                eprintln!(
-                    "error: stopped early: failed requests exceeded --failed-request-threshold; see the Error Summary above"
-                );
-                ExitCode::from(1)
-            }
-            Ok(Outcome::ServerUnreachable) => {
-                eprintln!(
-                    "error: stopped early: the server refused every connection; check --url and that the server is running"
-                );
-                ExitCode::from(1)
-            }
-            Ok(Outcome::Interrupted) => {
-                eprintln!("Interrupted: the results written are partial");
-                ExitCode::from(130)
-            }
-            Err(ProfileError::Config(e)) => {
-                eprintln!("error: {e}");
-                ExitCode::from(2)
-            }
-            Err(ProfileError::Other(e)) => {
-                eprintln!("error: {e:#}");
-                ExitCode::from(1)
-            }
-        },
+        Command::Profile(args) => profile_exit(aiperf::profile::run(&args, &argv)),
         Command::MockServer(args) => {
             if let Err(e) = args.fault_rates() {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
-            match aiperf::mock::run(args) {
+            match aiperf::api::run_mock_server(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e:#}");
@@ -66,6 +37,36 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Every way a profile run ends, as one line on stderr and its exit code.
+fn profile_exit(result: Result<Outcome, ProfileError>) -> ExitCode {
+    let (code, line) = match &result {
+        Ok(Outcome::Success) => return ExitCode::SUCCESS,
+        Ok(Outcome::AllFailed) => (
+            1,
+            "error: every request failed; see the Error Summary above".to_string(),
+        ),
+        Ok(Outcome::ThresholdExceeded) => (
+            1,
+            "error: stopped early: failed requests exceeded --failed-request-threshold; see the Error Summary above".to_string(),
+        ),
+        Ok(Outcome::ServerUnreachable) => (
+            1,
+            "error: stopped early: the server refused every connection; check --url and that the server is running".to_string(),
+        ),
+        Ok(Outcome::Interrupted) => (
+            130,
+            "Interrupted: the results written are partial".to_string(),
+        ),
+        // Bad command line or input: nothing was sent.
+        Err(ProfileError::Config(e)) => (2, format!("error: {e}")),
+        Err(ProfileError::Dataset(BuildError::Input(e))) => (2, format!("error: {e}")),
+        Err(ProfileError::Dataset(BuildError::Other(e))) => (1, format!("error: {e:#}")),
+        Err(ProfileError::Other(e)) => (1, format!("error: {e:#}")),
+    };
+    eprintln!("{line}");
+    ExitCode::from(code)
 }
 
 /// clap reads `--concurrency -1` as an unknown flag `-1` and `--concurrency=-1` as an

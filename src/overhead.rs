@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::metrics::Stats;
+use crate::stats::Stats;
 
 /// How often the CPU counters are sampled while the run goes on.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);

@@ -37,8 +37,6 @@ pub struct RequestInput {
     pub history_text: Option<String>,
     /// Number of image parts in the payload.
     pub num_images: u32,
-    /// `max_completion_tokens` (or `max_tokens`) that was asked for, if any.
-    pub requested_output_tokens: Option<u64>,
     /// When the load generator meant to send it, and how long it waited for a slot.
     pub timing: SendTiming,
 }
@@ -159,13 +157,6 @@ impl RequestRecord {
             .timing
             .scheduled_perf_ns
             .map(|s| self.start_perf_ns as i64 - s as i64)
-    }
-
-    /// Send lag not explained by waiting for a concurrency slot: how late the client itself
-    /// was.
-    pub fn client_lag_ns(&self) -> Option<i64> {
-        self.send_lag_ns()
-            .map(|lag| lag - self.input.timing.slot_wait_ns as i64)
     }
 
     /// All reasoning text joined.

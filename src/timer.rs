@@ -164,6 +164,7 @@ pub fn sleep_until(deadline: Instant) -> PreciseSleep {
     }
 }
 
+#[cfg(test)]
 /// A future that completes `duration` from now. See [`sleep_until`].
 pub fn sleep(duration: Duration) -> PreciseSleep {
     sleep_until(Instant::now() + duration)

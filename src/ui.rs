@@ -67,6 +67,7 @@ impl DatasetBar {
         }
     }
 
+    #[cfg(test)]
     /// True once the bar is on screen.
     pub fn is_shown(&self) -> bool {
         self.shown.load(std::sync::atomic::Ordering::Relaxed)

@@ -130,14 +130,8 @@ fn the_vision_guide_custom_file_command_works_verbatim() {
 #[test]
 fn single_turn_reuses_entries_and_reads_local_images() {
     let tmp = tempfile::tempdir().unwrap();
-    let pixels = aiperf::dataset::image::noise_rgb(40, 30, 1);
-    let png = aiperf::dataset::image::encode_rgb(
-        &pixels,
-        40,
-        30,
-        aiperf::dataset::image::ImageEncoding::Png,
-    )
-    .unwrap();
+    let pixels = aiperf::api::noise_rgb(40, 30, 1);
+    let png = aiperf::api::encode_rgb(&pixels, 40, 30, aiperf::api::ImageEncoding::Png).unwrap();
     std::fs::write(tmp.path().join("photo.png"), &png).unwrap();
     std::fs::write(
         tmp.path().join("in.jsonl"),
@@ -200,7 +194,7 @@ fn multi_turn_sends_the_history_with_the_actual_replies() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(records.len(), 2);
     let (first, second) = (&records[0], &records[1]);
-    let tok = aiperf::tokenizer::Tokenizer::builtin().unwrap();
+    let tok = aiperf::api::Tokenizer::builtin().unwrap();
     let count = |s: &str| tok.count(s) as u64;
     // Turn 1: system + user. Turn 2: the same, the 4-token reply, and the new user text.
     assert_eq!(
@@ -208,7 +202,7 @@ fn multi_turn_sends_the_history_with_the_actual_replies() {
         Some(count("Be brief.") + count("Hello there"))
     );
     assert_eq!(first["output_tokens"].as_u64(), Some(4));
-    let reply: String = (0..4).map(aiperf::mock::words::word).collect();
+    let reply: String = (0..4).map(aiperf::api::mock_word).collect();
     assert_eq!(
         second["text_tokens"].as_u64(),
         Some(count("Be brief.") + count("Hello there") + count(&reply) + count("And then?")),

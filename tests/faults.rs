@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use aiperf::mock::fault::{Fault, FaultRates};
+use aiperf::api::{Fault, FaultRates};
 use serde_json::Value;
 
 mod common;

@@ -58,14 +58,8 @@ fn run_recorded(
 }
 
 fn write_png(path: &Path, w: u32, h: u32) {
-    let pixels = aiperf::dataset::image::noise_rgb(w, h, 3);
-    let bytes = aiperf::dataset::image::encode_rgb(
-        &pixels,
-        w,
-        h,
-        aiperf::dataset::image::ImageEncoding::Png,
-    )
-    .unwrap();
+    let pixels = aiperf::api::noise_rgb(w, h, 3);
+    let bytes = aiperf::api::encode_rgb(&pixels, w, h, aiperf::api::ImageEncoding::Png).unwrap();
     std::fs::write(path, bytes).unwrap();
 }
 
@@ -83,7 +77,7 @@ fn assets_arrive_at_the_asked_size_and_are_smaller_than_noise() {
         assert_eq!(s["image_sizes"], serde_json::json!([[320, 240]]), "{s}");
         assert_eq!(
             s["image_tokens"].as_u64(),
-            Some(aiperf::mock::image::qwen2_vl_image_tokens(320, 240))
+            Some(aiperf::api::qwen2_vl_image_tokens(320, 240))
         );
     }
     let assets_inputs = std::fs::metadata(tmp.path().join("run/inputs.json"))

@@ -564,9 +564,9 @@ fn many_concurrent_streams_all_complete() {
 async fn in_process_server_shuts_down_and_flushes_records() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rec.jsonl");
-    let mut args = aiperf::mock::MockServerArgs::fast_defaults();
+    let mut args = aiperf::api::MockServerArgs::fast_defaults();
     args.record_requests = Some(path.clone());
-    let server = aiperf::mock::start(args).await.unwrap();
+    let server = aiperf::api::start_mock_server(args).await.unwrap();
     let addr = server.addr();
     assert_eq!(server.url(), format!("http://127.0.0.1:{}", addr.port()));
     assert_ne!(addr.port(), 0);

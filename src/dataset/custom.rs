@@ -142,8 +142,9 @@ impl Loader<'_> {
         let mut conversations = Vec::new();
         for (at, obj) in read_jsonl(file)? {
             let entry = self.turn(at, &obj, "", SINGLE_TURN_FIELDS)?;
+            // Checked for its type; a single-turn row is its own conversation.
+            str_field(at, &obj, "", "session_id")?;
             conversations.push(Conversation {
-                session_id: str_field(at, &obj, "", "session_id")?,
                 system: None,
                 turns: vec![entry],
             });
@@ -169,7 +170,6 @@ impl Loader<'_> {
             for (at, obj) in read_jsonl(file)? {
                 let entry = self.turn(at, &obj, "", POOL_FIELDS)?;
                 conversations.push(Conversation {
-                    session_id: None,
                     system: None,
                     turns: vec![entry],
                 });
@@ -183,7 +183,8 @@ impl Loader<'_> {
         let mut conversations = Vec::new();
         for (at, obj) in read_jsonl(file)? {
             check_fields(at, &obj, "", MULTI_TURN_FIELDS)?;
-            let session_id = str_field(at, &obj, "", "session_id")?;
+            // Checked for its type; conversations get ids of their own.
+            str_field(at, &obj, "", "session_id")?;
             let Some(turns) = obj.get("turns") else {
                 return Err(at.err("turns", "missing; give a list of turns"));
             };
@@ -211,7 +212,6 @@ impl Loader<'_> {
                 return Err(at.err("turns", "no user turn; give at least one turn with content"));
             }
             conversations.push(Conversation {
-                session_id,
                 system,
                 turns: entries,
             });
@@ -268,14 +268,12 @@ impl Loader<'_> {
                     None => {
                         by_session.insert(id.clone(), conversations.len());
                         conversations.push(Conversation {
-                            session_id: Some(id),
                             system: None,
                             turns: vec![entry],
                         });
                     }
                 },
                 None => conversations.push(Conversation {
-                    session_id: None,
                     system: None,
                     turns: vec![entry],
                 }),

@@ -19,6 +19,7 @@ use self::custom::CustomDatasetType;
 use self::image::ImageEncoding;
 use self::prompt::PromptBuilder;
 use self::source::{ImageSampling, ImageSource, PhotoPool, SourcePhoto};
+use crate::hash::splitmix64;
 use crate::tokenizer::Tokenizer;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +145,6 @@ impl Entry {
 /// One session: its turns are sent one after another, each with the history before it.
 #[derive(Debug, Clone)]
 pub struct Conversation {
-    pub session_id: Option<String>,
     /// Sent as the leading system message of every turn.
     pub system: Option<String>,
     pub turns: Vec<Entry>,
@@ -169,6 +169,7 @@ pub struct Dataset {
 
 impl Dataset {
     /// True when some conversation has more than one turn.
+    #[cfg(test)]
     pub fn is_multi_turn(&self) -> bool {
         self.conversations.iter().any(|c| c.turns.len() > 1)
     }
@@ -195,15 +196,6 @@ pub enum BuildError {
     Other(#[from] anyhow::Error),
 }
 
-impl From<BuildError> for crate::profile::ProfileError {
-    fn from(e: BuildError) -> Self {
-        match e {
-            BuildError::Input(msg) => crate::config::ConfigError(msg).into(),
-            BuildError::Other(e) => e.into(),
-        }
-    }
-}
-
 /// Told how far a synthetic build is: its number of jobs (images and prompts) once, then
 /// each job done, from any build thread. `()` ignores it.
 pub trait BuildProgress: Sync {
@@ -213,17 +205,9 @@ pub trait BuildProgress: Sync {
 
 impl BuildProgress for () {}
 
-/// Builds the run's dataset: the custom input file when one is given, synthetic otherwise.
+/// Builds the run's dataset: the custom input file when one is given, synthetic otherwise
+/// (reporting its progress to `progress`).
 pub fn build(
-    synthetic: &SyntheticOptions,
-    inputs: &InputOptions,
-    tokenizer: &Tokenizer,
-) -> Result<Dataset, BuildError> {
-    build_with_progress(synthetic, inputs, tokenizer, &())
-}
-
-/// `build`, reporting the synthetic build's progress.
-pub fn build_with_progress(
     synthetic: &SyntheticOptions,
     inputs: &InputOptions,
     tokenizer: &Tokenizer,
@@ -248,11 +232,10 @@ pub fn build_with_progress(
     let shapes = plan_conversations(&synthetic, master_seed)?;
     synthetic.num_entries = shapes.iter().map(|c| c.delays.len()).sum();
     let mut entries =
-        build_synthetic_from(&synthetic, inputs, tokenizer, threads, progress)?.into_iter();
+        build_synthetic(&synthetic, inputs, tokenizer, threads, progress)?.into_iter();
     let conversations = shapes
         .into_iter()
         .map(|shape| Conversation {
-            session_id: None,
             system: None,
             turns: shape
                 .delays
@@ -301,32 +284,10 @@ fn plan_conversations(
         .collect())
 }
 
-/// Builds every entry before the run. Deterministic (byte-identical) for a given seed.
-/// Uses every available core.
+/// Synthetic entries with images from `inputs.image_source`, built before the run on at
+/// most `threads` threads. Deterministic (byte-identical) for a given seed, whatever
+/// `threads` is.
 pub fn build_synthetic(
-    opts: &SyntheticOptions,
-    tokenizer: &Tokenizer,
-) -> anyhow::Result<Vec<Entry>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    build_synthetic_with_threads(opts, tokenizer, threads)
-}
-
-/// `build_synthetic` on at most `threads` threads; the result does not depend on `threads`.
-pub fn build_synthetic_with_threads(
-    opts: &SyntheticOptions,
-    tokenizer: &Tokenizer,
-    threads: usize,
-) -> anyhow::Result<Vec<Entry>> {
-    build_synthetic_from(opts, &InputOptions::default(), tokenizer, threads, &()).map_err(|e| {
-        match e {
-            BuildError::Input(msg) => anyhow::anyhow!(msg),
-            BuildError::Other(e) => e,
-        }
-    })
-}
-
-/// Synthetic entries with images from `inputs.image_source`.
-pub fn build_synthetic_from(
     opts: &SyntheticOptions,
     inputs: &InputOptions,
     tokenizer: &Tokenizer,
@@ -517,12 +478,12 @@ fn sample_at_least_one(dist: &Normal<f64>, rng: &mut impl Rng) -> u64 {
 /// A seed for item `index` of random stream `stream`, mixed from the master seed
 /// (SplitMix64 finalizer) so neighbouring items get unrelated seeds.
 fn derive_seed(master: u64, stream: u64, index: u64) -> u64 {
-    let mut z = master
+    // `index + 1` times the golden ratio, which splitmix64 adds itself: the mix of
+    // `master ^ stream * K + index * golden` (the same values as before it was shared).
+    let z = master
         ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03)
         ^ index.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    splitmix64(z.wrapping_sub(0x9E37_79B9_7F4A_7C15))
 }
 
 /// `f(0..count)` on up to `threads` scoped threads, results in index order. Workers take the
@@ -560,6 +521,11 @@ fn parallel_map<T: Send>(count: usize, threads: usize, f: impl Fn(usize) -> T + 
 mod tests {
     use super::*;
 
+    /// Synthetic entries from noise images, on two threads.
+    fn synthetic(o: &SyntheticOptions, t: &Tokenizer) -> Result<Vec<Entry>, BuildError> {
+        build_synthetic(o, &InputOptions::default(), t, 2, &())
+    }
+
     fn opts() -> SyntheticOptions {
         SyntheticOptions {
             num_entries: 12,
@@ -591,13 +557,13 @@ mod tests {
     #[test]
     fn same_seed_gives_identical_dataset_on_any_thread_count() {
         let t = Tokenizer::builtin().unwrap();
-        let one = build_synthetic_with_threads(&opts(), &t, 1).unwrap();
-        let three = build_synthetic_with_threads(&opts(), &t, 3).unwrap();
-        let default = build_synthetic(&opts(), &t).unwrap();
+        let one = build_synthetic(&opts(), &InputOptions::default(), &t, 1, &()).unwrap();
+        let three = build_synthetic(&opts(), &InputOptions::default(), &t, 3, &()).unwrap();
+        let default = synthetic(&opts(), &t).unwrap();
         assert_eq!(fingerprint(&one), fingerprint(&three));
         assert_eq!(fingerprint(&one), fingerprint(&default));
 
-        let other = build_synthetic(
+        let other = synthetic(
             &SyntheticOptions {
                 seed: Some(43),
                 ..opts()
@@ -611,7 +577,7 @@ mod tests {
     #[test]
     fn entries_match_the_options() {
         let t = Tokenizer::builtin().unwrap();
-        let entries = build_synthetic(&opts(), &t).unwrap();
+        let entries = synthetic(&opts(), &t).unwrap();
         assert_eq!(entries.len(), 12);
         let mut formats = std::collections::HashSet::new();
         for e in &entries {
@@ -644,7 +610,7 @@ mod tests {
             image_batch_size: 0,
             ..opts()
         };
-        for e in build_synthetic(&o, &t).unwrap() {
+        for e in synthetic(&o, &t).unwrap() {
             assert_eq!(e.input_tokens, 120);
             assert_eq!(e.max_output_tokens, Some(50));
             assert!(e.images.is_empty());
@@ -661,7 +627,7 @@ mod tests {
             ..opts()
         };
         assert!(!no_osl.images_enabled());
-        for e in build_synthetic(&no_osl, &t).unwrap() {
+        for e in synthetic(&no_osl, &t).unwrap() {
             assert!(e.images.is_empty());
             assert_eq!(e.max_output_tokens, None);
         }
@@ -670,8 +636,8 @@ mod tests {
     #[test]
     fn images_do_not_change_prompts() {
         let t = Tokenizer::builtin().unwrap();
-        let with = build_synthetic(&opts(), &t).unwrap();
-        let without = build_synthetic(
+        let with = synthetic(&opts(), &t).unwrap();
+        let without = synthetic(
             &SyntheticOptions {
                 image_batch_size: 0,
                 ..opts()
@@ -691,7 +657,7 @@ mod tests {
             num_entries: 3,
             ..opts()
         };
-        for e in build_synthetic(&o, &t).unwrap() {
+        for e in synthetic(&o, &t).unwrap() {
             assert!(e.images.iter().all(|i| i.format == "jpeg"));
         }
     }
@@ -703,12 +669,12 @@ mod tests {
             isl_stddev: -1.0,
             ..opts()
         };
-        assert!(build_synthetic(&negative, &t).is_err());
+        assert!(synthetic(&negative, &t).is_err());
         let nan = SyntheticOptions {
             osl_mean: Some(f64::NAN),
             ..opts()
         };
-        assert!(build_synthetic(&nan, &t).is_err());
+        assert!(synthetic(&nan, &t).is_err());
     }
 
     #[test]
@@ -765,7 +731,7 @@ mod tests {
     fn one_turn_conversations_are_the_single_turn_entries() {
         let t = Tokenizer::builtin().unwrap();
         let o = opts();
-        let dataset = build(&o, &InputOptions::default(), &t).unwrap();
+        let dataset = build(&o, &InputOptions::default(), &t, &()).unwrap();
         assert!(!dataset.is_multi_turn());
         let firsts: Vec<Entry> = dataset
             .conversations
@@ -774,7 +740,7 @@ mod tests {
             .collect();
         assert_eq!(
             fingerprint(&firsts),
-            fingerprint(&build_synthetic(&o, &t).unwrap())
+            fingerprint(&synthetic(&o, &t).unwrap())
         );
     }
 
@@ -787,7 +753,7 @@ mod tests {
             delay_ratio: 0.5,
             ..TurnOptions::default()
         };
-        let dataset = build(&text_only(5, turns), &InputOptions::default(), &t).unwrap();
+        let dataset = build(&text_only(5, turns), &InputOptions::default(), &t, &()).unwrap();
         assert!(dataset.is_multi_turn());
         assert_eq!(dataset.conversations.len(), 5);
         let mut texts = std::collections::HashSet::new();
@@ -842,7 +808,7 @@ mod tests {
             isl_mean: 5.0,
             ..text_only(400, turns)
         };
-        let dataset = build(&o, &InputOptions::default(), &t).unwrap();
+        let dataset = build(&o, &InputOptions::default(), &t, &()).unwrap();
         let counts: Vec<f64> = dataset
             .conversations
             .iter()
@@ -865,7 +831,7 @@ mod tests {
         assert!(delays.iter().all(|d| (d - d.round()).abs() < 1e-6));
 
         // The same seed gives the same conversations.
-        let again = build(&o, &InputOptions::default(), &t).unwrap();
+        let again = build(&o, &InputOptions::default(), &t, &()).unwrap();
         let shape = |d: &Dataset| -> Vec<Vec<Option<std::time::Duration>>> {
             d.conversations
                 .iter()

@@ -87,6 +87,8 @@ pub const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "webp", "gif", "bm
 /// A decoded source photo, shared by every image resized from it.
 #[derive(Debug)]
 pub struct SourcePhoto {
+    /// The file's name, which the sampling tests check.
+    #[cfg(test)]
     pub name: String,
     pub width: u32,
     pub height: u32,
@@ -179,15 +181,13 @@ impl PhotoPool {
         }
     }
 
+    #[cfg(test)]
     /// Number of indexed images (before any was found undecodable).
     pub fn len(&self) -> usize {
         self.items.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-
+    #[cfg(test)]
     /// Whether image `i` has been decoded (for tests of the lazy loading).
     pub fn is_decoded(&self, i: usize) -> bool {
         self.decoded[i].is_some()
@@ -274,6 +274,7 @@ impl PhotoPool {
             return Err("the image is empty".into());
         }
         Ok(SourcePhoto {
+            #[cfg(test)]
             name: self.names[index].clone(),
             width,
             height,

@@ -47,7 +47,6 @@ pub struct PreparedRequest {
     pub body: Bytes,
     pub input_tokens: u64,
     pub num_images: u32,
-    pub requested_output_tokens: Option<u64>,
 }
 
 /// Body settings shared by every request of a run.
@@ -60,18 +59,6 @@ pub struct BodyOptions {
     pub extra_inputs: Map<String, Value>,
 }
 
-/// Serializes one body per entry, consuming the entries (the image data moves into the body).
-pub fn prepare(
-    endpoint: EndpointType,
-    entries: Vec<Entry>,
-    opts: &BodyOptions,
-) -> Vec<PreparedRequest> {
-    entries
-        .into_iter()
-        .map(|entry| prepare_one(endpoint, entry, None, opts))
-        .collect()
-}
-
 fn prepare_one(
     endpoint: EndpointType,
     mut entry: Entry,
@@ -80,7 +67,6 @@ fn prepare_one(
 ) -> PreparedRequest {
     let input_tokens = entry.input_tokens;
     let num_images = entry.images.len() as u32;
-    let requested_output_tokens = entry.max_output_tokens;
     let size_hint = body_size_hint(&entry, system);
     let extra = std::mem::take(&mut entry.extra);
     let images = match endpoint {
@@ -110,7 +96,6 @@ fn prepare_one(
         body: Bytes::from(bytes),
         input_tokens,
         num_images,
-        requested_output_tokens,
     }
 }
 
@@ -159,7 +144,6 @@ pub struct PreparedTurn {
     /// texts of the whole history.
     pub text: String,
     pub num_images: u32,
-    pub requested_output_tokens: Option<u64>,
     /// Wait after the previous reply before this turn is sent.
     pub delay: Option<std::time::Duration>,
 }
@@ -275,7 +259,6 @@ pub fn prepare_dataset(
                 body,
                 input_tokens: t.input_tokens,
                 num_images: t.num_images,
-                requested_output_tokens: t.requested_output_tokens,
             };
             (first, script)
         } else {
@@ -305,7 +288,7 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions) -> PreparedTurn {
         b"]}".to_vec()
     };
     let (input_tokens, num_images) = (entry.input_tokens, entry.images.len() as u32);
-    let (requested_output_tokens, delay) = (entry.max_output_tokens, entry.delay);
+    let delay = entry.delay;
     let text = std::iter::once(&entry.text)
         .chain(&entry.extra_texts)
         .filter(|t| !t.is_empty())
@@ -329,7 +312,6 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions) -> PreparedTurn {
         input_tokens,
         text,
         num_images,
-        requested_output_tokens,
         delay,
     }
 }
@@ -470,7 +452,6 @@ mod tests {
     fn multi_turn_bodies_splice_history_and_replies() {
         let dataset = Dataset {
             conversations: vec![crate::dataset::Conversation {
-                session_id: None,
                 system: Some("sys".into()),
                 turns: vec![turn("one", 5), turn("two \"q\"", 6), turn("three", 7)],
             }],
@@ -517,7 +498,6 @@ mod tests {
                 EndpointType::Completions,
                 Dataset {
                     conversations: vec![crate::dataset::Conversation {
-                        session_id: None,
                         system: None,
                         turns: vec![turn("a", 1), turn("b", 1)],
                     }],

@@ -182,7 +182,6 @@ mod tests {
     fn prepared_body(entry: Entry, system: Option<&str>, opts: &BodyOptions) -> bytes::Bytes {
         let dataset = Dataset {
             conversations: vec![Conversation {
-                session_id: None,
                 system: system.map(str::to_string),
                 turns: vec![entry],
             }],

@@ -167,8 +167,9 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo, width: usize) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{ErrorCount, MetricId, MetricResult, Stats};
+    use crate::metrics::{ErrorCount, MetricId, MetricResult};
     use crate::record::ErrorDetails;
+    use crate::stats::Stats;
 
     #[test]
     fn numbers_look_like_python() {
@@ -211,11 +212,7 @@ mod tests {
             error_summary: errors,
             request_count: 20,
             error_request_count: 0,
-            warmup_count: 0,
             benchmark_duration_ns: 15_810_000_000,
-            min_start_wall_ns: Some(0),
-            max_end_wall_ns: Some(15_810_000_000),
-            streaming: true,
         }
     }
 

@@ -5,7 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use crate::clock::Clock;
-use crate::metrics::{MetricId, RecordMetrics};
+use crate::metrics::{MetricId, RecordMetrics, RecordSink};
 use crate::record::RequestRecord;
 
 /// AIPerf names the process that sent a request and the one that processed it. Here one
@@ -18,31 +18,30 @@ pub const RECORD_PROCESSOR_ID: &str = "record_processor_0";
 pub struct JsonlWriter {
     out: BufWriter<File>,
     line: Vec<u8>,
+    /// The run's clock, to turn record times into wall-clock times.
+    clock: Clock,
 }
 
 impl JsonlWriter {
-    pub fn create(path: &Path) -> std::io::Result<JsonlWriter> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
+    /// Creates `profile_export.jsonl` in `dir`.
+    pub fn create(dir: &Path, clock: Clock) -> std::io::Result<JsonlWriter> {
+        std::fs::create_dir_all(dir)?;
         Ok(JsonlWriter {
-            out: BufWriter::with_capacity(256 * 1024, File::create(path)?),
+            out: BufWriter::with_capacity(256 * 1024, File::create(dir.join(super::JSONL_FILE))?),
             line: Vec::with_capacity(1024),
+            clock,
         })
     }
+}
 
-    pub fn write_record(
-        &mut self,
-        record: &RequestRecord,
-        metrics: &RecordMetrics,
-        clock: &Clock,
-    ) -> std::io::Result<()> {
+impl RecordSink for JsonlWriter {
+    fn write(&mut self, record: &RequestRecord, metrics: &RecordMetrics) -> std::io::Result<()> {
         self.line.clear();
-        format_record_line(record, metrics, clock, &mut self.line);
+        format_record_line(record, metrics, &self.clock, &mut self.line);
         self.out.write_all(&self.line)
     }
 
-    pub fn finish(mut self) -> std::io::Result<()> {
+    fn finish(mut self: Box<Self>) -> std::io::Result<()> {
         self.out.flush()?;
         self.out.get_ref().sync_data()
     }

@@ -2,6 +2,7 @@
 
 pub mod console;
 pub mod csv;
+mod inputs;
 pub mod json;
 pub mod jsonl;
 pub mod table;
@@ -14,6 +15,17 @@ pub const JSON_FILE: &str = "profile_export_aiperf.json";
 pub const CSV_FILE: &str = "profile_export_aiperf.csv";
 pub const CONSOLE_FILE: &str = "profile_export_console.txt";
 pub const JSONL_FILE: &str = "profile_export.jsonl";
+pub const INPUTS_FILE: &str = "inputs.json";
+/// The run's log, under the artifact directory.
+pub const LOG_FILE: &str = "logs/aiperf.log";
+
+pub use inputs::write_inputs_json;
+pub use jsonl::JsonlWriter;
+
+/// Where the run's log goes.
+pub fn log_file(dir: &Path) -> PathBuf {
+    dir.join(LOG_FILE)
+}
 
 /// Facts about the run that the exports need besides the metrics.
 #[derive(Debug, Clone)]
@@ -118,7 +130,7 @@ mod tests {
             goodput: parse_goodput("request_latency:50").unwrap(),
         };
         let tokenizer = Arc::new(Tokenizer::builtin().unwrap());
-        let mut c = Collector::new(opts, tokenizer, Clock::new(), None).unwrap();
+        let mut c = Collector::new(opts, tokenizer, Clock::new(), None);
         c.add(&streamed_record(&[21, 26, 31, 41])).unwrap();
         let mut b = streamed_record(&[31, 61]);
         b.input.num_images = 2;

@@ -6,9 +6,8 @@ pub mod pacing;
 mod phase;
 pub mod schedule;
 
-pub use phase::{Cancellation, Pacing, PhaseResult, PhaseSpec, run_phase};
+pub use phase::{Cancellation, Pacing, PhaseSpec, run_phase};
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::ids::uuid4;
@@ -16,12 +15,10 @@ use crate::ids::uuid4;
 use rand::rngs::ChaCha8Rng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::clock::Clock;
 use crate::dataset::DatasetSampling;
 use crate::endpoint::{PreparedConversation, PreparedRequest, TurnScript};
-use crate::record::{Phase, RequestRecord};
 use crate::transport::HttpClient;
 
 /// Everything decided before the first request: which entry each send uses and its ids.
@@ -45,6 +42,7 @@ pub struct SendPlan {
 }
 
 impl SendPlan {
+    #[cfg(test)]
     /// Entries are used in shuffled order, every entry once per cycle (AIPerf's synthetic
     /// default), reshuffled each cycle; all drawn from the run's seed.
     pub fn new(requests: Vec<PreparedRequest>, total_sends: u64, seed: u64) -> Self {
@@ -232,31 +230,6 @@ pub struct LoadContext {
     pub in_flight: AtomicU64,
 }
 
-/// Runs one phase closed-loop: sends `count` requests, starting at send number `first_send`,
-/// keeping `concurrency` in flight. Returns how many were sent.
-pub async fn run_closed_loop(
-    ctx: Arc<LoadContext>,
-    phase: Phase,
-    first_send: u64,
-    count: u64,
-    concurrency: u64,
-    records: UnboundedSender<RequestRecord>,
-) -> u64 {
-    let spec = PhaseSpec {
-        phase,
-        first_send,
-        count: Some(count),
-        sessions: None,
-        duration: None,
-        grace: None,
-        concurrency: Some(concurrency),
-        pacing: Pacing::ClosedLoop,
-        cancellation: None,
-        seed: 0,
-    };
-    run_phase(ctx, spec, records).await.sent
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,7 +241,6 @@ mod tests {
                 body: Bytes::from(format!("{i}")),
                 input_tokens: 1,
                 num_images: 0,
-                requested_output_tokens: None,
             })
             .collect()
     }

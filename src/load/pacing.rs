@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::metrics::stats::percentile_sorted;
+use crate::stats::percentile_sorted;
 
 /// A send counts as late when the client itself (not a full concurrency cap) delayed it by
 /// more than this.

@@ -18,6 +18,7 @@ use super::LoadContext;
 use super::pacing::{PacingReport, SendSample};
 use super::schedule::{ArrivalPattern, Arrivals};
 use crate::endpoint::TurnScript;
+use crate::hash::splitmix64;
 use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming};
 use crate::timer;
 use crate::transport::CANCELLED_CODE;
@@ -73,9 +74,6 @@ pub struct PhaseResult {
     pub sent: u64,
     /// Pacing figures when sends had a schedule (open loop, fixed schedule, turn delays).
     pub pacing: Option<PacingReport>,
-    /// When the phase started sending and when it stopped issuing new requests.
-    pub started: Instant,
-    pub issuing_ended: Instant,
 }
 
 /// State shared by the tasks of one phase.
@@ -155,7 +153,6 @@ pub async fn run_phase(
     } else {
         run_closed_loop(run.clone()).await;
     }
-    let issuing_ended = Instant::now();
     if let Some(w) = grace_watch {
         w.abort();
     }
@@ -167,8 +164,6 @@ pub async fn run_phase(
     PhaseResult {
         sent,
         pacing: PacingReport::from_samples(&samples, target_rate),
-        started,
-        issuing_ended,
     }
 }
 
@@ -315,7 +310,6 @@ impl PhaseRun {
             input_tokens: Some(first_req.input_tokens),
             history_text: None,
             num_images: first_req.num_images,
-            requested_output_tokens: first_req.requested_output_tokens,
             timing: first_timing,
         };
         let Some((failed, reply)) = self
@@ -347,7 +341,6 @@ impl PhaseRun {
                 input_tokens: None,
                 history_text: None,
                 num_images: t.num_images,
-                requested_output_tokens: t.requested_output_tokens,
                 timing: SendTiming {
                     scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
                     slot_wait_ns,
@@ -365,14 +358,6 @@ impl PhaseRun {
         }
         true
     }
-}
-
-/// SplitMix64: a well-mixed 64-bit hash of a counter.
-fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// An exchange that is cut `delay` after its send and recorded as cancelled (code 499,

@@ -17,6 +17,7 @@ pub enum ArrivalPattern {
     Gamma { shape: f64 },
 }
 
+#[cfg(test)]
 /// Send offsets in nanoseconds from the start of the phase, one per request; the first
 /// request goes at offset 0.
 pub fn arrival_offsets_ns(pattern: ArrivalPattern, rate: f64, count: usize, seed: u64) -> Vec<u64> {

@@ -1,17 +1,15 @@
 //! Collects finished records into per-metric value arrays and summarizes them at the end.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use super::CollectorOptions;
 use super::catalog::{CATALOG, METRIC_COUNT, MetricDef, MetricId, MetricKind};
 use super::goodput::Objective;
 use super::record_metrics::{RecordMetrics, RecordOptions};
-use super::stats::Stats;
 use crate::clock::Clock;
-use crate::export::jsonl::JsonlWriter;
 use crate::record::{ErrorDetails, Phase, RequestRecord};
+use crate::stats::Stats;
 use crate::tokenizer::Tokenizer;
 
 /// A metric's result over the run, in base units.
@@ -66,23 +64,21 @@ pub struct MetricsSummary {
     pub request_count: u64,
     /// Failed profiling requests.
     pub error_request_count: u64,
-    /// Warmup records seen (written to the JSONL, not in the statistics).
-    pub warmup_count: u64,
     /// Max response end minus min request start over profiling records (wall clock).
     pub benchmark_duration_ns: u64,
-    pub min_start_wall_ns: Option<u64>,
-    pub max_end_wall_ns: Option<u64>,
-    pub streaming: bool,
 }
 
 impl MetricsSummary {
     pub fn get(&self, tag: &str) -> Option<&MetricResult> {
         self.results.iter().find(|r| r.def.tag == tag)
     }
+}
 
-    pub fn get_id(&self, id: MetricId) -> Option<&MetricResult> {
-        self.results.iter().find(|r| r.def.id == id)
-    }
+/// Where the collector hands each record and its metrics: the per-record export in a run.
+pub trait RecordSink: Send {
+    fn write(&mut self, record: &RequestRecord, metrics: &RecordMetrics) -> std::io::Result<()>;
+    /// Flushes everything written to durable storage.
+    fn finish(self: Box<Self>) -> std::io::Result<()>;
 }
 
 /// Receives finished records (off the hot path), computes their metrics, writes the
@@ -93,13 +89,13 @@ pub struct Collector {
     goodput_enabled: bool,
     tokenizer: Arc<Tokenizer>,
     clock: Clock,
-    jsonl: Option<JsonlWriter>,
+    /// Takes each record's line (the per-record export).
+    sink: Option<Box<dyn RecordSink>>,
     /// Per record metric (indexed by `MetricId`), base units.
     values: Vec<Vec<f64>>,
     request_count: u64,
     error_count: u64,
     good_count: u64,
-    warmup_count: u64,
     min_start_wall_ns: Option<u64>,
     max_end_wall_ns: Option<u64>,
     errors: Vec<ErrorCount>,
@@ -114,10 +110,9 @@ impl Collector {
         opts: CollectorOptions,
         tokenizer: Arc<Tokenizer>,
         clock: Clock,
-        jsonl_path: Option<&Path>,
-    ) -> std::io::Result<Self> {
-        let jsonl = jsonl_path.map(JsonlWriter::create).transpose()?;
-        Ok(Collector {
+        sink: Option<Box<dyn RecordSink>>,
+    ) -> Self {
+        Collector {
             record_opts: RecordOptions {
                 streaming: opts.streaming,
                 use_server_token_count: opts.use_server_token_count,
@@ -126,18 +121,17 @@ impl Collector {
             goodput_enabled: !opts.goodput.is_empty(),
             tokenizer,
             clock,
-            jsonl,
+            sink,
             values: vec![Vec::new(); METRIC_COUNT],
             request_count: 0,
             error_count: 0,
             good_count: 0,
-            warmup_count: 0,
             min_start_wall_ns: None,
             max_end_wall_ns: None,
             errors: Vec::new(),
             error_rows: HashMap::new(),
             record_lag_ns: Vec::new(),
-        })
+        }
     }
 
     pub fn add(&mut self, record: &RequestRecord) -> std::io::Result<()> {
@@ -156,18 +150,17 @@ impl Collector {
 
     fn add_record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
         if record.phase == Phase::Warmup {
-            self.warmup_count += 1;
             // Warmup only shows up in the per-record file.
-            if let Some(out) = &mut self.jsonl {
+            if let Some(out) = &mut self.sink {
                 let m = RecordMetrics::compute(record, &self.tokenizer, self.record_opts);
-                out.write_record(record, &m, &self.clock)?;
+                out.write(record, &m)?;
             }
             return Ok(());
         }
 
         let m = RecordMetrics::compute(record, &self.tokenizer, self.record_opts);
-        if let Some(out) = &mut self.jsonl {
-            out.write_record(record, &m, &self.clock)?;
+        if let Some(out) = &mut self.sink {
+            out.write(record, &m)?;
         }
 
         for (id, v) in m.scalars() {
@@ -214,6 +207,7 @@ impl Collector {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Profiling records seen so far (valid and failed).
     pub fn completed(&self) -> u64 {
         self.request_count + self.error_count
@@ -221,7 +215,7 @@ impl Collector {
 
     /// Flushes the JSONL and computes the statistics.
     pub fn finish(mut self) -> std::io::Result<MetricsSummary> {
-        if let Some(out) = self.jsonl.take() {
+        if let Some(out) = self.sink.take() {
             out.finish()?;
         }
         let mut results = Vec::new();
@@ -292,11 +286,7 @@ impl Collector {
             error_summary: self.errors,
             request_count: self.request_count,
             error_request_count: self.error_count,
-            warmup_count: self.warmup_count,
             benchmark_duration_ns: duration_ns,
-            min_start_wall_ns: self.min_start_wall_ns,
-            max_end_wall_ns: self.max_end_wall_ns,
-            streaming: self.record_opts.streaming,
         })
     }
 }
@@ -304,10 +294,12 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::export::JsonlWriter;
     use crate::metrics::goodput::parse_goodput;
     use crate::metrics::record_metrics::tests::streamed_record;
+    use std::path::Path;
 
-    fn collector(goodput: &str, jsonl: Option<&Path>) -> Collector {
+    fn collector(goodput: &str, jsonl_dir: Option<&Path>) -> Collector {
         let opts = CollectorOptions {
             streaming: true,
             use_server_token_count: false,
@@ -321,9 +313,10 @@ mod tests {
             opts,
             Arc::new(Tokenizer::builtin().unwrap()),
             Clock::new(),
-            jsonl,
+            jsonl_dir.map(|dir| {
+                Box::new(JsonlWriter::create(dir, Clock::new()).unwrap()) as Box<dyn RecordSink>
+            }),
         )
-        .unwrap()
     }
 
     fn failed(code: Option<u16>, kind: &str, message: &str) -> RequestRecord {
@@ -437,7 +430,7 @@ mod tests {
     fn warmup_is_written_but_not_counted() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profile_export.jsonl");
-        let mut c = collector("", Some(&path));
+        let mut c = collector("", Some(dir.path()));
         let mut w = streamed_record(&[21]);
         w.phase = Phase::Warmup;
         c.add(&w).unwrap();
@@ -445,7 +438,6 @@ mod tests {
         assert_eq!(c.completed(), 1);
         let s = c.finish().unwrap();
         assert_eq!(s.request_count, 1);
-        assert_eq!(s.warmup_count, 1);
         assert_eq!(dist(&s, "time_to_first_token").count, 1);
 
         let text = std::fs::read_to_string(&path).unwrap();

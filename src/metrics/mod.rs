@@ -8,13 +8,13 @@ pub mod catalog;
 mod collector;
 mod goodput;
 pub mod record_metrics;
-pub mod stats;
 
-pub use catalog::{CATALOG, ConsoleGroup, MetricDef, MetricId, MetricKind};
-pub use collector::{Collector, ErrorCount, MetricResult, MetricValue, MetricsSummary};
+pub use catalog::{ConsoleGroup, MetricId};
+pub use collector::{Collector, MetricResult, MetricValue, MetricsSummary, RecordSink};
 pub use goodput::{GoodputSlo, parse_goodput};
-pub use record_metrics::{RecordMetrics, RecordOptions};
-pub use stats::Stats;
+pub use record_metrics::RecordMetrics;
+#[cfg(test)]
+pub use {collector::ErrorCount, record_metrics::RecordOptions};
 
 /// How the collector computes metrics for a run.
 #[derive(Debug, Clone, Default)]

@@ -180,7 +180,6 @@ pub(crate) mod tests {
                 input_tokens: Some(550),
                 history_text: None,
                 num_images: 0,
-                requested_output_tokens: None,
                 timing: Default::default(),
             },
             x_request_id: "req-3".into(),

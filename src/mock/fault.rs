@@ -17,6 +17,7 @@ use tokio::time::Sleep;
 
 use super::body::ScheduledBody;
 use super::response::DONE_EVENT;
+use crate::hash::splitmix64;
 
 /// One injected failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +135,7 @@ impl FaultRates {
         if !self.any() {
             return None;
         }
-        let h = mix(mix(seed ^ 0xFA17_5EED_0000_0000).wrapping_add(n));
+        let h = splitmix64(splitmix64(seed ^ 0xFA17_5EED_0000_0000).wrapping_add(n));
         // 53 random bits -> [0, 1) exactly representable, then percent.
         let u = (h >> 11) as f64 / (1u64 << 53) as f64 * 100.0;
         let mut upper = 0.0;
@@ -146,14 +147,6 @@ impl FaultRates {
         }
         None
     }
-}
-
-/// splitmix64's finalizer: a good 64-bit mix of the counter.
-fn mix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The `{"error": ...}` payload sent inside a stream (and as a 200 body when not streamed).

@@ -22,8 +22,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use image::{image_dimensions, qwen2_vl_image_tokens};
-
 /// `aiperf mock-server` options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct MockServerArgs {
@@ -74,23 +72,26 @@ pub struct MockServerArgs {
 }
 
 impl MockServerArgs {
-    /// `--fast` on 127.0.0.1 with a free port, everything else at its default.
+    /// Every flag at its default, on 127.0.0.1 with a free port: the server
+    /// `aiperf profile --mock-server` starts. The defaults are the flags' own, read through
+    /// clap, so they are written once.
+    pub fn in_process() -> Self {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            args: MockServerArgs,
+        }
+        let mut args = <Flags as clap::Parser>::parse_from(["mock-server"]).args;
+        args.host = "127.0.0.1".into();
+        args.port = 0;
+        args
+    }
+
+    /// [`in_process`](Self::in_process) with `--fast`: no latency.
     pub fn fast_defaults() -> Self {
         MockServerArgs {
-            host: "127.0.0.1".into(),
-            port: 0,
-            ttft: 0.0,
-            itl: 0.0,
             fast: true,
-            model: "mock-model".into(),
-            record_requests: None,
-            random_seed: 0,
-            ttft_jitter_cv: 0.0,
-            itl_jitter_cv: 0.0,
-            remote_image_tokens: 0,
-            max_model_len: 131_072,
-            workers: None,
-            faults: Box::default(),
+            ..Self::in_process()
         }
     }
 

@@ -55,10 +55,6 @@ pub struct GenerationParams {
     pub max_tokens: Option<u64>,
     #[serde(default)]
     pub min_tokens: Option<u64>,
-    /// Accepted and ignored: the mock never emits EOS, so it always returns exactly the
-    /// requested maximum.
-    #[serde(default)]
-    pub ignore_eos: Option<bool>,
     #[serde(default)]
     pub stream: Option<bool>,
     #[serde(default)]

@@ -25,6 +25,7 @@ use super::request::{
 use super::response::{self, Api, ChunkWriter, ResponseHeader, UsageCounts};
 use super::{MockServer, MockServerArgs};
 use crate::clock::Clock;
+use crate::hash::splitmix64;
 
 /// Everything handlers share, fixed at start.
 struct Shared {
@@ -366,13 +367,6 @@ fn response_id(api: Api, seed: u64, n: u64) -> String {
     let a = splitmix64(seed ^ n);
     let b = splitmix64(a ^ n.rotate_left(32));
     format!("{prefix}{a:016x}{b:016x}")
-}
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 fn json_response(status: StatusCode, body: Bytes) -> Response {

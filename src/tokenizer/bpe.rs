@@ -168,15 +168,6 @@ impl Bpe {
         self.offsets.len() - 1
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Heap bytes held by the tables (the regex not included).
-    pub fn table_bytes(&self) -> usize {
-        self.arena.capacity() + 4 * (self.offsets.capacity() + self.slots.capacity())
-    }
-
     /// The bytes of ordinary token `rank` (which must be < `len()`).
     fn token(&self, rank: u32) -> &[u8] {
         let r = rank as usize;

@@ -142,6 +142,7 @@ impl HttpClient {
         Uri::from_parts(parts).unwrap_or_else(|_| self.uri.clone())
     }
 
+    #[cfg(test)]
     /// True once `cancel_all` was called.
     pub fn is_cancelled(&self) -> bool {
         *self.cancel.borrow() == CANCEL_ALL

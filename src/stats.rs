@@ -43,6 +43,7 @@ impl Stats {
         })
     }
 
+    #[cfg(test)]
     /// Value at percentile `p` if it is one of [`PERCENTILES`].
     pub fn percentile(&self, p: f64) -> Option<f64> {
         PERCENTILES

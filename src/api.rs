@@ -1,0 +1,16 @@
+//! What the integration tests and benches reach beyond the binary. Every other module is
+//! private to the crate, so the compiler reports what nothing uses.
+
+pub use crate::dataset::image::{ImageEncoding, encode_rgb, noise_rgb};
+pub use crate::dataset::{
+    BuildError, ImageFormat, InputOptions, SyntheticOptions, build_synthetic,
+};
+pub use crate::mock::fault::{Fault, FaultRates};
+pub use crate::mock::image::qwen2_vl_image_tokens;
+pub use crate::mock::request::FinishReason;
+pub use crate::mock::response::{Api, ChunkWriter, ResponseHeader, UsageCounts};
+pub use crate::mock::words::word as mock_word;
+pub use crate::mock::{MockServerArgs, run as run_mock_server, start as start_mock_server};
+pub use crate::timer::sleep_until;
+pub use crate::tokenizer::bpe::O200K_PATTERN;
+pub use crate::tokenizer::{Tokenizer, builtin_bpe};

@@ -1,0 +1,32 @@
+//! `inputs.json`: what was sent, by session, as AIPerf lists it.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use super::INPUTS_FILE;
+use crate::load::SendPlan;
+
+/// `inputs.json`: the exact body of each entry, by session. The bodies are written as the
+/// bytes that were sent, not re-encoded.
+pub fn write_inputs_json(dir: &Path, plan: &SendPlan) -> std::io::Result<()> {
+    let mut w = BufWriter::new(File::create(dir.join(INPUTS_FILE))?);
+    w.write_all(b"{\n  \"data\": [")?;
+    for (i, (req, id)) in plan.requests.iter().zip(&plan.conversation_ids).enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        write!(w, "\n    {{\"session_id\": \"{id}\", \"payloads\": [")?;
+        w.write_all(&req.body)?;
+        // Later turns as AIPerf lists them: each turn's own body, without the history
+        // (which holds replies not known before the run).
+        let script = &plan.scripts[i];
+        for k in 1..script.turns.len() {
+            w.write_all(b", ")?;
+            w.write_all(&script.turn_body(k, &[]))?;
+        }
+        w.write_all(b"]}")?;
+    }
+    w.write_all(b"\n  ]\n}\n")?;
+    w.flush()
+}

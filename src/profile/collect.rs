@@ -1,0 +1,95 @@
+//! The collector thread: takes each finished record, computes its metrics, hands its line
+//! to the per-record export, advances the progress bars and feeds the failure watch.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use anyhow::Context;
+use indicatif::ProgressBar;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::control::{COLLECTOR_DONE, COLLECTOR_RUNNING, FailureWatch, RunControl};
+use crate::metrics::Collector;
+use crate::record::{Phase, RequestRecord};
+
+/// A running collector: where the phases send records, and the bars it advances.
+pub(super) struct Collection {
+    pub records: UnboundedSender<RequestRecord>,
+    pub warmup_bar: ProgressBar,
+    pub profile_bar: ProgressBar,
+    thread: std::thread::JoinHandle<std::io::Result<Collector>>,
+}
+
+impl Collection {
+    /// Starts the thread. It ends when every sender of `records` is dropped.
+    pub fn start(
+        collector: Collector,
+        mut watch: FailureWatch,
+        control: Arc<RunControl>,
+        warmup_bar: ProgressBar,
+        profile_bar: ProgressBar,
+    ) -> anyhow::Result<Collection> {
+        let (records, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
+        let (wb, pb) = (warmup_bar.clone(), profile_bar.clone());
+        let thread = std::thread::Builder::new()
+            .name("collector".into())
+            .spawn(move || -> std::io::Result<Collector> {
+                let mut collector = Some(collector);
+                control
+                    .collector_state
+                    .store(COLLECTOR_RUNNING, Ordering::SeqCst);
+                // Driven from this thread (not a runtime worker), so writing the JSONL never
+                // blocks the requests.
+                let result = control.handle.block_on(async {
+                    loop {
+                        tokio::select! {
+                            biased;
+                            _ = control.flush_now.notified() => {
+                                // Second Ctrl-C: what was received is flushed, then exit.
+                                if let Some(c) = collector.take() {
+                                    let _ = c.finish();
+                                }
+                                std::process::exit(130);
+                            }
+                            next = rx.recv() => match next {
+                                Some(record) => {
+                                    if let Some(c) = collector.as_mut() {
+                                        c.add(&record)?;
+                                    }
+                                    watch.observe(&record);
+                                    match record.phase {
+                                        Phase::Warmup => wb.inc(1),
+                                        Phase::Profiling => pb.inc(1),
+                                    }
+                                }
+                                None => return Ok(()),
+                            }
+                        }
+                    }
+                });
+                control
+                    .collector_state
+                    .store(COLLECTOR_DONE, Ordering::SeqCst);
+                result.map(|()| collector.expect("only taken on the way out"))
+            })
+            .context("cannot start the collector thread")?;
+        Ok(Collection {
+            records,
+            warmup_bar,
+            profile_bar,
+            thread,
+        })
+    }
+
+    /// Waits for the last record (every sender must be gone) and returns the collector.
+    pub fn finish(self) -> anyhow::Result<Collector> {
+        drop(self.records);
+        let collector = self
+            .thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the collector thread panicked"))?
+            .context("cannot write profile_export.jsonl")?;
+        self.profile_bar.finish_and_clear();
+        Ok(collector)
+    }
+}

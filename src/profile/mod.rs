@@ -1,0 +1,193 @@
+//! `aiperf profile`, as a short pipeline: prepare (tokenizer, dataset, request bodies) ->
+//! run the phases while the collector takes each finished record -> export. Run control
+//! (signals, the failure watch, early stops) lives in `control`.
+
+mod collect;
+mod control;
+mod phases;
+mod prepare;
+mod report;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Instant;
+
+use anyhow::Context;
+use tracing::{info, warn};
+
+use self::collect::Collection;
+use self::control::{FailureWatch, RunControl};
+use crate::cli::ProfileArgs;
+use crate::clock::Clock;
+use crate::config::{ConfigError, ProfileConfig};
+use crate::dataset::BuildError;
+use crate::load::LoadContext;
+use crate::metrics::{Collector, CollectorOptions};
+use crate::overhead::OverheadMonitor;
+use crate::transport::HttpClient;
+use crate::ui::UiType;
+use crate::{export, mock, ui};
+
+/// How a profile run ended; `main` turns it into the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Requests completed and at least one succeeded.
+    Success,
+    /// The run finished but every request failed.
+    AllFailed,
+    /// The user pressed Ctrl-C; partial results were written.
+    Interrupted,
+    /// The failed share passed `--failed-request-threshold`; the run stopped early.
+    ThresholdExceeded,
+    /// Every connection was refused; the run stopped early.
+    ServerUnreachable,
+}
+
+/// Why a profile run could not run or finish; `main` maps each to an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// Bad command line: nothing was sent.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The dataset could not be built (bad input file, image directory, ...).
+    #[error(transparent)]
+    Dataset(#[from] BuildError),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError> {
+    let started = Instant::now();
+    let mut cfg = ProfileConfig::from_args(args, console_is_terminal())?;
+    let goodput = match &cfg.goodput {
+        Some(spec) => crate::metrics::parse_goodput(spec)
+            .map_err(|e| ConfigError(format!("--goodput: {e}")))?,
+        None => Vec::new(),
+    };
+    start_logging(&cfg)?;
+    let prepared = prepare::prepare(&mut cfg)?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let _guard = runtime.enter();
+    let mock_server = match cfg.mock_server {
+        true => Some(runtime.block_on(mock::start(mock::MockServerArgs::in_process()))?),
+        false => None,
+    };
+    if let Some(server) = &mock_server {
+        info!("Started the built-in mock server at {}", server.url());
+        cfg.set_base_url(&server.url())?;
+    }
+    let client = HttpClient::new(
+        cfg.request_uri.clone(),
+        cfg.api_key.as_deref(),
+        &cfg.headers,
+        cfg.request_timeout,
+    )?;
+    let clock = Clock::new();
+    let ctx = Arc::new(LoadContext {
+        client,
+        clock,
+        plan: prepared.plan,
+        stop: AtomicBool::new(false),
+        in_flight: AtomicU64::new(0),
+    });
+    let control = RunControl::start(
+        ctx.clone(),
+        cfg.failures.grace_period,
+        runtime.handle().clone(),
+    );
+    if let Some(limit) = cfg.failures.wait_for_model
+        && let Some(outcome) =
+            control::wait_for_server(&control, limit, cfg.failures.wait_for_model_interval)?
+    {
+        return Ok(outcome);
+    }
+
+    let collector = Collector::new(
+        CollectorOptions {
+            streaming: cfg.streaming,
+            use_server_token_count: cfg.use_server_token_count,
+            goodput,
+        },
+        prepared.tokenizer.clone(),
+        clock,
+        Some(Box::new(
+            export::JsonlWriter::create(&cfg.artifact_dir, clock)
+                .context("cannot create profile_export.jsonl")?,
+        )),
+    );
+    let watch = FailureWatch::new(
+        control.clone(),
+        cfg.failures.failed_request_threshold,
+        cfg.concurrency,
+    );
+    let collection = Collection::start(
+        collector,
+        watch,
+        control.clone(),
+        ui::phase_bar(cfg.ui, "Warmup", prepared.warmup_requests),
+        ui::phase_bar(cfg.ui, "Profiling", cfg.request_count),
+    )?;
+    info!(
+        "Ready to send after {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    let overhead = OverheadMonitor::start();
+    let records = collection.records.clone();
+    let warmup_bar = collection.warmup_bar.clone();
+    let ran = phases::run(
+        &runtime,
+        &cfg,
+        &ctx,
+        prepared.schedule,
+        prepared.warmup_requests,
+        records,
+        &warmup_bar,
+    );
+    let collector = collection.finish()?;
+    let overhead = overhead.finish(ran.sent, collector.record_lag());
+    crate::overhead::log_report(&overhead);
+
+    let finished = report::Finished {
+        cfg: &cfg,
+        argv,
+        plan: &ctx.plan,
+        tokenizer: prepared.tokenizer.name(),
+        ran,
+        overhead,
+        stop_reason: control.reason(),
+    };
+    let outcome = report::finish(finished, collector)?;
+    if let Some(server) = mock_server {
+        runtime.block_on(server.shutdown());
+    }
+    runtime.shutdown_background();
+    Ok(outcome)
+}
+
+/// Creates the artifact directory and starts logging to the console and its log file.
+fn start_logging(cfg: &ProfileConfig) -> anyhow::Result<()> {
+    let log_file = export::log_file(&cfg.artifact_dir);
+    std::fs::create_dir_all(log_file.parent().expect("the log is in a directory")).with_context(
+        || {
+            format!(
+                "cannot create the artifact directory {}",
+                cfg.artifact_dir.display()
+            )
+        },
+    )?;
+    ui::init_logging(cfg.verbose, Some(&log_file)).context("cannot create the log file")?;
+    info!("Starting AIPerf (Rust) {}", env!("CARGO_PKG_VERSION"));
+    if cfg.ui == UiType::Dashboard {
+        warn!("The dashboard UI is not available yet; showing a progress bar instead");
+    }
+    Ok(())
+}
+
+fn console_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
+}

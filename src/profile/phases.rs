@@ -1,0 +1,149 @@
+//! The phases of a run: an optional warmup, then profiling, each paced as configured.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::{info, warn};
+
+use crate::config::{ProfileConfig, shown_uri};
+use crate::load::pacing::PacingReport;
+use crate::load::{self, LoadContext, Pacing, PhaseSpec};
+use crate::record::{Phase, RequestRecord};
+
+/// What the phases did.
+pub(super) struct Ran {
+    pub sent: u64,
+    /// How well profiling kept its schedule (open loop and fixed schedule only).
+    pub pacing: Option<PacingReport>,
+    pub start_wall_ns: u64,
+    pub end_wall_ns: u64,
+}
+
+/// Runs the warmup (when asked for) and profiling, sending finished records to `records`.
+pub(super) fn run(
+    runtime: &tokio::runtime::Runtime,
+    cfg: &ProfileConfig,
+    ctx: &Arc<LoadContext>,
+    schedule: Option<Arc<[u64]>>,
+    warmup_requests: u64,
+    records: UnboundedSender<RequestRecord>,
+    warmup_bar: &indicatif::ProgressBar,
+) -> Ran {
+    let clock = ctx.clock;
+    let start_wall_ns = clock.wall_ns(clock.now_ns());
+    let pacing = match (schedule, cfg.load.rate) {
+        (Some(offsets_ns), _) => Pacing::Fixed { offsets_ns },
+        (None, Some((rate, pattern))) => Pacing::Rate { rate, pattern },
+        (None, None) => Pacing::ClosedLoop,
+    };
+    let mut sent = 0;
+    if let Some(warmup) = warmup_spec(cfg, &pacing, warmup_requests) {
+        sent += runtime
+            .block_on(load::run_phase(ctx.clone(), warmup, records.clone()))
+            .sent;
+        warmup_bar.finish_and_clear();
+    }
+    // The closed loop needs its slots; a rate or a schedule is capped only when asked.
+    let cap = match pacing {
+        Pacing::ClosedLoop => Some(cfg.concurrency),
+        _ => cfg.load.concurrency_given.then_some(cfg.concurrency),
+    };
+    if !ctx.stop.load(Ordering::Relaxed) {
+        log_profiling(cfg, ctx, &pacing, cap);
+    }
+    let profiling = PhaseSpec {
+        phase: Phase::Profiling,
+        first_send: sent,
+        count: cfg.load.count_limit(cfg.request_count),
+        sessions: cfg.load.sessions,
+        duration: cfg.load.duration,
+        grace: cfg.load.grace,
+        concurrency: cap,
+        pacing,
+        cancellation: cfg.load.cancellation,
+        seed: cfg.random_seed,
+    };
+    let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, records));
+    Ran {
+        sent: sent + result.sent,
+        pacing: result.pacing,
+        start_wall_ns,
+        end_wall_ns: clock.wall_ns(clock.now_ns()),
+    }
+}
+
+/// The warmup phase, when one was asked for; its rate and concurrency each fall back to
+/// the profiling ones.
+fn warmup_spec(cfg: &ProfileConfig, pacing: &Pacing, requests: u64) -> Option<PhaseSpec> {
+    let w = &cfg.load.warmup;
+    let warmup_on =
+        cfg.warmup_request_count > 0 || cfg.load.warmup_duration.is_some() || w.sessions.is_some();
+    if !warmup_on {
+        if w.grace.is_some() || w.concurrency.is_some() || w.rate != cfg.load.rate {
+            warn!(
+                "--warmup-grace-period/--warmup-concurrency/--warmup-request-rate/--warmup-arrival-pattern apply to a warmup; none was asked for (--warmup-request-count, --warmup-duration or --num-warmup-sessions), so they are ignored"
+            );
+        }
+        return None;
+    }
+    match (cfg.load.warmup_duration, w.sessions) {
+        (Some(d), _) => info!("Warming up for {:.1} s", d.as_secs_f64()),
+        (None, Some(n)) => info!("Warming up: {n} conversations ({requests} requests)"),
+        (None, None) => info!("Warming up: {} requests", cfg.warmup_request_count),
+    }
+    let warmup_pacing = match (w.rate, pacing) {
+        (Some((rate, pattern)), _) => Pacing::Rate { rate, pattern },
+        (None, p) => p.clone(),
+    };
+    let concurrency = match warmup_pacing {
+        Pacing::ClosedLoop => Some(w.concurrency.unwrap_or(cfg.concurrency)),
+        // A rate is capped only when a concurrency was given (as for profiling).
+        _ => w
+            .concurrency
+            .or(cfg.load.concurrency_given.then_some(cfg.concurrency)),
+    };
+    Some(PhaseSpec {
+        phase: Phase::Warmup,
+        first_send: 0,
+        count: (cfg.warmup_request_count > 0).then_some(cfg.warmup_request_count),
+        sessions: w.sessions,
+        duration: cfg.load.warmup_duration,
+        // Without --warmup-grace-period, warmup requests in flight are waited for.
+        grace: w.grace,
+        concurrency,
+        pacing: warmup_pacing,
+        cancellation: cfg.load.cancellation,
+        seed: cfg.random_seed ^ 0x3a7e_0001,
+    })
+}
+
+/// One line saying how profiling will run and what stops it.
+fn log_profiling(cfg: &ProfileConfig, ctx: &LoadContext, pacing: &Pacing, cap: Option<u64>) {
+    let how = match pacing {
+        Pacing::ClosedLoop => format!("at concurrency {}", cfg.concurrency),
+        Pacing::Rate { rate, pattern } => format!(
+            "at {rate} requests/sec ({pattern:?}){}",
+            cap.map_or(String::new(), |c| format!(", at most {c} in flight"))
+        ),
+        Pacing::Fixed { .. } => "on the input file's fixed schedule".to_string(),
+    };
+    let mut limits = Vec::new();
+    if let Some(n) = cfg.load.count_limit(cfg.request_count) {
+        limits.push(format!("{n} requests"));
+    }
+    if let Some(n) = cfg.load.sessions {
+        limits.push(format!("{n} conversations"));
+    }
+    if let Some(d) = cfg.load.duration {
+        limits.push(format!("{:.1} s", d.as_secs_f64()));
+    }
+    let limit = match limits.is_empty() {
+        true => "no limit".to_string(),
+        false => limits.join(" or "),
+    };
+    info!(
+        "Profiling: {limit} {how} against {}",
+        shown_uri(ctx.client.uri())
+    );
+}

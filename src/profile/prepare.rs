@@ -1,0 +1,120 @@
+//! Everything built before the first request: the tokenizer, the dataset, the request
+//! bodies and the send plan (with its fixed schedule, when replaying a trace).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::{info, warn};
+
+use super::ProfileError;
+use crate::config::{ConfigError, ProfileConfig};
+use crate::endpoint::{self, BodyOptions};
+use crate::load::SendPlan;
+use crate::tokenizer::{self, Tokenizer};
+use crate::{dataset, ui};
+
+pub(super) struct Prepared {
+    pub tokenizer: Arc<Tokenizer>,
+    pub plan: SendPlan,
+    /// Send offsets (ns) of a fixed schedule.
+    pub schedule: Option<Arc<[u64]>>,
+    /// Requests of the warmup phase (its turns, when counted in conversations).
+    pub warmup_requests: u64,
+}
+
+/// Builds what the run sends. Counts that depend on the drawn plan (conversations counted
+/// in turns, a schedule's window) are written back into `cfg.request_count`.
+pub(super) fn prepare(cfg: &mut ProfileConfig) -> Result<Prepared, ProfileError> {
+    let tok = tokenizer::resolve(&cfg.tokenizer, &cfg.tokenizer_revision)
+        .map_err(|e| ConfigError(format!("--tokenizer: '{}': {e:#}", cfg.tokenizer)))?;
+    if let Some(w) = &tok.warning {
+        warn!("{w}");
+    }
+    let tokenizer = Arc::new(tok.tokenizer);
+    info!("Using tokenizer: {}", tokenizer.name());
+
+    let s = &cfg.synthetic;
+    if s.image_batch_size > 0 {
+        info!(
+            "Generating synthetic images: {} per request, {}x{} px (stddev {}x{}), format {:?}",
+            s.image_batch_size,
+            s.image_width_mean,
+            s.image_height_mean,
+            s.image_width_stddev,
+            s.image_height_stddev,
+            s.image_format
+        );
+    }
+    let t_dataset = Instant::now();
+    let dataset_bar = ui::DatasetBar::new(cfg.ui);
+    let dataset = dataset::build(&cfg.synthetic, &cfg.inputs, &tokenizer, &dataset_bar);
+    dataset_bar.finish();
+    let dataset = dataset?;
+    let sampling = dataset.sampling;
+    let body_opts = BodyOptions {
+        model: cfg.model.clone(),
+        streaming: cfg.streaming,
+        use_legacy_max_tokens: cfg.use_legacy_max_tokens,
+        extra_inputs: cfg.extra_inputs.clone(),
+    };
+    let conversations =
+        endpoint::prepare_dataset(cfg.endpoint_type, dataset, &body_opts).map_err(ConfigError)?;
+    let warmup_sessions = cfg.load.warmup.sessions.unwrap_or(0);
+    let total_sends = cfg.warmup_request_count + warmup_sessions + cfg.request_count;
+    let mut plan =
+        SendPlan::from_conversations(conversations, sampling, total_sends, cfg.random_seed);
+    // Counted in conversations: the requests are every turn of the conversations drawn.
+    if let Some(n) = cfg.load.sessions
+        && cfg.load.request_count_given.is_none()
+    {
+        cfg.request_count = plan.turns_of_sessions(warmup_sessions, n);
+        info!(
+            "Multi-turn: {n} conversations, {} requests",
+            cfg.request_count
+        );
+    }
+    let warmup_requests = match cfg.load.warmup.sessions {
+        Some(n) => plan.turns_of_sessions(0, n),
+        None => cfg.warmup_request_count,
+    };
+    let schedule = if cfg.load.fixed_schedule {
+        Some(fixed_schedule(cfg, &mut plan)?)
+    } else {
+        None
+    };
+    info!(
+        "Dataset ready: {} unique entries in {:.1} ms",
+        plan.requests.len(),
+        t_dataset.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(Prepared {
+        tokenizer,
+        plan,
+        schedule,
+        warmup_requests,
+    })
+}
+
+/// The send offsets of a replayed trace, within `--fixed-schedule-*-offset`.
+fn fixed_schedule(cfg: &mut ProfileConfig, plan: &mut SendPlan) -> Result<Arc<[u64]>, ConfigError> {
+    if !plan.has_timestamps() {
+        return Err(ConfigError(
+            "--fixed-schedule: the input file has no timestamp on its entries; add \"timestamp\" (ms) to each, or drop --fixed-schedule".into(),
+        ));
+    }
+    let offsets = plan
+        .fixed_schedule(&cfg.load.schedule_window)
+        .map_err(|e| {
+            ConfigError(format!(
+                "--fixed-schedule-start-offset/--fixed-schedule-end-offset: {e}"
+            ))
+        })?;
+    cfg.request_count = plan.fixed_schedule_sends();
+    info!(
+        "Fixed schedule: {} conversations ({} requests) over {:.3} s",
+        offsets.len(),
+        cfg.request_count,
+        offsets.last().copied().unwrap_or(0) as f64 / 1e9
+    );
+    Ok(Arc::from(offsets))
+}
