@@ -417,6 +417,12 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             failed as f64 * 100.0 / finished as f64
         );
     }
+    let retried = ctx.client.retried_requests();
+    if retried > 0 {
+        warn!(
+            "{retried} requests were sent again on a new connection: the server had closed the kept-alive connection before they reached it"
+        );
+    }
     if sent == 0 {
         warn!("No request was sent; no results were written");
     } else {

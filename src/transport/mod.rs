@@ -1,9 +1,12 @@
 //! HTTP client: pooled keep-alive connections (one per in-flight stream), TLS with rustls,
 //! and one request/response exchange turned into a `RequestRecord` with arrival timestamps.
 
+pub mod conn;
 pub mod request_body;
 pub mod sse;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,14 +16,14 @@ use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use tracing::warn;
 
 use crate::clock::Clock;
 use crate::endpoint::parse_event;
 use crate::record::{ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord};
-use request_body::RequestBody;
+use conn::WatchedConnector;
+use request_body::{RequestBody, TakenAt};
 use sse::SseFramer;
-
-type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
 /// The cancel generation after `cancel_all`: every exchange, now or later, is cancelled.
 const CANCEL_ALL: u64 = u64::MAX;
@@ -34,7 +37,12 @@ pub const CONNECTION_ERROR: &str = "ConnectionError";
 
 #[derive(Clone)]
 pub struct HttpClient {
-    client: Client<Connector, RequestBody>,
+    client: Client<WatchedConnector, RequestBody>,
+    /// Opens a new connection for every request: for the one retry of a request that
+    /// failed unsent on a kept-alive connection (see `conn`).
+    fresh: Client<WatchedConnector, RequestBody>,
+    /// Requests sent again that way.
+    retried: Arc<AtomicU64>,
     uri: Uri,
     headers: HeaderMap,
     timeout: Duration,
@@ -59,9 +67,15 @@ impl HttpClient {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
+        let connector = WatchedConnector(connector);
+        // hyper-util's own retry of unsent requests stays off: it would not be counted.
         let client = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(usize::MAX)
             .pool_idle_timeout(Duration::from_secs(90))
+            .retry_canceled_requests(false)
+            .build(connector.clone());
+        let fresh = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
             .retry_canceled_requests(false)
             .build(connector);
 
@@ -79,6 +93,8 @@ impl HttpClient {
         }
         Ok(HttpClient {
             client,
+            fresh,
+            retried: Arc::new(AtomicU64::new(0)),
             uri,
             headers,
             timeout,
@@ -88,6 +104,12 @@ impl HttpClient {
 
     pub fn uri(&self) -> &Uri {
         &self.uri
+    }
+
+    /// How many requests were sent a second time, on a new connection, because the server
+    /// had closed the kept-alive one they were first sent on (see `conn`).
+    pub fn retried_requests(&self) -> u64 {
+        self.retried.load(Ordering::Relaxed)
     }
 
     /// Ends every exchange in flight (and any started later) at once with a cancellation
@@ -158,18 +180,7 @@ impl HttpClient {
         body: Bytes,
     ) -> RequestRecord {
         let mut record = RequestRecord::new(phase, input, x_request_id);
-        let (body, taken) = RequestBody::stamped(body, *clock);
-        let mut request = Request::post(self.uri.clone())
-            .body(body)
-            .expect("a POST with a valid URI always builds");
-        *request.headers_mut() = self.headers.clone();
-        if let Ok(v) = HeaderValue::from_str(&record.x_request_id) {
-            request.headers_mut().insert("x-request-id", v);
-        }
-        if let Ok(v) = HeaderValue::from_str(&record.input.correlation_id) {
-            request.headers_mut().insert("x-correlation-id", v);
-        }
-
+        let taken = TakenAt::default();
         let mut cancel = self.cancel.subscribe();
         let generation = *cancel.borrow_and_update();
         record.start_perf_ns = clock.now_ns();
@@ -178,7 +189,7 @@ impl HttpClient {
         // frees the slot at once.
         let mut rest = None;
         let outcome = tokio::select! {
-            r = tokio::time::timeout(self.timeout, self.run(clock, request, &mut record)) => {
+            r = tokio::time::timeout(self.timeout, self.run(clock, body, &taken, &mut record)) => {
                 match r {
                     Ok(body) => {
                         rest = body;
@@ -223,15 +234,68 @@ impl HttpClient {
         record
     }
 
+    /// The POST of `body`, with the run's headers and the record's ids; the body notes in
+    /// `taken` when the connection takes it.
+    fn request(
+        &self,
+        clock: &Clock,
+        body: Bytes,
+        taken: &TakenAt,
+        record: &RequestRecord,
+    ) -> Request<RequestBody> {
+        let body = RequestBody::stamped(body, *clock, taken.clone());
+        let mut request = Request::post(self.uri.clone())
+            .body(body)
+            .expect("a POST with a valid URI always builds");
+        *request.headers_mut() = self.headers.clone();
+        if let Ok(v) = HeaderValue::from_str(&record.x_request_id) {
+            request.headers_mut().insert("x-request-id", v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&record.input.correlation_id) {
+            request.headers_mut().insert("x-correlation-id", v);
+        }
+        request
+    }
+
+    /// Sends the request, once more on a new connection if the kept-alive one it went to
+    /// had been closed by the server before the request reached it. The record's times
+    /// then start at the second send: the first attempt is not part of the request.
+    async fn send(
+        &self,
+        clock: &Clock,
+        body: Bytes,
+        taken: &TakenAt,
+        record: &mut RequestRecord,
+    ) -> Result<http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error> {
+        let first = self.request(clock, body.clone(), taken, record);
+        match self.client.request(first).await {
+            Err(e) if conn::is_unsent(&e) => {
+                if self.retried.fetch_add(1, Ordering::Relaxed) == 0 {
+                    warn!(
+                        "The server closed a kept-alive connection before a request reached it ({}); \
+                         such requests are sent again once on a new connection and counted",
+                        error_chain(&e)
+                    );
+                }
+                taken.reset();
+                record.start_perf_ns = clock.now_ns();
+                let again = self.request(clock, body, taken, record);
+                self.fresh.request(again).await
+            }
+            other => other,
+        }
+    }
+
     /// Sends the request and reads the response into `record`. Returns the body of a stream
     /// that ended with `[DONE]`, for `drain_to_end`.
     async fn run(
         &self,
         clock: &Clock,
-        request: Request<RequestBody>,
+        body: Bytes,
+        taken: &TakenAt,
         record: &mut RequestRecord,
     ) -> Option<hyper::body::Incoming> {
-        let response = match self.client.request(request).await {
+        let response = match self.send(clock, body, taken, record).await {
             Ok(r) => r,
             Err(e) => {
                 record.error = Some(transport_error(&e));
@@ -818,6 +882,83 @@ mod tests {
             opened <= 10,
             "{opened} connections for 20 sequential requests"
         );
+    }
+
+    /// A plain-socket server on its own thread (so it runs while the test blocks its
+    /// runtime): answers each request with one streamed token, then sleeps `close_after`
+    /// and closes the connection although it was kept alive. Counts requests and
+    /// connections.
+    fn closing_server(close_after: Duration) -> (String, Arc<(AtomicU64, AtomicU64)>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let counts = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+        let seen = counts.clone();
+        std::thread::spawn(move || {
+            for tcp in listener.incoming() {
+                let mut tcp = tcp.unwrap();
+                seen.1.fetch_add(1, Ordering::Relaxed);
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tcp.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                if head.is_empty() {
+                    continue;
+                }
+                // The body follows the headers at once; the reply does not depend on it.
+                seen.0.fetch_add(1, Ordering::Relaxed);
+                let token =
+                    "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n";
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: keep-alive\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{token}\r\n0\r\n\r\n",
+                    token.len()
+                );
+                tcp.write_all(reply.as_bytes()).unwrap();
+                std::thread::sleep(close_after);
+            }
+        });
+        (url, counts)
+    }
+
+    #[test]
+    fn a_request_on_a_connection_the_server_closed_is_sent_again_once() {
+        let (url, counts) = closing_server(Duration::from_millis(5));
+        // One thread, blocked between the requests: the runtime cannot notice the close, so
+        // the pool hands the closed connection to the second request.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let uri: Uri = format!("{url}/v1/chat/completions").parse().unwrap();
+        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+        let clock = Clock::new();
+        let send = |id: &str| {
+            rt.block_on(client.exchange(
+                &clock,
+                Phase::Profiling,
+                RequestInput::default(),
+                id.into(),
+                chat_body(true, 1),
+            ))
+        };
+        let first = send("a");
+        assert!(first.error.is_none(), "{:?}", first.error);
+        std::thread::sleep(Duration::from_millis(100));
+        let before_second = clock.now_ns();
+        let second = send("b");
+        assert!(second.error.is_none(), "{:?}", second.error);
+        assert_eq!(second.output_text(), "hi");
+        assert_eq!(client.retried_requests(), 1);
+        // The server read each request once; the retry opened the second connection.
+        assert_eq!(counts.0.load(Ordering::Relaxed), 2);
+        assert_eq!(counts.1.load(Ordering::Relaxed), 2);
+        // The record's times are those of the second send.
+        let sent = second.sent_perf_ns.expect("sent");
+        assert!(before_second <= second.start_perf_ns && second.start_perf_ns <= sent);
     }
 
     #[tokio::test]

@@ -1,0 +1,168 @@
+//! The client against small misbehaving servers (see `common::raw_server`): the real
+//! `aiperf` binary runs, and its exit code, records and messages are checked against what
+//! the server received.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+mod common;
+
+use common::raw_server::{After, RawServer, Reply, json_reply, sse_reply, token_event};
+use common::{read_json, read_jsonl, run_profile};
+
+struct Run {
+    out: Output,
+    records: Vec<Value>,
+    summary: Value,
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl Run {
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+
+    fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+
+    fn failed(&self) -> Vec<&Value> {
+        self.records
+            .iter()
+            .filter(|r| !r["error"].is_null())
+            .collect()
+    }
+
+    /// The error of every failed record, as (type, message).
+    fn errors(&self) -> Vec<(String, String)> {
+        self.failed()
+            .iter()
+            .map(|r| {
+                (
+                    r["error"]["type"].as_str().unwrap().to_string(),
+                    r["error"]["message"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// `aiperf profile` against `url`: `count` chat requests, one at a time unless `extra` says.
+fn profile(url: &str, count: usize, streaming: bool, extra: &[&str]) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let count = count.to_string();
+    let mut args = vec![
+        "--model",
+        "m",
+        "--tokenizer",
+        "builtin",
+        "--url",
+        url,
+        "--synthetic-input-tokens-mean",
+        "20",
+        "--output-tokens-mean",
+        "3",
+        "--request-count",
+        &count,
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+        "--random-seed",
+        "1",
+    ];
+    if streaming {
+        args.push("--streaming");
+    }
+    if !extra.contains(&"--concurrency") {
+        args.extend_from_slice(&["--concurrency", "1"]);
+    }
+    args.extend_from_slice(extra);
+    let out = run_profile(&args);
+    let records = read_jsonl(&dir.join("profile_export.jsonl"));
+    let summary_path = dir.join("profile_export_aiperf.json");
+    let summary = if summary_path.exists() {
+        read_json(&summary_path)
+    } else {
+        Value::Null
+    };
+    Run {
+        out,
+        records,
+        summary,
+        _tmp: tmp,
+        dir,
+    }
+}
+
+fn three_tokens() -> Vec<String> {
+    let mut events: Vec<String> = ["a", "b", "c"].iter().map(|t| token_event(t)).collect();
+    events.push("data: [DONE]\n\n".into());
+    events
+}
+
+// ----- Connection reuse -----
+
+/// Every request succeeded, and the server read each exactly once.
+fn assert_all_sent_once(run: &Run, server: &RawServer, n: usize) {
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.records.len(), n);
+    assert!(run.failed().is_empty(), "{:?}", run.errors());
+    assert_eq!(server.requests().len(), n, "requests the server read");
+}
+
+#[test]
+fn a_server_closing_after_each_stream_loses_no_request() {
+    // Says keep-alive, then closes once the stream is out (as llama.cpp's server does).
+    let server = RawServer::start(|_| {
+        sse_reply("connection: keep-alive\r\n", &three_tokens(), After::Close)
+    });
+    let n = 40;
+    let run = profile(&server.url, n, true, &[]);
+    assert_all_sent_once(&run, &server, n);
+    assert_eq!(server.connections(), n, "one connection per request");
+}
+
+#[test]
+fn a_server_closing_between_requests_loses_no_request() {
+    // Whole JSON replies without `Connection: close`, each connection closed after one.
+    let body =
+        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "a b c"}}]});
+    let server = RawServer::start(move |_| json_reply("", &body, After::Close));
+    let n = 40;
+    let run = profile(&server.url, n, false, &["--concurrency", "2"]);
+    assert_all_sent_once(&run, &server, n);
+}
+
+#[test]
+fn a_request_the_server_took_in_is_not_sent_twice() {
+    // Every second request is read, then the connection is closed without an answer: the
+    // server may have acted on it, so it fails instead of going out again.
+    let count = std::sync::atomic::AtomicUsize::new(0);
+    let server = RawServer::start(move |_| {
+        if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 2 == 1 {
+            return Reply::new(Vec::new(), After::Close);
+        }
+        sse_reply("", &three_tokens(), After::KeepOpen)
+    });
+    let run = profile(&server.url, 6, true, &[]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(server.requests().len(), 6);
+    assert_eq!(run.records.len(), 6);
+    let errors = run.errors();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    for (kind, message) in &errors {
+        assert_eq!(kind, "ClientError");
+        assert!(
+            message.contains("connection closed before message completed"),
+            "{message}"
+        );
+    }
+    assert!(!run.stderr().contains("sent again"), "{}", run.stderr());
+}
