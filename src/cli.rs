@@ -242,7 +242,8 @@ pub struct ProfileArgs {
     pub wait_for_model_interval: f64,
 
     /// Stop early and exit 1 when the share of failed requests exceeds this (0-1); checked
-    /// once at least max(concurrency, 10) requests have finished.
+    /// once at least max(concurrency, 10) requests have finished. Without it a run exits 0
+    /// as long as one request succeeded; the console summary says how many failed.
     #[arg(long, help_heading = "Failures")]
     pub failed_request_threshold: Option<f64>,
 
