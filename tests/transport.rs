@@ -166,3 +166,27 @@ fn a_request_the_server_took_in_is_not_sent_twice() {
     }
     assert!(!run.stderr().contains("sent again"), "{}", run.stderr());
 }
+
+// ----- Streams cut short -----
+
+#[test]
+fn a_reset_mid_data_line_is_reported_as_the_transport_error() {
+    let server = RawServer::start(|_| {
+        let mut reply = sse_reply("", &three_tokens()[..2], After::Reset);
+        // Instead of the last chunk: a chunk announced at 64 bytes, cut mid `data:` line.
+        *reply.pieces.last_mut().unwrap() = b"40\r\ndata: {\"choices\":[{\"del".to_vec();
+        reply
+    });
+    let run = profile(&server.url, 4, true, &[]);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    assert_eq!(server.requests().len(), 4);
+    let errors = run.errors();
+    assert_eq!(errors.len(), 4, "{errors:?}");
+    for (kind, message) in &errors {
+        assert_eq!(kind, "StreamError");
+        assert!(
+            message.contains("error reading a body from connection"),
+            "{message}"
+        );
+    }
+}

@@ -335,7 +335,8 @@ impl HttpClient {
                         }
                     }
                     Some(Err(e)) => {
-                        framer.finish(|ev| state.on_event(ev, record));
+                        // An event the error cut off is dropped, not parsed: half a `data:`
+                        // line is the transport's failure, not the server's bad JSON.
                         if record.error.is_none() {
                             record.error = Some(stream_error(&e));
                         }
@@ -922,6 +923,62 @@ mod tests {
             }
         });
         (url, counts)
+    }
+
+    /// Serves one connection on its own thread: writes `pieces` (1 ms apart) after reading a
+    /// request, then resets the connection.
+    fn resetting_server(pieces: Vec<Vec<u8>>) -> String {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut tcp, _) = listener.accept().unwrap();
+            tcp.set_nodelay(true).unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = tcp.read(&mut buf).unwrap();
+            for p in pieces {
+                tcp.write_all(&p).unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            socket2::SockRef::from(&tcp)
+                .set_linger(Some(Duration::ZERO))
+                .unwrap();
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_reset_mid_data_line_is_a_stream_error_and_keeps_the_tokens() {
+        let chunk = |s: &str| format!("{:x}\r\n{s}\r\n", s.len()).into_bytes();
+        let token =
+            |t: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n");
+        let url = resetting_server(vec![
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n".to_vec(),
+            chunk(&token("a")),
+            chunk(&token("b")),
+            // A chunk announced at 64 bytes, cut in the middle of its `data:` line.
+            b"40\r\ndata: {\"choices\":[{\"delta\":{\"con".to_vec(),
+        ]);
+        let uri: Uri = format!("{url}/v1/chat/completions").parse().unwrap();
+        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+        let r = client
+            .exchange(
+                &Clock::new(),
+                Phase::Profiling,
+                RequestInput::default(),
+                "x".into(),
+                chat_body(true, 3),
+            )
+            .await;
+        let e = r.error.clone().expect("an error");
+        assert_eq!((e.code, e.kind.as_str()), (None, "StreamError"), "{e:?}");
+        assert!(!e.message.contains("JSON"), "{e:?}");
+        assert_eq!(r.output_text(), "ab");
+        let (t0, t1) = (r.responses[0].perf_ns, r.responses[1].perf_ns);
+        assert!(
+            r.start_perf_ns < t0 && t0 < t1 && t1 <= r.end_perf_ns,
+            "{r:?}"
+        );
     }
 
     #[test]
