@@ -190,3 +190,80 @@ fn a_reset_mid_data_line_is_reported_as_the_transport_error() {
         );
     }
 }
+
+// ----- Odd payloads and empty responses -----
+
+#[test]
+fn unexpected_json_shapes_keep_what_fits() {
+    let server = RawServer::start(|_| {
+        let events = vec![
+            r#"data: {"choices":null}"#.to_string() + "\n\n",
+            token_event("a"),
+            r#"data: {"choices":[{"delta":{"content":5}}]}"#.to_string() + "\n\n",
+            token_event("b"),
+            r#"data: {"choices":[],"usage":{"prompt_tokens":"20","completion_tokens":"2","total_tokens":"22"}}"#.to_string()
+                + "\n\n",
+            "data: [DONE]\n\n".to_string(),
+        ];
+        sse_reply("", &events, After::KeepOpen)
+    });
+    let run = profile(&server.url, 3, true, &["--use-server-token-count"]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert!(run.failed().is_empty(), "{:?}", run.errors());
+    for r in &run.records {
+        // Two content events; the usage sent as strings was read.
+        assert_eq!(r["metrics"]["output_sequence_length"]["value"], 2, "{r}");
+        assert_eq!(r["metrics"]["input_sequence_length"]["value"], 20, "{r}");
+    }
+}
+
+#[test]
+fn a_stream_without_content_is_a_failed_request() {
+    let cases: [(&str, Vec<String>, &str); 2] = [
+        (
+            "only [DONE]",
+            vec![
+                r#"data: {"choices":[{"delta":{"role":"assistant","content":""}}]}"#.to_string()
+                    + "\n\n",
+                "data: [DONE]\n\n".into(),
+            ],
+            "No responses with actual content were received from the server",
+        ),
+        (
+            "content of the wrong type",
+            vec![
+                r#"data: {"choices":[{"delta":{"content":{"text":"a"}}}]}"#.to_string() + "\n\n",
+                "data: [DONE]\n\n".into(),
+            ],
+            "a response of an unexpected shape was skipped: invalid type: map",
+        ),
+    ];
+    for (case, events, message) in cases {
+        let server = RawServer::start(move |_| sse_reply("", &events, After::KeepOpen));
+        let run = profile(&server.url, 3, true, &[]);
+        assert_eq!(run.code(), Some(1), "{case}: {}", run.stderr());
+        assert_eq!(server.requests().len(), 3, "{case}");
+        let errors = run.errors();
+        assert_eq!(errors.len(), 3, "{case}: {errors:?}");
+        for (kind, m) in &errors {
+            assert_eq!(kind, "InvalidInferenceResultError", "{case}");
+            assert!(m.contains(message), "{case}: {m}");
+        }
+    }
+}
+
+#[test]
+fn a_whole_response_without_content_is_a_failed_request() {
+    let body = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": ""}}],
+                      "usage": {"prompt_tokens": 20, "completion_tokens": 0, "total_tokens": 20}});
+    let server = RawServer::start(move |_| json_reply("", &body, After::KeepOpen));
+    let run = profile(&server.url, 3, false, &[]);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    let errors = run.errors();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(
+        errors
+            .iter()
+            .all(|(k, _)| k == "InvalidInferenceResultError")
+    );
+}

@@ -353,6 +353,9 @@ impl HttpClient {
                     message: "The stream ended without a [DONE] event".into(),
                 });
             }
+            if record.error.is_none() && record.responses.is_empty() {
+                record.error = Some(no_content_error(state.unexpected.as_deref()));
+            }
             if state.done {
                 return Some(body);
             }
@@ -370,8 +373,8 @@ impl HttpClient {
 fn parse_whole_body(status: u16, bytes: &[u8], arrival: u64, record: &mut RequestRecord) {
     record.last_event_perf_ns = Some(arrival);
     match parse_event(bytes) {
-        Ok(ev) => {
-            if let Some(err) = ev.error {
+        Ok(mut ev) => {
+            if let Some(err) = ev.error.take() {
                 record.error = Some(ErrorDetails {
                     code: Some(status),
                     kind: "ResponseError".into(),
@@ -381,12 +384,14 @@ fn parse_whole_body(status: u16, bytes: &[u8], arrival: u64, record: &mut Reques
             if ev.usage.is_some() {
                 record.usage = ev.usage;
             }
-            if ev.text.is_some() || ev.reasoning.is_some() {
+            if ev.has_content() {
                 record.responses.push(ContentResponse {
                     perf_ns: arrival,
                     text: ev.text.map(|t| t.into_owned()).unwrap_or_default(),
                     reasoning: ev.reasoning.map(|t| t.into_owned()).unwrap_or_default(),
                 });
+            } else if record.error.is_none() {
+                record.error = Some(no_content_error(ev.unexpected.as_deref()));
             }
         }
         Err(e) => {
@@ -399,10 +404,30 @@ fn parse_whole_body(status: u16, bytes: &[u8], arrival: u64, record: &mut Reques
     }
 }
 
+/// A 2xx response without any text or reasoning: a failed request, as in AIPerf (same
+/// type and words), saying which payloads were skipped for their shape, if any.
+fn no_content_error(unexpected: Option<&str>) -> ErrorDetails {
+    let mut message = "No responses with actual content were received from the server \
+                       (only usage/metadata, null/empty data, or [DONE] markers)"
+        .to_string();
+    if let Some(why) = unexpected {
+        message.push_str(&format!(
+            "; a response of an unexpected shape was skipped: {why}"
+        ));
+    }
+    ErrorDetails {
+        code: None,
+        kind: "InvalidInferenceResultError".into(),
+        message,
+    }
+}
+
 /// Per-stream parsing state.
 #[derive(Default)]
 struct StreamState {
     done: bool,
+    /// Why the first event of an unexpected shape was (partly) skipped.
+    unexpected: Option<String>,
 }
 
 impl StreamState {
@@ -424,7 +449,10 @@ impl StreamState {
             return;
         }
         match parse_event(ev.data) {
-            Ok(parsed) => {
+            Ok(mut parsed) => {
+                if self.unexpected.is_none() {
+                    self.unexpected = parsed.unexpected.take();
+                }
                 if let Some(msg) = parsed.error.clone() {
                     record.error.get_or_insert_with(|| ErrorDetails {
                         code: None,
