@@ -267,3 +267,55 @@ fn a_whole_response_without_content_is_a_failed_request() {
             .all(|(k, _)| k == "InvalidInferenceResultError")
     );
 }
+
+// ----- What the specs allow -----
+
+#[test]
+fn cr_line_ends_mixed_case_content_type_and_spaced_done_are_understood() {
+    let server = RawServer::start(|_| {
+        let crlf = token_event(" one").replace('\n', "\r\n");
+        let cr = token_event(" two").replace('\n', "\r");
+        let events = vec![crlf, cr, "data: [DONE]  \r\r".to_string()];
+        let mut reply = sse_reply("", &events, After::KeepOpen);
+        reply.pieces[0] = String::from_utf8(reply.pieces[0].clone())
+            .unwrap()
+            .replace("text/event-stream", "Text/Event-Stream; charset=UTF-8")
+            .into_bytes();
+        reply
+    });
+    let run = profile(&server.url, 3, true, &[]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert!(run.failed().is_empty(), "{:?}", run.errors());
+    for r in &run.records {
+        assert_eq!(r["metrics"]["output_sequence_length"]["value"], 2, "{r}");
+    }
+}
+
+#[test]
+fn every_request_asks_for_no_compression_and_a_gzip_reply_is_a_clear_error() {
+    let server = RawServer::start(|_| {
+        // Whatever was asked: a (fake) gzip body.
+        let body = b"\x1f\x8b\x08\x00\x00\x00\x00\x00";
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        Reply::new(vec![[head.as_bytes(), body].concat()], After::KeepOpen)
+    });
+    let run = profile(&server.url, 3, false, &[]);
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("accept-encoding") == Some("identity")),
+        "{requests:?}"
+    );
+    let errors = run.errors();
+    assert_eq!(errors.len(), 3);
+    for (kind, message) in &errors {
+        assert_eq!(kind, "UnsupportedEncodingError");
+        assert!(message.contains("gzip-encoded response"), "{message}");
+    }
+}

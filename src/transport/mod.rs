@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{
+    ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderValue,
+};
 use http::{Request, Uri};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
@@ -81,6 +83,9 @@ impl HttpClient {
 
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // Responses are not decoded: compression would only add client work to the timings.
+        // A server that compresses anyway gets a clear error (see `run`).
+        headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         if let Some(key) = api_key {
             let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
                 anyhow::anyhow!("--api-key contains characters not allowed in a header")
@@ -305,12 +310,31 @@ impl HttpClient {
         record.ack_perf_ns = Some(clock.now_ns());
         let status = response.status();
         record.status = Some(status.as_u16());
-        let is_sse = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v: &HeaderValue| v.to_str().ok())
+                .map(|v| v.trim().to_ascii_lowercase())
+        };
+        // Media types are case-insensitive (`Text/Event-Stream; charset=UTF-8`).
+        let is_sse = header(CONTENT_TYPE)
+            .is_some_and(|ct| ct.split(';').next().unwrap_or("").trim() == "text/event-stream");
+        let encoding = header(CONTENT_ENCODING).filter(|e| !e.is_empty() && e != "identity");
         let mut body = response.into_body();
+        if let Some(encoding) = encoding
+            && status.is_success()
+        {
+            record.error = Some(ErrorDetails {
+                code: Some(status.as_u16()),
+                kind: "UnsupportedEncodingError".into(),
+                message: format!(
+                    "The server sent a {encoding}-encoded response although the request asked \
+                     for none (Accept-Encoding: identity); aiperf does not decode compressed responses"
+                ),
+            });
+            return None;
+        }
 
         if !status.is_success() {
             // A cut-short error body still tells the status; keep what arrived.
@@ -436,7 +460,7 @@ impl StreamState {
             return;
         }
         record.last_event_perf_ns = Some(ev.arrival_ns);
-        if ev.data == b"[DONE]" {
+        if ev.data.trim_ascii() == b"[DONE]" {
             self.done = true;
             return;
         }
