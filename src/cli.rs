@@ -95,6 +95,11 @@ pub struct ProfileArgs {
     #[arg(long, default_value_t = 21600.0, help_heading = "Endpoint")]
     pub request_timeout_seconds: f64,
 
+    /// Bytes one response may have; a longer one fails (ResponseTooLargeError) and the rest
+    /// of it is not read. Not an AIPerf flag.
+    #[arg(long, default_value_t = 64 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Endpoint")]
+    pub max_response_bytes: u64,
+
     /// API key, sent as `Authorization: Bearer <key>`.
     #[arg(long, help_heading = "Endpoint")]
     pub api_key: Option<String>,

@@ -176,7 +176,8 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         cfg.api_key.as_deref(),
         &cfg.headers,
         cfg.request_timeout,
-    )?;
+    )?
+    .with_max_response_bytes(cfg.max_response_bytes);
     let clock = Clock::new();
     let ctx = Arc::new(LoadContext {
         client,

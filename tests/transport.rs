@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::raw_server::{After, RawServer, Reply, json_reply, sse_reply, token_event};
+use common::raw_server::{After, RawServer, Reply, chunk, json_reply, sse_reply, token_event};
 use common::{read_json, read_jsonl, run_profile};
 
 struct Run {
@@ -318,4 +318,46 @@ fn every_request_asks_for_no_compression_and_a_gzip_reply_is_a_clear_error() {
         assert_eq!(kind, "UnsupportedEncodingError");
         assert!(message.contains("gzip-encoded response"), "{message}");
     }
+}
+
+// ----- Caps -----
+
+#[test]
+fn a_response_past_max_response_bytes_fails_and_is_not_read_further() {
+    // A streamed `data:` line of 100 KB that never ends, sent in 1 KB chunks.
+    let streamed = RawServer::start(|_| {
+        let mut reply = sse_reply("", &[token_event("a")], After::KeepOpen);
+        reply.pieces.pop();
+        reply
+            .pieces
+            .push(chunk(b"data: {\"choices\":[{\"delta\":{\"content\":\""));
+        reply.pieces.extend((0..100).map(|_| chunk(&[b'x'; 1024])));
+        reply.after = After::Close;
+        reply
+    });
+    let body = json!({"choices": [{"message": {"content": "y".repeat(100 * 1024)}}]});
+    let whole = RawServer::start(move |_| json_reply("", &body, After::KeepOpen));
+    for (server, streaming) in [(&streamed, true), (&whole, false)] {
+        let run = profile(
+            &server.url,
+            3,
+            streaming,
+            &["--max-response-bytes", "20000"],
+        );
+        assert_eq!(run.code(), Some(1), "{}", run.stderr());
+        assert_eq!(server.requests().len(), 3);
+        let errors = run.errors();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        for (kind, message) in &errors {
+            assert_eq!(kind, "ResponseTooLargeError");
+            assert!(
+                message.contains("--max-response-bytes (20000 bytes)"),
+                "{message}"
+            );
+        }
+    }
+    // Under the cap the same run succeeds.
+    let ok = RawServer::start(|_| sse_reply("", &three_tokens(), After::KeepOpen));
+    let run = profile(&ok.url, 3, true, &["--max-response-bytes", "20000"]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
 }

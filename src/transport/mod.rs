@@ -36,6 +36,30 @@ pub const CANCELLED_CODE: u16 = 499;
 pub const TIMEOUT_CODE: u16 = 408;
 /// Error type of a request whose connection could not be made (refused, no route, DNS).
 pub const CONNECTION_ERROR: &str = "ConnectionError";
+/// Default of `--max-response-bytes`.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Why a body was not read to its end.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error(transparent)]
+    Transport(#[from] hyper::Error),
+    #[error("The response passed --max-response-bytes ({0} bytes); the rest was not read")]
+    TooLarge(u64),
+}
+
+impl BodyError {
+    fn details(&self) -> ErrorDetails {
+        match self {
+            BodyError::Transport(e) => stream_error(e),
+            BodyError::TooLarge(_) => ErrorDetails {
+                code: None,
+                kind: "ResponseTooLargeError".into(),
+                message: self.to_string(),
+            },
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct HttpClient {
@@ -48,6 +72,8 @@ pub struct HttpClient {
     uri: Uri,
     headers: HeaderMap,
     timeout: Duration,
+    /// Bytes one response body may have (see `BodyError::TooLarge`).
+    max_response_bytes: u64,
     /// The cancel generation: `cancel_in_flight` bumps it (ending the exchanges started
     /// before), `cancel_all` sets it to `CANCEL_ALL` for good. Every exchange watches it.
     cancel: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
@@ -103,12 +129,20 @@ impl HttpClient {
             uri,
             headers,
             timeout,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             cancel: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
         })
     }
 
     pub fn uri(&self) -> &Uri {
         &self.uri
+    }
+
+    /// Caps each response body at `bytes`: past it the request fails and the rest of the
+    /// body is left unread, so one huge response cannot exhaust memory.
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = bytes;
+        self
     }
 
     /// How many requests were sent a second time, on a new connection, because the server
@@ -153,7 +187,8 @@ impl HttpClient {
                 let status = resp.status().as_u16();
                 // Read the body so the connection goes back to the pool.
                 let mut body = resp.into_body();
-                let _ = tokio::time::timeout(timeout, collect_body(&mut body)).await;
+                let limit = self.max_response_bytes;
+                let _ = tokio::time::timeout(timeout, collect_body(&mut body, limit)).await;
                 Ok(status)
             }
         }
@@ -338,7 +373,9 @@ impl HttpClient {
 
         if !status.is_success() {
             // A cut-short error body still tells the status; keep what arrived.
-            let bytes = collect_body(&mut body).await.unwrap_or_default();
+            let bytes = collect_body(&mut body, self.max_response_bytes)
+                .await
+                .unwrap_or_default();
             record.error = Some(http_error(status, &bytes));
             return None;
         }
@@ -347,11 +384,18 @@ impl HttpClient {
             record.streamed = true;
             let mut framer = SseFramer::new();
             let mut state = StreamState::default();
+            let mut received = 0u64;
             loop {
                 match body.frame().await {
                     Some(Ok(frame)) => {
                         let arrival = clock.now_ns();
                         if let Some(data) = frame.data_ref() {
+                            received += data.len() as u64;
+                            if received > self.max_response_bytes {
+                                let e = BodyError::TooLarge(self.max_response_bytes);
+                                record.error = Some(e.details());
+                                return None;
+                            }
                             framer.feed(data, arrival, |ev| state.on_event(ev, record));
                         }
                         if state.done {
@@ -384,9 +428,9 @@ impl HttpClient {
                 return Some(body);
             }
         } else {
-            match collect_body(&mut body).await {
+            match collect_body(&mut body, self.max_response_bytes).await {
                 Ok(bytes) => parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record),
-                Err(e) => record.error = Some(stream_error(&e)),
+                Err(e) => record.error = Some(e.details()),
             }
         }
         None
@@ -521,11 +565,15 @@ async fn drain_to_end(body: &mut hyper::body::Incoming) {
     .await;
 }
 
-/// The whole body, or the error that cut it short (e.g. the connection closed mid-body).
-async fn collect_body(body: &mut hyper::body::Incoming) -> Result<Bytes, hyper::Error> {
+/// The whole body, or what cut it short (e.g. the connection closed mid-body, or the body
+/// passed `limit` bytes: it stops being read there).
+async fn collect_body(body: &mut hyper::body::Incoming, limit: u64) -> Result<Bytes, BodyError> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         if let Some(d) = frame?.data_ref() {
+            if (out.len() + d.len()) as u64 > limit {
+                return Err(BodyError::TooLarge(limit));
+            }
             out.extend_from_slice(d);
         }
     }
