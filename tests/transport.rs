@@ -2,7 +2,6 @@
 //! `aiperf` binary runs, and its exit code, records and messages are checked against what
 //! the server received.
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use serde_json::{Value, json};
@@ -10,23 +9,16 @@ use serde_json::{Value, json};
 mod common;
 
 use common::raw_server::{After, RawServer, Reply, chunk, json_reply, sse_reply, token_event};
-use common::{read_json, read_jsonl, run_profile};
+use common::{read_jsonl, run_profile};
 
 struct Run {
     out: Output,
     records: Vec<Value>,
-    summary: Value,
-    _tmp: tempfile::TempDir,
-    dir: PathBuf,
 }
 
 impl Run {
     fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.out.stderr).into_owned()
-    }
-
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).into_owned()
     }
 
     fn code(&self) -> Option<i32> {
@@ -86,19 +78,7 @@ fn profile(url: &str, count: usize, streaming: bool, extra: &[&str]) -> Run {
     args.extend_from_slice(extra);
     let out = run_profile(&args);
     let records = read_jsonl(&dir.join("profile_export.jsonl"));
-    let summary_path = dir.join("profile_export_aiperf.json");
-    let summary = if summary_path.exists() {
-        read_json(&summary_path)
-    } else {
-        Value::Null
-    };
-    Run {
-        out,
-        records,
-        summary,
-        _tmp: tmp,
-        dir,
-    }
+    Run { out, records }
 }
 
 fn three_tokens() -> Vec<String> {
