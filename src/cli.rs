@@ -77,6 +77,11 @@ pub struct ProfileArgs {
     #[arg(long, default_value_t = 21600.0, help_heading = "Endpoint")]
     pub request_timeout_seconds: f64,
 
+    /// Bytes one response may have; a longer one fails (ResponseTooLargeError) and the rest
+    /// of it is not read. Not an AIPerf flag.
+    #[arg(long, default_value_t = 64 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Endpoint")]
+    pub max_response_bytes: u64,
+
     /// API key, sent as `Authorization: Bearer <key>`.
     #[arg(long, help_heading = "Endpoint")]
     pub api_key: Option<String>,
@@ -224,7 +229,8 @@ pub struct ProfileArgs {
     pub wait_for_model_interval: f64,
 
     /// Stop early and exit 1 when the share of failed requests exceeds this (0-1); checked
-    /// once at least max(concurrency, 10) requests have finished.
+    /// once at least max(concurrency, 10) requests have finished. Without it a run exits 0
+    /// as long as one request succeeded; the console summary says how many failed.
     #[arg(long, help_heading = "Failures")]
     pub failed_request_threshold: Option<f64>,
 

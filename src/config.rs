@@ -35,6 +35,7 @@ pub struct ProfileConfig {
     pub request_uri: Uri,
     pub streaming: bool,
     pub request_timeout: Duration,
+    pub max_response_bytes: u64,
     pub api_key: Option<String>,
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// Merged at top level into every request body.
@@ -301,6 +302,7 @@ impl ProfileConfig {
             request_uri,
             streaming: a.streaming,
             request_timeout: Duration::from_secs_f64(a.request_timeout_seconds),
+            max_response_bytes: a.max_response_bytes,
             api_key: a.api_key.clone().filter(|k| !k.is_empty()),
             headers,
             extra_inputs,

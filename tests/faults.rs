@@ -703,3 +703,20 @@ fn non_streamed_responses_under_faults() {
         assert_eq!(read_jsonl(&dir.join("profile_export.jsonl")).len(), 6);
     }
 }
+
+#[test]
+fn the_console_summary_says_how_many_requests_failed() {
+    let run = run_against(
+        &["--fast", "--error-rate", "35", "--random-seed", "3"],
+        &[],
+        "20",
+    );
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    run.assert_adds_up(20);
+    let failed = run.errors();
+    assert!(failed > 0 && failed < 20, "{failed}");
+    let line = format!("{failed} of 20 requests failed");
+    let stdout = String::from_utf8_lossy(&run.out.stdout);
+    assert!(stdout.contains(&line), "{stdout}");
+    assert!(stdout.contains("--failed-request-threshold"), "{stdout}");
+}

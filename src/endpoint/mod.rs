@@ -343,6 +343,9 @@ pub struct ParsedEvent<'a> {
     pub usage: Option<Usage>,
     /// An error object sent inside the stream (`{"error": {...}}`).
     pub error: Option<String>,
+    /// Why some of the payload was skipped: a field of an unexpected type (e.g. `content: 5`
+    /// or `choices: null`); what had the expected shape was still taken.
+    pub unexpected: Option<String>,
 }
 
 impl ParsedEvent<'_> {
@@ -396,9 +399,24 @@ struct WireCompletionDetails {
     reasoning_tokens: Option<u64>,
 }
 
-/// Parses one OpenAI response payload. Only the fields the metrics need are read.
+/// Parses one OpenAI response payload. Only the fields the metrics need are read. Valid
+/// JSON of an unexpected shape is not an error: what has the expected shape is taken (see
+/// `lenient`). Only invalid JSON is.
 pub fn parse_event(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
-    let wire: WireEvent<'_> = serde_json::from_slice(data)?;
+    match serde_json::from_slice::<WireEvent<'_>>(data) {
+        Ok(wire) => Ok(from_wire(wire)),
+        Err(e) if e.is_data() => {
+            let value: Value = serde_json::from_slice(data)?;
+            let mut out = lenient(&value);
+            out.unexpected = Some(e.to_string());
+            Ok(out)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The typed fast path's result.
+fn from_wire(wire: WireEvent<'_>) -> ParsedEvent<'_> {
     let mut out = ParsedEvent::default();
     if let Some(choice) = wire.choices.into_iter().next() {
         let msg = choice.delta.or(choice.message);
@@ -416,16 +434,64 @@ pub fn parse_event(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
         total_tokens: u.total_tokens,
         reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
     });
-    out.error = wire.error.filter(|e| !e.is_null()).map(|e| match &e {
-        Value::Object(o) => o
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| e.to_string()),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    });
-    Ok(out)
+    out.error = wire.error.as_ref().and_then(error_message);
+    out
+}
+
+/// The message of an `error` field (its `message`, or the whole value), unless null.
+fn error_message(e: &Value) -> Option<String> {
+    match e {
+        Value::Null => None,
+        Value::Object(o) => Some(
+            o.get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| e.to_string()),
+        ),
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The slow path for payloads the typed parse rejected: each field is read on its own and
+/// skipped when its type is wrong; token counts sent as strings (`"12"`) are read as
+/// numbers.
+fn lenient(v: &Value) -> ParsedEvent<'static> {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(|s| Cow::Owned(s.to_string()));
+    let mut out = ParsedEvent::default();
+    let choice = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first());
+    if let Some(choice) = choice {
+        let msg = [choice.get("delta"), choice.get("message")]
+            .into_iter()
+            .flatten()
+            .find(|m| m.is_object());
+        if let Some(m) = msg {
+            out.text = text(m.get("content"));
+            out.reasoning = text(m.get("reasoning_content")).or_else(|| text(m.get("reasoning")));
+        }
+        if out.text.is_none() {
+            out.text = text(choice.get("text"));
+        }
+    }
+    if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+        let count = |v: Option<&Value>| match v? {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        };
+        let details = u.get("completion_tokens_details");
+        out.usage = Some(Usage {
+            prompt_tokens: count(u.get("prompt_tokens")),
+            completion_tokens: count(u.get("completion_tokens")),
+            total_tokens: count(u.get("total_tokens")),
+            reasoning_tokens: count(details.and_then(|d| d.get("reasoning_tokens"))),
+        });
+    }
+    out.error = v.get("error").and_then(error_message);
+    out
 }
 
 #[cfg(test)]
@@ -536,6 +602,45 @@ mod tests {
                 reasoning_tokens: Some(1)
             })
         );
+    }
+
+    #[test]
+    fn unexpected_shapes_keep_what_fits() {
+        // Token counts as strings: read as numbers; the content still counts.
+        let e = parse_event(
+            br#"{"choices":[{"delta":{"content":"hi"}}],"usage":{"prompt_tokens":"7","completion_tokens":2,"total_tokens":null}}"#,
+        )
+        .unwrap();
+        assert_eq!(e.text.as_deref(), Some("hi"));
+        let u = e.usage.unwrap();
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.total_tokens),
+            (Some(7), Some(2), None)
+        );
+        assert!(
+            e.unexpected.as_deref().unwrap().contains("invalid type"),
+            "{e:?}"
+        );
+        // `choices: null` and `content: 5`: nothing usable, but not an error.
+        for data in [
+            br#"{"choices":null}"#.as_slice(),
+            br#"{"choices":[{"delta":{"content":5}}]}"#,
+            br#"{"choices":[{"message":"x"}]}"#,
+            br#"[1,2]"#,
+        ] {
+            let e = parse_event(data).unwrap();
+            assert!(
+                !e.has_content() && e.usage.is_none() && e.error.is_none(),
+                "{e:?}"
+            );
+            assert!(e.unexpected.is_some(), "{e:?}");
+        }
+        // Reasoning of the right type next to content of the wrong one is kept.
+        let e = parse_event(br#"{"choices":[{"delta":{"content":[],"reasoning_content":"r"}}]}"#)
+            .unwrap();
+        assert_eq!((e.text, e.reasoning.as_deref()), (None, Some("r")));
+        // The typed path notes nothing.
+        assert_eq!(parse_event(br#"{"choices":[]}"#).unwrap().unexpected, None);
     }
 
     #[test]

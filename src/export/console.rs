@@ -161,7 +161,23 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo, width: usize) -> String 
             "The profile run was cancelled early. Results shown may be incomplete or inaccurate.\n",
         );
     }
+    out.push_str(&failed_line(summary));
     out
+}
+
+/// Says how many requests failed, if any: a run with some failures still exits 0 unless
+/// `--failed-request-threshold` is passed, so the footer must not leave them to the table.
+fn failed_line(summary: &MetricsSummary) -> String {
+    let failed = summary.error_request_count;
+    if failed == 0 {
+        return String::new();
+    }
+    let total = failed + summary.request_count;
+    format!(
+        "{failed} of {total} requests failed ({:.1}%); see the Error Summary. \
+         --failed-request-threshold sets the failed share above which a run exits 1.\n",
+        failed as f64 * 100.0 / total as f64
+    )
 }
 
 #[cfg(test)]
@@ -325,6 +341,22 @@ Benchmark Duration: 15.81 sec (cancelled early)
 The profile run was cancelled early. Results shown may be incomplete or inaccurate.
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn the_footer_counts_failed_requests() {
+        let mut s = summary(vec![], vec![]);
+        assert!(!render(&s, &info(), CONSOLE_WIDTH).contains("failed"));
+        s.request_count = 13;
+        s.error_request_count = 7;
+        let text = render(&s, &info(), CONSOLE_WIDTH);
+        assert!(
+            text.ends_with(
+                "Benchmark Duration: 15.81 sec\n7 of 20 requests failed (35.0%); see the Error Summary. \
+                 --failed-request-threshold sets the failed share above which a run exits 1.\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

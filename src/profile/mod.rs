@@ -85,7 +85,8 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         cfg.api_key.as_deref(),
         &cfg.headers,
         cfg.request_timeout,
-    )?;
+    )?
+    .with_max_response_bytes(cfg.max_response_bytes);
     let clock = Clock::new();
     let ctx = Arc::new(LoadContext {
         client,
@@ -159,6 +160,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         ran,
         overhead,
         stop_reason: control.reason(),
+        retried: ctx.client.retried_requests(),
     };
     let outcome = report::finish(finished, collector)?;
     if let Some(server) = mock_server {

@@ -25,6 +25,8 @@ pub(super) struct Finished<'a> {
     pub ran: Ran,
     pub overhead: OverheadReport,
     pub stop_reason: Option<StopReason>,
+    /// Requests sent again on a fresh connection (see `transport::conn`).
+    pub retried: u64,
 }
 
 /// Computes the statistics, writes `inputs.json` and the summary exports, prints the
@@ -38,6 +40,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         ran,
         overhead,
         stop_reason,
+        retried,
     } = run;
     let sent = ran.sent;
     match stop_reason {
@@ -60,6 +63,11 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         warn!(
             "{failed} of {finished} requests failed ({:.1}%); see the Error Summary{hint}",
             failed as f64 * 100.0 / finished as f64
+        );
+    }
+    if retried > 0 {
+        warn!(
+            "{retried} requests were sent again on a new connection: the server had closed the kept-alive connection before they reached it"
         );
     }
     if sent == 0 {

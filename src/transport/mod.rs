@@ -1,26 +1,31 @@
 //! HTTP client: pooled keep-alive connections (one per in-flight stream), TLS with rustls,
 //! and one request/response exchange turned into a `RequestRecord` with arrival timestamps.
 
+pub mod conn;
 pub mod request_body;
 pub mod sse;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use http::header::{
+    ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderValue,
+};
 use http::{Request, Uri};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use tracing::warn;
 
 use crate::clock::Clock;
 use crate::endpoint::parse_event;
 use crate::record::{ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord};
-use request_body::RequestBody;
+use conn::WatchedConnector;
+use request_body::{RequestBody, TakenAt};
 use sse::SseFramer;
-
-type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
 /// The cancel generation after `cancel_all`: every exchange, now or later, is cancelled.
 const CANCEL_ALL: u64 = u64::MAX;
@@ -31,13 +36,44 @@ pub const CANCELLED_CODE: u16 = 499;
 pub const TIMEOUT_CODE: u16 = 408;
 /// Error type of a request whose connection could not be made (refused, no route, DNS).
 pub const CONNECTION_ERROR: &str = "ConnectionError";
+/// Default of `--max-response-bytes`.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Why a body was not read to its end.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error(transparent)]
+    Transport(#[from] hyper::Error),
+    #[error("The response passed --max-response-bytes ({0} bytes); the rest was not read")]
+    TooLarge(u64),
+}
+
+impl BodyError {
+    fn details(&self) -> ErrorDetails {
+        match self {
+            BodyError::Transport(e) => stream_error(e),
+            BodyError::TooLarge(_) => ErrorDetails {
+                code: None,
+                kind: "ResponseTooLargeError".into(),
+                message: self.to_string(),
+            },
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct HttpClient {
-    client: Client<Connector, RequestBody>,
+    client: Client<WatchedConnector, RequestBody>,
+    /// Opens a new connection for every request: for the one retry of a request that
+    /// failed unsent on a kept-alive connection (see `conn`).
+    fresh: Client<WatchedConnector, RequestBody>,
+    /// Requests sent again that way.
+    retried: Arc<AtomicU64>,
     uri: Uri,
     headers: HeaderMap,
     timeout: Duration,
+    /// Bytes one response body may have (see `BodyError::TooLarge`).
+    max_response_bytes: u64,
     /// The cancel generation: `cancel_in_flight` bumps it (ending the exchanges started
     /// before), `cancel_all` sets it to `CANCEL_ALL` for good. Every exchange watches it.
     cancel: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
@@ -59,14 +95,23 @@ impl HttpClient {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
+        let connector = WatchedConnector(connector);
+        // hyper-util's own retry of unsent requests stays off: it would not be counted.
         let client = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(usize::MAX)
             .pool_idle_timeout(Duration::from_secs(90))
+            .retry_canceled_requests(false)
+            .build(connector.clone());
+        let fresh = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
             .retry_canceled_requests(false)
             .build(connector);
 
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        // Responses are not decoded: compression would only add client work to the timings.
+        // A server that compresses anyway gets a clear error (see `run`).
+        headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
         if let Some(key) = api_key {
             let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
                 anyhow::anyhow!("--api-key contains characters not allowed in a header")
@@ -79,15 +124,31 @@ impl HttpClient {
         }
         Ok(HttpClient {
             client,
+            fresh,
+            retried: Arc::new(AtomicU64::new(0)),
             uri,
             headers,
             timeout,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             cancel: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
         })
     }
 
     pub fn uri(&self) -> &Uri {
         &self.uri
+    }
+
+    /// Caps each response body at `bytes`: past it the request fails and the rest of the
+    /// body is left unread, so one huge response cannot exhaust memory.
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    /// How many requests were sent a second time, on a new connection, because the server
+    /// had closed the kept-alive one they were first sent on (see `conn`).
+    pub fn retried_requests(&self) -> u64 {
+        self.retried.load(Ordering::Relaxed)
     }
 
     /// Ends every exchange in flight (and any started later) at once with a cancellation
@@ -126,7 +187,8 @@ impl HttpClient {
                 let status = resp.status().as_u16();
                 // Read the body so the connection goes back to the pool.
                 let mut body = resp.into_body();
-                let _ = tokio::time::timeout(timeout, collect_body(&mut body)).await;
+                let limit = self.max_response_bytes;
+                let _ = tokio::time::timeout(timeout, collect_body(&mut body, limit)).await;
                 Ok(status)
             }
         }
@@ -159,18 +221,7 @@ impl HttpClient {
         body: Bytes,
     ) -> RequestRecord {
         let mut record = RequestRecord::new(phase, input, x_request_id);
-        let (body, taken) = RequestBody::stamped(body, *clock);
-        let mut request = Request::post(self.uri.clone())
-            .body(body)
-            .expect("a POST with a valid URI always builds");
-        *request.headers_mut() = self.headers.clone();
-        if let Ok(v) = HeaderValue::from_str(&record.x_request_id) {
-            request.headers_mut().insert("x-request-id", v);
-        }
-        if let Ok(v) = HeaderValue::from_str(&record.input.correlation_id) {
-            request.headers_mut().insert("x-correlation-id", v);
-        }
-
+        let taken = TakenAt::default();
         let mut cancel = self.cancel.subscribe();
         let generation = *cancel.borrow_and_update();
         record.start_perf_ns = clock.now_ns();
@@ -179,7 +230,7 @@ impl HttpClient {
         // frees the slot at once.
         let mut rest = None;
         let outcome = tokio::select! {
-            r = tokio::time::timeout(self.timeout, self.run(clock, request, &mut record)) => {
+            r = tokio::time::timeout(self.timeout, self.run(clock, body, &taken, &mut record)) => {
                 match r {
                     Ok(body) => {
                         rest = body;
@@ -224,15 +275,68 @@ impl HttpClient {
         record
     }
 
+    /// The POST of `body`, with the run's headers and the record's ids; the body notes in
+    /// `taken` when the connection takes it.
+    fn request(
+        &self,
+        clock: &Clock,
+        body: Bytes,
+        taken: &TakenAt,
+        record: &RequestRecord,
+    ) -> Request<RequestBody> {
+        let body = RequestBody::stamped(body, *clock, taken.clone());
+        let mut request = Request::post(self.uri.clone())
+            .body(body)
+            .expect("a POST with a valid URI always builds");
+        *request.headers_mut() = self.headers.clone();
+        if let Ok(v) = HeaderValue::from_str(&record.x_request_id) {
+            request.headers_mut().insert("x-request-id", v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&record.input.correlation_id) {
+            request.headers_mut().insert("x-correlation-id", v);
+        }
+        request
+    }
+
+    /// Sends the request, once more on a new connection if the kept-alive one it went to
+    /// had been closed by the server before the request reached it. The record's times
+    /// then start at the second send: the first attempt is not part of the request.
+    async fn send(
+        &self,
+        clock: &Clock,
+        body: Bytes,
+        taken: &TakenAt,
+        record: &mut RequestRecord,
+    ) -> Result<http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error> {
+        let first = self.request(clock, body.clone(), taken, record);
+        match self.client.request(first).await {
+            Err(e) if conn::is_unsent(&e) => {
+                if self.retried.fetch_add(1, Ordering::Relaxed) == 0 {
+                    warn!(
+                        "The server closed a kept-alive connection before a request reached it ({}); \
+                         such requests are sent again once on a new connection and counted",
+                        error_chain(&e)
+                    );
+                }
+                taken.reset();
+                record.start_perf_ns = clock.now_ns();
+                let again = self.request(clock, body, taken, record);
+                self.fresh.request(again).await
+            }
+            other => other,
+        }
+    }
+
     /// Sends the request and reads the response into `record`. Returns the body of a stream
     /// that ended with `[DONE]`, for `drain_to_end`.
     async fn run(
         &self,
         clock: &Clock,
-        request: Request<RequestBody>,
+        body: Bytes,
+        taken: &TakenAt,
         record: &mut RequestRecord,
     ) -> Option<hyper::body::Incoming> {
-        let response = match self.client.request(request).await {
+        let response = match self.send(clock, body, taken, record).await {
             Ok(r) => r,
             Err(e) => {
                 record.error = Some(transport_error(&e));
@@ -242,16 +346,37 @@ impl HttpClient {
         record.ack_perf_ns = Some(clock.now_ns());
         let status = response.status();
         record.status = Some(status.as_u16());
-        let is_sse = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v: &HeaderValue| v.to_str().ok())
+                .map(|v| v.trim().to_ascii_lowercase())
+        };
+        // Media types are case-insensitive (`Text/Event-Stream; charset=UTF-8`).
+        let is_sse = header(CONTENT_TYPE)
+            .is_some_and(|ct| ct.split(';').next().unwrap_or("").trim() == "text/event-stream");
+        let encoding = header(CONTENT_ENCODING).filter(|e| !e.is_empty() && e != "identity");
         let mut body = response.into_body();
+        if let Some(encoding) = encoding
+            && status.is_success()
+        {
+            record.error = Some(ErrorDetails {
+                code: Some(status.as_u16()),
+                kind: "UnsupportedEncodingError".into(),
+                message: format!(
+                    "The server sent a {encoding}-encoded response although the request asked \
+                     for none (Accept-Encoding: identity); aiperf does not decode compressed responses"
+                ),
+            });
+            return None;
+        }
 
         if !status.is_success() {
             // A cut-short error body still tells the status; keep what arrived.
-            let bytes = collect_body(&mut body).await.unwrap_or_default();
+            let bytes = collect_body(&mut body, self.max_response_bytes)
+                .await
+                .unwrap_or_default();
             record.error = Some(http_error(status, &bytes));
             return None;
         }
@@ -260,11 +385,18 @@ impl HttpClient {
             record.streamed = true;
             let mut framer = SseFramer::new();
             let mut state = StreamState::default();
+            let mut received = 0u64;
             loop {
                 match body.frame().await {
                     Some(Ok(frame)) => {
                         let arrival = clock.now_ns();
                         if let Some(data) = frame.data_ref() {
+                            received += data.len() as u64;
+                            if received > self.max_response_bytes {
+                                let e = BodyError::TooLarge(self.max_response_bytes);
+                                record.error = Some(e.details());
+                                return None;
+                            }
                             framer.feed(data, arrival, |ev| state.on_event(ev, record));
                         }
                         if state.done {
@@ -272,7 +404,8 @@ impl HttpClient {
                         }
                     }
                     Some(Err(e)) => {
-                        framer.finish(|ev| state.on_event(ev, record));
+                        // An event the error cut off is dropped, not parsed: half a `data:`
+                        // line is the transport's failure, not the server's bad JSON.
                         if record.error.is_none() {
                             record.error = Some(stream_error(&e));
                         }
@@ -289,13 +422,16 @@ impl HttpClient {
                     message: "The stream ended without a [DONE] event".into(),
                 });
             }
+            if record.error.is_none() && record.responses.is_empty() {
+                record.error = Some(no_content_error(state.unexpected.as_deref()));
+            }
             if state.done {
                 return Some(body);
             }
         } else {
-            match collect_body(&mut body).await {
+            match collect_body(&mut body, self.max_response_bytes).await {
                 Ok(bytes) => parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record),
-                Err(e) => record.error = Some(stream_error(&e)),
+                Err(e) => record.error = Some(e.details()),
             }
         }
         None
@@ -306,8 +442,8 @@ impl HttpClient {
 fn parse_whole_body(status: u16, bytes: &[u8], arrival: u64, record: &mut RequestRecord) {
     record.last_event_perf_ns = Some(arrival);
     match parse_event(bytes) {
-        Ok(ev) => {
-            if let Some(err) = ev.error {
+        Ok(mut ev) => {
+            if let Some(err) = ev.error.take() {
                 record.error = Some(ErrorDetails {
                     code: Some(status),
                     kind: "ResponseError".into(),
@@ -317,12 +453,14 @@ fn parse_whole_body(status: u16, bytes: &[u8], arrival: u64, record: &mut Reques
             if ev.usage.is_some() {
                 record.usage = ev.usage;
             }
-            if ev.text.is_some() || ev.reasoning.is_some() {
+            if ev.has_content() {
                 record.responses.push(ContentResponse {
                     perf_ns: arrival,
                     text: ev.text.map(|t| t.into_owned()).unwrap_or_default(),
                     reasoning: ev.reasoning.map(|t| t.into_owned()).unwrap_or_default(),
                 });
+            } else if record.error.is_none() {
+                record.error = Some(no_content_error(ev.unexpected.as_deref()));
             }
         }
         Err(e) => {
@@ -335,10 +473,30 @@ fn parse_whole_body(status: u16, bytes: &[u8], arrival: u64, record: &mut Reques
     }
 }
 
+/// A 2xx response without any text or reasoning: a failed request, as in AIPerf (same
+/// type and words), saying which payloads were skipped for their shape, if any.
+fn no_content_error(unexpected: Option<&str>) -> ErrorDetails {
+    let mut message = "No responses with actual content were received from the server \
+                       (only usage/metadata, null/empty data, or [DONE] markers)"
+        .to_string();
+    if let Some(why) = unexpected {
+        message.push_str(&format!(
+            "; a response of an unexpected shape was skipped: {why}"
+        ));
+    }
+    ErrorDetails {
+        code: None,
+        kind: "InvalidInferenceResultError".into(),
+        message,
+    }
+}
+
 /// Per-stream parsing state.
 #[derive(Default)]
 struct StreamState {
     done: bool,
+    /// Why the first event of an unexpected shape was (partly) skipped.
+    unexpected: Option<String>,
 }
 
 impl StreamState {
@@ -347,7 +505,7 @@ impl StreamState {
             return;
         }
         record.last_event_perf_ns = Some(ev.arrival_ns);
-        if ev.data == b"[DONE]" {
+        if ev.data.trim_ascii() == b"[DONE]" {
             self.done = true;
             return;
         }
@@ -360,7 +518,10 @@ impl StreamState {
             return;
         }
         match parse_event(ev.data) {
-            Ok(parsed) => {
+            Ok(mut parsed) => {
+                if self.unexpected.is_none() {
+                    self.unexpected = parsed.unexpected.take();
+                }
                 if let Some(msg) = parsed.error.clone() {
                     record.error.get_or_insert_with(|| ErrorDetails {
                         code: None,
@@ -405,11 +566,15 @@ async fn drain_to_end(body: &mut hyper::body::Incoming) {
     .await;
 }
 
-/// The whole body, or the error that cut it short (e.g. the connection closed mid-body).
-async fn collect_body(body: &mut hyper::body::Incoming) -> Result<Bytes, hyper::Error> {
+/// The whole body, or what cut it short (e.g. the connection closed mid-body, or the body
+/// passed `limit` bytes: it stops being read there).
+async fn collect_body(body: &mut hyper::body::Incoming, limit: u64) -> Result<Bytes, BodyError> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         if let Some(d) = frame?.data_ref() {
+            if (out.len() + d.len()) as u64 > limit {
+                return Err(BodyError::TooLarge(limit));
+            }
             out.extend_from_slice(d);
         }
     }
@@ -819,6 +984,139 @@ mod tests {
             opened <= 10,
             "{opened} connections for 20 sequential requests"
         );
+    }
+
+    /// A plain-socket server on its own thread (so it runs while the test blocks its
+    /// runtime): answers each request with one streamed token, then sleeps `close_after`
+    /// and closes the connection although it was kept alive. Counts requests and
+    /// connections.
+    fn closing_server(close_after: Duration) -> (String, Arc<(AtomicU64, AtomicU64)>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let counts = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+        let seen = counts.clone();
+        std::thread::spawn(move || {
+            for tcp in listener.incoming() {
+                let mut tcp = tcp.unwrap();
+                seen.1.fetch_add(1, Ordering::Relaxed);
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tcp.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                if head.is_empty() {
+                    continue;
+                }
+                // The body follows the headers at once; the reply does not depend on it.
+                seen.0.fetch_add(1, Ordering::Relaxed);
+                let token =
+                    "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n";
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: keep-alive\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{token}\r\n0\r\n\r\n",
+                    token.len()
+                );
+                tcp.write_all(reply.as_bytes()).unwrap();
+                std::thread::sleep(close_after);
+            }
+        });
+        (url, counts)
+    }
+
+    /// Serves one connection on its own thread: writes `pieces` (1 ms apart) after reading a
+    /// request, then resets the connection.
+    fn resetting_server(pieces: Vec<Vec<u8>>) -> String {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            let (mut tcp, _) = listener.accept().unwrap();
+            tcp.set_nodelay(true).unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = tcp.read(&mut buf).unwrap();
+            for p in pieces {
+                tcp.write_all(&p).unwrap();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            socket2::SockRef::from(&tcp)
+                .set_linger(Some(Duration::ZERO))
+                .unwrap();
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_reset_mid_data_line_is_a_stream_error_and_keeps_the_tokens() {
+        let chunk = |s: &str| format!("{:x}\r\n{s}\r\n", s.len()).into_bytes();
+        let token =
+            |t: &str| format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n");
+        let url = resetting_server(vec![
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n".to_vec(),
+            chunk(&token("a")),
+            chunk(&token("b")),
+            // A chunk announced at 64 bytes, cut in the middle of its `data:` line.
+            b"40\r\ndata: {\"choices\":[{\"delta\":{\"con".to_vec(),
+        ]);
+        let uri: Uri = format!("{url}/v1/chat/completions").parse().unwrap();
+        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+        let r = client
+            .exchange(
+                &Clock::new(),
+                Phase::Profiling,
+                RequestInput::default(),
+                "x".into(),
+                chat_body(true, 3),
+            )
+            .await;
+        let e = r.error.clone().expect("an error");
+        assert_eq!((e.code, e.kind.as_str()), (None, "StreamError"), "{e:?}");
+        assert!(!e.message.contains("JSON"), "{e:?}");
+        assert_eq!(r.output_text(), "ab");
+        let (t0, t1) = (r.responses[0].perf_ns, r.responses[1].perf_ns);
+        assert!(
+            r.start_perf_ns < t0 && t0 < t1 && t1 <= r.end_perf_ns,
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_request_on_a_connection_the_server_closed_is_sent_again_once() {
+        let (url, counts) = closing_server(Duration::from_millis(5));
+        // One thread, blocked between the requests: the runtime cannot notice the close, so
+        // the pool hands the closed connection to the second request.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let uri: Uri = format!("{url}/v1/chat/completions").parse().unwrap();
+        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+        let clock = Clock::new();
+        let send = |id: &str| {
+            rt.block_on(client.exchange(
+                &clock,
+                Phase::Profiling,
+                RequestInput::default(),
+                id.into(),
+                chat_body(true, 1),
+            ))
+        };
+        let first = send("a");
+        assert!(first.error.is_none(), "{:?}", first.error);
+        std::thread::sleep(Duration::from_millis(100));
+        let before_second = clock.now_ns();
+        let second = send("b");
+        assert!(second.error.is_none(), "{:?}", second.error);
+        assert_eq!(second.output_text(), "hi");
+        assert_eq!(client.retried_requests(), 1);
+        // The server read each request once; the retry opened the second connection.
+        assert_eq!(counts.0.load(Ordering::Relaxed), 2);
+        assert_eq!(counts.1.load(Ordering::Relaxed), 2);
+        // The record's times are those of the second send.
+        let sent = second.sent_perf_ns.expect("sent");
+        assert!(before_second <= second.start_perf_ns && second.start_perf_ns <= sent);
     }
 
     #[tokio::test]

@@ -21,7 +21,18 @@ const NOT_TAKEN: u64 = u64::MAX;
 #[derive(Debug, Clone)]
 pub struct TakenAt(Arc<AtomicU64>);
 
+impl Default for TakenAt {
+    fn default() -> Self {
+        TakenAt(Arc::new(AtomicU64::new(NOT_TAKEN)))
+    }
+}
+
 impl TakenAt {
+    /// Forgets a stamp, before the request is sent again.
+    pub fn reset(&self) {
+        self.0.store(NOT_TAKEN, Ordering::Relaxed);
+    }
+
     /// Monotonic ns (run clock) when the connection took the body, if it did.
     pub fn get(&self) -> Option<u64> {
         Some(self.0.load(Ordering::Relaxed)).filter(|&ns| ns != NOT_TAKEN)
@@ -34,12 +45,11 @@ pub struct RequestBody {
 }
 
 impl RequestBody {
-    /// A body that notes on `clock` when it is taken.
-    pub fn stamped(data: Bytes, clock: Clock) -> (RequestBody, TakenAt) {
-        let taken = TakenAt(Arc::new(AtomicU64::new(NOT_TAKEN)));
+    /// A body that notes in `taken`, on `clock`, when it is taken.
+    pub fn stamped(data: Bytes, clock: Clock, taken: TakenAt) -> RequestBody {
         let mut body = RequestBody::plain(data);
-        body.stamp = Some((clock, taken.clone()));
-        (body, taken)
+        body.stamp = Some((clock, taken));
+        body
     }
 
     /// A body without a stamp. An empty one has no frame at all.
@@ -86,7 +96,8 @@ mod tests {
     #[tokio::test]
     async fn the_body_is_stamped_when_taken_and_only_then() {
         let clock = Clock::new();
-        let (mut body, taken) = RequestBody::stamped(Bytes::from_static(b"{\"a\":1}"), clock);
+        let taken = TakenAt::default();
+        let mut body = RequestBody::stamped(Bytes::from_static(b"{\"a\":1}"), clock, taken.clone());
         assert_eq!(body.size_hint().exact(), Some(7));
         assert!(!body.is_end_stream());
         assert_eq!(taken.get(), None);

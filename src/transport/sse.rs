@@ -2,7 +2,8 @@
 //!
 //! Bytes go in as they arrive from the socket, complete events come out. Each event carries
 //! the arrival time of the frame that held its first byte, so a chunk's timestamp is when it
-//! started arriving, not when it was parsed. Handles `\n` and `\r\n` line ends, `:` comment
+//! started arriving, not when it was parsed. Handles the three line ends the SSE spec allows
+//! (`\n`, `\r\n` and a bare `\r`, even with `\r\n` split between frames), `:` comment
 //! (keep-alive) lines, `event:` names and multi-line `data:`.
 
 use bytes::BytesMut;
@@ -27,6 +28,8 @@ pub struct SseFramer {
     /// Arrival time of the first byte of the event being assembled.
     event_start_ns: Option<u64>,
     has_data: bool,
+    /// The last line ended with `\r`: a `\n` right after it belongs to that line end.
+    after_cr: bool,
 }
 
 impl SseFramer {
@@ -39,13 +42,18 @@ impl SseFramer {
     pub fn feed(&mut self, chunk: &[u8], arrival_ns: u64, mut on_event: impl FnMut(SseEvent<'_>)) {
         let mut rest = chunk;
         while !rest.is_empty() {
+            if std::mem::take(&mut self.after_cr) && rest[0] == b'\n' {
+                rest = &rest[1..];
+                continue;
+            }
             // Any byte starts (or continues) an event; stamp the first one.
             if self.event_start_ns.is_none() {
                 self.event_start_ns = Some(arrival_ns);
             }
-            match memchr::memchr(b'\n', rest) {
-                Some(nl) => {
-                    let (head, tail) = rest.split_at(nl);
+            match memchr::memchr2(b'\r', b'\n', rest) {
+                Some(end) => {
+                    self.after_cr = rest[end] == b'\r';
+                    let (head, tail) = rest.split_at(end);
                     rest = &tail[1..];
                     if self.partial.is_empty() {
                         self.line(head, &mut on_event);
@@ -74,7 +82,6 @@ impl SseFramer {
     }
 
     fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             self.dispatch(on_event);
             return;
@@ -175,6 +182,23 @@ mod tests {
             vec![
                 (Some("error".into()), "line1\nline2".into(), 5),
                 (None, "[DONE]".into(), 5)
+            ]
+        );
+    }
+
+    #[test]
+    fn bare_cr_line_ends_and_crlf_split_between_frames() {
+        let out = collect(&[
+            (b"data: a\r\rdata: b\r", 1),
+            (b"\n\r", 2),
+            (b"\n: c\rdata: [DONE]\r\r", 3),
+        ]);
+        assert_eq!(
+            out,
+            vec![
+                (None, "a".into(), 1),
+                (None, "b".into(), 1),
+                (None, "[DONE]".into(), 3)
             ]
         );
     }

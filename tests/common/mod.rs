@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod raw_server;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
