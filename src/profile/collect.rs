@@ -9,8 +9,11 @@ use indicatif::ProgressBar;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::control::{COLLECTOR_DONE, COLLECTOR_RUNNING, FailureWatch, RunControl};
-use crate::metrics::Collector;
+use crate::config::ProfileConfig;
+use crate::metrics::{Collector, CollectorOptions, GoodputSlo};
 use crate::record::{Phase, RequestRecord};
+use crate::tokenizer::Tokenizer;
+use crate::{export, ui};
 
 /// A running collector: where the phases send records, and the bars it advances.
 pub(super) struct Collection {
@@ -21,14 +24,32 @@ pub(super) struct Collection {
 }
 
 impl Collection {
-    /// Starts the thread. It ends when every sender of `records` is dropped.
+    /// Starts the thread, writing `profile_export.jsonl`. It ends when every sender of
+    /// `records` is dropped.
     pub fn start(
-        collector: Collector,
-        mut watch: FailureWatch,
-        control: Arc<RunControl>,
-        warmup_bar: ProgressBar,
-        profile_bar: ProgressBar,
+        cfg: &ProfileConfig,
+        goodput: Vec<GoodputSlo>,
+        tokenizer: Arc<Tokenizer>,
+        control: &Arc<RunControl>,
+        warmup_requests: u64,
     ) -> anyhow::Result<Collection> {
+        let clock = control.ctx.clock;
+        let jsonl = export::JsonlWriter::create(&cfg.artifact_dir, clock)
+            .context("cannot create profile_export.jsonl")?;
+        let options = CollectorOptions {
+            streaming: cfg.streaming,
+            use_server_token_count: cfg.use_server_token_count,
+            goodput,
+        };
+        let collector = Collector::new(options, tokenizer, clock, Some(Box::new(jsonl)));
+        let mut watch = FailureWatch::new(
+            control.clone(),
+            cfg.failures.failed_request_threshold,
+            cfg.concurrency,
+        );
+        let warmup_bar = ui::phase_bar(cfg.ui, "Warmup", warmup_requests);
+        let profile_bar = ui::phase_bar(cfg.ui, "Profiling", cfg.request_count);
+        let control = control.clone();
         let (records, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
         let (wb, pb) = (warmup_bar.clone(), profile_bar.clone());
         let thread = std::thread::Builder::new()

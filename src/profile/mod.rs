@@ -16,13 +16,12 @@ use anyhow::Context;
 use tracing::{info, warn};
 
 use self::collect::Collection;
-use self::control::{FailureWatch, RunControl};
+use self::control::RunControl;
 use crate::cli::ProfileArgs;
 use crate::clock::Clock;
 use crate::config::{ConfigError, ProfileConfig};
 use crate::dataset::BuildError;
-use crate::load::LoadContext;
-use crate::metrics::{Collector, CollectorOptions};
+use crate::load::{LoadContext, SendPlan};
 use crate::overhead::OverheadMonitor;
 use crate::transport::HttpClient;
 use crate::ui::UiType;
@@ -72,29 +71,8 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         .build()
         .context("cannot start the async runtime")?;
     let _guard = runtime.enter();
-    let mock_server = match cfg.mock_server {
-        true => Some(runtime.block_on(mock::start(mock::MockServerArgs::in_process()))?),
-        false => None,
-    };
-    if let Some(server) = &mock_server {
-        info!("Started the built-in mock server at {}", server.url());
-        cfg.set_base_url(&server.url())?;
-    }
-    let client = HttpClient::new(
-        cfg.request_uri.clone(),
-        cfg.api_key.as_deref(),
-        &cfg.headers,
-        cfg.request_timeout,
-    )?
-    .with_max_response_bytes(cfg.max_response_bytes);
-    let clock = Clock::new();
-    let ctx = Arc::new(LoadContext {
-        client,
-        clock,
-        plan: prepared.plan,
-        stop: AtomicBool::new(false),
-        in_flight: AtomicU64::new(0),
-    });
+    let mock_server = start_mock_server(&runtime, &mut cfg)?;
+    let ctx = load_context(&cfg, prepared.plan)?;
     let control = RunControl::start(
         ctx.clone(),
         cfg.failures.grace_period,
@@ -107,46 +85,26 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         return Ok(outcome);
     }
 
-    let collector = Collector::new(
-        CollectorOptions {
-            streaming: cfg.streaming,
-            use_server_token_count: cfg.use_server_token_count,
-            goodput,
-        },
-        prepared.tokenizer.clone(),
-        clock,
-        Some(Box::new(
-            export::JsonlWriter::create(&cfg.artifact_dir, clock)
-                .context("cannot create profile_export.jsonl")?,
-        )),
-    );
-    let watch = FailureWatch::new(
-        control.clone(),
-        cfg.failures.failed_request_threshold,
-        cfg.concurrency,
-    );
+    let tokenizer = prepared.tokenizer;
     let collection = Collection::start(
-        collector,
-        watch,
-        control.clone(),
-        ui::phase_bar(cfg.ui, "Warmup", prepared.warmup_requests),
-        ui::phase_bar(cfg.ui, "Profiling", cfg.request_count),
+        &cfg,
+        goodput,
+        tokenizer.clone(),
+        &control,
+        prepared.warmup_requests,
     )?;
     info!(
         "Ready to send after {:.1} ms",
         started.elapsed().as_secs_f64() * 1e3
     );
     let overhead = OverheadMonitor::start();
-    let records = collection.records.clone();
-    let warmup_bar = collection.warmup_bar.clone();
     let ran = phases::run(
         &runtime,
         &cfg,
         &ctx,
         prepared.schedule,
         prepared.warmup_requests,
-        records,
-        &warmup_bar,
+        &collection,
     );
     let collector = collection.finish()?;
     let overhead = overhead.finish(ran.sent, collector.record_lag());
@@ -156,7 +114,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         cfg: &cfg,
         argv,
         plan: &ctx.plan,
-        tokenizer: prepared.tokenizer.name(),
+        tokenizer: tokenizer.name(),
         ran,
         overhead,
         stop_reason: control.reason(),
@@ -168,6 +126,38 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     }
     runtime.shutdown_background();
     Ok(outcome)
+}
+
+/// `--mock-server`: starts the built-in server and points the run at it.
+fn start_mock_server(
+    runtime: &tokio::runtime::Runtime,
+    cfg: &mut ProfileConfig,
+) -> anyhow::Result<Option<mock::MockServer>> {
+    if !cfg.mock_server {
+        return Ok(None);
+    }
+    let server = runtime.block_on(mock::start(mock::MockServerArgs::in_process()))?;
+    info!("Started the built-in mock server at {}", server.url());
+    cfg.set_base_url(&server.url())?;
+    Ok(Some(server))
+}
+
+/// The HTTP client and the plan, shared by every request of the run.
+fn load_context(cfg: &ProfileConfig, plan: SendPlan) -> anyhow::Result<Arc<LoadContext>> {
+    let client = HttpClient::new(
+        cfg.request_uri.clone(),
+        cfg.api_key.as_deref(),
+        &cfg.headers,
+        cfg.request_timeout,
+    )?
+    .with_max_response_bytes(cfg.max_response_bytes);
+    Ok(Arc::new(LoadContext {
+        client,
+        clock: Clock::new(),
+        plan,
+        stop: AtomicBool::new(false),
+        in_flight: AtomicU64::new(0),
+    }))
 }
 
 /// Creates the artifact directory and starts logging to the console and its log file.

@@ -3,13 +3,13 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
+use super::collect::Collection;
 use crate::config::{ProfileConfig, shown_uri};
 use crate::load::pacing::PacingReport;
 use crate::load::{self, LoadContext, Pacing, PhaseSpec};
-use crate::record::{Phase, RequestRecord};
+use crate::record::Phase;
 
 /// What the phases did.
 pub(super) struct Ran {
@@ -27,9 +27,9 @@ pub(super) fn run(
     ctx: &Arc<LoadContext>,
     schedule: Option<Arc<[u64]>>,
     warmup_requests: u64,
-    records: UnboundedSender<RequestRecord>,
-    warmup_bar: &indicatif::ProgressBar,
+    collection: &Collection,
 ) -> Ran {
+    let records = collection.records.clone();
     let clock = ctx.clock;
     let start_wall_ns = clock.wall_ns(clock.now_ns());
     let pacing = match (schedule, cfg.load.rate) {
@@ -42,7 +42,7 @@ pub(super) fn run(
         sent += runtime
             .block_on(load::run_phase(ctx.clone(), warmup, records.clone()))
             .sent;
-        warmup_bar.finish_and_clear();
+        collection.warmup_bar.finish_and_clear();
     }
     // The closed loop needs its slots; a rate or a schedule is capped only when asked.
     let cap = match pacing {
