@@ -35,6 +35,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 
 /// Record `i`: times jittered per record so the numbers differ from line to line.
 fn record(i: u64, chunks: u64) -> RequestRecord {
+    let scheduled = i.is_multiple_of(10);
     let input = RequestInput {
         session_num: i,
         conversation_id: format!("conv-{i}"),
@@ -43,8 +44,8 @@ fn record(i: u64, chunks: u64) -> RequestRecord {
         input_tokens: Some(550),
         requested_output_tokens: Some(chunks),
         timing: SendTiming {
-            scheduled_perf_ns: (i % 10 == 0).then(|| i * 1_000_000),
-            slot_wait_ns: if i % 10 == 0 { 1_234 } else { 0 },
+            scheduled_perf_ns: scheduled.then(|| i * 1_000_000),
+            slot_wait_ns: if scheduled { 1_234 } else { 0 },
         },
         ..RequestInput::default()
     };
