@@ -1,6 +1,7 @@
 //! Dataset build timings: builtin tokenizer load, token-exact prompts, noise images on one
 //! thread vs all cores. Run with `cargo bench --bench dataset_build`. Best-of-3 wall times;
-//! on a busy machine compare the ratios printed next to each figure.
+//! on a busy machine compare the ratios printed next to each figure. Without `--bench` (as
+//! `cargo test --benches` runs it) everything is scaled down to a smoke run of seconds.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -57,8 +58,8 @@ fn fresh_process_ms(mode: &str) -> f64 {
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
-fn best_fresh_ms(mode: &str) -> f64 {
-    (0..3)
+fn best_fresh_ms(mode: &str, runs: usize) -> f64 {
+    (0..runs)
         .map(|_| fresh_process_ms(mode))
         .fold(f64::INFINITY, f64::min)
 }
@@ -122,13 +123,23 @@ fn main() {
         }
         _ => {}
     }
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs this without it and
+    // expects a quick smoke run: one run of each, and a tenth (or less) of the work.
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let runs = if quick { 1 } else { 3 };
+    let prompts = if quick { 10 } else { 100 };
+    let isls: &[f64] = if quick {
+        &[100.0]
+    } else {
+        &[100.0, 550.0, 2000.0]
+    };
 
     println!(
-        "builtin o200k_base tokenizer, builtin() until it counts (fresh process, best of 3): {:.1} ms",
-        best_fresh_ms("child-load")
+        "builtin o200k_base tokenizer, builtin() until it counts (fresh process, best of {runs}): {:.1} ms",
+        best_fresh_ms("child-load", runs)
     );
-    let overlapped = best_fresh_ms("child-startup");
-    let sequential = best_fresh_ms("child-startup-sequential");
+    let overlapped = best_fresh_ms("child-startup", runs);
+    let sequential = best_fresh_ms("child-startup-sequential", runs);
     println!(
         "start-up, builtin tokenizer + 20 entries (ISL 550, one 512x512 PNG each), fresh process: \
          {overlapped:.1} ms with the load overlapping image encoding, {sequential:.1} ms load first ({:.2}x)",
@@ -143,16 +154,16 @@ fn main() {
     println!("HF GPT-2 tokenizer.json load: {:.1} ms", ms(t.elapsed()));
 
     for (name, tok) in [("builtin", &builtin), ("gpt2", &gpt2)] {
-        for isl in [100.0, 550.0, 2000.0] {
-            let o = options(100, isl, 0, 0.0);
-            let one = best_of(3, || {
+        for &isl in isls {
+            let o = options(prompts, isl, 0, 0.0);
+            let one = best_of(runs, || {
                 drop(build_synthetic(&o, &InputOptions::default(), tok, 1, &()).unwrap())
             });
-            let all = best_of(3, || {
+            let all = best_of(runs, || {
                 drop(build_synthetic(&o, &InputOptions::default(), tok, cores, &()).unwrap())
             });
             println!(
-                "100 prompts ISL {isl} ({name}): {:.1} ms on 1 thread, {:.1} ms on {cores} ({:.2}x)",
+                "{prompts} prompts ISL {isl} ({name}): {:.1} ms on 1 thread, {:.1} ms on {cores} ({:.2}x)",
                 ms(one),
                 ms(all),
                 ms(one) / ms(all)
@@ -164,7 +175,7 @@ fn main() {
     let n = std::env::var("BENCH_IMAGES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
+        .unwrap_or(if quick { 20 } else { 1000 });
     let o = options(n, 1.0, 1, 512.0);
     let t = Instant::now();
     drop(build_synthetic(&o, &InputOptions::default(), &builtin, cores, &()).unwrap());
@@ -173,7 +184,7 @@ fn main() {
     drop(build_synthetic(&o, &InputOptions::default(), &builtin, 1, &()).unwrap());
     let ours_one = n as f64 / t.elapsed().as_secs_f64();
     // The naive encoder is slow: 100 images give its rate.
-    let naive_n = n.min(100);
+    let naive_n = n.min(if quick { 5 } else { 100 });
     let t = Instant::now();
     naive_noise_pngs(naive_n, 512);
     let naive = naive_n as f64 / t.elapsed().as_secs_f64();
@@ -187,12 +198,12 @@ fn main() {
     for format in [ImageFormat::Png, ImageFormat::Jpeg] {
         let o = SyntheticOptions {
             image_format: format,
-            ..options(100, 1.0, 1, 512.0)
+            ..options(prompts, 1.0, 1, 512.0)
         };
-        let one = best_of(3, || {
+        let one = best_of(runs, || {
             drop(build_synthetic(&o, &InputOptions::default(), &builtin, 1, &()).unwrap())
         });
-        let all = best_of(3, || {
+        let all = best_of(runs, || {
             drop(build_synthetic(&o, &InputOptions::default(), &builtin, cores, &()).unwrap())
         });
         let bytes: usize = build_synthetic(&o, &InputOptions::default(), &builtin, cores, &())
@@ -201,11 +212,11 @@ fn main() {
             .map(|e| e.images[0].data_url.len())
             .sum();
         println!(
-            "100 noise images 512x512 {format:?}: {:.1} ms on 1 thread, {:.1} ms on {cores} ({:.2}x), {:.0} KB data URL each",
+            "{prompts} noise images 512x512 {format:?}: {:.1} ms on 1 thread, {:.1} ms on {cores} ({:.2}x), {:.0} KB data URL each",
             ms(one),
             ms(all),
             ms(one) / ms(all),
-            bytes as f64 / 100.0 / 1024.0
+            bytes as f64 / prompts as f64 / 1024.0
         );
     }
 }

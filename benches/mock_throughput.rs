@@ -1,5 +1,5 @@
 //! Throughput of the built-in mock server against a minimal raw-hyper SSE server that sends
-//! the same bytes, measured in the same run.
+//! the same bytes apart from each chunk's `id` and `created`, measured in the same run.
 //!
 //! Both servers run in-process on their own tokio runtime (`BENCH_SERVER_THREADS`, default 1)
 //! and are driven by a raw hyper http1 client on another runtime (`BENCH_CLIENT_THREADS`,
@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use aiperf::api::FinishReason;
-use aiperf::api::{Api, ChunkWriter, ResponseHeader, UsageCounts};
+use aiperf::api::{
+    Api, ChatRequest, ChunkWriter, FinishReason, ResponseHeader, UsageCounts, chat_prompt_stats,
+};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
@@ -54,6 +55,14 @@ fn request_body() -> Bytes {
     Bytes::from(body.to_string())
 }
 
+/// Prompt tokens of `body` as the mock counts them, with its own parser and counter
+/// (o200k_base text tokens). Counted once: the reference does not parse requests.
+fn prompt_tokens(body: &[u8]) -> u64 {
+    let request: ChatRequest = serde_json::from_slice(body).unwrap();
+    let messages = request.messages.as_deref().unwrap_or_default();
+    chat_prompt_stats(messages, 0).unwrap().prompt_tokens()
+}
+
 /// The frames the mock sends for one request, rendered by the mock's own formatter.
 fn reference_frames() -> Vec<Bytes> {
     let header = ResponseHeader {
@@ -66,10 +75,26 @@ fn reference_frames() -> Vec<Bytes> {
     let mut frames = vec![w.role_chunk().unwrap()];
     frames.extend((0..TOKENS).map(|i| w.token_chunk(i, i + 1 == TOKENS)));
     frames.push(w.tail(Some(UsageCounts {
-        prompt_tokens: PROMPT.len().div_ceil(4) as u64,
+        prompt_tokens: prompt_tokens(&request_body()),
         completion_tokens: TOKENS,
     })));
     frames
+}
+
+/// `body` with every `id` and `created` value blanked: the only bytes in which the mock's
+/// responses differ from the reference's (and from each other).
+fn masked(body: &[u8]) -> String {
+    let mut s = String::from_utf8_lossy(body).into_owned();
+    for key in ["\"id\":\"", "\"created\":"] {
+        let mut from = 0;
+        while let Some(i) = s[from..].find(key) {
+            let start = from + i + key.len();
+            let end = start + s[start..].find([',', '"']).unwrap();
+            s.replace_range(start..end, "_");
+            from = start;
+        }
+    }
+    s
 }
 
 /// A minimal SSE server on raw hyper: reads the request body, streams fixed frames.
@@ -227,14 +252,14 @@ fn main() {
         .unwrap();
     let reference = server_rt.block_on(start_reference());
 
-    // Warm up both and check they send the same number of bytes per response.
+    // Warm up both and check they send the same bytes, ids and `created` aside.
     let warm = (n / 10).max(concurrency);
     let a = drive(&client_rt, mock.addr(), warm, concurrency);
     let b = drive(&client_rt, reference, warm, concurrency);
     assert!(a.last_body.ends_with(b"data: [DONE]\n\n"));
     assert_eq!(
-        a.last_body.len(),
-        b.last_body.len(),
+        masked(&a.last_body),
+        masked(&b.last_body),
         "servers send different bytes"
     );
 

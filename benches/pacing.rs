@@ -3,7 +3,8 @@
 //! against `aiperf mock-server --fast` and reads `load_pacing` from the JSON export.
 //!
 //! `cargo bench --bench pacing` (optional args: rates, e.g. `-- 1000 5000 10000`; and
-//! `--seconds N` per rate, default 5).
+//! `--seconds N` per rate, default 5). Without `--bench` (as `cargo test --benches` runs it)
+//! a smoke run: 200 req/s for 0.5 s, with whatever build of `aiperf` cargo made.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -11,8 +12,11 @@ use std::process::{Command, Stdio};
 const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
 
 fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs this without it and
+    // expects a quick smoke run.
+    let quick = !std::env::args().any(|a| a == "--bench");
     let mut rates: Vec<f64> = Vec::new();
-    let mut seconds = 5.0f64;
+    let mut seconds = if quick { 0.5 } else { 5.0f64 };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--seconds" {
@@ -25,7 +29,11 @@ fn main() {
         } // cargo passes --bench; ignore other flags
     }
     if rates.is_empty() {
-        rates = vec![1000.0, 5000.0];
+        rates = if quick {
+            vec![200.0]
+        } else {
+            vec![1000.0, 5000.0]
+        };
     }
 
     let mut mock = Command::new(BIN)

@@ -68,6 +68,11 @@ fn push_value(out: &mut Vec<u8>, value: f64, integer: bool) {
 }
 
 /// Formats one record as a JSON line (with the trailing newline) into `out`.
+///
+/// Written by hand rather than with `#[derive(Serialize)]` structs on purpose: the derive
+/// version (same bytes; `benches/jsonl_format.rs`) took 1.25-1.35x the time per line of a
+/// 100-chunk streamed record (2.45-2.90 us against 1.95-2.15 us, same runs), because
+/// serde_json escapes every key and the nested serializers are not inlined.
 pub fn format_record_line(
     record: &RequestRecord,
     metrics: &RecordMetrics,

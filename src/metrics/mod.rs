@@ -10,11 +10,11 @@ mod goodput;
 pub mod record_metrics;
 
 pub use catalog::{ConsoleGroup, MetricId};
+#[cfg(test)]
+pub use collector::ErrorCount;
 pub use collector::{Collector, MetricResult, MetricValue, MetricsSummary, RecordSink};
 pub use goodput::{GoodputSlo, parse_goodput};
-pub use record_metrics::RecordMetrics;
-#[cfg(test)]
-pub use {collector::ErrorCount, record_metrics::RecordOptions};
+pub use record_metrics::{RecordMetrics, RecordOptions};
 
 /// How the collector computes metrics for a run.
 #[derive(Debug, Clone, Default)]
