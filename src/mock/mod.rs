@@ -61,6 +61,10 @@ pub struct MockServerArgs {
     /// Prompt tokens counted for each http(s) image URL (such images are not fetched).
     #[arg(long, default_value_t = 0)]
     pub remote_image_tokens: u64,
+    /// Prompt tokens the chat template adds per chat message (role markers and separators),
+    /// counted in `usage.prompt_tokens` as a real server's template is.
+    #[arg(long, default_value_t = 0)]
+    pub chat_template_tokens: u64,
     /// Largest prompt + output length accepted, as vLLM's --max-model-len.
     #[arg(long, default_value_t = 131_072)]
     pub max_model_len: u64,
@@ -88,6 +92,7 @@ impl MockServerArgs {
             ttft_jitter_cv: 0.0,
             itl_jitter_cv: 0.0,
             remote_image_tokens: 0,
+            chat_template_tokens: 0,
             max_model_len: 131_072,
             workers: None,
             faults: Box::default(),
