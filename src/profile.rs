@@ -214,11 +214,22 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         }
     }
 
+    let template_overhead = runtime.block_on(crate::metrics::template_overhead::measure(
+        &tokenizer,
+        &ctx.plan,
+        &ctx.client,
+        &clock,
+    ));
+    if let Some(line) = template_overhead.describe() {
+        info!("{line}");
+    }
+    let template_overhead_json = template_overhead.to_json();
     let collector = Collector::new(
         CollectorOptions {
             streaming: cfg.streaming,
             use_server_token_count: cfg.use_server_token_count,
             goodput,
+            template_overhead,
         },
         tokenizer.clone(),
         clock,
@@ -429,6 +440,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             input_config: input_config_json(&cfg),
             random_seed: Some(cfg.random_seed),
             tokenizer: tokenizer.name().to_string(),
+            template_overhead: Some(template_overhead_json),
             streaming: cfg.streaming,
             load_pacing: pacing_report.as_ref().map(|p| p.to_json()),
             client_overhead: Some(overhead),

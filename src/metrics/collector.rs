@@ -89,6 +89,7 @@ impl MetricsSummary {
 /// per-record JSONL, and keeps only the values the statistics need.
 pub struct Collector {
     record_opts: RecordOptions,
+    template_overhead: super::TemplateOverhead,
     objectives: Vec<Objective>,
     goodput_enabled: bool,
     tokenizer: Arc<Tokenizer>,
@@ -121,7 +122,9 @@ impl Collector {
             record_opts: RecordOptions {
                 streaming: opts.streaming,
                 use_server_token_count: opts.use_server_token_count,
+                template_tokens: None,
             },
+            template_overhead: opts.template_overhead,
             objectives: Objective::resolve(&opts.goodput),
             goodput_enabled: !opts.goodput.is_empty(),
             tokenizer,
@@ -155,17 +158,21 @@ impl Collector {
     }
 
     fn add_record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
+        let opts = RecordOptions {
+            template_tokens: self.template_overhead.for_record(&record.input),
+            ..self.record_opts
+        };
         if record.phase == Phase::Warmup {
             self.warmup_count += 1;
             // Warmup only shows up in the per-record file.
             if let Some(out) = &mut self.jsonl {
-                let m = RecordMetrics::compute(record, &self.tokenizer, self.record_opts);
+                let m = RecordMetrics::compute(record, &self.tokenizer, opts);
                 out.write_record(record, &m, &self.clock)?;
             }
             return Ok(());
         }
 
-        let m = RecordMetrics::compute(record, &self.tokenizer, self.record_opts);
+        let m = RecordMetrics::compute(record, &self.tokenizer, opts);
         if let Some(out) = &mut self.jsonl {
             out.write_record(record, &m, &self.clock)?;
         }
@@ -316,6 +323,7 @@ mod tests {
             } else {
                 parse_goodput(goodput).unwrap()
             },
+            ..Default::default()
         };
         Collector::new(
             opts,

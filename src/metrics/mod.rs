@@ -9,12 +9,15 @@ mod collector;
 mod goodput;
 pub mod record_metrics;
 pub mod stats;
+pub mod template_overhead;
+pub mod template_probe;
 
 pub use catalog::{CATALOG, ConsoleGroup, MetricDef, MetricId, MetricKind};
 pub use collector::{Collector, ErrorCount, MetricResult, MetricValue, MetricsSummary};
 pub use goodput::{GoodputSlo, parse_goodput};
 pub use record_metrics::{RecordMetrics, RecordOptions};
 pub use stats::Stats;
+pub use template_overhead::TemplateOverhead;
 
 /// How the collector computes metrics for a run.
 #[derive(Debug, Clone, Default)]
@@ -25,4 +28,6 @@ pub struct CollectorOptions {
     pub use_server_token_count: bool,
     /// Goodput objectives; empty = no goodput.
     pub goodput: Vec<GoodputSlo>,
+    /// Chat-template tokens to take out of Image Token Count.
+    pub template_overhead: TemplateOverhead,
 }
