@@ -2,7 +2,8 @@
 //!
 //! It answers `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models` and
 //! `GET /health` with vLLM's response shapes. Output is deterministic (see [`words`]), prompt
-//! usage counts images the way Qwen2-VL does (see [`request`]), and tokens are released on an
+//! usage counts images the way Qwen2-VL does plus a chat-template cost per message (see
+//! [`request`]), and tokens are released on an
 //! absolute TTFT/ITL schedule (see [`body`]). `--record-requests` writes the server's own
 //! timestamps for every request (see [`recorder`]), as ground truth for client measurements.
 
@@ -23,6 +24,10 @@ use std::time::Duration;
 use anyhow::Context;
 
 pub use image::{image_dimensions, qwen2_vl_image_tokens};
+
+/// Chat-template tokens per message by default: what llama-server charged a one-message
+/// text request beyond its text (108 prompt tokens for 100 text tokens).
+pub const DEFAULT_CHAT_TEMPLATE_TOKENS: u64 = 8;
 
 /// `aiperf mock-server` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -62,8 +67,8 @@ pub struct MockServerArgs {
     #[arg(long, default_value_t = 0)]
     pub remote_image_tokens: u64,
     /// Prompt tokens the chat template adds per chat message (role markers and separators),
-    /// counted in `usage.prompt_tokens` as a real server's template is.
-    #[arg(long, default_value_t = 0)]
+    /// counted in `usage.prompt_tokens` as a real server's template is; 0 = none.
+    #[arg(long, default_value_t = DEFAULT_CHAT_TEMPLATE_TOKENS)]
     pub chat_template_tokens: u64,
     /// Largest prompt + output length accepted, as vLLM's --max-model-len.
     #[arg(long, default_value_t = 131_072)]
@@ -92,7 +97,7 @@ impl MockServerArgs {
             ttft_jitter_cv: 0.0,
             itl_jitter_cv: 0.0,
             remote_image_tokens: 0,
-            chat_template_tokens: 0,
+            chat_template_tokens: DEFAULT_CHAT_TEMPLATE_TOKENS,
             max_model_len: 131_072,
             workers: None,
             faults: Box::default(),

@@ -4,8 +4,8 @@
 //! Prompt token accounting:
 //! - text: each text part is counted with the builtin o200k_base tokenizer (the one AIPerf's
 //!   mock and our client's `--tokenizer builtin` use), so with that tokenizer the client's
-//!   ISL equals the server's text tokens and `prompt_tokens - ISL` is exactly the image cost;
-//!   with another model's tokenizer the text count is an approximation. A completions prompt
+//!   ISL equals the server's text tokens and `prompt_tokens - ISL` is exactly the image and
+//!   chat-template cost; with another model's tokenizer the text count is an approximation. A completions prompt
 //!   given as token ids counts one per id;
 //! - images: each base64 data-URL image costs `qwen2_vl_image_tokens(width, height)`, with the
 //!   size read from its PNG/JPEG header; http(s) image URLs are not fetched and cost
