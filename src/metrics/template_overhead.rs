@@ -58,14 +58,14 @@ impl Default for TemplateOverhead {
 /// Why the chat template could not give an overhead.
 #[derive(Debug, thiserror::Error)]
 pub enum OverheadError {
-    #[error("request body of entry {entry} has no readable messages: {source}")]
+    #[error("the request of conversation {conversation} has no readable messages: {source}")]
     Body {
-        entry: usize,
+        conversation: String,
         source: serde_json::Error,
     },
-    #[error("entry {entry}: {source}")]
+    #[error("conversation {conversation}: {source}")]
     Render {
-        entry: usize,
+        conversation: String,
         source: ChatTemplateError,
     },
 }
@@ -95,14 +95,20 @@ impl TemplateOverhead {
         entries: impl IntoIterator<Item = EntryRequest<'a>>,
     ) -> Result<TemplateOverhead, OverheadError> {
         let mut by_conversation = HashMap::new();
-        for (entry, e) in entries.into_iter().enumerate() {
-            let messages = text_only_messages(e.body)
-                .map_err(|source| OverheadError::Body { entry, source })?;
+        for e in entries {
+            let conversation = e.conversation_id.to_string();
+            let messages = text_only_messages(e.body).map_err(|source| OverheadError::Body {
+                conversation: conversation.clone(),
+                source,
+            })?;
             let prompt = template
                 .render(&messages)
-                .map_err(|source| OverheadError::Render { entry, source })?;
+                .map_err(|source| OverheadError::Render {
+                    conversation: conversation.clone(),
+                    source,
+                })?;
             let overhead = tokenizer.count(&prompt) as i64 - e.input_tokens as i64;
-            by_conversation.insert(e.conversation_id.to_string(), overhead);
+            by_conversation.insert(conversation, overhead);
         }
         Ok(TemplateOverhead::ChatTemplate {
             source: template.source().display().to_string(),
@@ -428,6 +434,74 @@ mod tests {
         assert_eq!(TemplateOverhead::NoImages.for_record(&input), None);
     }
 
+    /// A plan of one request per body, with `images` images each.
+    fn plan(bodies: &[Vec<u8>], input_tokens: u64, images: u32) -> SendPlan {
+        let requests = bodies
+            .iter()
+            .map(|b| crate::endpoint::PreparedRequest {
+                body: bytes::Bytes::from(b.clone()),
+                input_tokens,
+                num_images: images,
+                requested_output_tokens: Some(10),
+            })
+            .collect();
+        SendPlan::new(requests, bodies.len() as u64, 1)
+    }
+
+    fn client(url: &str) -> HttpClient {
+        let uri = format!("{url}/v1/chat/completions").parse().unwrap();
+        HttpClient::new(uri, None, &[], std::time::Duration::from_secs(5)).unwrap()
+    }
+
+    /// A URL nothing listens on.
+    fn dead_url() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    }
+
+    #[test]
+    fn measure_picks_the_template_then_the_probe_then_none() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let clock = Clock::new();
+        let builtin = Tokenizer::builtin().unwrap();
+        let text = "What is in this picture?";
+        let isl = builtin.count(text) as u64;
+        let with_image = plan(&[body_with_image(text)], isl, 1);
+        runtime.block_on(async {
+            let dead = client(&dead_url());
+            // Without images there is nothing to measure, and nothing is sent.
+            let text_only = plan(&[body_with_image(text)], isl, 0);
+            let m = measure(&builtin, &text_only, &dead, &clock).await;
+            assert!(matches!(m, TemplateOverhead::NoImages), "{m:?}");
+
+            // A tokenizer with a chat template needs no server.
+            let dir = chatml_tokenizer_dir();
+            let chatml = Tokenizer::from_file(dir.path()).unwrap();
+            let gpt2_plan = plan(&[body_with_image(text)], chatml.count(text) as u64, 1);
+            let m = measure(&chatml, &gpt2_plan, &dead, &clock).await;
+            assert_eq!(m.method(), "chat_template", "{m:?}");
+
+            // No template: the server is asked; the mock charges 8 per message.
+            let server = crate::mock::start(crate::mock::MockServerArgs::fast_defaults())
+                .await
+                .unwrap();
+            let m = measure(&builtin, &with_image, &client(&server.url()), &clock).await;
+            assert_eq!(m.for_record(&RequestInput::default()), Some(8), "{m:?}");
+            assert_eq!(m.method(), "server_probe");
+            server.shutdown().await;
+
+            // No template and no answer: not measured, and the reason says why.
+            let m = measure(&builtin, &with_image, &dead, &clock).await;
+            let TemplateOverhead::Unmeasured { reason } = &m else {
+                panic!("{m:?}");
+            };
+            assert!(reason.contains("the server probe failed"), "{reason}");
+        });
+    }
+
     #[test]
     fn unreadable_bodies_are_errors() {
         let dir = chatml_tokenizer_dir();
@@ -443,6 +517,7 @@ mod tests {
             }],
         )
         .unwrap_err();
-        assert!(matches!(err, OverheadError::Body { entry: 0, .. }), "{err}");
+        assert!(matches!(err, OverheadError::Body { .. }), "{err}");
+        assert!(err.to_string().contains("conversation c0"), "{err}");
     }
 }
