@@ -261,6 +261,7 @@ fn main() {
     let opts = RecordOptions {
         streaming: true,
         use_server_token_count: false,
+        template_tokens: None,
     };
     let records: Vec<(RequestRecord, RecordMetrics)> = (0..n as u64)
         .map(|i| {

@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use aiperf::api::{
-    Api, ChatRequest, ChunkWriter, FinishReason, ResponseHeader, UsageCounts, chat_prompt_stats,
+    Api, ChatCosts, ChatRequest, ChunkWriter, DEFAULT_CHAT_TEMPLATE_TOKENS, FinishReason,
+    ResponseHeader, UsageCounts, chat_prompt_stats,
 };
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -60,7 +61,11 @@ fn request_body() -> Bytes {
 fn prompt_tokens(body: &[u8]) -> u64 {
     let request: ChatRequest = serde_json::from_slice(body).unwrap();
     let messages = request.messages.as_deref().unwrap_or_default();
-    chat_prompt_stats(messages, 0).unwrap().prompt_tokens()
+    let costs = ChatCosts {
+        remote_image_tokens: 0,
+        template_tokens_per_message: DEFAULT_CHAT_TEMPLATE_TOKENS,
+    };
+    chat_prompt_stats(messages, costs).unwrap().prompt_tokens()
 }
 
 /// The frames the mock sends for one request, rendered by the mock's own formatter.

@@ -7,10 +7,13 @@ pub use crate::dataset::{
 };
 pub use crate::mock::fault::{Fault, FaultRates};
 pub use crate::mock::image::qwen2_vl_image_tokens;
-pub use crate::mock::request::{ChatRequest, FinishReason, chat_prompt_stats};
+pub use crate::mock::request::{ChatCosts, ChatRequest, FinishReason, chat_prompt_stats};
 pub use crate::mock::response::{Api, ChunkWriter, ResponseHeader, UsageCounts};
 pub use crate::mock::words::word as mock_word;
-pub use crate::mock::{MockServerArgs, run as run_mock_server, start as start_mock_server};
+pub use crate::mock::{
+    DEFAULT_CHAT_TEMPLATE_TOKENS, MockServerArgs, run as run_mock_server,
+    start as start_mock_server,
+};
 pub use crate::timer::sleep_until;
 pub use crate::tokenizer::bpe::O200K_PATTERN;
 pub use crate::tokenizer::{Tokenizer, builtin_bpe};
@@ -19,6 +22,7 @@ pub use crate::tokenizer::{Tokenizer, builtin_bpe};
 pub use crate::clock::Clock;
 pub use crate::export::jsonl::{RECORD_PROCESSOR_ID, WORKER_ID, format_record_line};
 pub use crate::metrics::{MetricId, RecordMetrics, RecordOptions};
+pub use crate::profile::PROBE_REQUEST_ID;
 pub use crate::record::{
     ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming, Usage,
 };

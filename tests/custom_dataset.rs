@@ -30,7 +30,7 @@ impl Recorded {
 
     fn finish(self) -> Vec<Value> {
         self.mock.terminate();
-        read_jsonl(&self.file)
+        common::read_served(&self.file)
     }
 }
 

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{read_jsonl, run_profile as profile, stderr_text as stderr};
+use common::{read_served, run_profile as profile, stderr_text as stderr};
 use serde_json::Value;
 
 /// Synthetic vision args at `url`, `n` requests, images of `w` x `h`.
@@ -53,7 +53,7 @@ fn run_recorded(
     a.extend_from_slice(extra);
     let out = profile(&a);
     mock.terminate();
-    let server = read_jsonl(&rec);
+    let server = read_served(&rec);
     (out, server, tmp)
 }
 

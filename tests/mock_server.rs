@@ -95,11 +95,11 @@ fn streamed_chat_has_role_tokens_finish_usage_and_done() {
         assert_eq!(c["choices"][0]["logprobs"], Value::Null);
     }
     assert_eq!(chunks[5]["choices"][0]["finish_reason"], "length");
-    // "Say five words please" is 4 o200k tokens.
+    // "Say five words please" is 4 o200k tokens, plus the chat template's 8 for its message.
     assert_eq!(chunks[6]["choices"], json!([]));
     assert_eq!(
         chunks[6]["usage"],
-        json!({"prompt_tokens": 4, "completion_tokens": 5, "total_tokens": 9})
+        json!({"prompt_tokens": 4 + 8, "completion_tokens": 5, "total_tokens": 17})
     );
 }
 
@@ -146,7 +146,7 @@ fn non_streamed_chat_is_one_completion_with_usage() {
     assert_eq!(v["choices"][0]["finish_reason"], "length");
     assert_eq!(
         v["usage"],
-        json!({"prompt_tokens": 1, "completion_tokens": 4, "total_tokens": 5})
+        json!({"prompt_tokens": 1 + 8, "completion_tokens": 4, "total_tokens": 13})
     );
 }
 
@@ -228,7 +228,14 @@ fn output_text_retokenizes_to_the_reported_count() {
 
 #[test]
 fn image_tokens_follow_qwen2_vl_for_png_and_jpeg() {
-    let mock = MockChild::spawn(&["--fast", "--remote-image-tokens", "100"]);
+    // No chat-template tokens: the prompt is text and images only.
+    let mock = MockChild::spawn(&[
+        "--fast",
+        "--remote-image-tokens",
+        "100",
+        "--chat-template-tokens",
+        "0",
+    ]);
     let usage = |parts: Value, stream: bool| -> Value {
         let body = json!({
             "model": "vlm", "messages": user_parts(parts), "max_tokens": 2,
@@ -493,7 +500,8 @@ fn record_requests_file_holds_server_timestamps() {
     assert_eq!(s["endpoint"], "chat");
     assert_eq!(s["text_tokens"], 4);
     assert_eq!(s["image_tokens"], 326);
-    assert_eq!(s["prompt_tokens"], 330);
+    assert_eq!(s["template_tokens"], 8);
+    assert_eq!(s["prompt_tokens"], 4 + 326 + 8);
     assert_eq!(s["num_images"], 1);
     assert_eq!(s["image_sizes"], json!([[512, 512]]));
     assert_eq!(s["output_tokens"], 10);
@@ -520,7 +528,7 @@ fn record_requests_file_holds_server_timestamps() {
 
     let w = by_id("req-whole");
     assert_eq!(w["stream"], false);
-    assert_eq!(w["prompt_tokens"], 1);
+    assert_eq!(w["prompt_tokens"], 1 + 8);
     assert_eq!(w["output_tokens"], 3);
     assert_eq!(w["num_images"], 0);
     assert_eq!(w["first_token_ns"], w["last_token_ns"]);

@@ -5,7 +5,9 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{MockChild, read_json, read_jsonl, run_profile as profile, stderr_text as stderr_of};
+use common::{
+    MockChild, read_json, read_jsonl, read_served, run_profile as profile, stderr_text as stderr_of,
+};
 
 use serde_json::Value;
 
@@ -94,7 +96,7 @@ fn vision_profile_against_the_mock_matches_the_server() {
     assert_eq!(summary["time_to_first_token"]["unit"], "ms");
 
     // Image tokens: what the client derived equals what the server charged.
-    let server: Vec<Value> = read_jsonl(&record_file);
+    let server: Vec<Value> = read_served(&record_file);
     assert_eq!(server.len(), 20);
     for s in &server {
         assert_eq!(s["image_tokens"].as_u64(), Some(326), "{s}");

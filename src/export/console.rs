@@ -242,6 +242,7 @@ mod tests {
             input_config: serde_json::json!({}),
             random_seed: None,
             tokenizer: "builtin".into(),
+            template_overhead: None,
             streaming: true,
             load_pacing: None,
             client_overhead: None,

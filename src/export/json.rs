@@ -146,9 +146,13 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo) -> String {
     {
         doc.0.push((r.def.tag, Node::Object(metric_object(r))));
     }
-    // Not in AIPerf's schema: which tokenizer counted the tokens, and how well the
-    // requests kept their schedule.
+    // Not in AIPerf's schema: which tokenizer counted the tokens, how the chat template's
+    // tokens were taken out of Image Token Count, and how well the requests kept their
+    // schedule.
     doc.put("tokenizer", json!(info.tokenizer));
+    if let Some(t) = &info.template_overhead {
+        doc.put("chat_template_overhead", t.clone());
+    }
     if let Some(p) = &info.load_pacing {
         doc.put("load_pacing", p.clone());
     }

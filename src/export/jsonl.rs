@@ -202,6 +202,7 @@ mod tests {
         let opts = RecordOptions {
             streaming: true,
             use_server_token_count: false,
+            template_tokens: None,
         };
         let m = RecordMetrics::compute(record, &tokenizer, opts);
         let mut out = Vec::new();

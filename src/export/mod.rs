@@ -42,6 +42,8 @@ pub struct RunInfo {
     pub random_seed: Option<u64>,
     /// Name of the tokenizer used to count tokens.
     pub tokenizer: String,
+    /// How Image Token Count left out the chat template's tokens (`chat_template_overhead`).
+    pub template_overhead: Option<serde_json::Value>,
     pub streaming: bool,
     /// How well the profiling phase kept its schedule (open loop and fixed schedule only).
     pub load_pacing: Option<serde_json::Value>,
@@ -116,6 +118,7 @@ mod tests {
             input_config: serde_json::json!({"endpoint": {"streaming": true}}),
             random_seed: Some(42),
             tokenizer: "builtin".into(),
+            template_overhead: None,
             streaming: true,
             load_pacing: None,
             client_overhead: None,
@@ -128,6 +131,7 @@ mod tests {
             streaming: true,
             use_server_token_count: false,
             goodput: parse_goodput("request_latency:50").unwrap(),
+            ..Default::default()
         };
         let tokenizer = Arc::new(Tokenizer::builtin().unwrap());
         let mut c = Collector::new(opts, tokenizer, Clock::new(), None);

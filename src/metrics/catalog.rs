@@ -243,7 +243,8 @@ pub static CATALOG: [MetricDef; 32] = [
         )),
         700,
     ),
-    // Not in AIPerf: server prompt tokens minus client text tokens, i.e. what the images cost.
+    // Not in AIPerf: server prompt tokens minus client text tokens and the chat template's
+    // tokens, i.e. what the images cost.
     shown(
         tokens(def(
             M::ImageTokenCount,

@@ -85,6 +85,7 @@ pub trait RecordSink: Send {
 /// per-record JSONL, and keeps only the values the statistics need.
 pub struct Collector {
     record_opts: RecordOptions,
+    template_overhead: super::TemplateOverhead,
     objectives: Vec<Objective>,
     goodput_enabled: bool,
     tokenizer: Arc<Tokenizer>,
@@ -116,7 +117,9 @@ impl Collector {
             record_opts: RecordOptions {
                 streaming: opts.streaming,
                 use_server_token_count: opts.use_server_token_count,
+                template_tokens: None,
             },
+            template_overhead: opts.template_overhead,
             objectives: Objective::resolve(&opts.goodput),
             goodput_enabled: !opts.goodput.is_empty(),
             tokenizer,
@@ -149,16 +152,20 @@ impl Collector {
     }
 
     fn add_record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
+        let opts = RecordOptions {
+            template_tokens: self.template_overhead.for_record(&record.input),
+            ..self.record_opts
+        };
         if record.phase == Phase::Warmup {
             // Warmup only shows up in the per-record file.
             if let Some(out) = &mut self.sink {
-                let m = RecordMetrics::compute(record, &self.tokenizer, self.record_opts);
+                let m = RecordMetrics::compute(record, &self.tokenizer, opts);
                 out.write(record, &m)?;
             }
             return Ok(());
         }
 
-        let m = RecordMetrics::compute(record, &self.tokenizer, self.record_opts);
+        let m = RecordMetrics::compute(record, &self.tokenizer, opts);
         if let Some(out) = &mut self.sink {
             out.write(record, &m)?;
         }
@@ -308,6 +315,7 @@ mod tests {
             } else {
                 parse_goodput(goodput).unwrap()
             },
+            ..Default::default()
         };
         Collector::new(
             opts,

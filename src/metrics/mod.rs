@@ -8,6 +8,7 @@ pub mod catalog;
 mod collector;
 mod goodput;
 pub mod record_metrics;
+pub(crate) mod template_overhead;
 
 pub use catalog::{ConsoleGroup, MetricId};
 #[cfg(test)]
@@ -15,6 +16,7 @@ pub use collector::ErrorCount;
 pub use collector::{Collector, MetricResult, MetricValue, MetricsSummary, RecordSink};
 pub use goodput::{GoodputSlo, parse_goodput};
 pub use record_metrics::{RecordMetrics, RecordOptions};
+pub use template_overhead::{EntryRequest, TemplateOverhead};
 
 /// How the collector computes metrics for a run.
 #[derive(Debug, Clone, Default)]
@@ -25,4 +27,6 @@ pub struct CollectorOptions {
     pub use_server_token_count: bool,
     /// Goodput objectives; empty = no goodput.
     pub goodput: Vec<GoodputSlo>,
+    /// Chat-template tokens to take out of Image Token Count.
+    pub template_overhead: TemplateOverhead,
 }

@@ -11,6 +11,9 @@ pub struct RecordOptions {
     pub streaming: bool,
     /// ISL/OSL from the server's `usage` instead of the client tokenizer.
     pub use_server_token_count: bool,
+    /// This request's chat-template tokens (see `template_overhead`), left out of
+    /// Image Token Count; `None` when unknown.
+    pub template_tokens: Option<i64>,
 }
 
 /// One request's metric values in base units (ns, tokens, images/sec, ns/image).
@@ -143,10 +146,12 @@ impl RecordMetrics {
                 m.set(MetricId::ImageThroughput, Some(n / (latency / 1e9)));
             }
             m.set(MetricId::ImageLatency, Some(latency / n));
-            // What the server counted beyond the client's text tokens: the image tokens
-            // (plus chat-template overhead). Negative values reveal a tokenizer mismatch.
+            // What the server counted beyond the client's text tokens and the chat template:
+            // the image tokens. Negative values reveal a tokenizer mismatch.
             if let (Some(prompt), Some(text)) = (usage.prompt_tokens, record.input.input_tokens) {
-                m.set(MetricId::ImageTokenCount, Some(prompt as f64 - text as f64));
+                let template = opts.template_tokens.unwrap_or(0);
+                let images = prompt as f64 - text as f64 - template as f64;
+                m.set(MetricId::ImageTokenCount, Some(images));
             }
         }
 
@@ -214,6 +219,7 @@ pub(crate) mod tests {
     const STREAMING: RecordOptions = RecordOptions {
         streaming: true,
         use_server_token_count: false,
+        template_tokens: None,
     };
 
     #[test]
@@ -311,6 +317,15 @@ pub(crate) mod tests {
         assert_eq!(m.get(MetricId::UsagePromptTokens), Some(1062.0));
         assert_eq!(m.get(MetricId::UsageTotalTokens), Some(1066.0));
         assert_eq!(m.get(MetricId::UsageReasoningTokens), None);
+
+        // The chat template's tokens are not image tokens.
+        let opts = RecordOptions {
+            template_tokens: Some(20),
+            ..STREAMING
+        };
+        let m = RecordMetrics::compute(&r, &tokenizer(), opts);
+        assert_eq!(m.get(MetricId::ImageTokenCount), Some(492.0));
+        assert_eq!(m.get(MetricId::UsagePromptTokens), Some(1062.0));
     }
 
     #[test]
@@ -325,6 +340,7 @@ pub(crate) mod tests {
         let opts = RecordOptions {
             streaming: true,
             use_server_token_count: true,
+            template_tokens: None,
         };
         let m = RecordMetrics::compute(&r, &tokenizer(), opts);
         assert_eq!(m.get(MetricId::InputSequenceLength), Some(600.0));

@@ -326,6 +326,7 @@ mod tests {
             last_token: None,
             text_tokens: 1,
             image_tokens: 0,
+            template_tokens: 0,
             image_sizes: Vec::new(),
             output_tokens: 0,
             completed: false,

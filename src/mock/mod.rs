@@ -2,7 +2,8 @@
 //!
 //! It answers `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models` and
 //! `GET /health` with vLLM's response shapes. Output is deterministic (see [`words`]), prompt
-//! usage counts images the way Qwen2-VL does (see [`request`]), and tokens are released on an
+//! usage counts images the way Qwen2-VL does plus a chat-template cost per message (see
+//! [`request`]), and tokens are released on an
 //! absolute TTFT/ITL schedule (see [`body`]). `--record-requests` writes the server's own
 //! timestamps for every request (see [`recorder`]), as ground truth for client measurements.
 
@@ -21,6 +22,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
+
+/// Chat-template tokens per message by default: what llama-server charged a one-message
+/// text request beyond its text (108 prompt tokens for 100 text tokens).
+pub const DEFAULT_CHAT_TEMPLATE_TOKENS: u64 = 8;
 
 /// `aiperf mock-server` options.
 #[derive(Debug, Clone, clap::Args)]
@@ -59,6 +64,10 @@ pub struct MockServerArgs {
     /// Prompt tokens counted for each http(s) image URL (such images are not fetched).
     #[arg(long, default_value_t = 0)]
     pub remote_image_tokens: u64,
+    /// Prompt tokens the chat template adds per chat message (role markers and separators),
+    /// counted in `usage.prompt_tokens` as a real server's template is; 0 = none.
+    #[arg(long, default_value_t = DEFAULT_CHAT_TEMPLATE_TOKENS)]
+    pub chat_template_tokens: u64,
     /// Largest prompt + output length accepted, as vLLM's --max-model-len.
     #[arg(long, default_value_t = 131_072)]
     pub max_model_len: u64,

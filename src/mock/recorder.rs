@@ -33,6 +33,7 @@ pub struct RequestTrace {
     pub last_token: Option<Instant>,
     pub text_tokens: u64,
     pub image_tokens: u64,
+    pub template_tokens: u64,
     pub image_sizes: Vec<(u32, u32)>,
     /// Output tokens handed to the connection (fewer than planned if the client left).
     pub output_tokens: u64,
@@ -55,6 +56,7 @@ struct RecordLine<'a> {
     prompt_tokens: u64,
     text_tokens: u64,
     image_tokens: u64,
+    template_tokens: u64,
     num_images: usize,
     image_sizes: &'a [(u32, u32)],
     output_tokens: u64,
@@ -139,9 +141,10 @@ fn write_line(out: &mut impl Write, t: &RequestTrace, clock: &Clock) -> io::Resu
         received_ns: wall(t.received),
         first_token_ns: t.first_token.map(wall),
         last_token_ns: t.last_token.map(wall),
-        prompt_tokens: t.text_tokens + t.image_tokens,
+        prompt_tokens: t.text_tokens + t.image_tokens + t.template_tokens,
         text_tokens: t.text_tokens,
         image_tokens: t.image_tokens,
+        template_tokens: t.template_tokens,
         num_images: t.image_sizes.len(),
         image_sizes: &t.image_sizes,
         output_tokens: t.output_tokens,
@@ -176,6 +179,7 @@ mod tests {
                 last_token: Some(received + Duration::from_millis(30)),
                 text_tokens: 3,
                 image_tokens: 326,
+                template_tokens: 8,
                 image_sizes: vec![(512, 512)],
                 output_tokens: 3,
                 completed: true,
@@ -191,7 +195,7 @@ mod tests {
         assert_eq!(lines.len(), 3);
         let l = &lines[2];
         assert_eq!(l["x_request_id"], "r2");
-        assert_eq!(l["prompt_tokens"], 329);
+        assert_eq!(l["prompt_tokens"], 3 + 326 + 8);
         assert_eq!(l["num_images"], 1);
         assert_eq!(l["image_sizes"], serde_json::json!([[512, 512]]));
         let received_ns = l["received_ns"].as_u64().unwrap();

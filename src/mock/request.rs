@@ -4,13 +4,14 @@
 //! Prompt token accounting:
 //! - text: each text part is counted with the builtin o200k_base tokenizer (the one AIPerf's
 //!   mock and our client's `--tokenizer builtin` use), so with that tokenizer the client's
-//!   ISL equals the server's text tokens and `prompt_tokens - ISL` is exactly the image cost;
-//!   with another model's tokenizer the text count is an approximation. A completions prompt
+//!   ISL equals the server's text tokens and `prompt_tokens - ISL` is exactly the image and
+//!   chat-template cost; with another model's tokenizer the text count is an approximation. A completions prompt
 //!   given as token ids counts one per id;
 //! - images: each base64 data-URL image costs `qwen2_vl_image_tokens(width, height)`, with the
 //!   size read from its PNG/JPEG header; http(s) image URLs are not fetched and cost
 //!   `remote_image_tokens` each (0 by default);
-//! - no chat-template tokens are added.
+//! - chat template: each chat message adds `template_tokens_per_message` (a real server's
+//!   template wraps every message in role markers), none for a completions prompt.
 
 use std::borrow::Cow;
 
@@ -123,13 +124,15 @@ pub enum Prompt<'a> {
 pub struct PromptStats {
     pub text_tokens: u64,
     pub image_tokens: u64,
+    /// What the chat template adds around the messages.
+    pub template_tokens: u64,
     /// (width, height) of each image, in request order; (0, 0) for an http(s) URL.
     pub image_sizes: Vec<(u32, u32)>,
 }
 
 impl PromptStats {
     pub fn prompt_tokens(&self) -> u64 {
-        self.text_tokens + self.image_tokens
+        self.text_tokens + self.image_tokens + self.template_tokens
     }
 }
 
@@ -165,19 +168,31 @@ pub fn text_tokens(s: &str) -> u64 {
     tokenizer.count(s) as u64
 }
 
+/// What a chat prompt costs beyond its text and data-URL images.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChatCosts {
+    /// Tokens for each http(s) image URL (not fetched).
+    pub remote_image_tokens: u64,
+    /// Chat-template tokens added per message.
+    pub template_tokens_per_message: u64,
+}
+
 /// Counts the prompt of a chat request. Errors are 400 messages.
 pub fn chat_prompt_stats(
     messages: &[Message<'_>],
-    remote_image_tokens: u64,
+    costs: ChatCosts,
 ) -> Result<PromptStats, String> {
-    let mut stats = PromptStats::default();
+    let mut stats = PromptStats {
+        template_tokens: costs.template_tokens_per_message * messages.len() as u64,
+        ..PromptStats::default()
+    };
     for (m, message) in messages.iter().enumerate() {
         match &message.content {
             None => {}
             Some(Content::Text(s)) => stats.text_tokens += text_tokens(s),
             Some(Content::Parts(parts)) => {
                 for (p, part) in parts.iter().enumerate() {
-                    count_part(part, remote_image_tokens, &mut stats)
+                    count_part(part, costs.remote_image_tokens, &mut stats)
                         .map_err(|e| format!("messages[{m}].content[{p}]: {e}"))?;
                 }
             }
@@ -315,11 +330,17 @@ mod tests {
                                           {"type":"input_audio","input_audio":{}}]},
                 {"role":"assistant","content":null}]}"#,
         );
-        let stats = chat_prompt_stats(req.messages.as_deref().unwrap(), 7).unwrap();
+        let costs = ChatCosts {
+            remote_image_tokens: 7,
+            template_tokens_per_message: 5,
+        };
+        let stats = chat_prompt_stats(req.messages.as_deref().unwrap(), costs).unwrap();
         assert_eq!(stats.text_tokens, 2 + 2);
         assert_eq!(stats.image_tokens, 7);
         assert_eq!(stats.image_sizes, vec![(0, 0)]);
-        assert_eq!(stats.prompt_tokens(), 11);
+        // Three messages, the empty assistant one included.
+        assert_eq!(stats.template_tokens, 15);
+        assert_eq!(stats.prompt_tokens(), 26);
     }
 
     #[test]
@@ -340,7 +361,8 @@ mod tests {
             r#"{{"messages":[{{"role":"user","content":[{{"type":"image_url","image_url":{{"url":"data:image/png;base64,{b64}"}}}}]}}]}}"#
         );
         let req = chat(&body);
-        let stats = chat_prompt_stats(req.messages.as_deref().unwrap(), 0).unwrap();
+        let stats =
+            chat_prompt_stats(req.messages.as_deref().unwrap(), ChatCosts::default()).unwrap();
         assert_eq!(stats.image_tokens, 326);
         assert_eq!(stats.image_sizes, vec![(512, 512)]);
     }
@@ -350,17 +372,18 @@ mod tests {
         let req = chat(
             r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,!!"}}]}]}"#,
         );
-        let err = chat_prompt_stats(req.messages.as_deref().unwrap(), 0).unwrap_err();
+        let err =
+            chat_prompt_stats(req.messages.as_deref().unwrap(), ChatCosts::default()).unwrap_err();
         assert!(
             err.starts_with("messages[0].content[0]: invalid base64"),
             "{err}"
         );
         let req = chat(r#"{"messages":[{"role":"user","content":[{"type":"text"}]}]}"#);
-        assert!(chat_prompt_stats(req.messages.as_deref().unwrap(), 0).is_err());
+        assert!(chat_prompt_stats(req.messages.as_deref().unwrap(), ChatCosts::default()).is_err());
         let req = chat(
             r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":"file:///etc/passwd"}]}]}"#,
         );
-        assert!(chat_prompt_stats(req.messages.as_deref().unwrap(), 0).is_err());
+        assert!(chat_prompt_stats(req.messages.as_deref().unwrap(), ChatCosts::default()).is_err());
     }
 
     #[test]

@@ -19,8 +19,8 @@ use super::body::{Jitter, Schedule, ScheduledBody};
 use super::fault::{Fault, FaultRates, FaultyBody};
 use super::recorder::{self, Recorder, RequestTrace};
 use super::request::{
-    ChatRequest, CompletionRequest, GenerationParams, OutputPlan, PromptStats, chat_prompt_stats,
-    completion_prompt_stats,
+    ChatCosts, ChatRequest, CompletionRequest, GenerationParams, OutputPlan, PromptStats,
+    chat_prompt_stats, completion_prompt_stats,
 };
 use super::response::{self, Api, ChunkWriter, ResponseHeader, UsageCounts};
 use super::{MockServer, MockServerArgs};
@@ -35,7 +35,7 @@ struct Shared {
     itl_jitter: Option<Jitter>,
     seed: u64,
     model: String,
-    remote_image_tokens: u64,
+    chat_costs: ChatCosts,
     max_model_len: u64,
     clock: Clock,
     started_unix: u64,
@@ -72,7 +72,10 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         },
         seed: args.random_seed,
         model: args.model.clone(),
-        remote_image_tokens: args.remote_image_tokens,
+        chat_costs: ChatCosts {
+            remote_image_tokens: args.remote_image_tokens,
+            template_tokens_per_message: args.chat_template_tokens,
+        },
         max_model_len: args.max_model_len,
         started_unix: clock.wall_ns(0) / 1_000_000_000,
         clock,
@@ -250,6 +253,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             last_token: None,
             text_tokens: accepted.prompt.text_tokens,
             image_tokens: accepted.prompt.image_tokens,
+            template_tokens: accepted.prompt.template_tokens,
             image_sizes: accepted.prompt.image_sizes.clone(),
             output_tokens: 0,
             completed: false,
@@ -302,7 +306,7 @@ fn parse_chat(bytes: &[u8], shared: &Shared) -> Result<Accepted, String> {
     if messages.is_empty() {
         return Err("messages: List should have at least 1 item".into());
     }
-    let prompt = chat_prompt_stats(messages, shared.remote_image_tokens)?;
+    let prompt = chat_prompt_stats(messages, shared.chat_costs)?;
     accept(req.model.as_deref(), prompt, &req.generation, shared)
 }
 
@@ -350,6 +354,7 @@ fn record_rejection(
             last_token: None,
             text_tokens: 0,
             image_tokens: 0,
+            template_tokens: 0,
             image_sizes: Vec::new(),
             output_tokens: 0,
             completed: true,

@@ -10,7 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::control::{COLLECTOR_DONE, COLLECTOR_RUNNING, FailureWatch, RunControl};
 use crate::config::ProfileConfig;
-use crate::metrics::{Collector, CollectorOptions, GoodputSlo};
+use crate::metrics::{Collector, CollectorOptions, GoodputSlo, TemplateOverhead};
 use crate::record::{Phase, RequestRecord};
 use crate::tokenizer::Tokenizer;
 use crate::{export, ui};
@@ -29,6 +29,7 @@ impl Collection {
     pub fn start(
         cfg: &ProfileConfig,
         goodput: Vec<GoodputSlo>,
+        template_overhead: TemplateOverhead,
         tokenizer: Arc<Tokenizer>,
         control: &Arc<RunControl>,
         warmup_requests: u64,
@@ -40,6 +41,7 @@ impl Collection {
             streaming: cfg.streaming,
             use_server_token_count: cfg.use_server_token_count,
             goodput,
+            template_overhead,
         };
         let collector = Collector::new(options, tokenizer, clock, Some(Box::new(jsonl)));
         let mut watch = FailureWatch::new(

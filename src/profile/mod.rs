@@ -7,6 +7,9 @@ mod control;
 mod phases;
 mod prepare;
 mod report;
+mod template_probe;
+
+pub use template_probe::PROBE_REQUEST_ID;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -86,9 +89,20 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     }
 
     let tokenizer = prepared.tokenizer;
+    let template = runtime.block_on(template_probe::find_overhead(
+        &tokenizer,
+        &ctx.plan,
+        &ctx.client,
+        &ctx.clock,
+    ));
+    if let Some(line) = template.describe() {
+        info!("{line}");
+    }
+    let template_json = template.to_json();
     let collection = Collection::start(
         &cfg,
         goodput,
+        template,
         tokenizer.clone(),
         &control,
         prepared.warmup_requests,
@@ -119,6 +133,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         overhead,
         stop_reason: control.reason(),
         retried: ctx.client.retried_requests(),
+        template: template_json,
     };
     let outcome = report::finish(finished, collector)?;
     if let Some(server) = mock_server {

@@ -27,6 +27,8 @@ pub(super) struct Finished<'a> {
     pub stop_reason: Option<StopReason>,
     /// Requests sent again on a fresh connection (see `transport::conn`).
     pub retried: u64,
+    /// How Image Token Count left out the chat template's tokens.
+    pub template: serde_json::Value,
 }
 
 /// Computes the statistics, writes `inputs.json` and the summary exports, prints the
@@ -41,6 +43,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         overhead,
         stop_reason,
         retried,
+        template,
     } = run;
     let sent = ran.sent;
     match stop_reason {
@@ -82,6 +85,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             input_config: input_config_json(cfg),
             random_seed: Some(cfg.random_seed),
             tokenizer: tokenizer.to_string(),
+            template_overhead: Some(template),
             streaming: cfg.streaming,
             load_pacing: ran.pacing.as_ref().map(|p| p.to_json()),
             client_overhead: Some(overhead),

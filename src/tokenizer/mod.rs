@@ -7,6 +7,7 @@
 //! overlaps with it; the first `encode`/`decode` blocks until it is ready.
 
 pub mod bpe;
+pub mod chat_template;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 
 pub use bpe::Bpe;
+pub use chat_template::{ChatTemplate, ChatTemplateError};
 
 /// Name reported for the embedded tokenizer.
 pub const BUILTIN_NAME: &str = "builtin (o200k_base)";
@@ -30,6 +32,8 @@ pub const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Tokenizer {
     backend: Backend,
     name: String,
+    /// The directory the tokenizer was read from, where its chat template may be too.
+    dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -74,6 +78,7 @@ impl Tokenizer {
         Ok(Tokenizer {
             backend: Backend::Builtin,
             name: BUILTIN_NAME.to_string(),
+            dir: None,
         })
     }
 
@@ -89,19 +94,30 @@ impl Tokenizer {
         Ok(Tokenizer {
             backend: Backend::Hf(Box::new(inner)),
             name: path.display().to_string(),
+            dir: file.parent().map(Path::to_path_buf),
         })
     }
 
-    fn from_hf(inner: tokenizers::Tokenizer, name: String) -> Tokenizer {
+    fn from_hf(inner: tokenizers::Tokenizer, name: String, dir: Option<PathBuf>) -> Tokenizer {
         Tokenizer {
             backend: Backend::Hf(Box::new(inner)),
             name,
+            dir,
         }
     }
 
     /// What was used: "builtin (o200k_base)", a hub id or a path.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The chat template shipped beside the tokenizer (local directory or cached hub
+    /// snapshot), if any; the builtin tokenizer has none.
+    pub fn chat_template(&self) -> Result<Option<ChatTemplate>, ChatTemplateError> {
+        match &self.dir {
+            Some(dir) => ChatTemplate::from_dir(dir),
+            None => Ok(None),
+        }
     }
 
     /// True for the embedded o200k_base tokenizer.
@@ -261,7 +277,7 @@ pub fn resolve_with(spec: &str, revision: &str, env: &HubEnv) -> anyhow::Result<
         && let Ok(inner) = tokenizers::Tokenizer::from_file(&file)
     {
         return Ok(ResolvedTokenizer {
-            tokenizer: Tokenizer::from_hf(inner, spec.to_string()),
+            tokenizer: Tokenizer::from_hf(inner, spec.to_string(), file.parent().map(Into::into)),
             warning: None,
         });
     }
@@ -273,7 +289,8 @@ pub fn resolve_with(spec: &str, revision: &str, env: &HubEnv) -> anyhow::Result<
     }
     match download(spec, revision, env) {
         Ok(inner) => Ok(ResolvedTokenizer {
-            tokenizer: Tokenizer::from_hf(inner, spec.to_string()),
+            // Only tokenizer.json is downloaded: no chat template.
+            tokenizer: Tokenizer::from_hf(inner, spec.to_string(), None),
             warning: None,
         }),
         Err(reason) => fallback(download_warning(spec, &reason)),
@@ -496,6 +513,40 @@ mod tests {
         let warning = r.warning.unwrap();
         assert!(warning.contains("'example-org/tiny-gpt2'"), "{warning}");
         assert!(warning.contains("HF_HUB_OFFLINE"), "{warning}");
+    }
+
+    #[test]
+    fn chat_template_is_read_beside_the_tokenizer() {
+        let config = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/qwen2-vl/tokenizer_config.json");
+        let has_template = |t: &Tokenizer| t.chat_template().unwrap().is_some();
+        assert!(!has_template(&Tokenizer::builtin().unwrap()));
+        assert!(!has_template(
+            &Tokenizer::from_file(&fixture_dir()).unwrap()
+        ));
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(
+            fixture_dir().join("tokenizer.json"),
+            dir.path().join("tokenizer.json"),
+        )
+        .unwrap();
+        std::fs::copy(&config, dir.path().join("tokenizer_config.json")).unwrap();
+        assert!(has_template(&Tokenizer::from_file(dir.path()).unwrap()));
+        let file = dir.path().join("tokenizer.json");
+        assert!(has_template(&Tokenizer::from_file(&file).unwrap()));
+
+        // A cached hub snapshot keeps its tokenizer_config.json beside tokenizer.json.
+        let home = tempfile::tempdir().unwrap();
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        write_snapshot(home.path(), "example-org/tiny-vl", "main", commit);
+        let snapshot = home
+            .path()
+            .join("hub/models--example-org--tiny-vl/snapshots")
+            .join(commit);
+        std::fs::copy(&config, snapshot.join("tokenizer_config.json")).unwrap();
+        let r = resolve_with("example-org/tiny-vl", "main", &hub_env(home.path(), true)).unwrap();
+        assert!(has_template(&r.tokenizer));
     }
 
     #[test]

@@ -39,6 +39,16 @@ pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The mock's `--record-requests` lines for the run's own requests, without the
+/// chat-template probe that aiperf sends before a run with images.
+pub fn read_served(path: &Path) -> Vec<serde_json::Value> {
+    let probe = aiperf::api::PROBE_REQUEST_ID;
+    read_jsonl(path)
+        .into_iter()
+        .filter(|r| r["x_request_id"] != probe)
+        .collect()
+}
+
 pub fn read_json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
