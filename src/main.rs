@@ -62,6 +62,7 @@ fn profile_exit(result: Result<Outcome, ProfileError>) -> ExitCode {
         // Bad command line or input: nothing was sent.
         Err(ProfileError::Config(e)) => (2, format!("error: {e}")),
         Err(ProfileError::Dataset(BuildError::Input(e))) => (2, format!("error: {e}")),
+        Err(ProfileError::Endpoint(e)) => (2, format!("error: {e}")),
         Err(ProfileError::Dataset(BuildError::Other(e))) => (1, format!("error: {e:#}")),
         Err(ProfileError::Other(e)) => (1, format!("error: {e:#}")),
     };

@@ -207,27 +207,30 @@ pub struct PreparedConversation {
     pub timestamp_ms: Option<u64>,
 }
 
-/// Serializes every conversation. Errors (exit 2) when the data does not fit the endpoint:
-/// images or several turns need `chat`.
+/// Data the endpoint cannot carry: nothing is sent.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointMismatch {
+    #[error("multi-turn conversations need --endpoint-type chat, not {}", .0.as_str())]
+    MultiTurn(EndpointType),
+    #[error("the input has images, which need --endpoint-type chat, not {}", .0.as_str())]
+    Images(EndpointType),
+}
+
+/// Serializes every conversation. Errors when the data does not fit the endpoint: images or
+/// several turns need `chat`.
 pub fn prepare_dataset(
     endpoint: EndpointType,
     dataset: Dataset,
     opts: &BodyOptions,
-) -> Result<Vec<PreparedConversation>, String> {
+) -> Result<Vec<PreparedConversation>, EndpointMismatch> {
     let mut out = Vec::with_capacity(dataset.conversations.len());
     for conv in dataset.conversations {
         if endpoint != EndpointType::Chat {
             if conv.turns.len() > 1 {
-                return Err(format!(
-                    "multi-turn conversations need --endpoint-type chat, not {}",
-                    endpoint.as_str()
-                ));
+                return Err(EndpointMismatch::MultiTurn(endpoint));
             }
             if conv.turns.iter().any(|t| !t.images.is_empty()) {
-                return Err(format!(
-                    "the input has images, which need --endpoint-type chat, not {}",
-                    endpoint.as_str()
-                ));
+                return Err(EndpointMismatch::Images(endpoint));
             }
         }
         let system = conv.system.as_deref();

@@ -24,6 +24,7 @@ use crate::cli::ProfileArgs;
 use crate::clock::Clock;
 use crate::config::{ConfigError, ProfileConfig};
 use crate::dataset::BuildError;
+use crate::endpoint::EndpointMismatch;
 use crate::load::{LoadContext, SendPlan};
 use crate::overhead::OverheadMonitor;
 use crate::transport::HttpClient;
@@ -54,6 +55,9 @@ pub enum ProfileError {
     /// The dataset could not be built (bad input file, image directory, ...).
     #[error(transparent)]
     Dataset(#[from] BuildError),
+    /// The dataset does not fit the endpoint: nothing was sent.
+    #[error(transparent)]
+    Endpoint(#[from] EndpointMismatch),
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }

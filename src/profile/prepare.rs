@@ -57,8 +57,7 @@ pub(super) fn prepare(cfg: &mut ProfileConfig) -> Result<Prepared, ProfileError>
         use_legacy_max_tokens: cfg.use_legacy_max_tokens,
         extra_inputs: cfg.extra_inputs.clone(),
     };
-    let conversations =
-        endpoint::prepare_dataset(cfg.endpoint_type, dataset, &body_opts).map_err(ConfigError)?;
+    let conversations = endpoint::prepare_dataset(cfg.endpoint_type, dataset, &body_opts)?;
     let warmup_sessions = cfg.load.warmup.sessions.unwrap_or(0);
     let total_sends = cfg.warmup_request_count + warmup_sessions + cfg.request_count;
     let mut plan =
