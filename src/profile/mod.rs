@@ -93,15 +93,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     }
 
     let tokenizer = prepared.tokenizer;
-    let template = runtime.block_on(template_probe::find_overhead(
-        &tokenizer,
-        &ctx.plan,
-        &ctx.client,
-        &ctx.clock,
-    ));
-    if let Some(line) = template.describe() {
-        info!("{line}");
-    }
+    let template = runtime.block_on(template_probe::find_overhead(&tokenizer, &ctx));
     let template_json = template.to_json();
     let collection = Collection::start(
         &cfg,

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use tracing::warn;
 
 use crate::clock::Clock;
-use crate::load::SendPlan;
+use crate::load::{LoadContext, SendPlan};
 use crate::metrics::{EntryRequest, TemplateOverhead};
 use crate::record::{Phase, RequestInput};
 use crate::tokenizer::Tokenizer;
@@ -106,7 +106,16 @@ pub async fn measure(
 /// Finds the overhead for a run: the chat template when the tokenizer has one, else a probe
 /// of the server, else none. Only entries with images matter (only they get the metric).
 /// Template problems are logged and fall through to the probe.
-pub async fn find_overhead(
+pub async fn find_overhead(tokenizer: &Tokenizer, ctx: &LoadContext) -> TemplateOverhead {
+    let overhead = choose_overhead(tokenizer, &ctx.plan, &ctx.client, &ctx.clock).await;
+    if let Some(line) = overhead.describe() {
+        tracing::info!("{line}");
+    }
+    overhead
+}
+
+/// [`find_overhead`] before its log line.
+async fn choose_overhead(
     tokenizer: &Tokenizer,
     plan: &SendPlan,
     client: &HttpClient,
@@ -277,27 +286,27 @@ mod tests {
             let dead = client(&dead_url());
             // Without images there is nothing to measure, and nothing is sent.
             let text_only = plan(&[body_with_image(text)], isl, 0);
-            let m = find_overhead(&builtin, &text_only, &dead, &clock).await;
+            let m = choose_overhead(&builtin, &text_only, &dead, &clock).await;
             assert!(matches!(m, TemplateOverhead::NoImages), "{m:?}");
 
             // A tokenizer with a chat template needs no server.
             let dir = chatml_tokenizer_dir();
             let chatml = Tokenizer::from_file(dir.path()).unwrap();
             let gpt2_plan = plan(&[body_with_image(text)], chatml.count(text) as u64, 1);
-            let m = find_overhead(&chatml, &gpt2_plan, &dead, &clock).await;
+            let m = choose_overhead(&chatml, &gpt2_plan, &dead, &clock).await;
             assert_eq!(m.method(), "chat_template", "{m:?}");
 
             // No template: the server is asked; the mock charges 8 per message.
             let server = crate::mock::start(crate::mock::MockServerArgs::fast_defaults())
                 .await
                 .unwrap();
-            let m = find_overhead(&builtin, &with_image, &client(&server.url()), &clock).await;
+            let m = choose_overhead(&builtin, &with_image, &client(&server.url()), &clock).await;
             assert_eq!(m.for_record(&RequestInput::default()), Some(8), "{m:?}");
             assert_eq!(m.method(), "server_probe");
             server.shutdown().await;
 
             // No template and no answer: not measured, and the reason says why.
-            let m = find_overhead(&builtin, &with_image, &dead, &clock).await;
+            let m = choose_overhead(&builtin, &with_image, &dead, &clock).await;
             let TemplateOverhead::Unmeasured { reason } = &m else {
                 panic!("{m:?}");
             };
