@@ -62,6 +62,10 @@ pub struct ProfileConfig {
     pub failures: FailureOptions,
     /// Load mode, stop conditions, warmup duration and cancellation.
     pub load: LoadOptions,
+    /// Secret strings to hide wherever the command line is shown.
+    pub secrets: Vec<String>,
+    /// Flags accepted but without effect, for the log once it is set up.
+    pub warnings: Vec<String>,
 }
 
 /// How requests are timed and when a phase stops.
@@ -138,6 +142,8 @@ impl ProfileConfig {
 
         let endpoint_type = EndpointType::from(a.endpoint_type);
         let request_uri = build_request_uri(&a.url, a.custom_endpoint.as_deref(), endpoint_type)?;
+        let (request_uri, userinfo) = split_userinfo(request_uri)?;
+        let mut warnings = Vec::new();
 
         if !(a.request_timeout_seconds.is_finite() && a.request_timeout_seconds > 0.0) {
             return Err(bad(format!(
@@ -234,7 +240,13 @@ impl ProfileConfig {
             ));
         }
 
-        let headers = parse_headers(&a.headers)?;
+        let header_pairs = parse_header_pairs(&a.headers)?;
+        let mut headers = header_values(&header_pairs)?;
+        let api_key = a.api_key.clone().filter(|k| !k.is_empty());
+        if let Some(info) = &userinfo {
+            url_basic_auth(info, api_key.is_some(), &mut headers, &mut warnings)?;
+        }
+        let secrets = collect_secrets(api_key.as_deref(), &header_pairs, userinfo.as_ref());
         let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
         if let Some(g) = &a.goodput
             && g.trim().is_empty()
@@ -305,8 +317,9 @@ impl ProfileConfig {
             request_uri,
             streaming: a.streaming,
             request_timeout: Duration::from_secs_f64(a.request_timeout_seconds),
-            api_key: a.api_key.clone().filter(|k| !k.is_empty()),
+            api_key,
             headers,
+            secrets,
             extra_inputs,
             use_server_token_count: a.use_server_token_count,
             use_legacy_max_tokens: a.use_legacy_max_tokens,
@@ -326,6 +339,7 @@ impl ProfileConfig {
 
             failures,
             load,
+            warnings,
         })
     }
 
@@ -864,22 +878,21 @@ fn build_request_uri(
     Ok(uri)
 }
 
-/// `-H Name:Value` or a JSON object of headers.
-fn parse_headers(items: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
+/// `-H Name:Value` or a JSON object of headers, as (name, value) text pairs (trimmed).
+fn parse_header_pairs(items: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
     let mut out = Vec::new();
     for item in items {
-        let pairs: Vec<(String, String)> = if item.trim_start().starts_with('{') {
+        if item.trim_start().starts_with('{') {
             let obj: Map<String, Value> = serde_json::from_str(item).map_err(|e| {
                 bad(format!(
-                    "--header: '{item}' is not a JSON object ({e}); give Name:Value or {{\"Name\": \"Value\"}}"
+                    "--header: '{}' is not a JSON object ({e}); give Name:Value or {{\"Name\": \"Value\"}}",
+                    redact_json_headers(item)
                 ))
             })?;
-            obj.into_iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => (k, s),
-                    other => (k, other.to_string()),
-                })
-                .collect()
+            out.extend(obj.into_iter().map(|(k, v)| match v {
+                Value::String(s) => (k, s),
+                other => (k, other.to_string()),
+            }));
         } else {
             let (k, v) = item.split_once(':').ok_or_else(|| {
                 bad(format!(
@@ -887,20 +900,121 @@ fn parse_headers(items: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, Con
                     redact_header_arg(item)
                 ))
             })?;
-            vec![(k.trim().to_string(), v.trim().to_string())]
-        };
-        for (k, v) in pairs {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| bad(format!("--header: '{k}' is not a valid header name")))?;
-            let value = HeaderValue::from_str(&v).map_err(|_| {
-                bad(format!(
-                    "--header: the value for '{k}' is not a valid header value"
-                ))
-            })?;
-            out.push((name, value));
+            out.push((k.trim().to_string(), v.trim().to_string()));
         }
     }
     Ok(out)
+}
+
+fn header_values(
+    pairs: &[(String, String)],
+) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
+    let mut out = Vec::new();
+    for (k, v) in pairs {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| bad(format!("--header: '{k}' is not a valid header name")))?;
+        let mut value = HeaderValue::from_str(v).map_err(|_| {
+            bad(format!(
+                "--header: the value for '{k}' is not a valid header value"
+            ))
+        })?;
+        value.set_sensitive(is_secret_header(k));
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// `user:password@` from `--url`, as typed and percent-decoded.
+#[derive(Debug, Clone)]
+struct UserInfo {
+    raw: String,
+    raw_password: Option<String>,
+    user: String,
+    password: String,
+}
+
+/// Takes the credentials out of the request URI: they travel as HTTP Basic auth, never in
+/// the URI (which is logged and exported).
+fn split_userinfo(uri: Uri) -> Result<(Uri, Option<UserInfo>), ConfigError> {
+    let Some(auth) = uri.authority().map(|a| a.as_str().to_string()) else {
+        return Ok((uri, None));
+    };
+    let Some(at) = auth.rfind('@') else {
+        return Ok((uri, None));
+    };
+    let raw = auth[..at].to_string();
+    let (raw_user, raw_password) = match raw.split_once(':') {
+        Some((u, p)) => (u, Some(p.to_string())),
+        None => (raw.as_str(), None),
+    };
+    let decode = |s: &str| {
+        percent_decode(s).ok_or_else(|| {
+            bad("--url: the user name or password is not valid percent-encoded UTF-8; encode special characters as %XX")
+        })
+    };
+    let info = UserInfo {
+        user: decode(raw_user)?,
+        password: decode(raw_password.as_deref().unwrap_or(""))?,
+        raw_password,
+        raw,
+    };
+    let mut parts = uri.into_parts();
+    parts.authority = Some(auth[at + 1..].parse().map_err(|_| {
+        bad("--url: no host after the credentials; give e.g. http://user:pass@host:8000")
+    })?);
+    let uri = Uri::from_parts(parts).map_err(|e| bad(format!("--url: {e}")))?;
+    Ok((uri, Some(info)))
+}
+
+/// `%41` -> `A`; `None` for a bad escape or bytes that are not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Credentials in `--url` become `Authorization: Basic base64(user:password)`, unless
+/// `--api-key` or an `Authorization` header says otherwise (then a warning says they are
+/// not sent).
+fn url_basic_auth(
+    info: &UserInfo,
+    api_key_given: bool,
+    headers: &mut Vec<(HeaderName, HeaderValue)>,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let explicit = headers
+        .iter()
+        .any(|(k, _)| k == http::header::AUTHORIZATION);
+    if api_key_given || explicit {
+        let by = if explicit {
+            "-H Authorization"
+        } else {
+            "--api-key"
+        };
+        warnings.push(format!(
+            "--url: the user name and password in the URL are not sent: {by} sets the Authorization header"
+        ));
+        return Ok(());
+    }
+    use base64::Engine;
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{}", info.user, info.password));
+    let mut value = HeaderValue::from_str(&format!("Basic {token}"))
+        .map_err(|_| bad("--url: the credentials cannot be sent in a header"))?;
+    value.set_sensitive(true);
+    headers.push((http::header::AUTHORIZATION, value));
+    Ok(())
 }
 
 /// `--extra-inputs key:value` (value parsed as JSON when it is valid JSON, else a string), or
@@ -943,41 +1057,80 @@ fn redact_header_arg(item: &str) -> String {
     }
 }
 
+/// Headers whose values are credentials: never shown in the command line, logs or exports.
+/// Broad on purpose: hiding a harmless value costs nothing, showing a token does.
 pub fn is_secret_header(name: &str) -> bool {
     let n = name.trim().to_ascii_lowercase();
-    n == "authorization" || n == "proxy-authorization" || n == "x-api-key" || n == "api-key"
+    ["auth", "cookie", "key", "token", "secret", "password"]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
-/// The command line as typed, shell-quoted, with secrets replaced by `***`.
-pub fn redacted_command_line(args: &[String]) -> String {
+/// Every secret string the parsed flags carry: the API key, each secret header's value and
+/// the URL's credentials (as typed and percent-decoded). The command line is redacted from
+/// these values, so no spelling of a flag lets one through.
+fn collect_secrets(
+    api_key: Option<&str>,
+    headers: &[(String, String)],
+    userinfo: Option<&UserInfo>,
+) -> Vec<String> {
+    let mut out: Vec<String> = api_key.map(str::to_string).into_iter().collect();
+    for (name, value) in headers {
+        if is_secret_header(name) {
+            out.push(value.clone());
+        }
+    }
+    if let Some(u) = userinfo {
+        out.extend([u.raw.clone(), u.password.clone()]);
+        out.extend(u.raw_password.clone());
+    }
+    out.retain(|s| !s.trim().is_empty());
+    // Longest first, so a secret that contains another is replaced whole.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+/// The command line as typed, shell-quoted, with every occurrence of a secret replaced by
+/// `***`. A JSON object in an argument (the `-H '{"Authorization": ...}'` form) has its
+/// secret headers' values replaced too, whatever escapes spell them.
+pub fn redacted_command_line(args: &[String], secrets: &[String]) -> String {
     let mut out: Vec<String> = Vec::with_capacity(args.len());
-    let mut redact_next = false;
-    let mut header_next = false;
     for (i, arg) in args.iter().enumerate() {
         let shown = if i == 0 {
             "aiperf".to_string()
-        } else if redact_next {
-            redact_next = false;
-            "***".to_string()
-        } else if header_next {
-            header_next = false;
-            redact_header_arg(arg)
-        } else if let Some(rest) = arg.strip_prefix("--api-key=") {
-            let _ = rest;
-            "--api-key=***".to_string()
-        } else if let Some(rest) = arg.strip_prefix("--header=") {
-            format!("--header={}", redact_header_arg(rest))
         } else {
-            if arg == "--api-key" {
-                redact_next = true;
-            } else if arg == "-H" || arg == "--header" {
-                header_next = true;
+            let mut shown = redact_json_headers(arg);
+            for s in secrets {
+                shown = shown.replace(s.as_str(), "***");
             }
-            arg.clone()
+            shown
         };
         out.push(shell_quote(&shown));
     }
     out.join(" ")
+}
+
+/// `{"Authorization": "Bearer x"}` (alone or after a flag, e.g. `--header={...}`) with
+/// the values of secret headers replaced by `***`; other arguments unchanged.
+fn redact_json_headers(arg: &str) -> String {
+    let Some(start) = arg.find('{') else {
+        return arg.to_string();
+    };
+    let Ok(mut obj) = serde_json::from_str::<Map<String, Value>>(&arg[start..]) else {
+        return arg.to_string();
+    };
+    let mut changed = false;
+    for (k, v) in obj.iter_mut() {
+        if is_secret_header(k) {
+            *v = Value::String("***".into());
+            changed = true;
+        }
+    }
+    if !changed {
+        return arg.to_string();
+    }
+    format!("{}{}", &arg[..start], Value::Object(obj))
 }
 
 fn shell_quote(s: &str) -> String {
@@ -1342,19 +1495,44 @@ mod tests {
             "sk-123",
             "-H",
             "Authorization: Bearer x",
-            "--api-key=sk-9",
+            "X-Plain: 1",
+            "-HCookie: c=1",
+            r#"--header={"X-Api-Key": "k\u0041y"}"#,
+            "--url",
+            "http://me:p%40ss@h:9",
             "--model",
             "a b",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let line = redacted_command_line(&argv);
-        assert!(!line.contains("sk-"), "{line}");
-        assert!(!line.contains("Bearer"), "{line}");
+        let c = parse(&argv[2..].iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+        let line = redacted_command_line(&argv, &c.secrets);
+        for leak in ["sk-", "Bearer", "c=1", "kAy", "u0041", "me:", "p%40ss"] {
+            assert!(!line.contains(leak), "{leak} in {line}");
+        }
         assert_eq!(
             line,
-            "aiperf profile --api-key '***' -H 'Authorization:***' '--api-key=***' --model 'a b'"
+            "aiperf profile --api-key '***' -H 'Authorization: ***' 'X-Plain: 1' '-HCookie: ***' \
+             '--header={\"X-Api-Key\":\"***\"}' --url 'http://***@h:9' --model 'a b'"
         );
+    }
+
+    #[test]
+    fn url_credentials_become_basic_auth_and_leave_the_uri() {
+        let c = parse(&["--url", "http://me:p%40ss@h:9"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "http://h:9/v1/chat/completions");
+        let auth = c
+            .headers
+            .iter()
+            .find(|(k, _)| k == "authorization")
+            .unwrap();
+        // base64("me:p@ss")
+        assert_eq!(auth.1, "Basic bWU6cEBzcw==");
+        // An explicit Authorization wins; the URL's credentials are not sent.
+        let c = parse(&["--url", "http://me:pw@h:9", "-H", "Authorization: Bearer t"]).unwrap();
+        assert_eq!(c.headers.len(), 1);
+        assert_eq!(c.headers[0].1, "Bearer t");
+        assert_eq!(c.warnings.len(), 1);
     }
 }

@@ -69,6 +69,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     )
     .context("cannot create the log file")?;
     info!("Starting AIPerf (Rust) {}", env!("CARGO_PKG_VERSION"));
+    cfg.warnings.iter().for_each(|w| warn!("{w}"));
     if cfg.ui == UiType::Dashboard {
         warn!("The dashboard UI is not available yet; showing a progress bar instead");
     }
@@ -426,7 +427,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             start_wall_ns,
             end_wall_ns,
             was_cancelled,
-            cli_command: redacted_command_line(argv),
+            cli_command: redacted_command_line(argv, &cfg.secrets),
             input_config: input_config_json(&cfg),
             random_seed: Some(cfg.random_seed),
             tokenizer: tokenizer.name().to_string(),
