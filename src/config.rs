@@ -8,6 +8,7 @@ use http::{HeaderName, HeaderValue, Uri};
 use serde_json::{Map, Value};
 
 use crate::cli::{self, ArrivalMode, ProfileArgs};
+use crate::config_limits::{self as limits, Zero};
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::{ImageSampling, ImageSource};
 use crate::dataset::{ImageFormat, InputOptions};
@@ -145,12 +146,11 @@ impl ProfileConfig {
         let (request_uri, userinfo) = split_userinfo(request_uri)?;
         let mut warnings = Vec::new();
 
-        if !(a.request_timeout_seconds.is_finite() && a.request_timeout_seconds > 0.0) {
-            return Err(bad(format!(
-                "--request-timeout-seconds: {} is not allowed; give a number of seconds > 0",
-                a.request_timeout_seconds
-            )));
-        }
+        let request_timeout = limits::seconds(
+            "--request-timeout-seconds",
+            a.request_timeout_seconds,
+            Zero::Refused,
+        )?;
 
         let concurrency = a.concurrency.unwrap_or(1);
         if concurrency == 0 {
@@ -316,7 +316,7 @@ impl ProfileConfig {
             endpoint_type,
             request_uri,
             streaming: a.streaming,
-            request_timeout: Duration::from_secs_f64(a.request_timeout_seconds),
+            request_timeout,
             api_key,
             headers,
             secrets,
@@ -432,23 +432,21 @@ fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
 /// The failure-handling flags, and input combinations that would otherwise be silently
 /// ignored (image settings while images are off).
 fn check_failures_and_inputs(a: &ProfileArgs) -> Result<FailureOptions, ConfigError> {
-    let seconds = |flag: &str, v: f64, zero_ok: bool| -> Result<Duration, ConfigError> {
-        let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
-        if !ok {
-            let want = if zero_ok { ">= 0" } else { "> 0" };
-            return Err(bad(format!(
-                "{flag}: {v} is not allowed; give a number of seconds {want}"
-            )));
-        }
-        Ok(Duration::from_secs_f64(v))
-    };
-    let wait = seconds("--wait-for-model-timeout", a.wait_for_model_timeout, true)?;
-    let interval = seconds(
+    let wait = limits::seconds(
+        "--wait-for-model-timeout",
+        a.wait_for_model_timeout,
+        Zero::Allowed,
+    )?;
+    let interval = limits::seconds(
         "--wait-for-model-interval",
         a.wait_for_model_interval,
-        false,
+        Zero::Refused,
     )?;
-    let grace = seconds("--interrupt-grace-period", a.interrupt_grace_period, true)?;
+    let grace = limits::seconds(
+        "--interrupt-grace-period",
+        a.interrupt_grace_period,
+        Zero::Allowed,
+    )?;
     if let Some(t) = a.failed_request_threshold
         && !(t.is_finite() && (0.0..=1.0).contains(&t))
     {
@@ -547,15 +545,6 @@ fn first_record_has_timestamp(path: &std::path::Path) -> bool {
 
 /// Load mode, stop-condition, warmup-duration and cancellation flags.
 fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
-    let positive_seconds = |flag: &str, v: f64| -> Result<Duration, ConfigError> {
-        if v.is_finite() && v > 0.0 {
-            Ok(Duration::from_secs_f64(v))
-        } else {
-            Err(bad(format!(
-                "{flag}: {v} is not allowed; give a number of seconds > 0"
-            )))
-        }
-    };
     let rate = match a.request_rate {
         None => None,
         Some(r) if !(r.is_finite() && r > 0.0) => {
@@ -633,21 +622,12 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
     }
     let duration = a
         .benchmark_duration
-        .map(|d| positive_seconds("--benchmark-duration", d))
+        .map(|d| limits::seconds("--benchmark-duration", d, Zero::Refused))
         .transpose()?;
-    let g = a.benchmark_grace_period;
-    let grace = if g == f64::INFINITY {
-        None
-    } else if g.is_finite() && g >= 0.0 {
-        Some(Duration::from_secs_f64(g))
-    } else {
-        return Err(bad(format!(
-            "--benchmark-grace-period: {g} is not allowed; give seconds >= 0 or inf"
-        )));
-    };
+    let grace = limits::grace_seconds("--benchmark-grace-period", a.benchmark_grace_period)?;
     let warmup_duration = a
         .warmup_duration
-        .map(|d| positive_seconds("--warmup-duration", d))
+        .map(|d| limits::seconds("--warmup-duration", d, Zero::Refused))
         .transpose()?;
     if warmup_duration.is_some() && a.warmup_request_count > 0 {
         return Err(bad(
@@ -667,15 +647,14 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
             )));
         }
         Some(p) => {
-            let d = a.request_cancellation_delay;
-            if !(d.is_finite() && d >= 0.0) {
-                return Err(bad(format!(
-                    "--request-cancellation-delay: {d} is not allowed; give seconds >= 0"
-                )));
-            }
+            let delay = limits::seconds(
+                "--request-cancellation-delay",
+                a.request_cancellation_delay,
+                Zero::Allowed,
+            )?;
             Some(Cancellation {
                 share: p / 100.0,
-                delay: Duration::from_secs_f64(d),
+                delay,
             })
         }
     };
@@ -732,13 +711,7 @@ fn check_warmup(
     }
     let grace = match a.warmup_grace_period {
         None => None,
-        Some(g) if g == f64::INFINITY => None,
-        Some(g) if g.is_finite() && g >= 0.0 => Some(Duration::from_secs_f64(g)),
-        Some(g) => {
-            return Err(bad(format!(
-                "--warmup-grace-period: {g} is not allowed; give seconds >= 0 or inf"
-            )));
-        }
+        Some(g) => limits::grace_seconds("--warmup-grace-period", g)?,
     };
     if a.warmup_concurrency == Some(0) {
         return Err(bad(
@@ -777,6 +750,9 @@ fn check_warmup(
     })
 }
 
+/// `--conversation-turn-delay-ratio` above this would stretch a think time past any run.
+const MAX_DELAY_RATIO: f64 = 1000.0;
+
 /// `--conversation-turn-*`: the shape of synthetic conversations.
 fn check_turns(a: &ProfileArgs) -> Result<TurnOptions, ConfigError> {
     if a.conversation_turn_mean == 0 {
@@ -785,20 +761,19 @@ fn check_turns(a: &ProfileArgs) -> Result<TurnOptions, ConfigError> {
         ));
     }
     check_stddev("--conversation-turn-stddev", a.conversation_turn_stddev)?;
-    let delay = a.conversation_turn_delay_mean;
-    if !(delay.is_finite() && delay >= 0.0) {
-        return Err(bad(format!(
-            "--conversation-turn-delay-mean: {delay} is not allowed; give milliseconds >= 0"
-        )));
-    }
-    check_stddev(
+    let delay = limits::millis(
+        "--conversation-turn-delay-mean",
+        a.conversation_turn_delay_mean,
+    )?;
+    limits::millis(
         "--conversation-turn-delay-stddev",
         a.conversation_turn_delay_stddev,
     )?;
+    // Bounded too: it multiplies every think time.
     let ratio = a.conversation_turn_delay_ratio;
-    if !(ratio.is_finite() && ratio > 0.0) {
+    if !(ratio.is_finite() && ratio > 0.0 && ratio <= MAX_DELAY_RATIO) {
         return Err(bad(format!(
-            "--conversation-turn-delay-ratio: {ratio} is not allowed; give a multiplier > 0 (1 keeps the delays)"
+            "--conversation-turn-delay-ratio: {ratio} is not allowed; give a multiplier > 0 and at most {MAX_DELAY_RATIO} (1 keeps the delays)"
         )));
     }
     let turns = TurnOptions {

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod config_limits;
 pub mod dataset;
 pub mod endpoint;
 pub mod export;

@@ -174,3 +174,100 @@ fn mock_server_rejects_bad_fault_rates() {
         assert!(out.stdout.is_empty(), "it must not start listening");
     }
 }
+
+#[test]
+fn durations_too_large_to_represent() {
+    let huge = "1e20";
+    let shown = "100000000000000000000";
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--request-timeout-seconds", huge],
+            "--request-timeout-seconds",
+        ),
+        (&["--benchmark-duration", huge], "--benchmark-duration"),
+        (
+            &[
+                "--benchmark-duration",
+                "5",
+                "--benchmark-grace-period",
+                huge,
+            ],
+            "--benchmark-grace-period",
+        ),
+        (
+            &["--interrupt-grace-period", huge],
+            "--interrupt-grace-period",
+        ),
+        (&["--warmup-duration", huge], "--warmup-duration"),
+        (
+            &["--warmup-duration", "1", "--warmup-grace-period", huge],
+            "--warmup-grace-period",
+        ),
+        (
+            &["--wait-for-model-timeout", huge],
+            "--wait-for-model-timeout",
+        ),
+        (
+            &[
+                "--wait-for-model-timeout",
+                "1",
+                "--wait-for-model-interval",
+                huge,
+            ],
+            "--wait-for-model-interval",
+        ),
+        (
+            &[
+                "--request-cancellation-rate",
+                "10",
+                "--request-cancellation-delay",
+                huge,
+            ],
+            "--request-cancellation-delay",
+        ),
+    ];
+    for (args, flag) in cases {
+        assert_names(args, &[flag, shown, "at most 31536000 (one year)"]);
+    }
+    // Think times are in milliseconds.
+    assert_names(
+        &[
+            "--conversation-turn-mean",
+            "2",
+            "--conversation-turn-delay-mean",
+            huge,
+        ],
+        &[
+            "--conversation-turn-delay-mean",
+            shown,
+            "milliseconds",
+            "at most 31536000000",
+        ],
+    );
+    assert_names(
+        &[
+            "--conversation-turn-mean",
+            "2",
+            "--conversation-turn-delay-mean",
+            "5",
+            "--conversation-turn-delay-stddev",
+            huge,
+        ],
+        &[
+            "--conversation-turn-delay-stddev",
+            shown,
+            "at most 31536000000",
+        ],
+    );
+    assert_names(
+        &[
+            "--conversation-turn-mean",
+            "2",
+            "--conversation-turn-delay-mean",
+            "5",
+            "--conversation-turn-delay-ratio",
+            huge,
+        ],
+        &["--conversation-turn-delay-ratio", shown, "at most 1000"],
+    );
+}
