@@ -12,7 +12,7 @@ use crate::config_limits::{self as limits, Zero};
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::{ImageSampling, ImageSource};
 use crate::dataset::{ImageFormat, InputOptions};
-use crate::dataset::{SyntheticOptions, TurnOptions};
+use crate::dataset::{MAX_IMAGE_SIDE, MAX_INPUT_TOKENS, SyntheticOptions, TurnOptions};
 use crate::endpoint::EndpointType;
 use crate::load::schedule::ArrivalPattern;
 use crate::load::{Cancellation, ScheduleWindow};
@@ -153,16 +153,7 @@ impl ProfileConfig {
         )?;
 
         let concurrency = a.concurrency.unwrap_or(1);
-        if concurrency == 0 {
-            return Err(bad(
-                "--concurrency: 0 is not allowed; give 1 or more requests in flight",
-            ));
-        }
-        if a.request_count == Some(0) {
-            return Err(bad(
-                "--request-count: 0 is not allowed; give 1 or more requests",
-            ));
-        }
+        check_counts(a)?;
         let load = check_load_modes(a)?;
         let request_count = match (a.request_count, load.duration) {
             (Some(n), _) => n,
@@ -183,11 +174,13 @@ impl ProfileConfig {
         };
         let turns = check_turns(a)?;
 
-        if a.isl_mean == 0 {
-            return Err(bad(
-                "--synthetic-input-tokens-mean: 0 is not allowed; give 1 or more tokens",
-            ));
-        }
+        limits::count(
+            "--synthetic-input-tokens-mean/--isl",
+            a.isl_mean,
+            MAX_INPUT_TOKENS,
+            "tokens",
+            "",
+        )?;
         check_stddev("--synthetic-input-tokens-stddev", a.isl_stddev)?;
         if let Some(osl) = a.osl_mean
             && osl == 0
@@ -204,16 +197,7 @@ impl ProfileConfig {
         let osl_stddev = a.osl_stddev.unwrap_or(0.0);
         check_stddev("--output-tokens-stddev", osl_stddev)?;
 
-        for (flag, v) in [
-            ("--image-width-mean", a.image_width_mean),
-            ("--image-height-mean", a.image_height_mean),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(bad(format!(
-                    "{flag}: {v} is not allowed; give a width/height in pixels >= 0 (0 disables images)"
-                )));
-            }
-        }
+        check_image_size(a)?;
         let width_stddev = a.image_width_stddev.unwrap_or(0.0);
         let height_stddev = a.image_height_stddev.unwrap_or(0.0);
         check_stddev("--image-width-stddev", width_stddev)?;
@@ -234,11 +218,13 @@ impl ProfileConfig {
                 endpoint_type.as_str()
             )));
         }
-        if a.num_dataset_entries == 0 {
-            return Err(bad(
-                "--num-dataset-entries: 0 is not allowed; give 1 or more entries",
-            ));
-        }
+        limits::count(
+            "--num-dataset-entries",
+            a.num_dataset_entries as u64,
+            limits::MAX_REQUESTS,
+            "entries",
+            "",
+        )?;
 
         let header_pairs = parse_header_pairs(&a.headers)?;
         let mut headers = header_values(&header_pairs)?;
@@ -291,6 +277,10 @@ impl ProfileConfig {
             seed: Some(random_seed),
             turns,
         };
+
+        if a.input_file.is_none() {
+            check_dataset_memory(&synthetic)?;
+        }
 
         let artifact_dir = match &a.artifact_dir {
             Some(d) => d.clone(),
@@ -349,6 +339,98 @@ impl ProfileConfig {
         self.request_uri = build_request_uri(base, Some(&path), self.endpoint_type)?;
         Ok(())
     }
+}
+
+/// Request, conversation and concurrency counts: 1 or more, and few enough to plan in
+/// memory.
+fn check_counts(a: &ProfileArgs) -> Result<(), ConfigError> {
+    let longer = "; for longer runs use --benchmark-duration";
+    let requests = limits::MAX_REQUESTS;
+    if let Some(c) = a.concurrency {
+        limits::count(
+            "--concurrency",
+            c,
+            limits::MAX_CONCURRENCY,
+            "requests in flight",
+            "",
+        )?;
+    }
+    if let Some(n) = a.request_count {
+        limits::count("--request-count", n, requests, "requests", longer)?;
+    }
+    if a.warmup_request_count > 0 {
+        limits::count(
+            "--warmup-request-count",
+            a.warmup_request_count,
+            requests,
+            "requests",
+            "",
+        )?;
+    }
+    if let Some(n) = a.conversation_num
+        && n > 0
+    {
+        limits::count("--conversation-num", n, requests, "conversations", longer)?;
+    }
+    if let Some(n) = a.num_warmup_sessions
+        && n > 0
+    {
+        limits::count("--num-warmup-sessions", n, requests, "conversations", "")?;
+    }
+    Ok(())
+}
+
+/// Image sides from 0 (off) to `MAX_IMAGE_SIDE`, and at most `MAX_IMAGE_PIXELS` each.
+fn check_image_size(a: &ProfileArgs) -> Result<(), ConfigError> {
+    let max = f64::from(MAX_IMAGE_SIDE);
+    for (flag, v) in [
+        ("--image-width-mean", a.image_width_mean),
+        ("--image-height-mean", a.image_height_mean),
+    ] {
+        if !(v.is_finite() && v >= 0.0 && v <= max) {
+            return Err(bad(format!(
+                "{flag}: {v} is not allowed; give a width/height in pixels from 0 to {MAX_IMAGE_SIDE} (0 disables images)"
+            )));
+        }
+    }
+    let pixels = a.image_width_mean * a.image_height_mean;
+    if pixels > limits::MAX_IMAGE_PIXELS as f64 {
+        return Err(bad(format!(
+            "--image-width-mean {} x --image-height-mean {}: {pixels} pixels per image is not allowed; give at most {} (e.g. 8192 x 8192)",
+            a.image_width_mean,
+            a.image_height_mean,
+            limits::MAX_IMAGE_PIXELS
+        )));
+    }
+    Ok(())
+}
+
+/// Estimates the memory the synthetic dataset takes once built (each prompt and image is
+/// held twice: as built and inside its request body) and refuses a dataset that would not
+/// fit in the memory available, instead of aborting halfway through building it.
+fn check_dataset_memory(s: &SyntheticOptions) -> Result<(), ConfigError> {
+    let Some(available) = limits::available_memory() else {
+        return Ok(());
+    };
+    // About 4 bytes of text a token; noise images barely compress (3 bytes a pixel, then
+    // base64 adds a third).
+    let text = s.isl_mean * 4.0;
+    let image = s.image_width_mean * s.image_height_mean * 3.0 * 4.0 / 3.0;
+    let per_turn = 2.0 * (text + s.image_batch_size as f64 * image);
+    let total = per_turn * s.turns.mean as f64 * s.num_entries as f64;
+    if total > available as f64 {
+        return Err(bad(format!(
+            "--num-dataset-entries {} x --image-batch-size {} x --image-width-mean {} x --image-height-mean {} (and --isl {}): the synthetic dataset would take about {}, more than the {} of memory available; lower the image size, --image-batch-size, --num-dataset-entries or --isl",
+            s.num_entries,
+            s.image_batch_size,
+            s.image_width_mean,
+            s.image_height_mean,
+            s.isl_mean,
+            limits::gib(total),
+            limits::gib(available as f64)
+        )));
+    }
+    Ok(())
 }
 
 /// `--image-source*`, `--input-file`, `--custom-dataset-type`, `--isl-block-size`.

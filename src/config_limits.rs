@@ -62,6 +62,56 @@ pub fn millis(flag: &str, v: f64) -> Result<f64, ConfigError> {
     Ok(v)
 }
 
+/// Most requests (or conversations) one phase may plan: each planned send holds its id and
+/// order entry (about 100 bytes) and each finished one its metrics, so 10 million stay
+/// around a gigabyte or two. Longer runs are what `--benchmark-duration` is for.
+pub const MAX_REQUESTS: u64 = 10_000_000;
+
+/// Most requests in flight: each holds a connection (a file descriptor) and a task.
+pub const MAX_CONCURRENCY: u64 = 100_000;
+
+/// Most pixels in one synthetic image (8192 x 8192): a raw frame is 3 bytes a pixel, and
+/// several are encoded at once.
+pub const MAX_IMAGE_PIXELS: u64 = 1 << 26;
+
+/// A clap value parser for counts: a whole number, also in float notation (`1e6`), so that
+/// `--request-count 1e12` reaches the range check instead of failing as "invalid digit".
+pub fn whole_number(s: &str) -> Result<u64, String> {
+    if let Ok(n) = s.trim().parse::<u64>() {
+        return Ok(n);
+    }
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < u64::MAX as f64 => {
+            Ok(f as u64)
+        }
+        _ => Err("give a whole number >= 0, e.g. 100 or 1e6".into()),
+    }
+}
+
+/// A count flag from 1 to `max` (`what` names the unit, `hint` may add a way out).
+pub fn count(flag: &str, v: u64, max: u64, what: &str, hint: &str) -> Result<(), ConfigError> {
+    if v == 0 || v > max {
+        return Err(ConfigError(format!(
+            "{flag}: {v} is not allowed; give 1 or more {what}, at most {max}{hint}"
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes of memory the machine has available now (`MemAvailable` on Linux); `None` where
+/// it cannot be read, and then only the fixed bounds apply.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// `n` bytes as "12.3 GiB".
+pub fn gib(n: f64) -> String {
+    format!("{:.1} GiB", n / (1u64 << 30) as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +134,21 @@ mod tests {
         assert!(e.contains("--g") && e.contains("or inf"), "{e}");
         assert!(millis("--m", f64::NAN).is_err());
         assert!(millis("--m", 1e15).is_err());
+    }
+
+    #[test]
+    fn counts_take_float_notation_and_a_range() {
+        assert_eq!(whole_number("1e6"), Ok(1_000_000));
+        assert_eq!(whole_number("12"), Ok(12));
+        assert!(whole_number("1.5").is_err());
+        assert!(whole_number("-1").is_err());
+        assert!(whole_number("abc").is_err());
+        let e = count("--n", 11, 10, "requests", "")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--n: 11 is not allowed; give 1 or more requests, at most 10"
+        );
     }
 }

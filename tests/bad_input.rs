@@ -271,3 +271,77 @@ fn durations_too_large_to_represent() {
         &["--conversation-turn-delay-ratio", shown, "at most 1000"],
     );
 }
+
+#[test]
+fn sizes_too_large_to_allocate() {
+    assert_names(
+        &[
+            "--image-width-mean",
+            "100000",
+            "--image-height-mean",
+            "100000",
+        ],
+        &["--image-width-mean", "100000", "from 0 to 16384"],
+    );
+    assert_names(
+        &[
+            "--image-width-mean",
+            "10000",
+            "--image-height-mean",
+            "10000",
+        ],
+        &[
+            "--image-width-mean 10000 x --image-height-mean 10000",
+            "100000000 pixels",
+            "at most 67108864",
+        ],
+    );
+    // Float notation reaches the range check instead of clap's "invalid digit".
+    assert_names(
+        &["--request-count", "1e12"],
+        &[
+            "--request-count",
+            "1000000000000",
+            "at most 10000000",
+            "--benchmark-duration",
+        ],
+    );
+    assert_names(
+        &["--isl", "1e12"],
+        &["--isl", "1000000000000", "at most 2000000"],
+    );
+    assert_names(
+        &["--concurrency", "1e9"],
+        &["--concurrency", "1000000000", "at most 100000"],
+    );
+    assert_names(
+        &["--request-count", "1.5"],
+        &["--request-count", "1.5", "whole number"],
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_synthetic_dataset_larger_than_memory_is_refused_before_building() {
+    // 100 entries x 50 images of 8000 x 8000 noise: terabytes.
+    assert_names(
+        &[
+            "--image-width-mean",
+            "8000",
+            "--image-height-mean",
+            "8000",
+            "--image-batch-size",
+            "50",
+            "--num-dataset-entries",
+            "100",
+            "--request-count",
+            "100",
+        ],
+        &[
+            "--image-batch-size 50",
+            "--num-dataset-entries 100",
+            "would take about",
+            "memory available",
+        ],
+    );
+}
