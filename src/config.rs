@@ -335,7 +335,11 @@ impl ProfileConfig {
 
     /// Points the run at another base URL (used by `--mock-server`), keeping the path.
     pub fn set_base_url(&mut self, base: &str) -> Result<(), ConfigError> {
-        let path = self.request_uri.path().to_string();
+        let path = self
+            .request_uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string();
         self.request_uri = build_request_uri(base, Some(&path), self.endpoint_type)?;
         Ok(())
     }
@@ -901,17 +905,24 @@ fn build_request_uri(
     } else {
         format!("http://{url}")
     };
-    let base = with_scheme.trim_end_matches('/');
+    let (base, query) = split_query(&with_scheme, url)?;
+    let base = base.trim_end_matches('/');
     let path = custom_endpoint.unwrap_or(endpoint.default_path());
     let path = if path.starts_with('/') {
         path.to_string()
     } else {
         format!("/{path}")
     };
-    let full = if base.ends_with("/v1") && path.starts_with("/v1/") {
-        format!("{base}{}", &path[3..])
+    let path = if base.ends_with("/v1") && path.starts_with("/v1/") {
+        path[3..].to_string()
     } else {
-        format!("{base}{path}")
+        path
+    };
+    // The URL's query goes after the endpoint path (joined to one the endpoint may have).
+    let full = match query {
+        None => format!("{base}{path}"),
+        Some(q) if path.contains('?') => format!("{base}{path}&{q}"),
+        Some(q) => format!("{base}{path}?{q}"),
     };
     let uri: Uri = full.parse().map_err(|e| {
         bad(format!(
@@ -932,7 +943,46 @@ fn build_request_uri(
             "--url: '{url}' has no host; give e.g. localhost:8000"
         )));
     }
+    check_port(&uri, url)?;
     Ok(uri)
+}
+
+/// `http://h/base?q=1` -> (`http://h/base`, `q=1`). A fragment is refused: it is never
+/// sent, so it can only be a typo.
+fn split_query<'a>(
+    with_scheme: &'a str,
+    url: &str,
+) -> Result<(&'a str, Option<&'a str>), ConfigError> {
+    if with_scheme.contains('#') {
+        return Err(bad(format!(
+            "--url: '{url}' has a fragment ('#...'), which is never sent to a server; drop it"
+        )));
+    }
+    Ok(match with_scheme.split_once('?') {
+        Some((base, q)) => (base, (!q.is_empty()).then_some(q)),
+        None => (with_scheme, None),
+    })
+}
+
+/// A port in the URL must be a number from 1 to 65535: otherwise the client would fall back
+/// to the scheme's default port and benchmark another server.
+fn check_port(uri: &Uri, url: &str) -> Result<(), ConfigError> {
+    let Some(authority) = uri.authority() else {
+        return Ok(());
+    };
+    let host_port = authority.as_str().rsplit('@').next().unwrap_or("");
+    // `[::1]:8000`: the port follows the bracket.
+    let port = match host_port.rfind(']') {
+        Some(i) => host_port[i + 1..].strip_prefix(':'),
+        None => host_port.rsplit_once(':').map(|(_, p)| p),
+    };
+    match port {
+        None => Ok(()),
+        Some(p) if p.parse::<u16>().is_ok_and(|n| n > 0) => Ok(()),
+        Some(p) => Err(bad(format!(
+            "--url: port '{p}' in '{url}' is not allowed; give a port from 1 to 65535, e.g. localhost:8000"
+        ))),
+    }
 }
 
 /// `-H Name:Value` or a JSON object of headers, as (name, value) text pairs (trimmed).
@@ -1301,6 +1351,20 @@ mod tests {
         assert_eq!(c.request_uri.to_string(), "http://127.0.0.1:9/custom/path");
         let e = parse(&["-u", "ftp://x"]).unwrap_err().to_string();
         assert!(e.contains("--url") && e.contains("ftp"), "{e}");
+        // A query stays after the endpoint path.
+        let c = parse(&["-u", "h:1/?q=1"]).unwrap();
+        assert_eq!(
+            c.request_uri.to_string(),
+            "http://h:1/v1/chat/completions?q=1"
+        );
+        let c = parse(&["-u", "http://h/v1?a=b", "--endpoint", "/v1/x?c=d"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "http://h/v1/x?c=d&a=b");
+        let c = parse(&["-u", "[::1]:8000"]).unwrap();
+        assert_eq!(c.request_uri.port_u16(), Some(8000));
+        for bad_port in ["127.0.0.1:99999", "host:abc", "h:0", "[::1]:70000"] {
+            let e = parse(&["-u", bad_port]).unwrap_err().to_string();
+            assert!(e.contains("1 to 65535"), "{bad_port}: {e}");
+        }
     }
 
     #[test]

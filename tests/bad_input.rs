@@ -345,3 +345,19 @@ fn a_synthetic_dataset_larger_than_memory_is_refused_before_building() {
         ],
     );
 }
+
+#[test]
+fn invalid_ports_are_refused_not_replaced_by_80() {
+    assert_names(
+        &["--url", "127.0.0.1:99999"],
+        &["--url", "'99999'", "127.0.0.1:99999", "from 1 to 65535"],
+    );
+    assert_names(
+        &["--url", "host:abc"],
+        &["--url", "'abc'", "from 1 to 65535"],
+    );
+    assert_names(
+        &["--url", "http://host:8000/#frag"],
+        &["--url", "fragment", "drop it"],
+    );
+}
