@@ -8,10 +8,11 @@ use http::{HeaderName, HeaderValue, Uri};
 use serde_json::{Map, Value};
 
 use crate::cli::{self, ArrivalMode, ProfileArgs};
+use crate::config_limits::{self as limits, Zero};
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::{ImageSampling, ImageSource};
 use crate::dataset::{ImageFormat, InputOptions};
-use crate::dataset::{SyntheticOptions, TurnOptions};
+use crate::dataset::{MAX_IMAGE_SIDE, MAX_INPUT_TOKENS, SyntheticOptions, TurnOptions};
 use crate::endpoint::EndpointType;
 use crate::load::schedule::ArrivalPattern;
 use crate::load::{Cancellation, ScheduleWindow};
@@ -62,6 +63,10 @@ pub struct ProfileConfig {
     pub failures: FailureOptions,
     /// Load mode, stop conditions, warmup duration and cancellation.
     pub load: LoadOptions,
+    /// Secret strings to hide wherever the command line is shown.
+    pub secrets: Vec<String>,
+    /// Flags accepted but without effect, for the log once it is set up.
+    pub warnings: Vec<String>,
 }
 
 /// How requests are timed and when a phase stops.
@@ -138,25 +143,17 @@ impl ProfileConfig {
 
         let endpoint_type = EndpointType::from(a.endpoint_type);
         let request_uri = build_request_uri(&a.url, a.custom_endpoint.as_deref(), endpoint_type)?;
+        let (request_uri, userinfo) = split_userinfo(request_uri)?;
+        let mut warnings = Vec::new();
 
-        if !(a.request_timeout_seconds.is_finite() && a.request_timeout_seconds > 0.0) {
-            return Err(bad(format!(
-                "--request-timeout-seconds: {} is not allowed; give a number of seconds > 0",
-                a.request_timeout_seconds
-            )));
-        }
+        let request_timeout = limits::seconds(
+            "--request-timeout-seconds",
+            a.request_timeout_seconds,
+            Zero::Refused,
+        )?;
 
         let concurrency = a.concurrency.unwrap_or(1);
-        if concurrency == 0 {
-            return Err(bad(
-                "--concurrency: 0 is not allowed; give 1 or more requests in flight",
-            ));
-        }
-        if a.request_count == Some(0) {
-            return Err(bad(
-                "--request-count: 0 is not allowed; give 1 or more requests",
-            ));
-        }
+        check_counts(a)?;
         let load = check_load_modes(a)?;
         let request_count = match (a.request_count, load.duration) {
             (Some(n), _) => n,
@@ -177,11 +174,13 @@ impl ProfileConfig {
         };
         let turns = check_turns(a)?;
 
-        if a.isl_mean == 0 {
-            return Err(bad(
-                "--synthetic-input-tokens-mean: 0 is not allowed; give 1 or more tokens",
-            ));
-        }
+        limits::count(
+            "--synthetic-input-tokens-mean/--isl",
+            a.isl_mean,
+            MAX_INPUT_TOKENS,
+            "tokens",
+            "",
+        )?;
         check_stddev("--synthetic-input-tokens-stddev", a.isl_stddev)?;
         if let Some(osl) = a.osl_mean
             && osl == 0
@@ -198,16 +197,7 @@ impl ProfileConfig {
         let osl_stddev = a.osl_stddev.unwrap_or(0.0);
         check_stddev("--output-tokens-stddev", osl_stddev)?;
 
-        for (flag, v) in [
-            ("--image-width-mean", a.image_width_mean),
-            ("--image-height-mean", a.image_height_mean),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(bad(format!(
-                    "{flag}: {v} is not allowed; give a width/height in pixels >= 0 (0 disables images)"
-                )));
-            }
-        }
+        check_image_size(a)?;
         let width_stddev = a.image_width_stddev.unwrap_or(0.0);
         let height_stddev = a.image_height_stddev.unwrap_or(0.0);
         check_stddev("--image-width-stddev", width_stddev)?;
@@ -228,13 +218,21 @@ impl ProfileConfig {
                 endpoint_type.as_str()
             )));
         }
-        if a.num_dataset_entries == 0 {
-            return Err(bad(
-                "--num-dataset-entries: 0 is not allowed; give 1 or more entries",
-            ));
-        }
+        limits::count(
+            "--num-dataset-entries",
+            a.num_dataset_entries as u64,
+            limits::MAX_REQUESTS,
+            "entries",
+            "",
+        )?;
 
-        let headers = parse_headers(&a.headers)?;
+        let header_pairs = parse_header_pairs(&a.headers)?;
+        let mut headers = header_values(&header_pairs)?;
+        let api_key = a.api_key.clone().filter(|k| !k.is_empty());
+        if let Some(info) = &userinfo {
+            url_basic_auth(info, api_key.is_some(), &mut headers, &mut warnings)?;
+        }
+        let secrets = collect_secrets(api_key.as_deref(), &header_pairs, userinfo.as_ref());
         let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
         if let Some(g) = &a.goodput
             && g.trim().is_empty()
@@ -277,6 +275,10 @@ impl ProfileConfig {
             turns,
         };
 
+        if a.input_file.is_none() {
+            check_dataset_memory(&synthetic)?;
+        }
+
         let artifact_dir = match &a.artifact_dir {
             Some(d) => d.clone(),
             None => PathBuf::from("artifacts").join(format!(
@@ -301,10 +303,11 @@ impl ProfileConfig {
             endpoint_type,
             request_uri,
             streaming: a.streaming,
-            request_timeout: Duration::from_secs_f64(a.request_timeout_seconds),
+            request_timeout,
             max_response_bytes: a.max_response_bytes,
-            api_key: a.api_key.clone().filter(|k| !k.is_empty()),
+            api_key,
             headers,
+            secrets,
             extra_inputs,
             use_server_token_count: a.use_server_token_count,
             use_legacy_max_tokens: a.use_legacy_max_tokens,
@@ -323,15 +326,112 @@ impl ProfileConfig {
 
             failures,
             load,
+            warnings,
         })
     }
 
     /// Points the run at another base URL (used by `--mock-server`), keeping the path.
     pub fn set_base_url(&mut self, base: &str) -> Result<(), ConfigError> {
-        let path = self.request_uri.path().to_string();
+        let path = self
+            .request_uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string();
         self.request_uri = build_request_uri(base, Some(&path), self.endpoint_type)?;
         Ok(())
     }
+}
+
+/// Request, conversation and concurrency counts: 1 or more, and few enough to plan in
+/// memory.
+fn check_counts(a: &ProfileArgs) -> Result<(), ConfigError> {
+    let longer = "; for longer runs use --benchmark-duration";
+    let requests = limits::MAX_REQUESTS;
+    if let Some(c) = a.concurrency {
+        limits::count(
+            "--concurrency",
+            c,
+            limits::MAX_CONCURRENCY,
+            "requests in flight",
+            "",
+        )?;
+    }
+    if let Some(n) = a.request_count {
+        limits::count("--request-count", n, requests, "requests", longer)?;
+    }
+    if a.warmup_request_count > 0 {
+        limits::count(
+            "--warmup-request-count",
+            a.warmup_request_count,
+            requests,
+            "requests",
+            "",
+        )?;
+    }
+    if let Some(n) = a.conversation_num
+        && n > 0
+    {
+        limits::count("--conversation-num", n, requests, "conversations", longer)?;
+    }
+    if let Some(n) = a.num_warmup_sessions
+        && n > 0
+    {
+        limits::count("--num-warmup-sessions", n, requests, "conversations", "")?;
+    }
+    Ok(())
+}
+
+/// Image sides from 0 (off) to `MAX_IMAGE_SIDE`, and at most `MAX_IMAGE_PIXELS` each.
+fn check_image_size(a: &ProfileArgs) -> Result<(), ConfigError> {
+    let max = f64::from(MAX_IMAGE_SIDE);
+    for (flag, v) in [
+        ("--image-width-mean", a.image_width_mean),
+        ("--image-height-mean", a.image_height_mean),
+    ] {
+        if !(v.is_finite() && v >= 0.0 && v <= max) {
+            return Err(bad(format!(
+                "{flag}: {v} is not allowed; give a width/height in pixels from 0 to {MAX_IMAGE_SIDE} (0 disables images)"
+            )));
+        }
+    }
+    let pixels = a.image_width_mean * a.image_height_mean;
+    if pixels > limits::MAX_IMAGE_PIXELS as f64 {
+        return Err(bad(format!(
+            "--image-width-mean {} x --image-height-mean {}: {pixels} pixels per image is not allowed; give at most {} (e.g. 8192 x 8192)",
+            a.image_width_mean,
+            a.image_height_mean,
+            limits::MAX_IMAGE_PIXELS
+        )));
+    }
+    Ok(())
+}
+
+/// Estimates the memory the synthetic dataset takes once built (each prompt and image is
+/// held twice: as built and inside its request body) and refuses a dataset that would not
+/// fit in the memory available, instead of aborting halfway through building it.
+fn check_dataset_memory(s: &SyntheticOptions) -> Result<(), ConfigError> {
+    let Some(available) = limits::available_memory() else {
+        return Ok(());
+    };
+    // About 4 bytes of text a token; noise images barely compress (3 bytes a pixel, then
+    // base64 adds a third).
+    let text = s.isl_mean * 4.0;
+    let image = s.image_width_mean * s.image_height_mean * 3.0 * 4.0 / 3.0;
+    let per_turn = 2.0 * (text + s.image_batch_size as f64 * image);
+    let total = per_turn * s.turns.mean as f64 * s.num_entries as f64;
+    if total > available as f64 {
+        return Err(bad(format!(
+            "--num-dataset-entries {} x --image-batch-size {} x --image-width-mean {} x --image-height-mean {} (and --isl {}): the synthetic dataset would take about {}, more than the {} of memory available; lower the image size, --image-batch-size, --num-dataset-entries or --isl",
+            s.num_entries,
+            s.image_batch_size,
+            s.image_width_mean,
+            s.image_height_mean,
+            s.isl_mean,
+            limits::gib(total),
+            limits::gib(available as f64)
+        )));
+    }
+    Ok(())
 }
 
 /// `--image-source*`, `--input-file`, `--custom-dataset-type`, `--isl-block-size`.
@@ -415,23 +515,21 @@ fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
 /// The failure-handling flags, and input combinations that would otherwise be silently
 /// ignored (image settings while images are off).
 fn check_failures_and_inputs(a: &ProfileArgs) -> Result<FailureOptions, ConfigError> {
-    let seconds = |flag: &str, v: f64, zero_ok: bool| -> Result<Duration, ConfigError> {
-        let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
-        if !ok {
-            let want = if zero_ok { ">= 0" } else { "> 0" };
-            return Err(bad(format!(
-                "{flag}: {v} is not allowed; give a number of seconds {want}"
-            )));
-        }
-        Ok(Duration::from_secs_f64(v))
-    };
-    let wait = seconds("--wait-for-model-timeout", a.wait_for_model_timeout, true)?;
-    let interval = seconds(
+    let wait = limits::seconds(
+        "--wait-for-model-timeout",
+        a.wait_for_model_timeout,
+        Zero::Allowed,
+    )?;
+    let interval = limits::seconds(
         "--wait-for-model-interval",
         a.wait_for_model_interval,
-        false,
+        Zero::Refused,
     )?;
-    let grace = seconds("--interrupt-grace-period", a.interrupt_grace_period, true)?;
+    let grace = limits::seconds(
+        "--interrupt-grace-period",
+        a.interrupt_grace_period,
+        Zero::Allowed,
+    )?;
     if let Some(t) = a.failed_request_threshold
         && !(t.is_finite() && (0.0..=1.0).contains(&t))
     {
@@ -530,15 +628,6 @@ fn first_record_has_timestamp(path: &std::path::Path) -> bool {
 
 /// Load mode, stop-condition, warmup-duration and cancellation flags.
 fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
-    let positive_seconds = |flag: &str, v: f64| -> Result<Duration, ConfigError> {
-        if v.is_finite() && v > 0.0 {
-            Ok(Duration::from_secs_f64(v))
-        } else {
-            Err(bad(format!(
-                "{flag}: {v} is not allowed; give a number of seconds > 0"
-            )))
-        }
-    };
     let rate = match a.request_rate {
         None => None,
         Some(r) if !(r.is_finite() && r > 0.0) => {
@@ -616,21 +705,12 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
     }
     let duration = a
         .benchmark_duration
-        .map(|d| positive_seconds("--benchmark-duration", d))
+        .map(|d| limits::seconds("--benchmark-duration", d, Zero::Refused))
         .transpose()?;
-    let g = a.benchmark_grace_period;
-    let grace = if g == f64::INFINITY {
-        None
-    } else if g.is_finite() && g >= 0.0 {
-        Some(Duration::from_secs_f64(g))
-    } else {
-        return Err(bad(format!(
-            "--benchmark-grace-period: {g} is not allowed; give seconds >= 0 or inf"
-        )));
-    };
+    let grace = limits::grace_seconds("--benchmark-grace-period", a.benchmark_grace_period)?;
     let warmup_duration = a
         .warmup_duration
-        .map(|d| positive_seconds("--warmup-duration", d))
+        .map(|d| limits::seconds("--warmup-duration", d, Zero::Refused))
         .transpose()?;
     if warmup_duration.is_some() && a.warmup_request_count > 0 {
         return Err(bad(
@@ -650,15 +730,14 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
             )));
         }
         Some(p) => {
-            let d = a.request_cancellation_delay;
-            if !(d.is_finite() && d >= 0.0) {
-                return Err(bad(format!(
-                    "--request-cancellation-delay: {d} is not allowed; give seconds >= 0"
-                )));
-            }
+            let delay = limits::seconds(
+                "--request-cancellation-delay",
+                a.request_cancellation_delay,
+                Zero::Allowed,
+            )?;
             Some(Cancellation {
                 share: p / 100.0,
-                delay: Duration::from_secs_f64(d),
+                delay,
             })
         }
     };
@@ -715,13 +794,7 @@ fn check_warmup(
     }
     let grace = match a.warmup_grace_period {
         None => None,
-        Some(g) if g == f64::INFINITY => None,
-        Some(g) if g.is_finite() && g >= 0.0 => Some(Duration::from_secs_f64(g)),
-        Some(g) => {
-            return Err(bad(format!(
-                "--warmup-grace-period: {g} is not allowed; give seconds >= 0 or inf"
-            )));
-        }
+        Some(g) => limits::grace_seconds("--warmup-grace-period", g)?,
     };
     if a.warmup_concurrency == Some(0) {
         return Err(bad(
@@ -760,6 +833,9 @@ fn check_warmup(
     })
 }
 
+/// `--conversation-turn-delay-ratio` above this would stretch a think time past any run.
+const MAX_DELAY_RATIO: f64 = 1000.0;
+
 /// `--conversation-turn-*`: the shape of synthetic conversations.
 fn check_turns(a: &ProfileArgs) -> Result<TurnOptions, ConfigError> {
     if a.conversation_turn_mean == 0 {
@@ -768,20 +844,19 @@ fn check_turns(a: &ProfileArgs) -> Result<TurnOptions, ConfigError> {
         ));
     }
     check_stddev("--conversation-turn-stddev", a.conversation_turn_stddev)?;
-    let delay = a.conversation_turn_delay_mean;
-    if !(delay.is_finite() && delay >= 0.0) {
-        return Err(bad(format!(
-            "--conversation-turn-delay-mean: {delay} is not allowed; give milliseconds >= 0"
-        )));
-    }
-    check_stddev(
+    let delay = limits::millis(
+        "--conversation-turn-delay-mean",
+        a.conversation_turn_delay_mean,
+    )?;
+    limits::millis(
         "--conversation-turn-delay-stddev",
         a.conversation_turn_delay_stddev,
     )?;
+    // Bounded too: it multiplies every think time.
     let ratio = a.conversation_turn_delay_ratio;
-    if !(ratio.is_finite() && ratio > 0.0) {
+    if !(ratio.is_finite() && ratio > 0.0 && ratio <= MAX_DELAY_RATIO) {
         return Err(bad(format!(
-            "--conversation-turn-delay-ratio: {ratio} is not allowed; give a multiplier > 0 (1 keeps the delays)"
+            "--conversation-turn-delay-ratio: {ratio} is not allowed; give a multiplier > 0 and at most {MAX_DELAY_RATIO} (1 keeps the delays)"
         )));
     }
     let turns = TurnOptions {
@@ -827,17 +902,24 @@ fn build_request_uri(
     } else {
         format!("http://{url}")
     };
-    let base = with_scheme.trim_end_matches('/');
+    let (base, query) = split_query(&with_scheme, url)?;
+    let base = base.trim_end_matches('/');
     let path = custom_endpoint.unwrap_or(endpoint.default_path());
     let path = if path.starts_with('/') {
         path.to_string()
     } else {
         format!("/{path}")
     };
-    let full = if base.ends_with("/v1") && path.starts_with("/v1/") {
-        format!("{base}{}", &path[3..])
+    let path = if base.ends_with("/v1") && path.starts_with("/v1/") {
+        path[3..].to_string()
     } else {
-        format!("{base}{path}")
+        path
+    };
+    // The URL's query goes after the endpoint path (joined to one the endpoint may have).
+    let full = match query {
+        None => format!("{base}{path}"),
+        Some(q) if path.contains('?') => format!("{base}{path}&{q}"),
+        Some(q) => format!("{base}{path}?{q}"),
     };
     let uri: Uri = full.parse().map_err(|e| {
         bad(format!(
@@ -858,25 +940,63 @@ fn build_request_uri(
             "--url: '{url}' has no host; give e.g. localhost:8000"
         )));
     }
+    check_port(&uri, url)?;
     Ok(uri)
 }
 
-/// `-H Name:Value` or a JSON object of headers.
-fn parse_headers(items: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
+/// `http://h/base?q=1` -> (`http://h/base`, `q=1`). A fragment is refused: it is never
+/// sent, so it can only be a typo.
+fn split_query<'a>(
+    with_scheme: &'a str,
+    url: &str,
+) -> Result<(&'a str, Option<&'a str>), ConfigError> {
+    if with_scheme.contains('#') {
+        return Err(bad(format!(
+            "--url: '{url}' has a fragment ('#...'), which is never sent to a server; drop it"
+        )));
+    }
+    Ok(match with_scheme.split_once('?') {
+        Some((base, q)) => (base, (!q.is_empty()).then_some(q)),
+        None => (with_scheme, None),
+    })
+}
+
+/// A port in the URL must be a number from 1 to 65535: otherwise the client would fall back
+/// to the scheme's default port and benchmark another server.
+fn check_port(uri: &Uri, url: &str) -> Result<(), ConfigError> {
+    let Some(authority) = uri.authority() else {
+        return Ok(());
+    };
+    let host_port = authority.as_str().rsplit('@').next().unwrap_or("");
+    // `[::1]:8000`: the port follows the bracket.
+    let port = match host_port.rfind(']') {
+        Some(i) => host_port[i + 1..].strip_prefix(':'),
+        None => host_port.rsplit_once(':').map(|(_, p)| p),
+    };
+    match port {
+        None => Ok(()),
+        Some(p) if p.parse::<u16>().is_ok_and(|n| n > 0) => Ok(()),
+        Some(p) => Err(bad(format!(
+            "--url: port '{p}' in '{url}' is not allowed; give a port from 1 to 65535, e.g. localhost:8000"
+        ))),
+    }
+}
+
+/// `-H Name:Value` or a JSON object of headers, as (name, value) text pairs (trimmed).
+fn parse_header_pairs(items: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
     let mut out = Vec::new();
     for item in items {
-        let pairs: Vec<(String, String)> = if item.trim_start().starts_with('{') {
+        if item.trim_start().starts_with('{') {
             let obj: Map<String, Value> = serde_json::from_str(item).map_err(|e| {
                 bad(format!(
-                    "--header: '{item}' is not a JSON object ({e}); give Name:Value or {{\"Name\": \"Value\"}}"
+                    "--header: '{}' is not a JSON object ({e}); give Name:Value or {{\"Name\": \"Value\"}}",
+                    redact_json_headers(item)
                 ))
             })?;
-            obj.into_iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => (k, s),
-                    other => (k, other.to_string()),
-                })
-                .collect()
+            out.extend(obj.into_iter().map(|(k, v)| match v {
+                Value::String(s) => (k, s),
+                other => (k, other.to_string()),
+            }));
         } else {
             let (k, v) = item.split_once(':').ok_or_else(|| {
                 bad(format!(
@@ -884,20 +1004,121 @@ fn parse_headers(items: &[String]) -> Result<Vec<(HeaderName, HeaderValue)>, Con
                     redact_header_arg(item)
                 ))
             })?;
-            vec![(k.trim().to_string(), v.trim().to_string())]
-        };
-        for (k, v) in pairs {
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| bad(format!("--header: '{k}' is not a valid header name")))?;
-            let value = HeaderValue::from_str(&v).map_err(|_| {
-                bad(format!(
-                    "--header: the value for '{k}' is not a valid header value"
-                ))
-            })?;
-            out.push((name, value));
+            out.push((k.trim().to_string(), v.trim().to_string()));
         }
     }
     Ok(out)
+}
+
+fn header_values(
+    pairs: &[(String, String)],
+) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
+    let mut out = Vec::new();
+    for (k, v) in pairs {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| bad(format!("--header: '{k}' is not a valid header name")))?;
+        let mut value = HeaderValue::from_str(v).map_err(|_| {
+            bad(format!(
+                "--header: the value for '{k}' is not a valid header value"
+            ))
+        })?;
+        value.set_sensitive(is_secret_header(k));
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// `user:password@` from `--url`, as typed and percent-decoded.
+#[derive(Debug, Clone)]
+struct UserInfo {
+    raw: String,
+    raw_password: Option<String>,
+    user: String,
+    password: String,
+}
+
+/// Takes the credentials out of the request URI: they travel as HTTP Basic auth, never in
+/// the URI (which is logged and exported).
+fn split_userinfo(uri: Uri) -> Result<(Uri, Option<UserInfo>), ConfigError> {
+    let Some(auth) = uri.authority().map(|a| a.as_str().to_string()) else {
+        return Ok((uri, None));
+    };
+    let Some(at) = auth.rfind('@') else {
+        return Ok((uri, None));
+    };
+    let raw = auth[..at].to_string();
+    let (raw_user, raw_password) = match raw.split_once(':') {
+        Some((u, p)) => (u, Some(p.to_string())),
+        None => (raw.as_str(), None),
+    };
+    let decode = |s: &str| {
+        percent_decode(s).ok_or_else(|| {
+            bad("--url: the user name or password is not valid percent-encoded UTF-8; encode special characters as %XX")
+        })
+    };
+    let info = UserInfo {
+        user: decode(raw_user)?,
+        password: decode(raw_password.as_deref().unwrap_or(""))?,
+        raw_password,
+        raw,
+    };
+    let mut parts = uri.into_parts();
+    parts.authority = Some(auth[at + 1..].parse().map_err(|_| {
+        bad("--url: no host after the credentials; give e.g. http://user:pass@host:8000")
+    })?);
+    let uri = Uri::from_parts(parts).map_err(|e| bad(format!("--url: {e}")))?;
+    Ok((uri, Some(info)))
+}
+
+/// `%41` -> `A`; `None` for a bad escape or bytes that are not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Credentials in `--url` become `Authorization: Basic base64(user:password)`, unless
+/// `--api-key` or an `Authorization` header says otherwise (then a warning says they are
+/// not sent).
+fn url_basic_auth(
+    info: &UserInfo,
+    api_key_given: bool,
+    headers: &mut Vec<(HeaderName, HeaderValue)>,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let explicit = headers
+        .iter()
+        .any(|(k, _)| k == http::header::AUTHORIZATION);
+    if api_key_given || explicit {
+        let by = if explicit {
+            "-H Authorization"
+        } else {
+            "--api-key"
+        };
+        warnings.push(format!(
+            "--url: the user name and password in the URL are not sent: {by} sets the Authorization header"
+        ));
+        return Ok(());
+    }
+    use base64::Engine;
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{}", info.user, info.password));
+    let mut value = HeaderValue::from_str(&format!("Basic {token}"))
+        .map_err(|_| bad("--url: the credentials cannot be sent in a header"))?;
+    value.set_sensitive(true);
+    headers.push((http::header::AUTHORIZATION, value));
+    Ok(())
 }
 
 /// `--extra-inputs key:value` (value parsed as JSON when it is valid JSON, else a string), or
@@ -940,37 +1161,54 @@ fn redact_header_arg(item: &str) -> String {
     }
 }
 
+/// Headers whose values are credentials: never shown in the command line, logs or exports.
+/// Broad on purpose: hiding a harmless value costs nothing, showing a token does.
 pub fn is_secret_header(name: &str) -> bool {
     let n = name.trim().to_ascii_lowercase();
-    n == "authorization" || n == "proxy-authorization" || n == "x-api-key" || n == "api-key"
+    ["auth", "cookie", "key", "token", "secret", "password"]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
-/// The command line as typed, shell-quoted, with secrets replaced by `***`.
-pub fn redacted_command_line(args: &[String]) -> String {
+/// Every secret string the parsed flags carry: the API key, each secret header's value and
+/// the URL's credentials (as typed and percent-decoded). The command line is redacted from
+/// these values, so no spelling of a flag lets one through.
+fn collect_secrets(
+    api_key: Option<&str>,
+    headers: &[(String, String)],
+    userinfo: Option<&UserInfo>,
+) -> Vec<String> {
+    let mut out: Vec<String> = api_key.map(str::to_string).into_iter().collect();
+    for (name, value) in headers {
+        if is_secret_header(name) {
+            out.push(value.clone());
+        }
+    }
+    if let Some(u) = userinfo {
+        out.extend([u.raw.clone(), u.password.clone()]);
+        out.extend(u.raw_password.clone());
+    }
+    out.retain(|s| !s.trim().is_empty());
+    // Longest first, so a secret that contains another is replaced whole.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+/// The command line as typed, shell-quoted, with every occurrence of a secret replaced by
+/// `***`. A JSON object in an argument (the `-H '{"Authorization": ...}'` form) has its
+/// secret headers' values replaced too, whatever escapes spell them.
+pub fn redacted_command_line(args: &[String], secrets: &[String]) -> String {
     let mut out: Vec<String> = Vec::with_capacity(args.len());
-    let mut redact_next = false;
-    let mut header_next = false;
     for (i, arg) in args.iter().enumerate() {
         let shown = if i == 0 {
             "aiperf".to_string()
-        } else if redact_next {
-            redact_next = false;
-            "***".to_string()
-        } else if header_next {
-            header_next = false;
-            redact_header_arg(arg)
-        } else if let Some(rest) = arg.strip_prefix("--api-key=") {
-            let _ = rest;
-            "--api-key=***".to_string()
-        } else if let Some(rest) = arg.strip_prefix("--header=") {
-            format!("--header={}", redact_header_arg(rest))
         } else {
-            if arg == "--api-key" {
-                redact_next = true;
-            } else if arg == "-H" || arg == "--header" {
-                header_next = true;
+            let mut shown = redact_json_headers(arg);
+            for s in secrets {
+                shown = shown.replace(s.as_str(), "***");
             }
-            arg.clone()
+            shown
         };
         out.push(shell_quote(&shown));
     }
@@ -987,6 +1225,28 @@ pub fn shown_uri(uri: &http::Uri) -> String {
         }
         _ => text,
     }
+}
+
+/// `{"Authorization": "Bearer x"}` (alone or after a flag, e.g. `--header={...}`) with
+/// the values of secret headers replaced by `***`; other arguments unchanged.
+fn redact_json_headers(arg: &str) -> String {
+    let Some(start) = arg.find('{') else {
+        return arg.to_string();
+    };
+    let Ok(mut obj) = serde_json::from_str::<Map<String, Value>>(&arg[start..]) else {
+        return arg.to_string();
+    };
+    let mut changed = false;
+    for (k, v) in obj.iter_mut() {
+        if is_secret_header(k) {
+            *v = Value::String("***".into());
+            changed = true;
+        }
+    }
+    if !changed {
+        return arg.to_string();
+    }
+    format!("{}{}", &arg[..start], Value::Object(obj))
 }
 
 fn shell_quote(s: &str) -> String {
@@ -1100,6 +1360,20 @@ mod tests {
         assert_eq!(c.request_uri.to_string(), "http://127.0.0.1:9/custom/path");
         let e = parse(&["-u", "ftp://x"]).unwrap_err().to_string();
         assert!(e.contains("--url") && e.contains("ftp"), "{e}");
+        // A query stays after the endpoint path.
+        let c = parse(&["-u", "h:1/?q=1"]).unwrap();
+        assert_eq!(
+            c.request_uri.to_string(),
+            "http://h:1/v1/chat/completions?q=1"
+        );
+        let c = parse(&["-u", "http://h/v1?a=b", "--endpoint", "/v1/x?c=d"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "http://h/v1/x?c=d&a=b");
+        let c = parse(&["-u", "[::1]:8000"]).unwrap();
+        assert_eq!(c.request_uri.port_u16(), Some(8000));
+        for bad_port in ["127.0.0.1:99999", "host:abc", "h:0", "[::1]:70000"] {
+            let e = parse(&["-u", bad_port]).unwrap_err().to_string();
+            assert!(e.contains("1 to 65535"), "{bad_port}: {e}");
+        }
     }
 
     #[test]
@@ -1351,19 +1625,26 @@ mod tests {
             "sk-123",
             "-H",
             "Authorization: Bearer x",
-            "--api-key=sk-9",
+            "X-Plain: 1",
+            "-HCookie: c=1",
+            r#"--header={"X-Api-Key": "k\u0041y"}"#,
+            "--url",
+            "http://me:p%40ss@h:9",
             "--model",
             "a b",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let line = redacted_command_line(&argv);
-        assert!(!line.contains("sk-"), "{line}");
-        assert!(!line.contains("Bearer"), "{line}");
+        let c = parse(&argv[2..].iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+        let line = redacted_command_line(&argv, &c.secrets);
+        for leak in ["sk-", "Bearer", "c=1", "kAy", "u0041", "me:", "p%40ss"] {
+            assert!(!line.contains(leak), "{leak} in {line}");
+        }
         assert_eq!(
             line,
-            "aiperf profile --api-key '***' -H 'Authorization:***' '--api-key=***' --model 'a b'"
+            "aiperf profile --api-key '***' -H 'Authorization: ***' 'X-Plain: 1' '-HCookie: ***' \
+             '--header={\"X-Api-Key\":\"***\"}' --url 'http://***@h:9' --model 'a b'"
         );
     }
 
@@ -1375,5 +1656,23 @@ mod tests {
         assert_eq!(shown_uri(&uri), "http://***@host:8000/v1/chat/completions");
         let plain: http::Uri = "https://h/v1/completions".parse().unwrap();
         assert_eq!(shown_uri(&plain), "https://h/v1/completions");
+    }
+
+    #[test]
+    fn url_credentials_become_basic_auth_and_leave_the_uri() {
+        let c = parse(&["--url", "http://me:p%40ss@h:9"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "http://h:9/v1/chat/completions");
+        let auth = c
+            .headers
+            .iter()
+            .find(|(k, _)| k == "authorization")
+            .unwrap();
+        // base64("me:p@ss")
+        assert_eq!(auth.1, "Basic bWU6cEBzcw==");
+        // An explicit Authorization wins; the URL's credentials are not sent.
+        let c = parse(&["--url", "http://me:pw@h:9", "-H", "Authorization: Bearer t"]).unwrap();
+        assert_eq!(c.headers.len(), 1);
+        assert_eq!(c.headers[0].1, "Bearer t");
+        assert_eq!(c.warnings.len(), 1);
     }
 }

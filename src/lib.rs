@@ -12,6 +12,7 @@ pub mod profile;
 
 mod clock;
 mod config;
+mod config_limits;
 mod dataset;
 mod endpoint;
 mod export;

@@ -174,3 +174,190 @@ fn mock_server_rejects_bad_fault_rates() {
         assert!(out.stdout.is_empty(), "it must not start listening");
     }
 }
+
+#[test]
+fn durations_too_large_to_represent() {
+    let huge = "1e20";
+    let shown = "100000000000000000000";
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--request-timeout-seconds", huge],
+            "--request-timeout-seconds",
+        ),
+        (&["--benchmark-duration", huge], "--benchmark-duration"),
+        (
+            &[
+                "--benchmark-duration",
+                "5",
+                "--benchmark-grace-period",
+                huge,
+            ],
+            "--benchmark-grace-period",
+        ),
+        (
+            &["--interrupt-grace-period", huge],
+            "--interrupt-grace-period",
+        ),
+        (&["--warmup-duration", huge], "--warmup-duration"),
+        (
+            &["--warmup-duration", "1", "--warmup-grace-period", huge],
+            "--warmup-grace-period",
+        ),
+        (
+            &["--wait-for-model-timeout", huge],
+            "--wait-for-model-timeout",
+        ),
+        (
+            &[
+                "--wait-for-model-timeout",
+                "1",
+                "--wait-for-model-interval",
+                huge,
+            ],
+            "--wait-for-model-interval",
+        ),
+        (
+            &[
+                "--request-cancellation-rate",
+                "10",
+                "--request-cancellation-delay",
+                huge,
+            ],
+            "--request-cancellation-delay",
+        ),
+    ];
+    for (args, flag) in cases {
+        assert_names(args, &[flag, shown, "at most 31536000 (one year)"]);
+    }
+    // Think times are in milliseconds.
+    assert_names(
+        &[
+            "--conversation-turn-mean",
+            "2",
+            "--conversation-turn-delay-mean",
+            huge,
+        ],
+        &[
+            "--conversation-turn-delay-mean",
+            shown,
+            "milliseconds",
+            "at most 31536000000",
+        ],
+    );
+    assert_names(
+        &[
+            "--conversation-turn-mean",
+            "2",
+            "--conversation-turn-delay-mean",
+            "5",
+            "--conversation-turn-delay-stddev",
+            huge,
+        ],
+        &[
+            "--conversation-turn-delay-stddev",
+            shown,
+            "at most 31536000000",
+        ],
+    );
+    assert_names(
+        &[
+            "--conversation-turn-mean",
+            "2",
+            "--conversation-turn-delay-mean",
+            "5",
+            "--conversation-turn-delay-ratio",
+            huge,
+        ],
+        &["--conversation-turn-delay-ratio", shown, "at most 1000"],
+    );
+}
+
+#[test]
+fn sizes_too_large_to_allocate() {
+    assert_names(
+        &[
+            "--image-width-mean",
+            "100000",
+            "--image-height-mean",
+            "100000",
+        ],
+        &["--image-width-mean", "100000", "from 0 to 16384"],
+    );
+    assert_names(
+        &[
+            "--image-width-mean",
+            "10000",
+            "--image-height-mean",
+            "10000",
+        ],
+        &[
+            "--image-width-mean 10000 x --image-height-mean 10000",
+            "100000000 pixels",
+            "at most 67108864",
+        ],
+    );
+    // Float notation reaches the range check instead of clap's "invalid digit".
+    assert_names(
+        &["--request-count", "1e12"],
+        &[
+            "--request-count",
+            "1000000000000",
+            "at most 10000000",
+            "--benchmark-duration",
+        ],
+    );
+    assert_names(
+        &["--isl", "1e12"],
+        &["--isl", "1000000000000", "at most 2000000"],
+    );
+    assert_names(
+        &["--concurrency", "1e9"],
+        &["--concurrency", "1000000000", "at most 100000"],
+    );
+    assert_names(
+        &["--request-count", "1.5"],
+        &["--request-count", "1.5", "whole number"],
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_synthetic_dataset_larger_than_memory_is_refused_before_building() {
+    // 100 entries x 50 images of 8000 x 8000 noise: terabytes.
+    assert_names(
+        &[
+            "--image-width-mean",
+            "8000",
+            "--image-height-mean",
+            "8000",
+            "--image-batch-size",
+            "50",
+            "--num-dataset-entries",
+            "100",
+            "--request-count",
+            "100",
+        ],
+        &[
+            "--image-batch-size 50",
+            "--num-dataset-entries 100",
+            "would take about",
+            "memory available",
+        ],
+    );
+}
+
+#[test]
+fn invalid_ports_are_refused_not_replaced_by_80() {
+    assert_names(
+        &["--url", "127.0.0.1:99999"],
+        &["--url", "'99999'", "127.0.0.1:99999", "from 1 to 65535"],
+    );
+    assert_names(
+        &["--url", "host:abc"],
+        &["--url", "'abc'", "from 1 to 65535"],
+    );
+    assert_names(
+        &["--url", "http://host:8000/#frag"],
+        &["--url", "fragment", "drop it"],
+    );
+}

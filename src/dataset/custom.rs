@@ -236,8 +236,14 @@ impl Loader<'_> {
                 (Some(_), None) => str_field(at, &obj, "", "text_input")?.unwrap_or_default(),
                 (None, Some(_)) => {
                     let len = u64_field(at, &obj, "", "input_length")?.unwrap_or(0) as usize;
-                    if len == 0 {
-                        return Err(at.err("input_length", "must be 1 or more tokens"));
+                    if len == 0 || len as u64 > super::MAX_INPUT_TOKENS {
+                        return Err(at.err(
+                            "input_length",
+                            format!(
+                                "{len} is not allowed; give 1 to {} tokens",
+                                super::MAX_INPUT_TOKENS
+                            ),
+                        ));
                     }
                     let hash_ids = u64_list_field(at, &obj, "hash_ids")?;
                     self.trace_prompt(at, len, &hash_ids, block_size)?

@@ -385,6 +385,13 @@ const STREAM_TURNS: u64 = 4;
 /// stddev must not turn into billions of entries.
 pub const MAX_TURNS: u64 = 10_000;
 
+/// Largest prompt, in tokens, built for one request (a sampled length above is capped):
+/// beyond the longest context windows, and small enough to build in memory.
+pub const MAX_INPUT_TOKENS: u64 = 2_000_000;
+
+/// Largest image side in pixels (a sampled side above is capped).
+pub const MAX_IMAGE_SIDE: u32 = 16_384;
+
 /// Photos are picked here, in image order from one seeded stream, so the choice (and which
 /// files turn out undecodable) does not depend on the thread count.
 fn plan_entries(
@@ -417,7 +424,7 @@ fn plan_entries(
     let mut plans = Vec::with_capacity(opts.num_entries);
     for i in 0..opts.num_entries {
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_ENTRY, i as u64));
-        let input_tokens = sample_at_least_one(&isl, &mut rng) as usize;
+        let input_tokens = sample_at_least_one(&isl, &mut rng).min(MAX_INPUT_TOKENS) as usize;
         let max_output_tokens = osl.as_ref().map(|d| sample_at_least_one(d, &mut rng));
         let prompt_seed = rng.next_u64();
         let mut images = Vec::with_capacity(images_per_entry);
@@ -430,8 +437,9 @@ fn plan_entries(
                 let index = (i * images_per_entry + j) as u64;
                 let mut rng =
                     ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_IMAGE, index));
-                let width = sample_at_least_one(&width, &mut rng).min(u32::MAX as u64) as u32;
-                let height = sample_at_least_one(&height, &mut rng).min(u32::MAX as u64) as u32;
+                let max_side = u64::from(MAX_IMAGE_SIDE);
+                let width = sample_at_least_one(&width, &mut rng).min(max_side) as u32;
+                let height = sample_at_least_one(&height, &mut rng).min(max_side) as u32;
                 let encoding = match opts.image_format {
                     ImageFormat::Png => ImageEncoding::Png,
                     ImageFormat::Jpeg => ImageEncoding::Jpeg,

@@ -81,7 +81,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             start_wall_ns: ran.start_wall_ns,
             end_wall_ns: ran.end_wall_ns,
             was_cancelled: stop_reason.is_some(),
-            cli_command: redacted_command_line(argv),
+            cli_command: redacted_command_line(argv, &cfg.secrets),
             input_config: input_config_json(cfg),
             random_seed: Some(cfg.random_seed),
             tokenizer: tokenizer.to_string(),

@@ -305,3 +305,78 @@ pub fn post_json(addr: SocketAddr, path: &str, body: &serde_json::Value) -> Http
         body.to_string().as_bytes(),
     )
 }
+
+/// A minimal OpenAI chat server on a thread that records each request's head (request line
+/// and headers), for checking what the client sent. Answers every POST with one fixed,
+/// non-streamed completion, with or without a `usage` object.
+pub struct RecordingServer {
+    pub addr: SocketAddr,
+    heads: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl RecordingServer {
+    pub fn start(with_usage: bool) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().unwrap();
+        let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let shared = heads.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                let heads = shared.clone();
+                std::thread::spawn(move || serve_connection(stream, &heads, with_usage));
+            }
+        });
+        RecordingServer { addr, heads }
+    }
+
+    /// The heads received so far, header names as sent.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+fn serve_connection(stream: TcpStream, heads: &std::sync::Mutex<Vec<String>>, with_usage: bool) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let length = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        heads.lock().unwrap().push(head);
+        let usage = if with_usage {
+            r#","usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}"#
+        } else {
+            ""
+        };
+        let reply = format!(
+            r#"{{"id":"c1","object":"chat.completion","model":"m","choices":[{{"index":0,"message":{{"role":"assistant","content":"one two three"}},"finish_reason":"stop"}}]{usage}}}"#
+        );
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{reply}",
+            reply.len()
+        );
+        if out.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}

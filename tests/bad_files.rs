@@ -1,0 +1,58 @@
+//! Bad input files stop before anything is sent: exit 2 and one error line naming the
+//! file, the line, the value and what would be accepted.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
+
+/// Runs `aiperf profile --input-file <dir>/in.jsonl` (holding `content`) against `url`.
+fn profile_file(dir: &Path, url: &str, content: &[u8], kind: &str, extra: &[&str]) -> Output {
+    let file = dir.join("in.jsonl");
+    std::fs::write(&file, content).unwrap();
+    Command::new(BIN)
+        .args(["profile", "-m", "m", "--tokenizer", "builtin", "--url", url])
+        .args(["--input-file", file.to_str().unwrap()])
+        .args(["--custom-dataset-type", kind])
+        .args(["--artifact-dir", dir.join("run").to_str().unwrap()])
+        .args(extra)
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap()
+}
+
+/// The one error line of a run that must be refused before any connection.
+fn refused(content: &[u8], kind: &str, extra: &[&str]) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = listener.local_addr().unwrap().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = profile_file(tmp.path(), &url, content, kind, extra);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        listener.accept().is_err(),
+        "a connection was made: {stderr}"
+    );
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    errors[0].to_string()
+}
+
+fn assert_refused(content: &[u8], kind: &str, extra: &[&str], wanted: &[&str]) {
+    let line = refused(content, kind, extra);
+    for w in wanted {
+        assert!(line.contains(w), "{line:?} lacks {w:?}");
+    }
+}
+
+#[test]
+fn a_trace_prompt_too_long_to_build() {
+    assert_refused(
+        b"{\"input_length\": 10, \"output_length\": 2}\n{\"input_length\": 1e9, \"output_length\": 2}\n",
+        "mooncake_trace",
+        &[],
+        &["in.jsonl:2", "input_length", "1000000000", "1 to 2000000 tokens"],
+    );
+}
