@@ -127,7 +127,7 @@ pub struct ProfileArgs {
 
     // ----- Prompt -----
     /// Mean number of tokens in the synthetic prompt text.
-    #[arg(long = "synthetic-input-tokens-mean", visible_aliases = ["prompt-input-tokens-mean", "isl"], default_value_t = 550, value_parser = crate::config_limits::whole_number, help_heading = "Prompt")]
+    #[arg(long = "synthetic-input-tokens-mean", visible_aliases = ["prompt-input-tokens-mean", "isl"], default_value_t = 550, value_parser = whole_number, help_heading = "Prompt")]
     pub isl_mean: u64,
 
     /// Standard deviation of the prompt length in tokens.
@@ -136,7 +136,7 @@ pub struct ProfileArgs {
 
     /// Mean number of output tokens to ask for (sent as max_completion_tokens); unset lets
     /// the server decide.
-    #[arg(long = "output-tokens-mean", visible_aliases = ["prompt-output-tokens-mean", "osl"], value_parser = crate::config_limits::whole_number, help_heading = "Prompt")]
+    #[arg(long = "output-tokens-mean", visible_aliases = ["prompt-output-tokens-mean", "osl"], value_parser = whole_number, help_heading = "Prompt")]
     pub osl_mean: Option<u64>,
 
     /// Standard deviation of the output length in tokens.
@@ -165,15 +165,15 @@ pub struct ProfileArgs {
 
     // ----- Load -----
     /// Requests kept in flight (closed loop). Default 1.
-    #[arg(long, value_parser = crate::config_limits::whole_number, help_heading = "Load Generator")]
+    #[arg(long, value_parser = whole_number, help_heading = "Load Generator")]
     pub concurrency: Option<u64>,
 
     /// Requests to send in the profiling phase. Default max(10, 2 x concurrency).
-    #[arg(long, visible_aliases = ["num-requests"], value_parser = crate::config_limits::whole_number, help_heading = "Load Generator")]
+    #[arg(long, visible_aliases = ["num-requests"], value_parser = whole_number, help_heading = "Load Generator")]
     pub request_count: Option<u64>,
 
     /// Requests to send before profiling; their results are kept out of the metrics.
-    #[arg(long, visible_aliases = ["num-warmup-requests"], default_value_t = 0, value_parser = crate::config_limits::whole_number, help_heading = "Warmup")]
+    #[arg(long, visible_aliases = ["num-warmup-requests"], default_value_t = 0, value_parser = whole_number, help_heading = "Warmup")]
     pub warmup_request_count: u64,
 
     // ----- Goodput -----
@@ -298,7 +298,7 @@ pub struct ProfileArgs {
     // ----- Conversation Input (multi-turn sessions) -----
     /// Conversations (sessions) to send; every turn of each is sent. Also a stop condition:
     /// profiling ends when this many sessions have finished.
-    #[arg(long = "conversation-num", visible_aliases = ["num-conversations", "num-sessions"], value_parser = crate::config_limits::whole_number, help_heading = "Conversation Input")]
+    #[arg(long = "conversation-num", visible_aliases = ["num-conversations", "num-sessions"], value_parser = whole_number, help_heading = "Conversation Input")]
     pub conversation_num: Option<u64>,
 
     /// Mean number of turns per synthetic conversation (normal distribution, 1 to 10,000).
@@ -323,7 +323,7 @@ pub struct ProfileArgs {
 
     // ----- Warmup (more) -----
     /// Warm up with this many conversations (multi-turn) instead of a request count.
-    #[arg(long, value_parser = crate::config_limits::whole_number, help_heading = "Warmup")]
+    #[arg(long, value_parser = whole_number, help_heading = "Warmup")]
     pub num_warmup_sessions: Option<u64>,
 
     /// Seconds warmup requests still in flight after --warmup-duration may take before they
@@ -388,4 +388,18 @@ pub enum CustomDatasetType {
     /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`), `output_length`,
     /// `timestamp`.
     MooncakeTrace,
+}
+
+/// A clap value parser for counts: a whole number, also in float notation (`1e6`), so that
+/// `--request-count 1e12` reaches the range check instead of failing as "invalid digit".
+pub fn whole_number(s: &str) -> Result<u64, String> {
+    if let Ok(n) = s.trim().parse::<u64>() {
+        return Ok(n);
+    }
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < u64::MAX as f64 => {
+            Ok(f as u64)
+        }
+        _ => Err("give a whole number >= 0, e.g. 100 or 1e6".into()),
+    }
 }

@@ -12,7 +12,6 @@ pub mod profile;
 
 mod clock;
 mod config;
-mod config_limits;
 mod dataset;
 mod endpoint;
 mod export;

@@ -658,3 +658,30 @@ fn object_field(
         Some(_) => Err(at.err(&format!("{prefix}{key}"), "must be a JSON object")),
     }
 }
+
+/// True when the first non-empty line of a JSONL file has a `timestamp` (top level, or on
+/// the first of its `turns`). Unreadable files say no; reading them fails later with a
+/// better message.
+pub fn first_record_has_timestamp(path: &std::path::Path) -> bool {
+    use std::io::BufRead;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let Some(line) = std::io::BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| !l.trim().is_empty())
+    else {
+        return false;
+    };
+    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(&line) else {
+        return false;
+    };
+    let first_turn = obj
+        .get("turns")
+        .and_then(|t| t.get(0))
+        .and_then(|t| t.get("timestamp"));
+    obj.get("timestamp")
+        .or(first_turn)
+        .is_some_and(|t| !t.is_null())
+}

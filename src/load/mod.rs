@@ -2,10 +2,12 @@
 //! flight until the phase's count has been sent; each finished record goes straight to the
 //! collector. A conversation's next turn is sent after the previous reply, with the history.
 
+mod options;
 pub mod pacing;
 mod phase;
 pub mod schedule;
 
+pub use options::{LoadOptions, WarmupOptions};
 pub use phase::{Cancellation, Pacing, PhaseSpec, run_phase};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -74,20 +74,6 @@ pub const MAX_CONCURRENCY: u64 = 100_000;
 /// several are encoded at once.
 pub const MAX_IMAGE_PIXELS: u64 = 1 << 26;
 
-/// A clap value parser for counts: a whole number, also in float notation (`1e6`), so that
-/// `--request-count 1e12` reaches the range check instead of failing as "invalid digit".
-pub fn whole_number(s: &str) -> Result<u64, String> {
-    if let Ok(n) = s.trim().parse::<u64>() {
-        return Ok(n);
-    }
-    match s.trim().parse::<f64>() {
-        Ok(f) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < u64::MAX as f64 => {
-            Ok(f as u64)
-        }
-        _ => Err("give a whole number >= 0, e.g. 100 or 1e6".into()),
-    }
-}
-
 /// A count flag from 1 to `max` (`what` names the unit, `hint` may add a way out).
 pub fn count(flag: &str, v: u64, max: u64, what: &str, hint: &str) -> Result<(), ConfigError> {
     if v == 0 || v > max {
@@ -138,11 +124,11 @@ mod tests {
 
     #[test]
     fn counts_take_float_notation_and_a_range() {
-        assert_eq!(whole_number("1e6"), Ok(1_000_000));
-        assert_eq!(whole_number("12"), Ok(12));
-        assert!(whole_number("1.5").is_err());
-        assert!(whole_number("-1").is_err());
-        assert!(whole_number("abc").is_err());
+        assert_eq!(crate::cli::whole_number("1e6"), Ok(1_000_000));
+        assert_eq!(crate::cli::whole_number("12"), Ok(12));
+        assert!(crate::cli::whole_number("1.5").is_err());
+        assert!(crate::cli::whole_number("-1").is_err());
+        assert!(crate::cli::whole_number("abc").is_err());
         let e = count("--n", 11, 10, "requests", "")
             .unwrap_err()
             .to_string();

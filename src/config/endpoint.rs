@@ -1,0 +1,277 @@
+//! `--url`, `--header`, `--api-key` and `--extra-inputs`: the request URI, headers and body extras.
+
+use crate::endpoint::EndpointType;
+use http::{HeaderName, HeaderValue, Uri};
+use serde_json::{Map, Value};
+
+use super::*;
+
+/// `localhost:8000` -> `http://localhost:8000/v1/chat/completions`. A base URL that already
+/// ends in `/v1` is not doubled.
+pub(super) fn build_request_uri(
+    url: &str,
+    custom_endpoint: Option<&str>,
+    endpoint: EndpointType,
+) -> Result<Uri, ConfigError> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Err(bad(
+            "--url: empty; give a server address such as localhost:8000",
+        ));
+    }
+    let with_scheme = if url.contains("://") {
+        url.to_string()
+    } else {
+        format!("http://{url}")
+    };
+    let (base, query) = split_query(&with_scheme, url)?;
+    let base = base.trim_end_matches('/');
+    let path = custom_endpoint.unwrap_or(endpoint.default_path());
+    let path = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    let path = if base.ends_with("/v1") && path.starts_with("/v1/") {
+        path[3..].to_string()
+    } else {
+        path
+    };
+    // The URL's query goes after the endpoint path (joined to one the endpoint may have).
+    let full = match query {
+        None => format!("{base}{path}"),
+        Some(q) if path.contains('?') => format!("{base}{path}&{q}"),
+        Some(q) => format!("{base}{path}?{q}"),
+    };
+    let uri: Uri = full.parse().map_err(|e| {
+        bad(format!(
+            "--url: '{url}' is not a valid URL ({e}); give e.g. http://localhost:8000"
+        ))
+    })?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") => {}
+        other => {
+            return Err(bad(format!(
+                "--url: scheme '{}' is not supported; use http:// or https://",
+                other.unwrap_or("")
+            )));
+        }
+    }
+    if uri.host().is_none() {
+        return Err(bad(format!(
+            "--url: '{url}' has no host; give e.g. localhost:8000"
+        )));
+    }
+    check_port(&uri, url)?;
+    Ok(uri)
+}
+
+/// `http://h/base?q=1` -> (`http://h/base`, `q=1`). A fragment is refused: it is never
+/// sent, so it can only be a typo.
+pub(super) fn split_query<'a>(
+    with_scheme: &'a str,
+    url: &str,
+) -> Result<(&'a str, Option<&'a str>), ConfigError> {
+    if with_scheme.contains('#') {
+        return Err(bad(format!(
+            "--url: '{url}' has a fragment ('#...'), which is never sent to a server; drop it"
+        )));
+    }
+    Ok(match with_scheme.split_once('?') {
+        Some((base, q)) => (base, (!q.is_empty()).then_some(q)),
+        None => (with_scheme, None),
+    })
+}
+
+/// A port in the URL must be a number from 1 to 65535: otherwise the client would fall back
+/// to the scheme's default port and benchmark another server.
+pub(super) fn check_port(uri: &Uri, url: &str) -> Result<(), ConfigError> {
+    let Some(authority) = uri.authority() else {
+        return Ok(());
+    };
+    let host_port = authority.as_str().rsplit('@').next().unwrap_or("");
+    // `[::1]:8000`: the port follows the bracket.
+    let port = match host_port.rfind(']') {
+        Some(i) => host_port[i + 1..].strip_prefix(':'),
+        None => host_port.rsplit_once(':').map(|(_, p)| p),
+    };
+    match port {
+        None => Ok(()),
+        Some(p) if p.parse::<u16>().is_ok_and(|n| n > 0) => Ok(()),
+        Some(p) => Err(bad(format!(
+            "--url: port '{p}' in '{url}' is not allowed; give a port from 1 to 65535, e.g. localhost:8000"
+        ))),
+    }
+}
+
+/// `-H Name:Value` or a JSON object of headers, as (name, value) text pairs (trimmed).
+pub(super) fn parse_header_pairs(items: &[String]) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    for item in items {
+        if item.trim_start().starts_with('{') {
+            let obj: Map<String, Value> = serde_json::from_str(item).map_err(|e| {
+                bad(format!(
+                    "--header: '{}' is not a JSON object ({e}); give Name:Value or {{\"Name\": \"Value\"}}",
+                    redact_json_headers(item)
+                ))
+            })?;
+            out.extend(obj.into_iter().map(|(k, v)| match v {
+                Value::String(s) => (k, s),
+                other => (k, other.to_string()),
+            }));
+        } else {
+            let (k, v) = item.split_once(':').ok_or_else(|| {
+                bad(format!(
+                    "--header: '{}' has no ':'; give Name:Value",
+                    redact_header_arg(item)
+                ))
+            })?;
+            out.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn header_values(
+    pairs: &[(String, String)],
+) -> Result<Vec<(HeaderName, HeaderValue)>, ConfigError> {
+    let mut out = Vec::new();
+    for (k, v) in pairs {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| bad(format!("--header: '{k}' is not a valid header name")))?;
+        let mut value = HeaderValue::from_str(v).map_err(|_| {
+            bad(format!(
+                "--header: the value for '{k}' is not a valid header value"
+            ))
+        })?;
+        value.set_sensitive(is_secret_header(k));
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// `user:password@` from `--url`, as typed and percent-decoded.
+#[derive(Debug, Clone)]
+pub(super) struct UserInfo {
+    pub(super) raw: String,
+    pub(super) raw_password: Option<String>,
+    pub(super) user: String,
+    pub(super) password: String,
+}
+
+/// Takes the credentials out of the request URI: they travel as HTTP Basic auth, never in
+/// the URI (which is logged and exported).
+pub(super) fn split_userinfo(uri: Uri) -> Result<(Uri, Option<UserInfo>), ConfigError> {
+    let Some(auth) = uri.authority().map(|a| a.as_str().to_string()) else {
+        return Ok((uri, None));
+    };
+    let Some(at) = auth.rfind('@') else {
+        return Ok((uri, None));
+    };
+    let raw = auth[..at].to_string();
+    let (raw_user, raw_password) = match raw.split_once(':') {
+        Some((u, p)) => (u, Some(p.to_string())),
+        None => (raw.as_str(), None),
+    };
+    let decode = |s: &str| {
+        percent_decode(s).ok_or_else(|| {
+            bad("--url: the user name or password is not valid percent-encoded UTF-8; encode special characters as %XX")
+        })
+    };
+    let info = UserInfo {
+        user: decode(raw_user)?,
+        password: decode(raw_password.as_deref().unwrap_or(""))?,
+        raw_password,
+        raw,
+    };
+    let mut parts = uri.into_parts();
+    parts.authority = Some(auth[at + 1..].parse().map_err(|_| {
+        bad("--url: no host after the credentials; give e.g. http://user:pass@host:8000")
+    })?);
+    let uri = Uri::from_parts(parts).map_err(|e| bad(format!("--url: {e}")))?;
+    Ok((uri, Some(info)))
+}
+
+/// `%41` -> `A`; `None` for a bad escape or bytes that are not UTF-8.
+pub(super) fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Credentials in `--url` become `Authorization: Basic base64(user:password)`, unless
+/// `--api-key` or an `Authorization` header says otherwise (then a warning says they are
+/// not sent).
+pub(super) fn url_basic_auth(
+    info: &UserInfo,
+    api_key_given: bool,
+    headers: &mut Vec<(HeaderName, HeaderValue)>,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let explicit = headers
+        .iter()
+        .any(|(k, _)| k == http::header::AUTHORIZATION);
+    if api_key_given || explicit {
+        let by = if explicit {
+            "-H Authorization"
+        } else {
+            "--api-key"
+        };
+        warnings.push(format!(
+            "--url: the user name and password in the URL are not sent: {by} sets the Authorization header"
+        ));
+        return Ok(());
+    }
+    use base64::Engine;
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{}", info.user, info.password));
+    let mut value = HeaderValue::from_str(&format!("Basic {token}"))
+        .map_err(|_| bad("--url: the credentials cannot be sent in a header"))?;
+    value.set_sensitive(true);
+    headers.push((http::header::AUTHORIZATION, value));
+    Ok(())
+}
+
+/// `--extra-inputs key:value` (value parsed as JSON when it is valid JSON, else a string), or
+/// a JSON object.
+pub(super) fn parse_extra_inputs(items: &[String]) -> Result<Map<String, Value>, ConfigError> {
+    let mut out = Map::new();
+    for item in items {
+        if item.trim_start().starts_with('{') {
+            let obj: Map<String, Value> = serde_json::from_str(item).map_err(|e| {
+                bad(format!(
+                    "--extra-inputs: '{item}' is not a JSON object ({e}); give key:value or a JSON object"
+                ))
+            })?;
+            out.extend(obj);
+        } else {
+            let (k, v) = item.split_once(':').ok_or_else(|| {
+                bad(format!(
+                    "--extra-inputs: '{item}' is not key:value or a JSON object; e.g. ignore_eos:true"
+                ))
+            })?;
+            let k = k.trim();
+            if k.is_empty() {
+                return Err(bad(format!(
+                    "--extra-inputs: '{item}' has an empty key; give key:value"
+                )));
+            }
+            let v = v.trim();
+            let value =
+                serde_json::from_str::<Value>(v).unwrap_or_else(|_| Value::String(v.to_string()));
+            out.insert(k.to_string(), value);
+        }
+    }
+    Ok(out)
+}

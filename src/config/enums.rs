@@ -1,0 +1,58 @@
+//! The command line's value enums, mapped to the stages' own types.
+
+use crate::cli::{self};
+use crate::dataset::ImageFormat;
+use crate::dataset::custom::CustomDatasetType;
+use crate::dataset::source::ImageSampling;
+use crate::endpoint::EndpointType;
+use crate::ui::UiType;
+
+impl From<cli::EndpointType> for EndpointType {
+    fn from(v: cli::EndpointType) -> Self {
+        match v {
+            cli::EndpointType::Chat => EndpointType::Chat,
+            cli::EndpointType::Completions => EndpointType::Completions,
+        }
+    }
+}
+
+impl From<cli::UiType> for UiType {
+    fn from(v: cli::UiType) -> Self {
+        match v {
+            cli::UiType::Dashboard => UiType::Dashboard,
+            cli::UiType::Simple => UiType::Simple,
+            cli::UiType::None => UiType::None,
+        }
+    }
+}
+
+impl From<cli::ImageFormat> for ImageFormat {
+    fn from(v: cli::ImageFormat) -> Self {
+        match v {
+            cli::ImageFormat::Png => ImageFormat::Png,
+            cli::ImageFormat::Jpeg => ImageFormat::Jpeg,
+            cli::ImageFormat::Random => ImageFormat::Random,
+        }
+    }
+}
+
+impl From<cli::ImageSampling> for ImageSampling {
+    fn from(v: cli::ImageSampling) -> Self {
+        match v {
+            cli::ImageSampling::RandomWithReplacement => ImageSampling::RandomWithReplacement,
+            cli::ImageSampling::ShuffleCycle => ImageSampling::ShuffleCycle,
+            cli::ImageSampling::SequentialCycle => ImageSampling::SequentialCycle,
+        }
+    }
+}
+
+impl From<cli::CustomDatasetType> for CustomDatasetType {
+    fn from(v: cli::CustomDatasetType) -> Self {
+        match v {
+            cli::CustomDatasetType::SingleTurn => CustomDatasetType::SingleTurn,
+            cli::CustomDatasetType::MultiTurn => CustomDatasetType::MultiTurn,
+            cli::CustomDatasetType::RandomPool => CustomDatasetType::RandomPool,
+            cli::CustomDatasetType::MooncakeTrace => CustomDatasetType::MooncakeTrace,
+        }
+    }
+}

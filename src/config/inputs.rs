@@ -1,0 +1,296 @@
+//! Counts, sizes, images, input-file and conversation-shape flags, into the dataset's options.
+
+use crate::cli::ProfileArgs;
+use crate::config::limits::{self as limits, Zero};
+use crate::dataset::InputOptions;
+use crate::dataset::custom::CustomDatasetType;
+use crate::dataset::source::{ImageSampling, ImageSource};
+use crate::dataset::{MAX_IMAGE_SIDE, SyntheticOptions, TurnOptions};
+
+use super::*;
+
+/// Request, conversation and concurrency counts: 1 or more, and few enough to plan in
+/// memory.
+pub(super) fn check_counts(a: &ProfileArgs) -> Result<(), ConfigError> {
+    let longer = "; for longer runs use --benchmark-duration";
+    let requests = limits::MAX_REQUESTS;
+    if let Some(c) = a.concurrency {
+        limits::count(
+            "--concurrency",
+            c,
+            limits::MAX_CONCURRENCY,
+            "requests in flight",
+            "",
+        )?;
+    }
+    if let Some(n) = a.request_count {
+        limits::count("--request-count", n, requests, "requests", longer)?;
+    }
+    if a.warmup_request_count > 0 {
+        limits::count(
+            "--warmup-request-count",
+            a.warmup_request_count,
+            requests,
+            "requests",
+            "",
+        )?;
+    }
+    if let Some(n) = a.conversation_num
+        && n > 0
+    {
+        limits::count("--conversation-num", n, requests, "conversations", longer)?;
+    }
+    if let Some(n) = a.num_warmup_sessions
+        && n > 0
+    {
+        limits::count("--num-warmup-sessions", n, requests, "conversations", "")?;
+    }
+    Ok(())
+}
+
+/// Image sides from 0 (off) to `MAX_IMAGE_SIDE`, and at most `MAX_IMAGE_PIXELS` each.
+pub(super) fn check_image_size(a: &ProfileArgs) -> Result<(), ConfigError> {
+    let max = f64::from(MAX_IMAGE_SIDE);
+    for (flag, v) in [
+        ("--image-width-mean", a.image_width_mean),
+        ("--image-height-mean", a.image_height_mean),
+    ] {
+        if !(v.is_finite() && v >= 0.0 && v <= max) {
+            return Err(bad(format!(
+                "{flag}: {v} is not allowed; give a width/height in pixels from 0 to {MAX_IMAGE_SIDE} (0 disables images)"
+            )));
+        }
+    }
+    let pixels = a.image_width_mean * a.image_height_mean;
+    if pixels > limits::MAX_IMAGE_PIXELS as f64 {
+        return Err(bad(format!(
+            "--image-width-mean {} x --image-height-mean {}: {pixels} pixels per image is not allowed; give at most {} (e.g. 8192 x 8192)",
+            a.image_width_mean,
+            a.image_height_mean,
+            limits::MAX_IMAGE_PIXELS
+        )));
+    }
+    Ok(())
+}
+
+/// Estimates the memory the synthetic dataset takes once built (each prompt and image is
+/// held twice: as built and inside its request body) and refuses a dataset that would not
+/// fit in the memory available, instead of aborting halfway through building it.
+pub(super) fn check_dataset_memory(s: &SyntheticOptions) -> Result<(), ConfigError> {
+    let Some(available) = limits::available_memory() else {
+        return Ok(());
+    };
+    // About 4 bytes of text a token; noise images barely compress (3 bytes a pixel, then
+    // base64 adds a third).
+    let text = s.isl_mean * 4.0;
+    let image = s.image_width_mean * s.image_height_mean * 3.0 * 4.0 / 3.0;
+    let per_turn = 2.0 * (text + s.image_batch_size as f64 * image);
+    let total = per_turn * s.turns.mean as f64 * s.num_entries as f64;
+    if total > available as f64 {
+        return Err(bad(format!(
+            "--num-dataset-entries {} x --image-batch-size {} x --image-width-mean {} x --image-height-mean {} (and --isl {}): the synthetic dataset would take about {}, more than the {} of memory available; lower the image size, --image-batch-size, --num-dataset-entries or --isl",
+            s.num_entries,
+            s.image_batch_size,
+            s.image_width_mean,
+            s.image_height_mean,
+            s.isl_mean,
+            limits::gib(total),
+            limits::gib(available as f64)
+        )));
+    }
+    Ok(())
+}
+
+/// `--image-source*`, `--input-file`, `--custom-dataset-type`, `--isl-block-size`.
+pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
+    let image_source = ImageSource::parse(a.image_source.trim());
+    let image_sampling = ImageSampling::from(a.image_source_sampling);
+    match &image_source {
+        ImageSource::Noise if image_sampling != ImageSampling::RandomWithReplacement => {
+            return Err(bad(
+                "--image-source-sampling: only random-with-replacement applies to --image-source noise; \
+                 use --image-source assets or a directory to pick images in cycles",
+            ));
+        }
+        ImageSource::Directory(d) if !d.is_dir() => {
+            return Err(bad(format!(
+                "--image-source: '{}' is not 'noise', 'assets' or an existing directory",
+                d.display()
+            )));
+        }
+        _ => {}
+    }
+    if a.isl_block_size == Some(0) {
+        return Err(bad(
+            "--isl-block-size: 0 is not allowed; give 1 or more tokens",
+        ));
+    }
+    let input_file = match (
+        &a.input_file,
+        a.custom_dataset_type.map(CustomDatasetType::from),
+    ) {
+        (None, None) => None,
+        (None, Some(t)) => {
+            return Err(bad(format!(
+                "--custom-dataset-type {} needs --input-file",
+                t.as_str()
+            )));
+        }
+        (Some(p), kind) => {
+            let kind = kind.unwrap_or(CustomDatasetType::SingleTurn);
+            if !p.exists() {
+                return Err(bad(format!(
+                    "--input-file: '{}' does not exist",
+                    p.display()
+                )));
+            }
+            if p.is_dir() && kind != CustomDatasetType::RandomPool {
+                return Err(bad(format!(
+                    "--input-file: '{}' is a directory; only --custom-dataset-type random_pool reads a directory",
+                    p.display()
+                )));
+            }
+            // Synthetic media shapes have no meaning for entries read from a file.
+            let synthetic_flags = [
+                ("--image-width-mean", a.image_width_mean != 0.0),
+                ("--image-height-mean", a.image_height_mean != 0.0),
+                ("--image-width-stddev", a.image_width_stddev.is_some()),
+                ("--image-height-stddev", a.image_height_stddev.is_some()),
+                ("--image-source", image_source != ImageSource::Noise),
+                (
+                    "--image-source-sampling",
+                    image_sampling != ImageSampling::RandomWithReplacement,
+                ),
+            ];
+            if let Some((flag, _)) = synthetic_flags.iter().find(|(_, given)| *given) {
+                return Err(bad(format!(
+                    "{flag} applies to synthetic data only and cannot be used with --input-file; \
+                     images come from the input file"
+                )));
+            }
+            Some((p.clone(), kind))
+        }
+    };
+    Ok(InputOptions {
+        image_source,
+        image_sampling,
+        input_file,
+        isl_block_size: a.isl_block_size,
+    })
+}
+
+/// The failure-handling flags, and input combinations that would otherwise be silently
+/// ignored (image settings while images are off).
+pub(super) fn check_failures_and_inputs(a: &ProfileArgs) -> Result<FailureOptions, ConfigError> {
+    let wait = limits::seconds(
+        "--wait-for-model-timeout",
+        a.wait_for_model_timeout,
+        Zero::Allowed,
+    )?;
+    let interval = limits::seconds(
+        "--wait-for-model-interval",
+        a.wait_for_model_interval,
+        Zero::Refused,
+    )?;
+    let grace = limits::seconds(
+        "--interrupt-grace-period",
+        a.interrupt_grace_period,
+        Zero::Allowed,
+    )?;
+    if let Some(t) = a.failed_request_threshold
+        && !(t.is_finite() && (0.0..=1.0).contains(&t))
+    {
+        return Err(bad(format!(
+            "--failed-request-threshold: {t} is not allowed; give a share of failed requests from 0 to 1 (e.g. 0.1)"
+        )));
+    }
+
+    let images_on = a.image_width_mean > 0.0 || a.image_height_mean > 0.0;
+    if !images_on && a.image_batch_size > 1 {
+        return Err(bad(format!(
+            "--image-batch-size {}: images are off because --image-width-mean and --image-height-mean are 0; give both sizes > 0, or drop --image-batch-size",
+            a.image_batch_size
+        )));
+    }
+    for (flag, stddev, mean_flag, mean) in [
+        (
+            "--image-width-stddev",
+            a.image_width_stddev,
+            "--image-width-mean",
+            a.image_width_mean,
+        ),
+        (
+            "--image-height-stddev",
+            a.image_height_stddev,
+            "--image-height-mean",
+            a.image_height_mean,
+        ),
+    ] {
+        if let Some(sd) = stddev
+            && sd > 0.0
+            && mean == 0.0
+        {
+            return Err(bad(format!(
+                "{flag} {sd} needs {mean_flag}: give a mean > 0 as well, or drop the stddev"
+            )));
+        }
+    }
+
+    Ok(FailureOptions {
+        wait_for_model: (!wait.is_zero()).then_some(wait),
+        wait_for_model_interval: interval,
+        failed_request_threshold: a.failed_request_threshold,
+        grace_period: grace,
+    })
+}
+
+/// `--conversation-turn-delay-ratio` above this would stretch a think time past any run.
+pub(super) const MAX_DELAY_RATIO: f64 = 1000.0;
+
+/// `--conversation-turn-*`: the shape of synthetic conversations.
+pub(super) fn check_turns(a: &ProfileArgs) -> Result<TurnOptions, ConfigError> {
+    if a.conversation_turn_mean == 0 {
+        return Err(bad(
+            "--conversation-turn-mean: 0 is not allowed; give 1 or more turns per conversation",
+        ));
+    }
+    check_stddev("--conversation-turn-stddev", a.conversation_turn_stddev)?;
+    let delay = limits::millis(
+        "--conversation-turn-delay-mean",
+        a.conversation_turn_delay_mean,
+    )?;
+    limits::millis(
+        "--conversation-turn-delay-stddev",
+        a.conversation_turn_delay_stddev,
+    )?;
+    // Bounded too: it multiplies every think time.
+    let ratio = a.conversation_turn_delay_ratio;
+    if !(ratio.is_finite() && ratio > 0.0 && ratio <= MAX_DELAY_RATIO) {
+        return Err(bad(format!(
+            "--conversation-turn-delay-ratio: {ratio} is not allowed; give a multiplier > 0 and at most {MAX_DELAY_RATIO} (1 keeps the delays)"
+        )));
+    }
+    let turns = TurnOptions {
+        mean: a.conversation_turn_mean,
+        stddev: a.conversation_turn_stddev,
+        delay_mean_ms: delay,
+        delay_stddev_ms: a.conversation_turn_delay_stddev,
+        delay_ratio: ratio,
+    };
+    if a.input_file.is_some() && turns != TurnOptions::default() {
+        return Err(bad(
+            "--conversation-turn-*: these shape synthetic conversations; with --input-file the file's sessions give the turns and their \"delay\"",
+        ));
+    }
+    Ok(turns)
+}
+
+pub(super) fn check_stddev(flag: &str, v: f64) -> Result<(), ConfigError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(bad(format!(
+            "{flag}: {v} is not allowed; give a number >= 0"
+        )))
+    }
+}

@@ -1,0 +1,237 @@
+//! Load-mode, stop-condition, warmup and cancellation flags, into `load::LoadOptions`.
+
+use crate::cli::{ArrivalMode, ProfileArgs};
+use crate::config::limits::{self as limits, Zero};
+use crate::load::schedule::ArrivalPattern;
+use crate::load::{Cancellation, ScheduleWindow};
+
+use super::*;
+
+/// The artifact directory's stimulus part, as AIPerf names it: `concurrency<N>`,
+/// `request_rate<R>`, `concurrency<N>-request_rate<R>` or `fixed_schedule`.
+pub fn stimulus_name(load: &LoadOptions, concurrency: u64) -> String {
+    if load.fixed_schedule {
+        return "fixed_schedule".into();
+    }
+    match (load.rate, load.concurrency_given) {
+        (Some((r, _)), true) => format!("concurrency{concurrency}-request_rate{}", python_float(r)),
+        (Some((r, _)), false) => format!("request_rate{}", python_float(r)),
+        (None, _) => format!("concurrency{concurrency}"),
+    }
+}
+
+/// A float as Python's `repr` writes it for ordinary values: `5.0`, `0.5`, `2.25`.
+pub(super) fn python_float(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e16 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Load mode, stop-condition, warmup-duration and cancellation flags.
+pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
+    let rate = match a.request_rate {
+        None => None,
+        Some(r) if !(r.is_finite() && r > 0.0) => {
+            return Err(bad(format!(
+                "--request-rate: {r} is not allowed; give requests per second > 0 (e.g. 5 or 0.5)"
+            )));
+        }
+        Some(r) => Some(r),
+    };
+    let pattern = match (a.request_rate_mode, a.arrival_smoothness) {
+        (_, Some(s)) if !(s.is_finite() && s > 0.0) => {
+            return Err(bad(format!(
+                "--arrival-smoothness: {s} is not allowed; give a gamma shape > 0 (1 is Poisson)"
+            )));
+        }
+        (ArrivalMode::Gamma, s) => ArrivalPattern::Gamma {
+            shape: s.unwrap_or(1.0),
+        },
+        (_, Some(_)) => {
+            return Err(bad(
+                "--arrival-smoothness applies to --request-rate-mode gamma only; add --request-rate-mode gamma or drop it",
+            ));
+        }
+        (ArrivalMode::Constant, None) => ArrivalPattern::Constant,
+        (ArrivalMode::Poisson, None) => ArrivalPattern::Poisson,
+    };
+    if rate.is_none() && a.request_rate_mode != ArrivalMode::Poisson {
+        return Err(bad(
+            "--request-rate-mode needs --request-rate: give a rate, or drop the mode",
+        ));
+    }
+    let schedule_window = ScheduleWindow {
+        auto_offset: a.fixed_schedule_auto_offset,
+        start_ms: a.fixed_schedule_start_offset,
+        end_ms: a.fixed_schedule_end_offset,
+    };
+    if let (Some(s), Some(e)) = (schedule_window.start_ms, schedule_window.end_ms)
+        && s > e
+    {
+        return Err(bad(format!(
+            "--fixed-schedule-start-offset {s} is after --fixed-schedule-end-offset {e}; give start <= end"
+        )));
+    }
+    if a.fixed_schedule_auto_offset && a.fixed_schedule_start_offset.is_some() {
+        return Err(bad(
+            "--fixed-schedule-auto-offset and --fixed-schedule-start-offset both set where the schedule starts; give one",
+        ));
+    }
+    // AIPerf's rule: a timestamp on the first record of the input file means a replay.
+    let fixed_schedule = a.fixed_schedule
+        || a.input_file
+            .as_deref()
+            .is_some_and(first_record_has_timestamp);
+    let why = if a.fixed_schedule {
+        "--fixed-schedule"
+    } else {
+        "the input file's timestamps (a fixed schedule)"
+    };
+    if fixed_schedule {
+        if a.input_file.is_none() {
+            return Err(bad(
+                "--fixed-schedule needs --input-file with a timestamp on each entry",
+            ));
+        }
+        if rate.is_some() {
+            return Err(bad(format!(
+                "--request-rate cannot be used with {why}: the file's timestamps set the send times"
+            )));
+        }
+        if let Some(n) = a.request_count {
+            return Err(bad(format!(
+                "--request-count {n} cannot be used with {why}: the schedule sends every entry in its window"
+            )));
+        }
+    }
+    let duration = a
+        .benchmark_duration
+        .map(|d| limits::seconds("--benchmark-duration", d, Zero::Refused))
+        .transpose()?;
+    let grace = limits::grace_seconds("--benchmark-grace-period", a.benchmark_grace_period)?;
+    let warmup_duration = a
+        .warmup_duration
+        .map(|d| limits::seconds("--warmup-duration", d, Zero::Refused))
+        .transpose()?;
+    if warmup_duration.is_some() && a.warmup_request_count > 0 {
+        return Err(bad(
+            "--warmup-duration and --warmup-request-count both end the warmup; give one",
+        ));
+    }
+    if fixed_schedule && (warmup_duration.is_some() || a.warmup_request_count > 0) {
+        return Err(bad(format!(
+            "--warmup-request-count/--warmup-duration cannot be used with {why}: a replayed trace has no warmup"
+        )));
+    }
+    let cancellation = match a.request_cancellation_rate {
+        None => None,
+        Some(p) if !(p.is_finite() && p > 0.0 && p <= 100.0) => {
+            return Err(bad(format!(
+                "--request-cancellation-rate: {p} is not allowed; give a percentage in (0, 100]"
+            )));
+        }
+        Some(p) => {
+            let delay = limits::seconds(
+                "--request-cancellation-delay",
+                a.request_cancellation_delay,
+                Zero::Allowed,
+            )?;
+            Some(Cancellation {
+                share: p / 100.0,
+                delay,
+            })
+        }
+    };
+    if a.conversation_num == Some(0) {
+        return Err(bad(
+            "--conversation-num: 0 is not allowed; give 1 or more conversations",
+        ));
+    }
+    if let (Some(s), Some(n)) = (a.conversation_num, a.request_count) {
+        return Err(bad(format!(
+            "--conversation-num {s} and --request-count {n} both stop profiling; give one (conversations for multi-turn, requests otherwise)"
+        )));
+    }
+    if fixed_schedule && a.conversation_num.is_some() {
+        return Err(bad(format!(
+            "--conversation-num cannot be used with {why}: the schedule sends every conversation in its window"
+        )));
+    }
+    let warmup = check_warmup(a, rate.map(|r| (r, pattern)))?;
+    if fixed_schedule && warmup != WarmupOptions::default() {
+        return Err(bad(format!(
+            "--num-warmup-sessions/--warmup-*: cannot be used with {why}: a replayed trace has no warmup"
+        )));
+    }
+    Ok(LoadOptions {
+        rate: rate.map(|r| (r, pattern)),
+        concurrency_given: a.concurrency.is_some(),
+        fixed_schedule,
+        schedule_window,
+        request_count_given: a.request_count,
+        duration,
+        grace,
+        warmup_duration,
+        cancellation,
+        sessions: a.conversation_num,
+        warmup,
+    })
+}
+
+/// The warmup's own stop condition, grace period and load settings.
+pub(super) fn check_warmup(
+    a: &ProfileArgs,
+    rate: Option<(f64, ArrivalPattern)>,
+) -> Result<WarmupOptions, ConfigError> {
+    if a.num_warmup_sessions == Some(0) {
+        return Err(bad(
+            "--num-warmup-sessions: 0 is not allowed; give 1 or more, or drop it for no warmup",
+        ));
+    }
+    if a.num_warmup_sessions.is_some() && a.warmup_request_count > 0 {
+        return Err(bad(
+            "--num-warmup-sessions and --warmup-request-count both end the warmup; give one",
+        ));
+    }
+    let grace = match a.warmup_grace_period {
+        None => None,
+        Some(g) => limits::grace_seconds("--warmup-grace-period", g)?,
+    };
+    if a.warmup_concurrency == Some(0) {
+        return Err(bad(
+            "--warmup-concurrency: 0 is not allowed; give 1 or more requests in flight",
+        ));
+    }
+    let warmup_rate = match a.warmup_request_rate {
+        Some(r) if !(r.is_finite() && r > 0.0) => {
+            return Err(bad(format!(
+                "--warmup-request-rate: {r} is not allowed; give requests per second > 0"
+            )));
+        }
+        given => given.or(rate.map(|(r, _)| r)),
+    };
+    let pattern = match a.warmup_arrival_pattern {
+        Some(ArrivalMode::Constant) => Some(ArrivalPattern::Constant),
+        Some(ArrivalMode::Poisson) => Some(ArrivalPattern::Poisson),
+        Some(ArrivalMode::Gamma) => Some(ArrivalPattern::Gamma {
+            shape: a.arrival_smoothness.unwrap_or(1.0),
+        }),
+        None => None,
+    };
+    if pattern.is_some() && warmup_rate.is_none() {
+        return Err(bad(
+            "--warmup-arrival-pattern needs a rate: give --warmup-request-rate or --request-rate",
+        ));
+    }
+    Ok(WarmupOptions {
+        sessions: a.num_warmup_sessions,
+        grace,
+        concurrency: a.warmup_concurrency,
+        rate: warmup_rate.map(|r| {
+            let main = rate.map(|(_, p)| p).unwrap_or(ArrivalPattern::Poisson);
+            (r, pattern.unwrap_or(main))
+        }),
+    })
+}

@@ -1,0 +1,675 @@
+//! The validated run configuration. Every cross-flag check lives here, so a bad command line
+//! stops before anything is built or sent.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue, Uri};
+use serde_json::{Map, Value};
+
+use self::limits::Zero;
+use crate::cli::ProfileArgs;
+use crate::dataset::InputOptions;
+use crate::dataset::{MAX_INPUT_TOKENS, SyntheticOptions};
+use crate::endpoint::EndpointType;
+use crate::ui::UiType;
+
+mod endpoint;
+mod enums;
+mod inputs;
+pub(crate) mod limits;
+mod load;
+mod redact;
+
+use self::endpoint::*;
+use self::inputs::*;
+pub use self::load::*;
+pub use self::redact::*;
+use crate::dataset::custom::first_record_has_timestamp;
+pub use crate::load::{LoadOptions, WarmupOptions};
+
+/// A command-line problem: one line naming the flag, the value and what is accepted.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+fn bad(msg: impl Into<String>) -> ConfigError {
+    ConfigError(msg.into())
+}
+
+#[derive(Debug, Clone)]
+pub struct ProfileConfig {
+    /// The model sent in every request (the first of `--model-names`).
+    pub model: String,
+    pub endpoint_type: EndpointType,
+    /// Full request URI: base URL + endpoint path.
+    pub request_uri: Uri,
+    pub streaming: bool,
+    pub request_timeout: Duration,
+    pub max_response_bytes: u64,
+    pub api_key: Option<String>,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Merged at top level into every request body.
+    pub extra_inputs: Map<String, Value>,
+    pub use_server_token_count: bool,
+    pub use_legacy_max_tokens: bool,
+    pub mock_server: bool,
+    pub tokenizer: String,
+    pub tokenizer_revision: String,
+    pub synthetic: SyntheticOptions,
+    pub concurrency: u64,
+    pub request_count: u64,
+    pub warmup_request_count: u64,
+    pub goodput: Option<String>,
+    pub artifact_dir: PathBuf,
+    pub ui: UiType,
+    pub verbose: bool,
+    /// The seed actually used (given, or drawn from entropy and recorded).
+    pub random_seed: u64,
+    /// Image source, input file and their options.
+    pub inputs: InputOptions,
+
+    /// How to handle failures, interruption and an unready server.
+    pub failures: FailureOptions,
+    /// Load mode, stop conditions, warmup duration and cancellation.
+    pub load: LoadOptions,
+    /// Secret strings to hide wherever the command line is shown.
+    pub secrets: Vec<String>,
+    /// Flags accepted but without effect, for the log once it is set up.
+    pub warnings: Vec<String>,
+}
+
+/// What the run does about failures, interruption and a server that is not up yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailureOptions {
+    /// Poll the server until it answers, for at most this long (`None`: do not wait).
+    pub wait_for_model: Option<Duration>,
+    pub wait_for_model_interval: Duration,
+    /// Stop early when failed / finished exceeds this share.
+    pub failed_request_threshold: Option<f64>,
+    /// Time in-flight requests get after Ctrl-C or an early stop.
+    pub grace_period: Duration,
+}
+
+impl ProfileConfig {
+    /// Validates the parsed flags. `is_terminal` decides the default UI.
+    pub fn from_args(a: &ProfileArgs, is_terminal: bool) -> Result<Self, ConfigError> {
+        let model = a
+            .model_names
+            .iter()
+            .find(|m| !m.trim().is_empty())
+            .cloned()
+            .ok_or_else(|| {
+                bad("--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct")
+            })?;
+
+        let endpoint_type = EndpointType::from(a.endpoint_type);
+        let request_uri = build_request_uri(&a.url, a.custom_endpoint.as_deref(), endpoint_type)?;
+        let (request_uri, userinfo) = split_userinfo(request_uri)?;
+        let mut warnings = Vec::new();
+
+        let request_timeout = limits::seconds(
+            "--request-timeout-seconds",
+            a.request_timeout_seconds,
+            Zero::Refused,
+        )?;
+
+        let concurrency = a.concurrency.unwrap_or(1);
+        check_counts(a)?;
+        let load = check_load_modes(a)?;
+        let request_count = match (a.request_count, load.duration) {
+            (Some(n), _) => n,
+            // Limited by time only: ids and order for this many are drawn up front (more
+            // are derived on the fly), and the progress bar counts toward it.
+            (None, Some(d)) => match load.rate {
+                Some((rate, _)) => {
+                    ((rate * d.as_secs_f64() * 1.1).ceil() as u64 + 10).min(1_000_000)
+                }
+                None => 10_000,
+            },
+            // Sessions ≤ sends: enough ids and order for every conversation's first turn;
+            // the run replaces it with the exact number of turns once the plan is drawn.
+            (None, None) => match load.sessions {
+                Some(n) => n,
+                None => (concurrency * 2).max(10),
+            },
+        };
+        let turns = check_turns(a)?;
+
+        limits::count(
+            "--synthetic-input-tokens-mean/--isl",
+            a.isl_mean,
+            MAX_INPUT_TOKENS,
+            "tokens",
+            "",
+        )?;
+        check_stddev("--synthetic-input-tokens-stddev", a.isl_stddev)?;
+        if let Some(osl) = a.osl_mean
+            && osl == 0
+        {
+            return Err(bad(
+                "--output-tokens-mean: 0 is not allowed; give 1 or more tokens",
+            ));
+        }
+        if a.osl_stddev.is_some() && a.osl_mean.is_none() {
+            return Err(bad(
+                "--output-tokens-stddev needs --output-tokens-mean: give a mean as well, or drop the stddev",
+            ));
+        }
+        let osl_stddev = a.osl_stddev.unwrap_or(0.0);
+        check_stddev("--output-tokens-stddev", osl_stddev)?;
+
+        check_image_size(a)?;
+        let width_stddev = a.image_width_stddev.unwrap_or(0.0);
+        let height_stddev = a.image_height_stddev.unwrap_or(0.0);
+        check_stddev("--image-width-stddev", width_stddev)?;
+        check_stddev("--image-height-stddev", height_stddev)?;
+        let images_on = a.image_width_mean > 0.0 || a.image_height_mean > 0.0;
+        if images_on
+            && a.image_batch_size > 0
+            && (a.image_width_mean == 0.0 || a.image_height_mean == 0.0)
+        {
+            return Err(bad(format!(
+                "--image-width-mean {} / --image-height-mean {}: give both a width and a height > 0 for images, or neither",
+                a.image_width_mean, a.image_height_mean
+            )));
+        }
+        if images_on && endpoint_type != EndpointType::Chat {
+            return Err(bad(format!(
+                "--image-width-mean/--image-height-mean: images need --endpoint-type chat, not {}",
+                endpoint_type.as_str()
+            )));
+        }
+        limits::count(
+            "--num-dataset-entries",
+            a.num_dataset_entries as u64,
+            limits::MAX_REQUESTS,
+            "entries",
+            "",
+        )?;
+
+        let header_pairs = parse_header_pairs(&a.headers)?;
+        let mut headers = header_values(&header_pairs)?;
+        let api_key = a.api_key.clone().filter(|k| !k.is_empty());
+        if let Some(info) = &userinfo {
+            url_basic_auth(info, api_key.is_some(), &mut headers, &mut warnings)?;
+        }
+        let secrets = collect_secrets(api_key.as_deref(), &header_pairs, userinfo.as_ref());
+        let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
+        if let Some(g) = &a.goodput
+            && g.trim().is_empty()
+        {
+            return Err(bad(
+                "--goodput: empty; give SLOs like \"request_latency:250 inter_token_latency:10\"",
+            ));
+        }
+
+        let random_seed = a.random_seed.unwrap_or_else(rand::random::<u64>);
+
+        // Only as many entries as can ever be sent are built: the rest would never leave
+        // the client, and building them would only delay the first request.
+        let total_requests =
+            request_count + a.warmup_request_count + load.warmup.sessions.unwrap_or(0);
+        // Requests are turns: with several turns per conversation, fewer conversations
+        // can ever start (unless conversations are what is counted).
+        let conversations_needed = match load.sessions {
+            Some(_) => total_requests,
+            None => total_requests.div_ceil(turns.mean),
+        };
+        let num_entries = a
+            .num_dataset_entries
+            .min(conversations_needed as usize)
+            .max(1);
+
+        let synthetic = SyntheticOptions {
+            num_entries,
+            isl_mean: a.isl_mean as f64,
+            isl_stddev: a.isl_stddev,
+            osl_mean: a.osl_mean.map(|v| v as f64),
+            osl_stddev,
+            image_width_mean: a.image_width_mean,
+            image_width_stddev: width_stddev,
+            image_height_mean: a.image_height_mean,
+            image_height_stddev: height_stddev,
+            image_format: a.image_format.into(),
+            image_batch_size: if images_on { a.image_batch_size } else { 0 },
+            seed: Some(random_seed),
+            turns,
+        };
+
+        if a.input_file.is_none() {
+            check_dataset_memory(&synthetic)?;
+        }
+
+        let artifact_dir = match &a.artifact_dir {
+            Some(d) => d.clone(),
+            None => PathBuf::from("artifacts").join(format!(
+                "{}-{}-{}",
+                model.replace('/', "_"),
+                endpoint_type.as_str(),
+                stimulus_name(&load, concurrency)
+            )),
+        };
+
+        let ui = match a.ui_type {
+            Some(u) => u.into(),
+            None if a.verbose || is_terminal => UiType::Simple,
+            None => UiType::None,
+        };
+
+        let failures = check_failures_and_inputs(a)?;
+
+        Ok(ProfileConfig {
+            tokenizer: a.tokenizer.clone().unwrap_or_else(|| model.clone()),
+            model,
+            endpoint_type,
+            request_uri,
+            streaming: a.streaming,
+            request_timeout,
+            max_response_bytes: a.max_response_bytes,
+            api_key,
+            headers,
+            secrets,
+            extra_inputs,
+            use_server_token_count: a.use_server_token_count,
+            use_legacy_max_tokens: a.use_legacy_max_tokens,
+            mock_server: a.mock_server,
+            tokenizer_revision: a.tokenizer_revision.clone(),
+            synthetic,
+            concurrency,
+            request_count,
+            warmup_request_count: a.warmup_request_count,
+            goodput: a.goodput.clone(),
+            artifact_dir,
+            ui,
+            verbose: a.verbose,
+            random_seed,
+            inputs: input_options(a)?,
+
+            failures,
+            load,
+            warnings,
+        })
+    }
+
+    /// Points the run at another base URL (used by `--mock-server`), keeping the path.
+    pub fn set_base_url(&mut self, base: &str) -> Result<(), ConfigError> {
+        let path = self
+            .request_uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string();
+        self.request_uri = build_request_uri(base, Some(&path), self.endpoint_type)?;
+        Ok(())
+    }
+}
+
+// The command line's value enums, mapped to the stages' own types.
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::TurnOptions;
+    use crate::load::Cancellation;
+    use crate::load::schedule::ArrivalPattern;
+    use clap::Parser;
+
+    fn parse(extra: &[&str]) -> Result<ProfileConfig, ConfigError> {
+        let mut argv = vec!["aiperf", "profile", "-m", "org/model"];
+        argv.extend_from_slice(extra);
+        let cli = crate::cli::Cli::try_parse_from(argv).expect("clap parse");
+        match cli.command {
+            crate::cli::Command::Profile(a) => ProfileConfig::from_args(&a, false),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults_follow_aiperf() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(
+            c.request_uri.to_string(),
+            "http://localhost:8000/v1/chat/completions"
+        );
+        assert_eq!(c.concurrency, 1);
+        assert_eq!(c.request_count, 10);
+        assert_eq!(c.synthetic.isl_mean, 550.0);
+        assert_eq!(c.synthetic.image_batch_size, 0);
+        assert_eq!(c.tokenizer, "org/model");
+        assert_eq!(
+            c.artifact_dir,
+            PathBuf::from("artifacts/org_model-chat-concurrency1")
+        );
+        assert_eq!(c.ui, UiType::None);
+        assert_eq!(c.request_timeout, Duration::from_secs(21600));
+    }
+
+    #[test]
+    fn request_count_defaults_to_twice_concurrency() {
+        assert_eq!(parse(&["--concurrency", "8"]).unwrap().request_count, 16);
+    }
+
+    #[test]
+    fn url_forms() {
+        let c = parse(&["--url", "https://h:1/v1/", "--endpoint-type", "completions"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "https://h:1/v1/completions");
+        let c = parse(&["-u", "127.0.0.1:9", "--endpoint", "custom/path"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "http://127.0.0.1:9/custom/path");
+        let e = parse(&["-u", "ftp://x"]).unwrap_err().to_string();
+        assert!(e.contains("--url") && e.contains("ftp"), "{e}");
+        // A query stays after the endpoint path.
+        let c = parse(&["-u", "h:1/?q=1"]).unwrap();
+        assert_eq!(
+            c.request_uri.to_string(),
+            "http://h:1/v1/chat/completions?q=1"
+        );
+        let c = parse(&["-u", "http://h/v1?a=b", "--endpoint", "/v1/x?c=d"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "http://h/v1/x?c=d&a=b");
+        let c = parse(&["-u", "[::1]:8000"]).unwrap();
+        assert_eq!(c.request_uri.port_u16(), Some(8000));
+        for bad_port in ["127.0.0.1:99999", "host:abc", "h:0", "[::1]:70000"] {
+            let e = parse(&["-u", bad_port]).unwrap_err().to_string();
+            assert!(e.contains("1 to 65535"), "{bad_port}: {e}");
+        }
+    }
+
+    #[test]
+    fn extra_inputs_and_headers() {
+        let c = parse(&[
+            "--extra-inputs",
+            "ignore_eos:true",
+            "--extra-inputs",
+            "min_tokens:5",
+            "--extra-inputs",
+            "note:hello world",
+            "--extra-inputs",
+            r#"{"temperature": 0.5}"#,
+            "-H",
+            "X-A: b",
+        ])
+        .unwrap();
+        assert_eq!(c.extra_inputs["ignore_eos"], Value::Bool(true));
+        assert_eq!(c.extra_inputs["min_tokens"], Value::from(5));
+        assert_eq!(c.extra_inputs["note"], Value::from("hello world"));
+        assert_eq!(c.extra_inputs["temperature"], Value::from(0.5));
+        assert_eq!(c.headers[0].0.as_str(), "x-a");
+        assert_eq!(c.headers[0].1, "b");
+        let e = parse(&["--extra-inputs", "novalue"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--extra-inputs: 'novalue'"), "{e}");
+    }
+
+    #[test]
+    fn contradictions_are_rejected_with_the_flag_named() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["--concurrency", "0"], "--concurrency"),
+            (&["--request-count", "0"], "--request-count"),
+            (&["--output-tokens-stddev", "3"], "--output-tokens-stddev"),
+            (&["--image-width-mean", "100"], "--image-width-mean"),
+            (&["--isl", "0"], "--synthetic-input-tokens-mean"),
+            (
+                &["--request-timeout-seconds", "0"],
+                "--request-timeout-seconds",
+            ),
+            (&["--num-dataset-entries", "0"], "--num-dataset-entries"),
+        ];
+        for (args, flag) in cases {
+            let e = parse(args).unwrap_err().to_string();
+            assert!(e.starts_with(flag), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn artifact_directory_names_the_stimulus_as_aiperf_does() {
+        let dir = |args: &[&str]| parse(args).unwrap().artifact_dir;
+        assert_eq!(
+            dir(&["--request-rate", "5"]),
+            PathBuf::from("artifacts/org_model-chat-request_rate5.0")
+        );
+        assert_eq!(
+            dir(&["--request-rate", "2.5", "--concurrency", "4"]),
+            PathBuf::from("artifacts/org_model-chat-concurrency4-request_rate2.5")
+        );
+        assert_eq!(
+            dir(&["--concurrency", "3"]),
+            PathBuf::from("artifacts/org_model-chat-concurrency3")
+        );
+    }
+
+    #[test]
+    fn load_mode_flags() {
+        let c = parse(&[
+            "--request-rate",
+            "10",
+            "--request-rate-mode",
+            "gamma",
+            "--arrival-smoothness",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.load.rate,
+            Some((10.0, ArrivalPattern::Gamma { shape: 2.0 }))
+        );
+        assert!(!c.load.concurrency_given);
+        // Time-limited: no request limit, ids drawn for the expected sends plus a margin.
+        let c = parse(&["--request-rate", "10", "--benchmark-duration", "3"]).unwrap();
+        assert_eq!(c.load.count_limit(c.request_count), None);
+        assert_eq!(c.request_count, 43);
+        assert_eq!(c.load.grace, Some(Duration::from_secs(30)));
+        let c = parse(&[
+            "--benchmark-duration",
+            "3",
+            "--benchmark-grace-period",
+            "inf",
+        ])
+        .unwrap();
+        assert_eq!(c.load.grace, None);
+        let c = parse(&[
+            "--request-cancellation-rate",
+            "25",
+            "--request-cancellation-delay",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.load.cancellation,
+            Some(Cancellation {
+                share: 0.25,
+                delay: Duration::from_millis(500)
+            })
+        );
+        let cases: &[(&[&str], &str)] = &[
+            (&["--request-rate", "0"], "--request-rate"),
+            (&["--request-rate", "NaN"], "--request-rate"),
+            (&["--arrival-smoothness", "2"], "--arrival-smoothness"),
+            (&["--request-rate-mode", "constant"], "--request-rate-mode"),
+            (&["--benchmark-grace-period=-1"], "--benchmark-grace-period"),
+            (
+                &["--warmup-duration", "1", "--warmup-request-count", "2"],
+                "--warmup-duration",
+            ),
+            (
+                &["--request-cancellation-rate", "0"],
+                "--request-cancellation-rate",
+            ),
+        ];
+        for (args, flag) in cases {
+            let e = parse(args).unwrap_err().to_string();
+            assert!(e.starts_with(flag), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn conversation_and_warmup_flags() {
+        // AIPerf's aliases reach the same fields.
+        let c = parse(&[
+            "--num-sessions",
+            "6",
+            "--session-turns-mean",
+            "3",
+            "--session-turns-stddev",
+            "1",
+            "--session-turn-delay-mean",
+            "200",
+            "--session-turn-delay-stddev",
+            "50",
+            "--session-delay-ratio",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(c.load.sessions, Some(6));
+        assert_eq!(
+            c.synthetic.turns,
+            TurnOptions {
+                mean: 3,
+                stddev: 1.0,
+                delay_mean_ms: 200.0,
+                delay_stddev_ms: 50.0,
+                delay_ratio: 0.5,
+            }
+        );
+        // Counted in conversations: no request limit unless one is given.
+        assert_eq!(c.load.count_limit(c.request_count), None);
+        assert_eq!(c.synthetic.num_entries, 6);
+        let c = parse(&["--conversation-num", "6", "--benchmark-duration", "4"]).unwrap();
+        assert_eq!(c.load.count_limit(c.request_count), None);
+        assert_eq!(c.load.sessions, Some(6));
+
+        let c = parse(&[
+            "--concurrency",
+            "4",
+            "--request-rate",
+            "10",
+            "--num-warmup-sessions",
+            "2",
+            "--warmup-grace-period",
+            "1.5",
+            "--warmup-concurrency",
+            "1",
+            "--warmup-arrival-pattern",
+            "constant",
+        ])
+        .unwrap();
+        let w = &c.load.warmup;
+        assert_eq!(w.sessions, Some(2));
+        assert_eq!(w.grace, Some(Duration::from_millis(1500)));
+        assert_eq!(w.concurrency, Some(1));
+        // The warmup keeps the profiling rate but takes its own arrival pattern.
+        assert_eq!(w.rate, Some((10.0, ArrivalPattern::Constant)));
+        let w = parse(&["--warmup-request-rate", "5"]).unwrap().load.warmup;
+        assert_eq!(w.rate, Some((5.0, ArrivalPattern::Poisson)));
+        assert_eq!(parse(&[]).unwrap().load.warmup, WarmupOptions::default());
+
+        let cases: &[(&[&str], &str)] = &[
+            (&["--conversation-num", "0"], "--conversation-num"),
+            (
+                &["--conversation-num", "3", "--request-count", "9"],
+                "--conversation-num",
+            ),
+            (
+                &["--conversation-turn-mean", "0"],
+                "--conversation-turn-mean",
+            ),
+            (
+                &["--conversation-turn-stddev=-1"],
+                "--conversation-turn-stddev",
+            ),
+            (
+                &["--conversation-turn-delay-mean=-5"],
+                "--conversation-turn-delay-mean",
+            ),
+            (
+                &["--conversation-turn-delay-ratio", "0"],
+                "--conversation-turn-delay-ratio",
+            ),
+            (
+                &["--num-warmup-sessions", "2", "--warmup-request-count", "2"],
+                "--num-warmup-sessions",
+            ),
+            (&["--warmup-concurrency", "0"], "--warmup-concurrency"),
+            (&["--warmup-request-rate", "0"], "--warmup-request-rate"),
+            (
+                &["--warmup-arrival-pattern", "constant"],
+                "--warmup-arrival-pattern",
+            ),
+            (&["--warmup-grace-period=-1"], "--warmup-grace-period"),
+            (
+                &["--input-file", "x.jsonl", "--conversation-turn-mean", "3"],
+                "--conversation-turn-",
+            ),
+        ];
+        for (args, flag) in cases {
+            let e = parse(args).unwrap_err().to_string();
+            assert!(e.starts_with(flag), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn images_on_only_with_both_sizes() {
+        let c = parse(&["--image-width-mean", "512", "--image-height-mean", "256"]).unwrap();
+        assert_eq!(c.synthetic.image_batch_size, 1);
+        assert_eq!(c.synthetic.image_width_mean, 512.0);
+    }
+
+    #[test]
+    fn secrets_are_redacted_from_the_command_line() {
+        let argv: Vec<String> = [
+            "target/aiperf",
+            "profile",
+            "--api-key",
+            "sk-123",
+            "-H",
+            "Authorization: Bearer x",
+            "X-Plain: 1",
+            "-HCookie: c=1",
+            r#"--header={"X-Api-Key": "k\u0041y"}"#,
+            "--url",
+            "http://me:p%40ss@h:9",
+            "--model",
+            "a b",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let c = parse(&argv[2..].iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+        let line = redacted_command_line(&argv, &c.secrets);
+        for leak in ["sk-", "Bearer", "c=1", "kAy", "u0041", "me:", "p%40ss"] {
+            assert!(!line.contains(leak), "{leak} in {line}");
+        }
+        assert_eq!(
+            line,
+            "aiperf profile --api-key '***' -H 'Authorization: ***' 'X-Plain: 1' '-HCookie: ***' \
+             '--header={\"X-Api-Key\":\"***\"}' --url 'http://***@h:9' --model 'a b'"
+        );
+    }
+
+    #[test]
+    fn credentials_in_the_url_are_not_shown() {
+        let uri: http::Uri = "http://user:pw@host:8000/v1/chat/completions"
+            .parse()
+            .unwrap();
+        assert_eq!(shown_uri(&uri), "http://***@host:8000/v1/chat/completions");
+        let plain: http::Uri = "https://h/v1/completions".parse().unwrap();
+        assert_eq!(shown_uri(&plain), "https://h/v1/completions");
+    }
+
+    #[test]
+    fn url_credentials_become_basic_auth_and_leave_the_uri() {
+        let c = parse(&["--url", "http://me:p%40ss@h:9"]).unwrap();
+        assert_eq!(c.request_uri.to_string(), "http://h:9/v1/chat/completions");
+        let auth = c
+            .headers
+            .iter()
+            .find(|(k, _)| k == "authorization")
+            .unwrap();
+        // base64("me:p@ss")
+        assert_eq!(auth.1, "Basic bWU6cEBzcw==");
+        // An explicit Authorization wins; the URL's credentials are not sent.
+        let c = parse(&["--url", "http://me:pw@h:9", "-H", "Authorization: Bearer t"]).unwrap();
+        assert_eq!(c.headers.len(), 1);
+        assert_eq!(c.headers[0].1, "Bearer t");
+        assert_eq!(c.warnings.len(), 1);
+    }
+}

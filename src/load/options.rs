@@ -1,0 +1,54 @@
+//! How requests are timed and when a phase stops, as `config` checked them.
+
+use std::time::Duration;
+
+use super::schedule::ArrivalPattern;
+use super::{Cancellation, ScheduleWindow};
+
+/// How requests are timed and when a phase stops.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadOptions {
+    /// `--request-rate` and its gaps; `None` is the closed loop.
+    pub rate: Option<(f64, ArrivalPattern)>,
+    /// `--concurrency` was given (with a rate or a schedule it is a cap; else unlimited).
+    pub concurrency_given: bool,
+    /// `--fixed-schedule` was given (a timestamped input file implies it too).
+    pub fixed_schedule: bool,
+    pub schedule_window: ScheduleWindow,
+    /// `--request-count` as given.
+    pub request_count_given: Option<u64>,
+    /// Profiling stops issuing after this long.
+    pub duration: Option<Duration>,
+    /// In-flight requests after the duration; `None` waits for all.
+    pub grace: Option<Duration>,
+    pub warmup_duration: Option<Duration>,
+    pub cancellation: Option<Cancellation>,
+    /// `--conversation-num`: profiling stops after this many conversations.
+    pub sessions: Option<u64>,
+    /// Warmup settings that differ from profiling.
+    pub warmup: WarmupOptions,
+}
+
+/// `--num-warmup-sessions`, `--warmup-grace-period` and the warmup's own load settings
+/// (each falls back to the profiling value).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WarmupOptions {
+    pub sessions: Option<u64>,
+    /// After `--warmup-duration`: how long warmup requests in flight may finish; `None`
+    /// waits for all.
+    pub grace: Option<Duration>,
+    pub concurrency: Option<u64>,
+    /// The warmup's request rate and arrival pattern.
+    pub rate: Option<(f64, ArrivalPattern)>,
+}
+
+impl LoadOptions {
+    /// The profiling phase's request limit: none when only the duration limits it.
+    pub fn count_limit(&self, request_count: u64) -> Option<u64> {
+        match (self.request_count_given, self.duration, self.sessions) {
+            (Some(n), _, _) => Some(n),
+            (None, None, None) => Some(request_count),
+            (None, _, _) => None,
+        }
+    }
+}
