@@ -134,6 +134,15 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             )
             .into());
         }
+        if cfg
+            .load
+            .schedule_window
+            .rebase_epoch(plan.first_timestamp_ms())
+        {
+            info!(
+                "The input file's timestamps are absolute (epoch ms): the schedule starts at the first one, as with --fixed-schedule-auto-offset"
+            );
+        }
         let offsets = plan
             .fixed_schedule(&cfg.load.schedule_window)
             .map_err(|e| {

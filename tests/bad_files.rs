@@ -56,3 +56,40 @@ fn a_trace_prompt_too_long_to_build() {
         &["in.jsonl:2", "input_length", "1000000000", "1 to 2000000 tokens"],
     );
 }
+
+#[test]
+fn timestamps_that_cannot_be_milliseconds() {
+    // Epoch microseconds: would wrap once converted to ns.
+    assert_refused(
+        b"{\"text\": \"a\", \"timestamp\": 1e15}\n",
+        "single_turn",
+        &[],
+        &[
+            "in.jsonl:1",
+            "timestamp",
+            "1000000000000000",
+            "milliseconds",
+            "/ 1000",
+        ],
+    );
+    // Epoch nanoseconds, as an integer.
+    assert_refused(
+        b"{\"text\": \"a\", \"timestamp\": 1700000000000}\n{\"text\": \"b\", \"timestamp\": 1700000000000000000}\n",
+        "single_turn",
+        &[],
+        &["in.jsonl:2", "timestamp", "1700000000000000000", "milliseconds"],
+    );
+    // Offsets from the start spanning 463 days: a units mistake, not a schedule.
+    assert_refused(
+        b"{\"input_length\": 5, \"timestamp\": 0}\n{\"input_length\": 5, \"timestamp\": 40000000000}\n",
+        "mooncake_trace",
+        &[],
+        &["in.jsonl:2", "timestamp", "40000000000", "463 days", "at most 365 days"],
+    );
+    assert_refused(
+        b"{\"session_id\": \"s\", \"turns\": [{\"text\": \"a\"}, {\"text\": \"b\", \"delay\": 1e12}]}\n",
+        "multi_turn",
+        &[],
+        &["in.jsonl:1", "turns[1].delay", "1000000000000", "one year"],
+    );
+}

@@ -65,12 +65,50 @@ pub fn load(opts: &CustomOptions) -> Result<Dataset, InputError> {
         opts,
         image_cache: HashMap::new(),
         block_cache: HashMap::new(),
+        timestamps: Vec::new(),
     };
-    match opts.kind {
+    let dataset = match opts.kind {
         CustomDatasetType::SingleTurn => loader.single_turn(),
         CustomDatasetType::MultiTurn => loader.multi_turn(),
         CustomDatasetType::RandomPool => loader.random_pool(),
         CustomDatasetType::MooncakeTrace => loader.mooncake(),
+    }?;
+    check_schedule_span(opts.path, &loader.timestamps)?;
+    Ok(dataset)
+}
+
+/// Timestamps above this (ms, 1973-03-03) are absolute epoch times, not offsets from the
+/// trace's start: the schedule then starts at the first one, as with
+/// `--fixed-schedule-auto-offset`.
+pub const EPOCH_MS_AFTER: u64 = 100_000_000_000;
+
+/// No millisecond time this large is a date before the year 2286: such values are epoch
+/// microseconds or nanoseconds, and would overflow once converted to ns.
+const MAX_TIMESTAMP_MS: u64 = 10_000_000_000_000;
+
+/// Longest schedule and longest think time, in ms (one year): beyond is a units mistake.
+const MAX_SPAN_MS: u64 = 365 * 86_400_000;
+
+/// Refuses a schedule spanning more than a year from its start (0, or the first timestamp
+/// when they are absolute), naming the first line past it.
+fn check_schedule_span(file: &Path, stamps: &[(usize, u64)]) -> Result<(), InputError> {
+    let Some(first) = stamps.iter().map(|&(_, t)| t).min() else {
+        return Ok(());
+    };
+    let (base, from) = if first > EPOCH_MS_AFTER {
+        (first, format!("the first timestamp ({first})"))
+    } else {
+        (0, "the trace's start (0)".to_string())
+    };
+    match stamps.iter().find(|&&(_, t)| t - base > MAX_SPAN_MS) {
+        None => Ok(()),
+        Some(&(line, t)) => Err(At { file, line }.err(
+            "timestamp",
+            format!(
+                "{t} is {:.0} days after {from}; a schedule may span at most 365 days: give timestamps in milliseconds",
+                (t - base) as f64 / 86_400_000.0
+            ),
+        )),
     }
 }
 
@@ -134,6 +172,8 @@ struct Loader<'a> {
     image_cache: HashMap<PathBuf, EncodedImage>,
     /// Mooncake blocks by (hash id, tokens), so equal hash ids give equal text.
     block_cache: HashMap<(u64, usize), String>,
+    /// Every timestamp read, with its line, for the schedule's span check.
+    timestamps: Vec<(usize, u64)>,
 }
 
 impl Loader<'_> {
@@ -264,8 +304,8 @@ impl Loader<'_> {
                 extra_texts: Vec::new(),
                 role: None,
                 extra: object_field(at, &obj, "", "extra")?,
-                timestamp_ms: u64_field(at, &obj, "", "timestamp")?,
-                delay: u64_field(at, &obj, "", "delay")?.map(Duration::from_millis),
+                timestamp_ms: self.timestamp_field(at, &obj, "")?,
+                delay: delay_field(at, &obj, "")?,
             };
             // Rows of one session are the turns of one conversation, in file order.
             match str_field(at, &obj, "", "session_id")? {
@@ -339,6 +379,32 @@ impl Loader<'_> {
         Ok(text)
     }
 
+    /// `timestamp` in ms; values too large to be milliseconds are refused with a hint.
+    fn timestamp_field(
+        &mut self,
+        at: At,
+        obj: &Map<String, Value>,
+        prefix: &str,
+    ) -> Result<Option<u64>, InputError> {
+        let field = format!("{prefix}timestamp");
+        if let Some(v) = obj.get("timestamp").and_then(Value::as_f64)
+            && v >= MAX_TIMESTAMP_MS as f64
+        {
+            return Err(at.err(
+                &field,
+                format!(
+                    "{v} is not a time in milliseconds (it would be after the year 2286); \
+                     give ms since the trace's start or since the epoch (epoch microseconds / 1000, nanoseconds / 1000000)"
+                ),
+            ));
+        }
+        let t = u64_field(at, obj, prefix, "timestamp")?;
+        if let Some(t) = t {
+            self.timestamps.push((at.line, t));
+        }
+        Ok(t)
+    }
+
     /// One request's fields (a single_turn line, a multi_turn turn, a pool entry).
     fn turn(
         &mut self,
@@ -351,8 +417,8 @@ impl Loader<'_> {
         let texts = one_or_many(at, obj, prefix, "text", "texts")?;
         let images = one_or_many(at, obj, prefix, "image", "images")?;
         let (timestamp, delay) = (
-            u64_field(at, obj, prefix, "timestamp")?,
-            u64_field(at, obj, prefix, "delay")?,
+            self.timestamp_field(at, obj, prefix)?,
+            delay_field(at, obj, prefix)?,
         );
         if timestamp.is_some() && delay.is_some() {
             return Err(at.err(
@@ -391,7 +457,7 @@ impl Loader<'_> {
             role: str_field(at, obj, prefix, "role")?,
             extra: object_field(at, obj, prefix, "extra")?,
             timestamp_ms: timestamp,
-            delay: delay.map(Duration::from_millis),
+            delay,
         })
     }
 
@@ -609,6 +675,23 @@ fn str_field(
         Some(Value::Number(n)) if key == "session_id" => Ok(Some(n.to_string())),
         Some(_) => Err(at.err(&format!("{prefix}{key}"), "must be a string")),
     }
+}
+
+/// `delay` in ms before the turn is sent, at most a year.
+fn delay_field(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+) -> Result<Option<Duration>, InputError> {
+    if let Some(v) = obj.get("delay").and_then(Value::as_f64)
+        && v > MAX_SPAN_MS as f64
+    {
+        return Err(at.err(
+            &format!("{prefix}delay"),
+            format!("{v} is not allowed; give milliseconds from 0 to {MAX_SPAN_MS} (one year)"),
+        ));
+    }
+    Ok(u64_field(at, obj, prefix, "delay")?.map(Duration::from_millis))
 }
 
 fn u64_field(
