@@ -299,6 +299,8 @@ impl ProfileConfig {
         };
 
         let failures = check_failures_and_inputs(a)?;
+        check_image_flags_used(a, images_on)?;
+        warnings.extend(unused_flag_warnings(a, &synthetic.turns));
 
         Ok(ProfileConfig {
             tokenizer: a.tokenizer.clone().unwrap_or_else(|| model.clone()),
@@ -343,6 +345,81 @@ impl ProfileConfig {
         self.request_uri = build_request_uri(base, Some(&path), self.endpoint_type)?;
         Ok(())
     }
+}
+
+/// `--fixed-schedule-*` shape a fixed schedule: without one (`--fixed-schedule` or a
+/// timestamped input file) they would do nothing.
+fn check_schedule_flags_used(a: &ProfileArgs, fixed_schedule: bool) -> Result<(), ConfigError> {
+    let given = [
+        ("--fixed-schedule-auto-offset", a.fixed_schedule_auto_offset),
+        (
+            "--fixed-schedule-start-offset",
+            a.fixed_schedule_start_offset.is_some(),
+        ),
+        (
+            "--fixed-schedule-end-offset",
+            a.fixed_schedule_end_offset.is_some(),
+        ),
+    ];
+    match given.iter().find(|(_, g)| *g) {
+        Some((flag, _)) if !fixed_schedule => Err(bad(format!(
+            "{flag} applies to a fixed schedule only; add --fixed-schedule with a timestamped --input-file, or drop it"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Image flags while synthetic images are off (both sizes 0) would do nothing.
+fn check_image_flags_used(a: &ProfileArgs, images_on: bool) -> Result<(), ConfigError> {
+    if images_on || a.input_file.is_some() {
+        return Ok(());
+    }
+    let given = ["image_format", "image_source", "image_source_sampling"];
+    match given.iter().find(|id| a.typed(id)) {
+        Some(id) => Err(bad(format!(
+            "--{}: images are off because --image-width-mean and --image-height-mean are 0; give both sizes > 0, or drop it",
+            id.replace('_', "-")
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Flags AIPerf accepts that have no effect in this combination: a warning each, and the
+/// run goes on.
+fn unused_flag_warnings(a: &ProfileArgs, turns: &TurnOptions) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.typed("wait_for_model_interval") && a.wait_for_model_timeout == 0.0 {
+        out.push("--wait-for-model-interval is ignored: it is the poll interval of --wait-for-model-timeout, which is not set".to_string());
+    }
+    if a.input_file.is_some() {
+        let synthetic = [
+            ("isl_mean", "--synthetic-input-tokens-mean/--isl"),
+            ("isl_stddev", "--synthetic-input-tokens-stddev/--isl-stddev"),
+            ("osl_stddev", "--output-tokens-stddev/--osl-stddev"),
+            ("num_dataset_entries", "--num-dataset-entries"),
+        ];
+        for (id, flag) in synthetic {
+            if a.typed(id) {
+                out.push(format!(
+                    "{flag} is ignored: it shapes synthetic prompts, and the requests come from --input-file"
+                ));
+            }
+        }
+    }
+    let mooncake = a.custom_dataset_type == Some(cli::CustomDatasetType::MooncakeTrace);
+    if a.isl_block_size.is_some() && !mooncake {
+        out.push("--isl-block-size is ignored: it sizes the hash_ids blocks of --custom-dataset-type mooncake_trace only".to_string());
+    }
+    let one_turn = turns.mean == 1 && turns.stddev == 0.0;
+    let delays = [
+        "conversation_turn_delay_mean",
+        "conversation_turn_delay_stddev",
+        "conversation_turn_delay_ratio",
+    ];
+    if one_turn && delays.iter().any(|id| a.typed(id)) {
+        out.push("--conversation-turn-delay-* is ignored: think times come before later turns, and every conversation has one turn (raise --conversation-turn-mean)".to_string());
+    }
+    out
 }
 
 /// Request, conversation and concurrency counts: 1 or more, and few enough to plan in
@@ -493,6 +570,7 @@ fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError> {
                 ("--image-width-stddev", a.image_width_stddev.is_some()),
                 ("--image-height-stddev", a.image_height_stddev.is_some()),
                 ("--image-source", image_source != ImageSource::Noise),
+                ("--image-format", a.typed("image_format")),
                 (
                     "--image-source-sampling",
                     image_sampling != ImageSampling::RandomWithReplacement,
@@ -706,15 +784,29 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
             )));
         }
     }
+    check_schedule_flags_used(a, fixed_schedule)?;
     let duration = a
         .benchmark_duration
         .map(|d| limits::seconds("--benchmark-duration", d, Zero::Refused))
         .transpose()?;
+    if duration.is_none() && a.typed("benchmark_grace_period") {
+        return Err(bad(format!(
+            "--benchmark-grace-period {} applies to --benchmark-duration only (it is how long requests in flight may finish after it); add --benchmark-duration or drop it",
+            a.benchmark_grace_period
+        )));
+    }
     let grace = limits::grace_seconds("--benchmark-grace-period", a.benchmark_grace_period)?;
     let warmup_duration = a
         .warmup_duration
         .map(|d| limits::seconds("--warmup-duration", d, Zero::Refused))
         .transpose()?;
+    if let Some(g) = a.warmup_grace_period
+        && warmup_duration.is_none()
+    {
+        return Err(bad(format!(
+            "--warmup-grace-period {g} applies to --warmup-duration only (a counted warmup waits for all its requests); add --warmup-duration or drop it"
+        )));
+    }
     if warmup_duration.is_some() && a.warmup_request_count > 0 {
         return Err(bad(
             "--warmup-duration and --warmup-request-count both end the warmup; give one",
@@ -726,6 +818,12 @@ fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
         )));
     }
     let cancellation = match a.request_cancellation_rate {
+        None if a.typed("request_cancellation_delay") => {
+            return Err(bad(format!(
+                "--request-cancellation-delay {} needs --request-cancellation-rate: give the share of requests to cancel, or drop the delay",
+                a.request_cancellation_delay
+            )));
+        }
         None => None,
         Some(p) if !(p.is_finite() && p > 0.0 && p <= 100.0) => {
             return Err(bad(format!(
@@ -1306,12 +1404,11 @@ impl From<cli::CustomDatasetType> for CustomDatasetType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn parse(extra: &[&str]) -> Result<ProfileConfig, ConfigError> {
         let mut argv = vec!["aiperf", "profile", "-m", "org/model"];
         argv.extend_from_slice(extra);
-        let cli = crate::cli::Cli::try_parse_from(argv).expect("clap parse");
+        let cli = crate::cli::Cli::parse_with_sources(argv).expect("clap parse");
         match cli.command {
             crate::cli::Command::Profile(a) => ProfileConfig::from_args(&a, false),
             _ => unreachable!(),
@@ -1538,6 +1635,8 @@ mod tests {
             "10",
             "--num-warmup-sessions",
             "2",
+            "--warmup-duration",
+            "3",
             "--warmup-grace-period",
             "1.5",
             "--warmup-concurrency",

@@ -10,7 +10,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let cli = match Cli::try_parse_from(&argv) {
+    let cli = match Cli::parse_with_sources(&argv) {
         Ok(cli) => cli,
         Err(e) => {
             if let Some(line) = negative_number_error(&e, &argv) {

@@ -93,3 +93,13 @@ fn timestamps_that_cannot_be_milliseconds() {
         &["in.jsonl:1", "turns[1].delay", "1000000000000", "one year"],
     );
 }
+
+#[test]
+fn synthetic_image_flags_with_an_input_file() {
+    assert_refused(
+        b"{\"text\": \"a\"}\n",
+        "single_turn",
+        &["--image-format", "jpeg"],
+        &["--image-format", "--input-file"],
+    );
+}
