@@ -695,7 +695,9 @@ fn first_record_has_timestamp(path: &std::path::Path) -> bool {
     else {
         return false;
     };
-    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(&line) else {
+    // A UTF-8 byte-order mark is not part of the JSON.
+    let line = line.trim_start_matches('\u{feff}');
+    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
         return false;
     };
     let first_turn = obj

@@ -103,3 +103,45 @@ fn synthetic_image_flags_with_an_input_file() {
         &["--image-format", "--input-file"],
     );
 }
+
+#[test]
+fn zero_output_length_follows_the_osl_rule() {
+    assert_refused(
+        b"{\"text\": \"a\"}\n{\"text\": \"b\", \"output_length\": 0}\n",
+        "single_turn",
+        &[],
+        &[
+            "in.jsonl:2",
+            "output_length",
+            "0 is not allowed",
+            "1 or more tokens",
+        ],
+    );
+}
+
+#[test]
+fn a_data_url_with_bad_base64_or_no_image() {
+    assert_refused(
+        b"{\"text\": \"a\", \"image\": \"data:image/png;base64,iVBOR%%%\"}\n",
+        "single_turn",
+        &[],
+        &["in.jsonl:1", "field 'image'", "invalid base64"],
+    );
+    // Valid base64 of text, not an image.
+    assert_refused(
+        b"{\"text\": \"a\"}\n{\"text\": \"b\", \"images\": [\"data:image/png;base64,aGVsbG8gd29ybGQ=\"]}\n",
+        "single_turn",
+        &[],
+        &["in.jsonl:2", "images[0]", "readable image"],
+    );
+}
+
+#[test]
+fn a_binary_file_is_refused_at_its_line() {
+    assert_refused(
+        b"{\"text\": \"a\"}\n{\"text\": \"\xff\xfe\"}\n",
+        "single_turn",
+        &[],
+        &["in.jsonl:2", "not UTF-8", "JSONL"],
+    );
+}

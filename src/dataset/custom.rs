@@ -299,7 +299,7 @@ impl Loader<'_> {
                 input_tokens: self.opts.tokenizer.count(&text) as u64,
                 text,
                 images: Vec::new(),
-                max_output_tokens: u64_field(at, &obj, "", "output_length")?
+                max_output_tokens: output_length_field(at, &obj, "")?
                     .or(self.opts.default_output_tokens),
                 extra_texts: Vec::new(),
                 role: None,
@@ -452,7 +452,7 @@ impl Loader<'_> {
             extra_texts: texts.collect(),
             input_tokens,
             images: encoded,
-            max_output_tokens: u64_field(at, obj, prefix, "output_length")?
+            max_output_tokens: output_length_field(at, obj, prefix)?
                 .or(self.opts.default_output_tokens),
             role: str_field(at, obj, prefix, "role")?,
             extra: object_field(at, obj, prefix, "extra")?,
@@ -470,10 +470,11 @@ impl Loader<'_> {
                 .next()
                 .and_then(|mime| mime.strip_prefix("image/"))
                 .map_or("unknown", static_format);
+            let (width, height) = check_data_url(at, field, rest)?;
             return Ok(EncodedImage {
                 data_url: value.to_string(),
-                width: 0,
-                height: 0,
+                width,
+                height,
                 format,
             });
         }
@@ -540,6 +541,36 @@ impl Loader<'_> {
     }
 }
 
+/// A data URL is checked as a file is: base64 that decodes to an image whose size can be
+/// read. Returns the image's width and height.
+fn check_data_url(at: At, field: &str, rest: &str) -> Result<(u32, u32), InputError> {
+    let Some((meta, payload)) = rest.split_once(',') else {
+        return Err(at.err(
+            field,
+            "data URL has no ','; give data:image/png;base64,<data>",
+        ));
+    };
+    if !meta.ends_with(";base64") {
+        return Err(at.err(
+            field,
+            format!("data URL '{meta}' is not base64; give data:image/<type>;base64,<data>"),
+        ));
+    }
+    let bytes = STANDARD
+        .decode(payload.trim())
+        .map_err(|e| at.err(field, format!("data URL has invalid base64: {e}")))?;
+    image::ImageReader::new(std::io::Cursor::new(&bytes))
+        .with_guessed_format()
+        .ok()
+        .and_then(|r| r.into_dimensions().ok())
+        .ok_or_else(|| {
+            at.err(
+                field,
+                "data URL does not hold a readable image (png, jpeg, webp, gif, bmp)",
+            )
+        })
+}
+
 const STREAM_TRACE_PROMPT: u64 = 10;
 const STREAM_HASH_BLOCK: u64 = 11;
 
@@ -573,8 +604,9 @@ type Line<'a> = (At<'a>, Map<String, Value>);
 
 /// Every non-blank line parsed as a JSON object, with its location.
 fn read_jsonl(file: &Path) -> Result<Vec<Line<'_>>, InputError> {
-    let text = std::fs::read_to_string(file)
+    let bytes = std::fs::read(file)
         .map_err(|e| format!("{}: cannot read the input file: {e}", file.display()))?;
+    let text = utf8_text(file, &bytes)?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let at = At { file, line: i + 1 };
@@ -588,6 +620,26 @@ fn read_jsonl(file: &Path) -> Result<Vec<Line<'_>>, InputError> {
         }
     }
     Ok(out)
+}
+
+/// The file as text, without a leading UTF-8 byte-order mark; a binary or non-UTF-8 file is
+/// refused at the line of its first bad byte.
+fn utf8_text<'a>(file: &'a Path, bytes: &'a [u8]) -> Result<&'a str, InputError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let bad_at = match std::str::from_utf8(bytes) {
+        Ok(text) => match text.find('\0') {
+            None => return Ok(text),
+            Some(i) => i,
+        },
+        Err(e) => e.valid_up_to(),
+    };
+    let line = bytes[..bad_at].iter().filter(|&&b| b == b'\n').count() + 1;
+    Err(At { file, line }.err(
+        "",
+        format!(
+            "byte {bad_at} is not UTF-8 text (a binary file?); give a JSONL file of UTF-8 text"
+        ),
+    ))
 }
 
 fn check_fields(
@@ -674,6 +726,22 @@ fn str_field(
         // Session ids are often numbers in traces.
         Some(Value::Number(n)) if key == "session_id" => Ok(Some(n.to_string())),
         Some(_) => Err(at.err(&format!("{prefix}{key}"), "must be a string")),
+    }
+}
+
+/// `output_length`: 1 or more tokens, the rule `--output-tokens-mean` follows too (a
+/// request for no output measures nothing, and servers read 0 differently).
+fn output_length_field(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+) -> Result<Option<u64>, InputError> {
+    match u64_field(at, obj, prefix, "output_length")? {
+        Some(0) => Err(at.err(
+            &format!("{prefix}output_length"),
+            "0 is not allowed; give 1 or more tokens, or leave it out to use --output-tokens-mean",
+        )),
+        n => Ok(n),
     }
 }
 
