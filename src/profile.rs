@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Parser;
 use serde_json::{Value, json};
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::cli::ProfileArgs;
 use crate::clock::Clock;
@@ -70,6 +70,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     .context("cannot create the log file")?;
     info!("Starting AIPerf (Rust) {}", env!("CARGO_PKG_VERSION"));
     cfg.warnings.iter().for_each(|w| warn!("{w}"));
+    debug!("Resolved configuration: {}", input_config_json(&cfg));
     if cfg.ui == UiType::Dashboard {
         warn!("The dashboard UI is not available yet; showing a progress bar instead");
     }
@@ -347,9 +348,15 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
             cancellation: cfg.load.cancellation,
             seed: cfg.random_seed ^ 0x3a7e_0001,
         };
-        sent += runtime
+        let t_phase = Instant::now();
+        let warmup_sent = runtime
             .block_on(load::run_phase(ctx.clone(), warmup, tx.clone()))
             .sent;
+        debug!(
+            "Warmup phase: {warmup_sent} sent in {:.3} s",
+            t_phase.elapsed().as_secs_f64()
+        );
+        sent += warmup_sent;
         warmup_bar.finish_and_clear();
     }
     if !ctx.stop.load(Ordering::Relaxed) {
@@ -392,7 +399,13 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed,
     };
+    let t_phase = Instant::now();
     let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, tx));
+    debug!(
+        "Profiling phase: {} sent in {:.3} s",
+        result.sent,
+        t_phase.elapsed().as_secs_f64()
+    );
     sent += result.sent;
     let pacing_report = result.pacing;
     let end_wall_ns = clock.wall_ns(clock.now_ns());
