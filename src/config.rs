@@ -468,7 +468,7 @@ fn check_image_size(a: &ProfileArgs) -> Result<(), ConfigError> {
         ("--image-width-mean", a.image_width_mean),
         ("--image-height-mean", a.image_height_mean),
     ] {
-        if !(v.is_finite() && v >= 0.0 && v <= max) {
+        if !(v.is_finite() && (0.0..=max).contains(&v)) {
             return Err(bad(format!(
                 "{flag}: {v} is not allowed; give a width/height in pixels from 0 to {MAX_IMAGE_SIDE} (0 disables images)"
             )));

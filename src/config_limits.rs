@@ -53,7 +53,7 @@ pub fn grace_seconds(flag: &str, v: f64) -> Result<Option<Duration>, ConfigError
 
 /// Milliseconds from a flag (think times), with the same one-year bound.
 pub fn millis(flag: &str, v: f64) -> Result<f64, ConfigError> {
-    if !(v.is_finite() && v >= 0.0 && v <= MAX_SECONDS * 1e3) {
+    if !(v.is_finite() && (0.0..=MAX_SECONDS * 1e3).contains(&v)) {
         return Err(ConfigError(format!(
             "{flag}: {v} is not allowed; give milliseconds >= 0 and at most {:.0} (one year)",
             MAX_SECONDS * 1e3

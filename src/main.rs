@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use aiperf::cli::{Cli, Command};
 use aiperf::profile::{Outcome, ProfileError};
-use clap::Parser;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 fn main() -> ExitCode {
