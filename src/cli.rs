@@ -2,7 +2,8 @@
 //!
 //! Parsing only; every cross-flag check lives in `config`.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -17,6 +18,29 @@ artifacts; `aiperf mock-server` runs a predictable OpenAI-compatible server for 
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// Parses like `try_parse_from`, and records which `profile` flags were typed: clap's
+    /// defaults make a typed default and an untyped flag look the same.
+    pub fn parse_with_sources<I, T>(argv: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches = Cli::command().try_get_matches_from(argv)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        if let (Command::Profile(args), Some(("profile", m))) =
+            (&mut cli.command, matches.subcommand())
+        {
+            args.typed = m
+                .ids()
+                .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+                .map(|id| id.to_string())
+                .collect();
+        }
+        Ok(cli)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -342,6 +366,18 @@ pub struct ProfileArgs {
     /// Arrival pattern during warmup. Default: --request-rate-mode.
     #[arg(long, value_enum, help_heading = "Warmup")]
     pub warmup_arrival_pattern: Option<ArrivalMode>,
+
+    /// The fields given on the command line (by field name), set by
+    /// `Cli::parse_with_sources`.
+    #[arg(skip)]
+    pub typed: Vec<String>,
+}
+
+impl ProfileArgs {
+    /// True when the flag of field `id` was typed (even with its default value).
+    pub fn typed(&self, id: &str) -> bool {
+        self.typed.iter().any(|t| t == id)
+    }
 }
 
 /// `--request-rate-mode` values.

@@ -6,12 +6,11 @@ use std::process::ExitCode;
 use aiperf::api::BuildError;
 use aiperf::cli::{Cli, Command};
 use aiperf::profile::{Outcome, ProfileError};
-use clap::Parser;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let cli = match Cli::try_parse_from(&argv) {
+    let cli = match Cli::parse_with_sources(&argv) {
         Ok(cli) => cli,
         Err(e) => {
             if let Some(line) = negative_number_error(&e, &argv) {

@@ -56,3 +56,92 @@ fn a_trace_prompt_too_long_to_build() {
         &["in.jsonl:2", "input_length", "1000000000", "1 to 2000000 tokens"],
     );
 }
+
+#[test]
+fn timestamps_that_cannot_be_milliseconds() {
+    // Epoch microseconds: would wrap once converted to ns.
+    assert_refused(
+        b"{\"text\": \"a\", \"timestamp\": 1e15}\n",
+        "single_turn",
+        &[],
+        &[
+            "in.jsonl:1",
+            "timestamp",
+            "1000000000000000",
+            "milliseconds",
+            "/ 1000",
+        ],
+    );
+    // Epoch nanoseconds, as an integer.
+    assert_refused(
+        b"{\"text\": \"a\", \"timestamp\": 1700000000000}\n{\"text\": \"b\", \"timestamp\": 1700000000000000000}\n",
+        "single_turn",
+        &[],
+        &["in.jsonl:2", "timestamp", "1700000000000000000", "milliseconds"],
+    );
+    // Offsets from the start spanning 463 days: a units mistake, not a schedule.
+    assert_refused(
+        b"{\"input_length\": 5, \"timestamp\": 0}\n{\"input_length\": 5, \"timestamp\": 40000000000}\n",
+        "mooncake_trace",
+        &[],
+        &["in.jsonl:2", "timestamp", "40000000000", "463 days", "at most 365 days"],
+    );
+    assert_refused(
+        b"{\"session_id\": \"s\", \"turns\": [{\"text\": \"a\"}, {\"text\": \"b\", \"delay\": 1e12}]}\n",
+        "multi_turn",
+        &[],
+        &["in.jsonl:1", "turns[1].delay", "1000000000000", "one year"],
+    );
+}
+
+#[test]
+fn synthetic_image_flags_with_an_input_file() {
+    assert_refused(
+        b"{\"text\": \"a\"}\n",
+        "single_turn",
+        &["--image-format", "jpeg"],
+        &["--image-format", "--input-file"],
+    );
+}
+
+#[test]
+fn zero_output_length_follows_the_osl_rule() {
+    assert_refused(
+        b"{\"text\": \"a\"}\n{\"text\": \"b\", \"output_length\": 0}\n",
+        "single_turn",
+        &[],
+        &[
+            "in.jsonl:2",
+            "output_length",
+            "0 is not allowed",
+            "1 or more tokens",
+        ],
+    );
+}
+
+#[test]
+fn a_data_url_with_bad_base64_or_no_image() {
+    assert_refused(
+        b"{\"text\": \"a\", \"image\": \"data:image/png;base64,iVBOR%%%\"}\n",
+        "single_turn",
+        &[],
+        &["in.jsonl:1", "field 'image'", "invalid base64"],
+    );
+    // Valid base64 of text, not an image.
+    assert_refused(
+        b"{\"text\": \"a\"}\n{\"text\": \"b\", \"images\": [\"data:image/png;base64,aGVsbG8gd29ybGQ=\"]}\n",
+        "single_turn",
+        &[],
+        &["in.jsonl:2", "images[0]", "readable image"],
+    );
+}
+
+#[test]
+fn a_binary_file_is_refused_at_its_line() {
+    assert_refused(
+        b"{\"text\": \"a\"}\n{\"text\": \"\xff\xfe\"}\n",
+        "single_turn",
+        &[],
+        &["in.jsonl:2", "not UTF-8", "JSONL"],
+    );
+}

@@ -361,3 +361,43 @@ fn invalid_ports_are_refused_not_replaced_by_80() {
         &["--url", "fragment", "drop it"],
     );
 }
+
+#[test]
+fn flags_that_would_be_ignored_are_refused() {
+    assert_names(
+        &["--fixed-schedule-start-offset", "5"],
+        &[
+            "--fixed-schedule-start-offset",
+            "fixed schedule",
+            "--fixed-schedule",
+        ],
+    );
+    assert_names(
+        &["--fixed-schedule-auto-offset"],
+        &["--fixed-schedule-auto-offset", "--fixed-schedule"],
+    );
+    // A typed default counts as given.
+    assert_names(
+        &["--benchmark-grace-period", "30"],
+        &["--benchmark-grace-period 30", "--benchmark-duration"],
+    );
+    assert_names(
+        &["--warmup-request-count", "2", "--warmup-grace-period", "5"],
+        &["--warmup-grace-period 5", "--warmup-duration"],
+    );
+    assert_names(
+        &["--request-cancellation-delay", "2"],
+        &[
+            "--request-cancellation-delay 2",
+            "--request-cancellation-rate",
+        ],
+    );
+    assert_names(
+        &["--image-format", "jpeg"],
+        &["--image-format", "images are off", "--image-width-mean"],
+    );
+    assert_names(
+        &["--image-source", "assets"],
+        &["--image-source", "images are off"],
+    );
+}

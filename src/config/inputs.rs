@@ -55,7 +55,7 @@ pub(super) fn check_image_size(a: &ProfileArgs) -> Result<(), ConfigError> {
         ("--image-width-mean", a.image_width_mean),
         ("--image-height-mean", a.image_height_mean),
     ] {
-        if !(v.is_finite() && v >= 0.0 && v <= max) {
+        if !(v.is_finite() && (0.0..=max).contains(&v)) {
             return Err(bad(format!(
                 "{flag}: {v} is not allowed; give a width/height in pixels from 0 to {MAX_IMAGE_SIDE} (0 disables images)"
             )));
@@ -157,6 +157,7 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
                 ("--image-width-stddev", a.image_width_stddev.is_some()),
                 ("--image-height-stddev", a.image_height_stddev.is_some()),
                 ("--image-source", image_source != ImageSource::Noise),
+                ("--image-format", a.typed("image_format")),
                 (
                     "--image-source-sampling",
                     image_sampling != ImageSampling::RandomWithReplacement,
@@ -293,4 +294,57 @@ pub(super) fn check_stddev(flag: &str, v: f64) -> Result<(), ConfigError> {
             "{flag}: {v} is not allowed; give a number >= 0"
         )))
     }
+}
+
+/// Image flags while synthetic images are off (both sizes 0) would do nothing.
+pub(super) fn check_image_flags_used(a: &ProfileArgs, images_on: bool) -> Result<(), ConfigError> {
+    if images_on || a.input_file.is_some() {
+        return Ok(());
+    }
+    let given = ["image_format", "image_source", "image_source_sampling"];
+    match given.iter().find(|id| a.typed(id)) {
+        Some(id) => Err(bad(format!(
+            "--{}: images are off because --image-width-mean and --image-height-mean are 0; give both sizes > 0, or drop it",
+            id.replace('_', "-")
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Flags AIPerf accepts that have no effect in this combination: a warning each, and the
+/// run goes on.
+pub(super) fn unused_flag_warnings(a: &ProfileArgs, turns: &TurnOptions) -> Vec<String> {
+    let mut out = Vec::new();
+    if a.typed("wait_for_model_interval") && a.wait_for_model_timeout == 0.0 {
+        out.push("--wait-for-model-interval is ignored: it is the poll interval of --wait-for-model-timeout, which is not set".to_string());
+    }
+    if a.input_file.is_some() {
+        let synthetic = [
+            ("isl_mean", "--synthetic-input-tokens-mean/--isl"),
+            ("isl_stddev", "--synthetic-input-tokens-stddev/--isl-stddev"),
+            ("osl_stddev", "--output-tokens-stddev/--osl-stddev"),
+            ("num_dataset_entries", "--num-dataset-entries"),
+        ];
+        for (id, flag) in synthetic {
+            if a.typed(id) {
+                out.push(format!(
+                    "{flag} is ignored: it shapes synthetic prompts, and the requests come from --input-file"
+                ));
+            }
+        }
+    }
+    let mooncake = a.custom_dataset_type == Some(crate::cli::CustomDatasetType::MooncakeTrace);
+    if a.isl_block_size.is_some() && !mooncake {
+        out.push("--isl-block-size is ignored: it sizes the hash_ids blocks of --custom-dataset-type mooncake_trace only".to_string());
+    }
+    let one_turn = turns.mean == 1 && turns.stddev == 0.0;
+    let delays = [
+        "conversation_turn_delay_mean",
+        "conversation_turn_delay_stddev",
+        "conversation_turn_delay_ratio",
+    ];
+    if one_turn && delays.iter().any(|id| a.typed(id)) {
+        out.push("--conversation-turn-delay-* is ignored: think times come before later turns, and every conversation has one turn (raise --conversation-turn-mean)".to_string());
+    }
+    out
 }

@@ -106,15 +106,29 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             )));
         }
     }
+    check_schedule_flags_used(a, fixed_schedule)?;
     let duration = a
         .benchmark_duration
         .map(|d| limits::seconds("--benchmark-duration", d, Zero::Refused))
         .transpose()?;
+    if duration.is_none() && a.typed("benchmark_grace_period") {
+        return Err(bad(format!(
+            "--benchmark-grace-period {} applies to --benchmark-duration only (it is how long requests in flight may finish after it); add --benchmark-duration or drop it",
+            a.benchmark_grace_period
+        )));
+    }
     let grace = limits::grace_seconds("--benchmark-grace-period", a.benchmark_grace_period)?;
     let warmup_duration = a
         .warmup_duration
         .map(|d| limits::seconds("--warmup-duration", d, Zero::Refused))
         .transpose()?;
+    if let Some(g) = a.warmup_grace_period
+        && warmup_duration.is_none()
+    {
+        return Err(bad(format!(
+            "--warmup-grace-period {g} applies to --warmup-duration only (a counted warmup waits for all its requests); add --warmup-duration or drop it"
+        )));
+    }
     if warmup_duration.is_some() && a.warmup_request_count > 0 {
         return Err(bad(
             "--warmup-duration and --warmup-request-count both end the warmup; give one",
@@ -126,6 +140,12 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
         )));
     }
     let cancellation = match a.request_cancellation_rate {
+        None if a.typed("request_cancellation_delay") => {
+            return Err(bad(format!(
+                "--request-cancellation-delay {} needs --request-cancellation-rate: give the share of requests to cancel, or drop the delay",
+                a.request_cancellation_delay
+            )));
+        }
         None => None,
         Some(p) if !(p.is_finite() && p > 0.0 && p <= 100.0) => {
             return Err(bad(format!(
@@ -234,4 +254,29 @@ pub(super) fn check_warmup(
             (r, pattern.unwrap_or(main))
         }),
     })
+}
+
+/// `--fixed-schedule-*` shape a fixed schedule: without one (`--fixed-schedule` or a
+/// timestamped input file) they would do nothing.
+pub(super) fn check_schedule_flags_used(
+    a: &ProfileArgs,
+    fixed_schedule: bool,
+) -> Result<(), ConfigError> {
+    let given = [
+        ("--fixed-schedule-auto-offset", a.fixed_schedule_auto_offset),
+        (
+            "--fixed-schedule-start-offset",
+            a.fixed_schedule_start_offset.is_some(),
+        ),
+        (
+            "--fixed-schedule-end-offset",
+            a.fixed_schedule_end_offset.is_some(),
+        ),
+    ];
+    match given.iter().find(|(_, g)| *g) {
+        Some((flag, _)) if !fixed_schedule => Err(bad(format!(
+            "{flag} applies to a fixed schedule only; add --fixed-schedule with a timestamped --input-file, or drop it"
+        ))),
+        _ => Ok(()),
+    }
 }

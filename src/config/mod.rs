@@ -258,6 +258,8 @@ impl ProfileConfig {
         };
 
         let failures = check_failures_and_inputs(a)?;
+        check_image_flags_used(a, images_on)?;
+        warnings.extend(unused_flag_warnings(a, &synthetic.turns));
 
         Ok(ProfileConfig {
             tokenizer: a.tokenizer.clone().unwrap_or_else(|| model.clone()),
@@ -312,12 +314,11 @@ mod tests {
     use crate::dataset::TurnOptions;
     use crate::load::Cancellation;
     use crate::load::schedule::ArrivalPattern;
-    use clap::Parser;
 
     fn parse(extra: &[&str]) -> Result<ProfileConfig, ConfigError> {
         let mut argv = vec!["aiperf", "profile", "-m", "org/model"];
         argv.extend_from_slice(extra);
-        let cli = crate::cli::Cli::try_parse_from(argv).expect("clap parse");
+        let cli = crate::cli::Cli::parse_with_sources(argv).expect("clap parse");
         match cli.command {
             crate::cli::Command::Profile(a) => ProfileConfig::from_args(&a, false),
             _ => unreachable!(),
@@ -544,6 +545,8 @@ mod tests {
             "10",
             "--num-warmup-sessions",
             "2",
+            "--warmup-duration",
+            "3",
             "--warmup-grace-period",
             "1.5",
             "--warmup-concurrency",

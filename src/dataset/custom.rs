@@ -65,12 +65,50 @@ pub fn load(opts: &CustomOptions) -> Result<Dataset, InputError> {
         opts,
         image_cache: HashMap::new(),
         block_cache: HashMap::new(),
+        timestamps: Vec::new(),
     };
-    match opts.kind {
+    let dataset = match opts.kind {
         CustomDatasetType::SingleTurn => loader.single_turn(),
         CustomDatasetType::MultiTurn => loader.multi_turn(),
         CustomDatasetType::RandomPool => loader.random_pool(),
         CustomDatasetType::MooncakeTrace => loader.mooncake(),
+    }?;
+    check_schedule_span(opts.path, &loader.timestamps)?;
+    Ok(dataset)
+}
+
+/// Timestamps above this (ms, 1973-03-03) are absolute epoch times, not offsets from the
+/// trace's start: the schedule then starts at the first one, as with
+/// `--fixed-schedule-auto-offset`.
+pub const EPOCH_MS_AFTER: u64 = 100_000_000_000;
+
+/// No millisecond time this large is a date before the year 2286: such values are epoch
+/// microseconds or nanoseconds, and would overflow once converted to ns.
+const MAX_TIMESTAMP_MS: u64 = 10_000_000_000_000;
+
+/// Longest schedule and longest think time, in ms (one year): beyond is a units mistake.
+const MAX_SPAN_MS: u64 = 365 * 86_400_000;
+
+/// Refuses a schedule spanning more than a year from its start (0, or the first timestamp
+/// when they are absolute), naming the first line past it.
+fn check_schedule_span(file: &Path, stamps: &[(usize, u64)]) -> Result<(), InputError> {
+    let Some(first) = stamps.iter().map(|&(_, t)| t).min() else {
+        return Ok(());
+    };
+    let (base, from) = if first > EPOCH_MS_AFTER {
+        (first, format!("the first timestamp ({first})"))
+    } else {
+        (0, "the trace's start (0)".to_string())
+    };
+    match stamps.iter().find(|&&(_, t)| t - base > MAX_SPAN_MS) {
+        None => Ok(()),
+        Some(&(line, t)) => Err(At { file, line }.err(
+            "timestamp",
+            format!(
+                "{t} is {:.0} days after {from}; a schedule may span at most 365 days: give timestamps in milliseconds",
+                (t - base) as f64 / 86_400_000.0
+            ),
+        )),
     }
 }
 
@@ -134,6 +172,8 @@ struct Loader<'a> {
     image_cache: HashMap<PathBuf, EncodedImage>,
     /// Mooncake blocks by (hash id, tokens), so equal hash ids give equal text.
     block_cache: HashMap<(u64, usize), String>,
+    /// Every timestamp read, with its line, for the schedule's span check.
+    timestamps: Vec<(usize, u64)>,
 }
 
 impl Loader<'_> {
@@ -259,13 +299,13 @@ impl Loader<'_> {
                 input_tokens: self.opts.tokenizer.count(&text) as u64,
                 text,
                 images: Vec::new(),
-                max_output_tokens: u64_field(at, &obj, "", "output_length")?
+                max_output_tokens: output_length_field(at, &obj, "")?
                     .or(self.opts.default_output_tokens),
                 extra_texts: Vec::new(),
                 role: None,
                 extra: object_field(at, &obj, "", "extra")?,
-                timestamp_ms: u64_field(at, &obj, "", "timestamp")?,
-                delay: u64_field(at, &obj, "", "delay")?.map(Duration::from_millis),
+                timestamp_ms: self.timestamp_field(at, &obj, "")?,
+                delay: delay_field(at, &obj, "")?,
             };
             // Rows of one session are the turns of one conversation, in file order.
             match str_field(at, &obj, "", "session_id")? {
@@ -337,6 +377,32 @@ impl Loader<'_> {
         Ok(text)
     }
 
+    /// `timestamp` in ms; values too large to be milliseconds are refused with a hint.
+    fn timestamp_field(
+        &mut self,
+        at: At,
+        obj: &Map<String, Value>,
+        prefix: &str,
+    ) -> Result<Option<u64>, InputError> {
+        let field = format!("{prefix}timestamp");
+        if let Some(v) = obj.get("timestamp").and_then(Value::as_f64)
+            && v >= MAX_TIMESTAMP_MS as f64
+        {
+            return Err(at.err(
+                &field,
+                format!(
+                    "{v} is not a time in milliseconds (it would be after the year 2286); \
+                     give ms since the trace's start or since the epoch (epoch microseconds / 1000, nanoseconds / 1000000)"
+                ),
+            ));
+        }
+        let t = u64_field(at, obj, prefix, "timestamp")?;
+        if let Some(t) = t {
+            self.timestamps.push((at.line, t));
+        }
+        Ok(t)
+    }
+
     /// One request's fields (a single_turn line, a multi_turn turn, a pool entry).
     fn turn(
         &mut self,
@@ -349,8 +415,8 @@ impl Loader<'_> {
         let texts = one_or_many(at, obj, prefix, "text", "texts")?;
         let images = one_or_many(at, obj, prefix, "image", "images")?;
         let (timestamp, delay) = (
-            u64_field(at, obj, prefix, "timestamp")?,
-            u64_field(at, obj, prefix, "delay")?,
+            self.timestamp_field(at, obj, prefix)?,
+            delay_field(at, obj, prefix)?,
         );
         if timestamp.is_some() && delay.is_some() {
             return Err(at.err(
@@ -384,12 +450,12 @@ impl Loader<'_> {
             extra_texts: texts.collect(),
             input_tokens,
             images: encoded,
-            max_output_tokens: u64_field(at, obj, prefix, "output_length")?
+            max_output_tokens: output_length_field(at, obj, prefix)?
                 .or(self.opts.default_output_tokens),
             role: str_field(at, obj, prefix, "role")?,
             extra: object_field(at, obj, prefix, "extra")?,
             timestamp_ms: timestamp,
-            delay: delay.map(Duration::from_millis),
+            delay,
         })
     }
 
@@ -402,10 +468,11 @@ impl Loader<'_> {
                 .next()
                 .and_then(|mime| mime.strip_prefix("image/"))
                 .map_or("unknown", static_format);
+            let (width, height) = check_data_url(at, field, rest)?;
             return Ok(EncodedImage {
                 data_url: value.to_string(),
-                width: 0,
-                height: 0,
+                width,
+                height,
                 format,
             });
         }
@@ -472,6 +539,36 @@ impl Loader<'_> {
     }
 }
 
+/// A data URL is checked as a file is: base64 that decodes to an image whose size can be
+/// read. Returns the image's width and height.
+fn check_data_url(at: At, field: &str, rest: &str) -> Result<(u32, u32), InputError> {
+    let Some((meta, payload)) = rest.split_once(',') else {
+        return Err(at.err(
+            field,
+            "data URL has no ','; give data:image/png;base64,<data>",
+        ));
+    };
+    if !meta.ends_with(";base64") {
+        return Err(at.err(
+            field,
+            format!("data URL '{meta}' is not base64; give data:image/<type>;base64,<data>"),
+        ));
+    }
+    let bytes = STANDARD
+        .decode(payload.trim())
+        .map_err(|e| at.err(field, format!("data URL has invalid base64: {e}")))?;
+    image::ImageReader::new(std::io::Cursor::new(&bytes))
+        .with_guessed_format()
+        .ok()
+        .and_then(|r| r.into_dimensions().ok())
+        .ok_or_else(|| {
+            at.err(
+                field,
+                "data URL does not hold a readable image (png, jpeg, webp, gif, bmp)",
+            )
+        })
+}
+
 const STREAM_TRACE_PROMPT: u64 = 10;
 const STREAM_HASH_BLOCK: u64 = 11;
 
@@ -505,8 +602,9 @@ type Line<'a> = (At<'a>, Map<String, Value>);
 
 /// Every non-blank line parsed as a JSON object, with its location.
 fn read_jsonl(file: &Path) -> Result<Vec<Line<'_>>, InputError> {
-    let text = std::fs::read_to_string(file)
+    let bytes = std::fs::read(file)
         .map_err(|e| format!("{}: cannot read the input file: {e}", file.display()))?;
+    let text = utf8_text(file, &bytes)?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let at = At { file, line: i + 1 };
@@ -520,6 +618,26 @@ fn read_jsonl(file: &Path) -> Result<Vec<Line<'_>>, InputError> {
         }
     }
     Ok(out)
+}
+
+/// The file as text, without a leading UTF-8 byte-order mark; a binary or non-UTF-8 file is
+/// refused at the line of its first bad byte.
+fn utf8_text<'a>(file: &'a Path, bytes: &'a [u8]) -> Result<&'a str, InputError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let bad_at = match std::str::from_utf8(bytes) {
+        Ok(text) => match text.find('\0') {
+            None => return Ok(text),
+            Some(i) => i,
+        },
+        Err(e) => e.valid_up_to(),
+    };
+    let line = bytes[..bad_at].iter().filter(|&&b| b == b'\n').count() + 1;
+    Err(At { file, line }.err(
+        "",
+        format!(
+            "byte {bad_at} is not UTF-8 text (a binary file?); give a JSONL file of UTF-8 text"
+        ),
+    ))
 }
 
 fn check_fields(
@@ -609,6 +727,39 @@ fn str_field(
     }
 }
 
+/// `output_length`: 1 or more tokens, the rule `--output-tokens-mean` follows too (a
+/// request for no output measures nothing, and servers read 0 differently).
+fn output_length_field(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+) -> Result<Option<u64>, InputError> {
+    match u64_field(at, obj, prefix, "output_length")? {
+        Some(0) => Err(at.err(
+            &format!("{prefix}output_length"),
+            "0 is not allowed; give 1 or more tokens, or leave it out to use --output-tokens-mean",
+        )),
+        n => Ok(n),
+    }
+}
+
+/// `delay` in ms before the turn is sent, at most a year.
+fn delay_field(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+) -> Result<Option<Duration>, InputError> {
+    if let Some(v) = obj.get("delay").and_then(Value::as_f64)
+        && v > MAX_SPAN_MS as f64
+    {
+        return Err(at.err(
+            &format!("{prefix}delay"),
+            format!("{v} is not allowed; give milliseconds from 0 to {MAX_SPAN_MS} (one year)"),
+        ));
+    }
+    Ok(u64_field(at, obj, prefix, "delay")?.map(Duration::from_millis))
+}
+
 fn u64_field(
     at: At,
     obj: &Map<String, Value>,
@@ -674,7 +825,9 @@ pub fn first_record_has_timestamp(path: &std::path::Path) -> bool {
     else {
         return false;
     };
-    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(&line) else {
+    // A UTF-8 byte-order mark is not part of the JSON.
+    let line = line.trim_start_matches('\u{feff}');
+    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
         return false;
     };
     let first_turn = obj

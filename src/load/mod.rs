@@ -201,7 +201,16 @@ impl SendPlan {
             .sum();
         let mut rng = ChaCha8Rng::seed_from_u64(self.id_seed ^ 0x00f1_8ed5);
         self.request_ids = (0..sends).map(|_| uuid4(&mut rng)).collect();
-        Ok(kept.iter().map(|&(t, _)| (t - base) * 1_000_000).collect())
+        // Saturating: the loader bounds timestamps, so this never clips a real schedule.
+        Ok(kept
+            .iter()
+            .map(|&(t, _)| (t - base).saturating_mul(1_000_000))
+            .collect())
+    }
+
+    /// The earliest timestamp of the input, if any.
+    pub fn first_timestamp_ms(&self) -> Option<u64> {
+        self.timestamps_ms.iter().flatten().copied().min()
     }
 
     /// Sends a fixed schedule makes: every turn of every scheduled conversation.
@@ -219,6 +228,18 @@ pub struct ScheduleWindow {
     pub auto_offset: bool,
     pub start_ms: Option<u64>,
     pub end_ms: Option<u64>,
+}
+
+impl ScheduleWindow {
+    /// Absolute (epoch) timestamps would wait decades from 0: the schedule starts at the
+    /// first one instead, as with auto offset. True when it did so (nothing else set where
+    /// the schedule starts).
+    pub fn rebase_epoch(&mut self, first_ms: Option<u64>) -> bool {
+        let absolute = first_ms.is_some_and(|t| t > crate::dataset::custom::EPOCH_MS_AFTER);
+        let rebase = absolute && !self.auto_offset && self.start_ms.is_none();
+        self.auto_offset |= rebase;
+        rebase
+    }
 }
 
 /// Shared by the workers of one run.

@@ -104,6 +104,8 @@ pub struct Collector {
     /// Per record (warmup included): ns from its last chunk (or its end) to the moment its
     /// metrics and JSONL line were done. Shows whether the collector keeps up.
     record_lag_ns: Vec<f64>,
+    /// The missing-usage warning is logged once.
+    warned_usage_missing: bool,
 }
 
 impl Collector {
@@ -134,6 +136,7 @@ impl Collector {
             errors: Vec::new(),
             error_rows: HashMap::new(),
             record_lag_ns: Vec::new(),
+            warned_usage_missing: false,
         }
     }
 
@@ -166,6 +169,12 @@ impl Collector {
         }
 
         let m = RecordMetrics::compute(record, &self.tokenizer, opts);
+        if m.usage_missing && !self.warned_usage_missing {
+            self.warned_usage_missing = true;
+            tracing::warn!(
+                "--use-server-token-count: a response had no usage token counts; ISL/OSL of such responses are counted with the client tokenizer (is stream_options.include_usage supported?)"
+            );
+        }
         if let Some(out) = &mut self.sink {
             out.write(record, &m)?;
         }

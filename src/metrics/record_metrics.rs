@@ -22,6 +22,9 @@ pub struct RecordMetrics {
     scalars: [Option<f64>; METRIC_COUNT],
     /// Gaps between consecutive content responses (ns); only for streamed records.
     pub inter_chunk_latency: Option<Vec<f64>>,
+    /// Server token counts were asked for but the response had none: the client tokenizer
+    /// counted instead.
+    pub usage_missing: bool,
 }
 
 impl Default for RecordMetrics {
@@ -29,6 +32,7 @@ impl Default for RecordMetrics {
         RecordMetrics {
             scalars: [None; METRIC_COUNT],
             inter_chunk_latency: None,
+            usage_missing: false,
         }
     }
 }
@@ -59,15 +63,17 @@ impl RecordMetrics {
         let mut m = RecordMetrics::default();
         let usage = record.usage.unwrap_or_default();
         let to_f = |v: Option<u64>| v.map(|v| v as f64);
-        let isl = if opts.use_server_token_count {
-            to_f(usage.prompt_tokens)
-        } else {
+        // Server counts when asked for and sent; else (with usage_missing set) the client
+        // tokenizer, so ISL/OSL and throughput are never silently dropped.
+        let counted_isl = || {
             let counted = || {
                 let text = record.input.history_text.as_deref()?;
                 Some(tokenizer.count(text) as u64)
             };
             to_f(record.input.input_tokens.or_else(counted))
         };
+        let server_isl = usage.prompt_tokens.filter(|_| opts.use_server_token_count);
+        let isl = server_isl.map(|n| n as f64).or_else(counted_isl);
 
         if !record.is_valid() {
             m.set(MetricId::ErrorIsl, isl);
@@ -106,22 +112,25 @@ impl RecordMetrics {
         }
 
         // Output tokens: text and reasoning are each tokenized once, joined, as AIPerf does.
-        let (output, reasoning, osl) = if opts.use_server_token_count {
-            let reasoning = to_f(usage.reasoning_tokens);
-            let osl = to_f(usage.completion_tokens);
-            let output = osl.map(|o| o - reasoning.unwrap_or(0.0));
-            (output, reasoning, osl)
-        } else {
-            let output = tokenizer.count(&record.output_text()) as f64;
-            let reasoning_text = record.reasoning_text();
-            let reasoning =
-                (!reasoning_text.is_empty()).then(|| tokenizer.count(&reasoning_text) as f64);
-            (
-                Some(output),
-                reasoning,
-                Some(output + reasoning.unwrap_or(0.0)),
-            )
-        };
+        m.usage_missing = opts.use_server_token_count
+            && (usage.prompt_tokens.is_none() || usage.completion_tokens.is_none());
+        let (output, reasoning, osl) =
+            if opts.use_server_token_count && usage.completion_tokens.is_some() {
+                let reasoning = to_f(usage.reasoning_tokens);
+                let osl = to_f(usage.completion_tokens);
+                let output = osl.map(|o| o - reasoning.unwrap_or(0.0));
+                (output, reasoning, osl)
+            } else {
+                let output = tokenizer.count(&record.output_text()) as f64;
+                let reasoning_text = record.reasoning_text();
+                let reasoning =
+                    (!reasoning_text.is_empty()).then(|| tokenizer.count(&reasoning_text) as f64);
+                (
+                    Some(output),
+                    reasoning,
+                    Some(output + reasoning.unwrap_or(0.0)),
+                )
+            };
         m.set(MetricId::OutputTokenCount, output);
         m.set(MetricId::ReasoningTokenCount, reasoning);
         m.set(MetricId::OutputSequenceLength, osl);

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tracing::{info, warn};
+use std::time::Instant;
+
+use tracing::{debug, info, warn};
 
 use super::collect::Collection;
 use crate::config::{ProfileConfig, shown_uri};
@@ -39,9 +41,14 @@ pub(super) fn run(
     };
     let mut sent = 0;
     if let Some(warmup) = warmup_spec(cfg, &pacing, warmup_requests) {
+        let started = Instant::now();
         sent += runtime
             .block_on(load::run_phase(ctx.clone(), warmup, records.clone()))
             .sent;
+        debug!(
+            "Warmup phase: {sent} sent in {:.3} s",
+            started.elapsed().as_secs_f64()
+        );
         collection.warmup_bar.finish_and_clear();
     }
     // The closed loop needs its slots; a rate or a schedule is capped only when asked.
@@ -64,7 +71,13 @@ pub(super) fn run(
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed,
     };
+    let started = Instant::now();
     let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, records));
+    debug!(
+        "Profiling phase: {} sent in {:.3} s",
+        result.sent,
+        started.elapsed().as_secs_f64()
+    );
     Ran {
         sent: sent + result.sent,
         pacing: result.pacing,

@@ -101,6 +101,15 @@ fn fixed_schedule(cfg: &mut ProfileConfig, plan: &mut SendPlan) -> Result<Arc<[u
             "--fixed-schedule: the input file has no timestamp on its entries; add \"timestamp\" (ms) to each, or drop --fixed-schedule".into(),
         ));
     }
+    if cfg
+        .load
+        .schedule_window
+        .rebase_epoch(plan.first_timestamp_ms())
+    {
+        info!(
+            "The input file's timestamps are absolute (epoch ms): the schedule starts at the first one, as with --fixed-schedule-auto-offset"
+        );
+    }
     let offsets = plan
         .fixed_schedule(&cfg.load.schedule_window)
         .map_err(|e| {

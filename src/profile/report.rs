@@ -132,7 +132,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
 }
 
 /// The resolved configuration, secrets left out.
-fn input_config_json(cfg: &ProfileConfig) -> Value {
+pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
     let s = &cfg.synthetic;
     json!({
         "endpoint": {

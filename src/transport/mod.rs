@@ -122,6 +122,16 @@ impl HttpClient {
         for (name, value) in extra_headers {
             headers.insert(name.clone(), value.clone());
         }
+        tracing::debug!(
+            "HTTP client for {}: HTTP/1.1 keep-alive pool (idle connections kept 90 s), request timeout {:.1} s, headers: {}",
+            uri,
+            timeout.as_secs_f64(),
+            headers
+                .keys()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         Ok(HttpClient {
             client,
             fresh,
