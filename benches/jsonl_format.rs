@@ -262,6 +262,7 @@ fn main() {
         streaming: true,
         use_server_token_count: false,
         template_tokens: None,
+        skip_tokenizer: false,
     };
     let records: Vec<(RequestRecord, RecordMetrics)> = (0..n as u64)
         .map(|i| {

@@ -1,5 +1,5 @@
 //! The `aiperf` binary: parse the command line, run the subcommand, map the result to an
-//! exit code (0 ok, 1 run failed, 2 bad command line or input, 130 interrupted).
+//! exit code (0 ok, 1 run failed, 2 bad command line or input, 130 interrupted, 143 terminated).
 
 use std::process::ExitCode;
 
@@ -54,9 +54,21 @@ fn profile_exit(result: Result<Outcome, ProfileError>) -> ExitCode {
             1,
             "error: stopped early: the server refused every connection; check --url and that the server is running".to_string(),
         ),
+        Ok(Outcome::ServerLost) => (
+            1,
+            "error: stopped early: the server stopped answering (connections refused); the results written are partial".to_string(),
+        ),
+        Ok(Outcome::WriteFailed) => (
+            1,
+            "error: stopped early: profile_export.jsonl could not be written (see above); the console table counts every request".to_string(),
+        ),
         Ok(Outcome::Interrupted) => (
             130,
             "Interrupted: the results written are partial".to_string(),
+        ),
+        Ok(Outcome::Terminated) => (
+            143,
+            "Terminated: the results written are partial".to_string(),
         ),
         // Bad command line or input: nothing was sent.
         Err(ProfileError::Config(e)) => (2, format!("error: {e}")),

@@ -407,11 +407,13 @@ fn wait_for_model_gives_up_with_exit_1_and_sends_nothing() {
 }
 
 #[test]
-fn killing_the_server_mid_run_records_every_request() {
+fn a_server_killed_mid_run_stops_the_run_with_exit_1() {
+    // Each request takes ~0.4 s; the run would go on for 8 s.
     let mock = MockChild::spawn(&["--ttft", "5", "--itl", "40"]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    let args = base_args(&mock.url, dir.to_str().unwrap(), "40");
+    let mut args = base_args(&mock.url, dir.to_str().unwrap(), "100000");
+    args.extend_from_slice(&["--benchmark-duration", "8", "--concurrency", "2"]);
     let child = Command::new(BIN)
         .arg("profile")
         .args(&args)
@@ -419,25 +421,50 @@ fn killing_the_server_mid_run_records_every_request() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (stderr, lines) = follow_stderr(child);
+    let (run, lines) = follow_stderr(child);
     wait_for_line(&lines, "Profiling:");
-    // Each request takes ~0.4 s: let some finish, then kill the server mid-stream.
     std::thread::sleep(Duration::from_millis(1000));
-    drop(mock);
-    let status = stderr.wait();
-    assert_eq!(status.code(), Some(0), "{}", lines.text());
+    let killed = Instant::now();
+    drop(mock); // SIGKILL
+    let status = run.wait();
+    let text = lines.text();
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("stopped answering: it refused"),
+        "a clear log line: {text}"
+    );
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains("server stopped answering"),
+        "{text}"
+    );
+    // Stopped at the refusals, not at the end of the 8 s.
+    assert!(
+        killed.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        killed.elapsed()
+    );
     let summary = read_json(&dir.join("profile_export_aiperf.json"));
+    assert_eq!(summary["was_cancelled"], true);
     let records = read_jsonl(&dir.join("profile_export.jsonl"));
-    assert_eq!(records.len(), 40);
     let ok = records.iter().filter(|r| r["error"].is_null()).count();
-    assert!(ok > 0 && ok < 40, "{ok}");
+    let refused = records
+        .iter()
+        .filter(|r| r["error"]["type"] == "ConnectionError")
+        .count();
+    assert!(ok > 0, "some finished before the kill");
+    // max(concurrency, 10) refusals in a row stop it; more arrive while the collector
+    // catches up (refusals take microseconds), but not the ~100,000 of 7 s.
+    assert!((10..500).contains(&refused), "{refused} refused");
     let errors: u64 = summary["error_summary"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| r["count"].as_u64().unwrap())
         .sum();
-    assert_eq!(errors as usize + ok, 40);
+    assert_eq!(errors as usize + ok, records.len());
 }
 
 /// Captured stderr lines of a running child, read on a thread.
@@ -519,7 +546,9 @@ fn sigint(pid: &str) {
 
 fn start_profile(url: &str, dir: &Path, count: &str, extra: &[&str]) -> (Running, Lines) {
     let mut args = base_args(url, dir.to_str().unwrap(), count);
-    args.extend_from_slice(&["--concurrency", "2"]);
+    if !extra.contains(&"--concurrency") {
+        args.extend_from_slice(&["--concurrency", "2"]);
+    }
     args.extend_from_slice(extra);
     let child = Command::new(BIN)
         .arg("profile")
@@ -592,39 +621,193 @@ fn sigint_past_the_grace_period_cancels_in_flight_as_499() {
     assert_eq!(rows[0]["count"], 2);
 }
 
+/// The run's JSONL lines and the requests the mock received must match one for one.
+fn assert_one_line_per_request(records: &[Value], served: &[Value]) {
+    assert_eq!(records.len(), served.len(), "lines vs requests received");
+    let mut ids: Vec<&Value> = records
+        .iter()
+        .map(|r| &r["metadata"]["x_request_id"])
+        .collect();
+    let mut got: Vec<&Value> = served.iter().map(|r| &r["x_request_id"]).collect();
+    ids.sort_by_key(|v| v.to_string());
+    got.sort_by_key(|v| v.to_string());
+    assert_eq!(ids, got);
+}
+
 #[test]
-fn sigint_twice_exits_at_once_with_whole_lines() {
-    // Each request takes ~3 s (10 tokens, 300 ms apart).
-    let mock = MockChild::spawn(&["--ttft", "5", "--itl", "300"]);
+fn sigint_twice_cancels_in_flight_and_writes_every_line_and_the_summary() {
     let tmp = tempfile::tempdir().unwrap();
+    let served_file = tmp.path().join("served.jsonl");
+    // Each request waits 2 s for its first token.
+    let mock = MockChild::spawn(&[
+        "--ttft",
+        "2000",
+        "--itl",
+        "1",
+        "--record-requests",
+        served_file.to_str().unwrap(),
+    ]);
     let dir = tmp.path().join("run");
     // A long grace period: only the second Ctrl-C can end this quickly.
     let (run, lines) = start_profile(
         &mock.url,
         &dir,
         "100000",
-        &["--interrupt-grace-period", "600"],
+        &["--interrupt-grace-period", "600", "--concurrency", "4"],
     );
     wait_for_line(&lines, "Profiling:");
-    // Let the first two requests finish; the next two are then in flight.
-    std::thread::sleep(Duration::from_millis(4000));
+    std::thread::sleep(Duration::from_millis(3000));
     sigint(&run.pid());
     wait_for_line(&lines, "Press Ctrl-C again");
+    std::thread::sleep(Duration::from_millis(300));
     let t0 = Instant::now();
     sigint(&run.pid());
     let status = run.wait();
+    let elapsed = t0.elapsed();
     assert_eq!(status.code(), Some(130), "{}", lines.text());
-    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
     assert!(
         lines.text().contains("Interrupted twice"),
         "{}",
         lines.text()
     );
-    // What was received before the second press is on disk, in whole lines; the summary
-    // is not written on this path.
+    mock.terminate();
     let records = read_jsonl(&dir.join("profile_export.jsonl"));
-    assert!(records.len() >= 2, "{}", records.len());
-    assert!(!dir.join("profile_export_aiperf.json").exists());
+    assert_one_line_per_request(&records, &common::read_served(&served_file));
+    let cancelled: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["metadata"]["was_cancelled"] == true)
+        .collect();
+    assert!(!cancelled.is_empty(), "the requests in flight");
+    assert!(cancelled.iter().all(|r| r["error"]["code"] == 499));
+    let summary = read_json(&dir.join("profile_export_aiperf.json"));
+    assert_eq!(summary["was_cancelled"], true);
+    assert!(dir.join("profile_export_aiperf.csv").exists());
+    assert!(dir.join("profile_export_console.txt").exists());
+}
+
+#[test]
+fn sigterm_is_a_first_ctrl_c_and_exits_143() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served_file = tmp.path().join("served.jsonl");
+    // Each request takes ~0.5 s (10 tokens, 50 ms apart).
+    let mock = MockChild::spawn(&[
+        "--ttft",
+        "5",
+        "--itl",
+        "50",
+        "--record-requests",
+        served_file.to_str().unwrap(),
+    ]);
+    let dir = tmp.path().join("run");
+    let (run, lines) = start_profile(&mock.url, &dir, "1000", &[]);
+    wait_for_line(&lines, "Profiling:");
+    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = Instant::now();
+    let st = Command::new("kill")
+        .args(["-TERM", &run.pid()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let status = run.wait();
+    let text = lines.text();
+    assert_eq!(status.code(), Some(143), "{text}");
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    assert!(text.contains("Terminated (SIGTERM)"), "{text}");
+    mock.terminate();
+    let records = read_jsonl(&dir.join("profile_export.jsonl"));
+    assert!(
+        records.len() >= 2 && records.len() < 1000,
+        "{}",
+        records.len()
+    );
+    // The requests in flight finished within the grace period.
+    assert!(records.iter().all(|r| r["error"].is_null()), "{text}");
+    assert_one_line_per_request(&records, &common::read_served(&served_file));
+    let summary = read_json(&dir.join("profile_export_aiperf.json"));
+    assert_eq!(summary["was_cancelled"], true);
+    assert!(dir.join("profile_export_aiperf.csv").exists());
+}
+
+#[test]
+fn a_full_disk_stops_the_run_with_whole_lines_and_the_console_table() {
+    let mock = MockChild::spawn(&["--fast"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let mut args = base_args(&mock.url, dir.to_str().unwrap(), "100000");
+    args.extend_from_slice(&["--concurrency", "4"]);
+    // Files may grow to 1 MB (ulimit counts 512-byte blocks); past it a write fails with
+    // EFBIG (SIGXFSZ ignored), as on a full disk.
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 2048; exec '{BIN}' profile {}",
+        quoted.join(" ")
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot write profile_export.jsonl"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .contains("could not be written"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("LLM Metrics"),
+        "the console table: {stdout}"
+    );
+    let records = read_jsonl(&dir.join("profile_export.jsonl"));
+    assert!(!records.is_empty());
+    // Stopped soon after the limit, far short of the count.
+    let summary = read_json(&dir.join("profile_export_aiperf.json"));
+    let counted = summary["request_count"]["avg"].as_f64().unwrap() as usize;
+    assert!(counted >= records.len() && counted < 5000, "{counted}");
+    assert_eq!(summary["was_cancelled"], true);
+}
+
+#[test]
+fn the_grace_period_bounds_the_exit_when_the_collector_lags() {
+    use common::raw_server::{After, RawServer, sse_reply, token_event};
+    // 10 events of 1 MB of text per request: tokenizing them is far slower than receiving.
+    let text = "hello ".repeat((1 << 20) / 6);
+    let mut events: Vec<String> = (0..10).map(|_| token_event(&text)).collect();
+    events.push("data: [DONE]\n\n".to_string());
+    let server = RawServer::start(move |_| sse_reply("", &events, After::KeepOpen));
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let (run, lines) = start_profile(
+        &server.url,
+        &dir,
+        "100000",
+        &["--interrupt-grace-period", "1", "--concurrency", "4"],
+    );
+    wait_for_line(&lines, "Profiling:");
+    std::thread::sleep(Duration::from_millis(5000));
+    let t0 = Instant::now();
+    sigint(&run.pid());
+    let status = run.wait();
+    let elapsed = t0.elapsed();
+    assert_eq!(status.code(), Some(130), "{}", lines.text());
+    assert!(
+        elapsed < Duration::from_secs(11),
+        "{elapsed:?}\n{}",
+        lines.text()
+    );
+    let records = read_jsonl(&dir.join("profile_export.jsonl"));
+    assert_eq!(records.len(), server.requests().len());
+    let summary = read_json(&dir.join("profile_export_aiperf.json"));
+    assert_eq!(summary["was_cancelled"], true);
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `profile_export.jsonl`: one line per request in AIPerf's `MetricRecordInfo` layout.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 use crate::clock::Clock;
@@ -13,24 +13,46 @@ use crate::record::RequestRecord;
 pub const WORKER_ID: &str = "worker_0";
 pub const RECORD_PROCESSOR_ID: &str = "record_processor_0";
 
-/// Appends record lines to a file. Each line goes to the buffer with a single write of the
-/// complete line, so a reader never sees half a line from us.
+/// Appends record lines to a file in whole lines: lines collect in a buffer that is written
+/// out when full, and when a write fails (a full disk, a file size limit) the file is cut
+/// back to its last whole line, so a reader never sees half a line.
 pub struct JsonlWriter {
-    out: BufWriter<File>,
+    file: File,
+    /// Whole lines not yet written to `file`.
+    buffer: Vec<u8>,
+    /// Bytes of `file` known to be whole lines.
+    committed: u64,
     line: Vec<u8>,
     /// The run's clock, to turn record times into wall-clock times.
     clock: Clock,
 }
+
+/// Lines are written to the file in batches of about this many bytes.
+const BATCH_BYTES: usize = 256 * 1024;
 
 impl JsonlWriter {
     /// Creates `profile_export.jsonl` in `dir`.
     pub fn create(dir: &Path, clock: Clock) -> std::io::Result<JsonlWriter> {
         std::fs::create_dir_all(dir)?;
         Ok(JsonlWriter {
-            out: BufWriter::with_capacity(256 * 1024, File::create(dir.join(super::JSONL_FILE))?),
+            file: File::create(dir.join(super::JSONL_FILE))?,
+            buffer: Vec::with_capacity(BATCH_BYTES + 4096),
+            committed: 0,
             line: Vec::with_capacity(1024),
             clock,
         })
+    }
+
+    /// Writes the buffered lines; on an error the file is cut back to the last whole line.
+    fn write_buffer(&mut self) -> std::io::Result<()> {
+        if let Err(e) = self.file.write_all(&self.buffer) {
+            // Best effort: a device such as /dev/full cannot be cut, but took nothing either.
+            let _ = self.file.set_len(self.committed);
+            return Err(e);
+        }
+        self.committed += self.buffer.len() as u64;
+        self.buffer.clear();
+        Ok(())
     }
 }
 
@@ -38,12 +60,16 @@ impl RecordSink for JsonlWriter {
     fn write(&mut self, record: &RequestRecord, metrics: &RecordMetrics) -> std::io::Result<()> {
         self.line.clear();
         format_record_line(record, metrics, &self.clock, &mut self.line);
-        self.out.write_all(&self.line)
+        self.buffer.extend_from_slice(&self.line);
+        if self.buffer.len() >= BATCH_BYTES {
+            self.write_buffer()?;
+        }
+        Ok(())
     }
 
     fn finish(mut self: Box<Self>) -> std::io::Result<()> {
-        self.out.flush()?;
-        self.out.get_ref().sync_data()
+        self.write_buffer()?;
+        self.file.sync_data()
     }
 }
 
@@ -203,6 +229,7 @@ mod tests {
             streaming: true,
             use_server_token_count: false,
             template_tokens: None,
+            skip_tokenizer: false,
         };
         let m = RecordMetrics::compute(record, &tokenizer, opts);
         let mut out = Vec::new();

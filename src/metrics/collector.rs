@@ -106,6 +106,8 @@ pub struct Collector {
     record_lag_ns: Vec<f64>,
     /// The missing-usage warning is logged once.
     warned_usage_missing: bool,
+    /// Records added after `skip_tokenizer`, written without token counts.
+    untokenized: u64,
 }
 
 impl Collector {
@@ -120,6 +122,7 @@ impl Collector {
                 streaming: opts.streaming,
                 use_server_token_count: opts.use_server_token_count,
                 template_tokens: None,
+                skip_tokenizer: false,
             },
             template_overhead: opts.template_overhead,
             objectives: Objective::resolve(&opts.goodput),
@@ -137,15 +140,18 @@ impl Collector {
             error_rows: HashMap::new(),
             record_lag_ns: Vec::new(),
             warned_usage_missing: false,
+            untokenized: 0,
         }
     }
 
+    /// Counts the record and writes its line. A write error is returned once; the record
+    /// (and every later one) still counts in the statistics.
     pub fn add(&mut self, record: &RequestRecord) -> std::io::Result<()> {
-        self.add_record(record)?;
+        let written = self.add_record(record);
         let last_chunk = record.last_event_perf_ns.unwrap_or(record.end_perf_ns);
         let lag = self.clock.now_ns().saturating_sub(last_chunk);
         self.record_lag_ns.push(lag as f64);
-        Ok(())
+        written
     }
 
     /// Statistics (ns) of the time from each record's last chunk to the record being
@@ -154,16 +160,50 @@ impl Collector {
         Stats::compute(&mut self.record_lag_ns.clone())
     }
 
+    /// From now on records get no token counts from the client tokenizer: the run must end
+    /// now, and tokenizing a backlog of large responses could take minutes.
+    pub fn skip_tokenizer(&mut self) {
+        self.record_opts.skip_tokenizer = true;
+    }
+
+    /// Records added after `skip_tokenizer`.
+    pub fn untokenized(&self) -> u64 {
+        self.untokenized
+    }
+
+    /// Flushes the per-record export and closes it; later records only count in the
+    /// statistics.
+    pub fn close_sink(&mut self) -> std::io::Result<()> {
+        match self.sink.take() {
+            Some(out) => out.finish(),
+            None => Ok(()),
+        }
+    }
+
+    /// Hands the record's line to the sink. After a failed write the sink is dropped (the
+    /// statistics go on), so the error is returned once.
+    fn write_line(&mut self, record: &RequestRecord, m: &RecordMetrics) -> std::io::Result<()> {
+        let Some(out) = &mut self.sink else {
+            return Ok(());
+        };
+        let written = out.write(record, m);
+        if written.is_err() {
+            self.sink = None;
+        }
+        written
+    }
+
     fn add_record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
         let opts = RecordOptions {
             template_tokens: self.template_overhead.for_record(&record.input),
             ..self.record_opts
         };
+        self.untokenized += u64::from(opts.skip_tokenizer);
         if record.phase == Phase::Warmup {
             // Warmup only shows up in the per-record file.
-            if let Some(out) = &mut self.sink {
+            if self.sink.is_some() {
                 let m = RecordMetrics::compute(record, &self.tokenizer, opts);
-                out.write(record, &m)?;
+                self.write_line(record, &m)?;
             }
             return Ok(());
         }
@@ -175,9 +215,7 @@ impl Collector {
                 "--use-server-token-count: a response had no usage token counts; ISL/OSL of such responses are counted with the client tokenizer (is stream_options.include_usage supported?)"
             );
         }
-        if let Some(out) = &mut self.sink {
-            out.write(record, &m)?;
-        }
+        let written = self.write_line(record, &m);
 
         for (id, v) in m.scalars() {
             self.values[id as usize].push(v);
@@ -220,7 +258,7 @@ impl Collector {
                 }
             }
         }
-        Ok(())
+        written
     }
 
     #[cfg(test)]

@@ -14,6 +14,9 @@ pub struct RecordOptions {
     /// This request's chat-template tokens (see `template_overhead`), left out of
     /// Image Token Count; `None` when unknown.
     pub template_tokens: Option<i64>,
+    /// Leave out the counts that need the client tokenizer (ISL of a later turn, OSL):
+    /// a run that must end now cannot wait for megabytes of text to be tokenized.
+    pub skip_tokenizer: bool,
 }
 
 /// One request's metric values in base units (ns, tokens, images/sec, ns/image).
@@ -68,6 +71,9 @@ impl RecordMetrics {
         let counted_isl = || {
             let counted = || {
                 let text = record.input.history_text.as_deref()?;
+                if opts.skip_tokenizer {
+                    return None;
+                }
                 Some(tokenizer.count(text) as u64)
             };
             to_f(record.input.input_tokens.or_else(counted))
@@ -120,6 +126,8 @@ impl RecordMetrics {
                 let osl = to_f(usage.completion_tokens);
                 let output = osl.map(|o| o - reasoning.unwrap_or(0.0));
                 (output, reasoning, osl)
+            } else if opts.skip_tokenizer {
+                (None, None, None)
             } else {
                 let output = tokenizer.count(&record.output_text()) as f64;
                 let reasoning_text = record.reasoning_text();
@@ -229,6 +237,7 @@ pub(crate) mod tests {
         streaming: true,
         use_server_token_count: false,
         template_tokens: None,
+        skip_tokenizer: false,
     };
 
     #[test]
@@ -350,6 +359,7 @@ pub(crate) mod tests {
             streaming: true,
             use_server_token_count: true,
             template_tokens: None,
+            skip_tokenizer: false,
         };
         let m = RecordMetrics::compute(&r, &tokenizer(), opts);
         assert_eq!(m.get(MetricId::InputSequenceLength), Some(600.0));

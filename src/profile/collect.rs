@@ -2,13 +2,13 @@
 //! to the per-record export, advances the progress bars and feeds the failure watch.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use indicatif::ProgressBar;
 use tokio::sync::mpsc::UnboundedSender;
+use tracing::{error, warn};
 
-use super::control::{COLLECTOR_DONE, COLLECTOR_RUNNING, FailureWatch, RunControl};
+use super::control::{FailureWatch, RunControl, StopReason};
 use crate::config::ProfileConfig;
 use crate::metrics::{Collector, CollectorOptions, GoodputSlo, TemplateOverhead};
 use crate::record::{Phase, RequestRecord};
@@ -20,7 +20,7 @@ pub(super) struct Collection {
     pub records: UnboundedSender<RequestRecord>,
     pub warmup_bar: ProgressBar,
     pub profile_bar: ProgressBar,
-    thread: std::thread::JoinHandle<std::io::Result<Collector>>,
+    thread: std::thread::JoinHandle<Collector>,
 }
 
 impl Collection {
@@ -56,44 +56,29 @@ impl Collection {
         let (wb, pb) = (warmup_bar.clone(), profile_bar.clone());
         let thread = std::thread::Builder::new()
             .name("collector".into())
-            .spawn(move || -> std::io::Result<Collector> {
-                let mut collector = Some(collector);
-                control
-                    .collector_state
-                    .store(COLLECTOR_RUNNING, Ordering::SeqCst);
+            .spawn(move || {
                 // Driven from this thread (not a runtime worker), so writing the JSONL never
                 // blocks the requests.
-                let result = control.handle.block_on(async {
-                    loop {
-                        tokio::select! {
-                            biased;
-                            _ = control.flush_now.notified() => {
-                                // Second Ctrl-C: what was received is flushed, then exit.
-                                if let Some(c) = collector.take() {
-                                    let _ = c.finish();
-                                }
-                                std::process::exit(130);
-                            }
-                            next = rx.recv() => match next {
-                                Some(record) => {
-                                    if let Some(c) = collector.as_mut() {
-                                        c.add(&record)?;
-                                    }
-                                    watch.observe(&record);
-                                    match record.phase {
-                                        Phase::Warmup => wb.inc(1),
-                                        Phase::Profiling => pb.inc(1),
-                                    }
-                                }
-                                None => return Ok(()),
-                            }
+                control.handle.block_on(async {
+                    let mut collector = collector;
+                    while let Some(record) = rx.recv().await {
+                        if control.hurrying() {
+                            collector.skip_tokenizer();
+                        }
+                        if let Err(e) = collector.add(&record) {
+                            write_failed(&control, &e);
+                        }
+                        watch.observe(&record);
+                        match record.phase {
+                            Phase::Warmup => wb.inc(1),
+                            Phase::Profiling => pb.inc(1),
                         }
                     }
-                });
-                control
-                    .collector_state
-                    .store(COLLECTOR_DONE, Ordering::SeqCst);
-                result.map(|()| collector.expect("only taken on the way out"))
+                    if let Err(e) = collector.close_sink() {
+                        write_failed(&control, &e);
+                    }
+                    collector
+                })
             })
             .context("cannot start the collector thread")?;
         Ok(Collection {
@@ -110,9 +95,23 @@ impl Collection {
         let collector = self
             .thread
             .join()
-            .map_err(|_| anyhow::anyhow!("the collector thread panicked"))?
-            .context("cannot write profile_export.jsonl")?;
+            .map_err(|_| anyhow::anyhow!("the collector thread panicked"))?;
         self.profile_bar.finish_and_clear();
+        if collector.untokenized() > 0 {
+            warn!(
+                "{} records were written without token counts (ISL of later turns, OSL): the run had to end before the tokenizer caught up",
+                collector.untokenized()
+            );
+        }
         Ok(collector)
     }
+}
+
+/// The per-record file cannot be written: stop sending (the statistics still take every
+/// record, and the console shows them). The file keeps its whole lines.
+fn write_failed(control: &Arc<RunControl>, e: &std::io::Error) {
+    error!(
+        "Stopping: cannot write profile_export.jsonl: {e}; nothing more will be sent. The file keeps its whole lines; the summary counts every request"
+    );
+    control.stop(StopReason::WriteFailed);
 }

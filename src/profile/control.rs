@@ -1,9 +1,9 @@
-//! Run control: stopping a run early (Ctrl-C, a dead server, too many failures), the
-//! grace period for requests in flight, and waiting for the server before the first send.
+//! Run control: stopping a run early (Ctrl-C or SIGTERM, a dead server, too many failures,
+//! an export that cannot be written), the grace period for requests in flight, and waiting
+//! for the server before the first send.
 
-use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
@@ -20,11 +20,24 @@ pub(super) enum StopReason {
     Interrupted = 1,
     ThresholdExceeded = 2,
     ServerUnreachable = 3,
+    /// The server answered, then refused connection after connection.
+    ServerLost = 4,
+    /// SIGTERM (`timeout`, docker, Kubernetes, Slurm): handled like Ctrl-C.
+    Terminated = 5,
+    /// `profile_export.jsonl` could not be written (a full disk, a file size limit).
+    WriteFailed = 6,
 }
 
-pub(super) const COLLECTOR_NOT_STARTED: u8 = 0;
-pub(super) const COLLECTOR_RUNNING: u8 = 1;
-pub(super) const COLLECTOR_DONE: u8 = 2;
+impl StopReason {
+    const ALL: [StopReason; 6] = [
+        StopReason::Interrupted,
+        StopReason::ThresholdExceeded,
+        StopReason::ServerUnreachable,
+        StopReason::ServerLost,
+        StopReason::Terminated,
+        StopReason::WriteFailed,
+    ];
+}
 
 /// Shared by the Ctrl-C watcher, the collector and the main thread: stopping a run early.
 pub(super) struct RunControl {
@@ -33,13 +46,13 @@ pub(super) struct RunControl {
     reason: AtomicU8,
     grace: Duration,
     pub(super) handle: tokio::runtime::Handle,
-    /// Second Ctrl-C: the collector flushes what it has and exits the process.
-    pub(super) flush_now: tokio::sync::Notify,
-    pub(super) collector_state: AtomicU8,
+    /// Set when the run must end now (the grace period is over, or a second signal): the
+    /// collector stops tokenizing so that its backlog cannot hold the exit.
+    hurry: AtomicBool,
 }
 
 impl RunControl {
-    /// Control for a run over `ctx`; Ctrl-C is watched from now on.
+    /// Control for a run over `ctx`; Ctrl-C and SIGTERM are watched from now on.
     pub(super) fn start(
         ctx: Arc<LoadContext>,
         grace: Duration,
@@ -50,25 +63,32 @@ impl RunControl {
             reason: AtomicU8::new(0),
             grace,
             handle: handle.clone(),
-            flush_now: tokio::sync::Notify::new(),
-            collector_state: AtomicU8::new(COLLECTOR_NOT_STARTED),
+            hurry: AtomicBool::new(false),
         });
-        handle.spawn(watch_ctrl_c(control.clone()));
+        handle.spawn(watch_signals(control.clone()));
         control
     }
 
     pub(super) fn reason(&self) -> Option<StopReason> {
-        match self.reason.load(Ordering::SeqCst) {
-            1 => Some(StopReason::Interrupted),
-            2 => Some(StopReason::ThresholdExceeded),
-            3 => Some(StopReason::ServerUnreachable),
-            _ => None,
-        }
+        let code = self.reason.load(Ordering::SeqCst);
+        StopReason::ALL.into_iter().find(|r| *r as u8 == code)
+    }
+
+    /// True once the run must end now; see `hurry`.
+    pub(super) fn hurrying(&self) -> bool {
+        self.hurry.load(Ordering::SeqCst)
+    }
+
+    /// Ends the run now: requests in flight are cancelled (recorded as 499) and the
+    /// collector writes what is left without tokenizing.
+    fn end_now(&self) {
+        self.hurry.store(true, Ordering::SeqCst);
+        self.ctx.client.cancel_all();
     }
 
     /// Stops sending; requests in flight get the grace period, then are cancelled. Only the
     /// first reason counts; returns false if the run was already stopping.
-    fn stop(&self, reason: StopReason) -> bool {
+    pub(super) fn stop(self: &Arc<Self>, reason: StopReason) -> bool {
         if self
             .reason
             .compare_exchange(0, reason as u8, Ordering::SeqCst, Ordering::SeqCst)
@@ -77,18 +97,17 @@ impl RunControl {
             return false;
         }
         self.ctx.stop.store(true, Ordering::SeqCst);
-        let ctx = self.ctx.clone();
-        let grace = self.grace;
+        let control = self.clone();
         self.handle.spawn(async move {
-            tokio::time::sleep(grace).await;
-            let left = ctx.in_flight.load(Ordering::SeqCst);
+            tokio::time::sleep(control.grace).await;
+            let left = control.ctx.in_flight.load(Ordering::SeqCst);
             if left > 0 {
                 warn!(
                     "Grace period of {:.1} s over: cancelling {left} requests still in flight",
-                    grace.as_secs_f64()
+                    control.grace.as_secs_f64()
                 );
             }
-            ctx.client.cancel_all();
+            control.end_now();
         });
         true
     }
@@ -151,15 +170,20 @@ impl FailureWatch {
         } else {
             self.connection_errors_in_a_row = 0;
         }
-        if !self.any_success
-            && self.connection_errors_in_a_row >= self.min_records
-            && self.control.stop(StopReason::ServerUnreachable)
-        {
-            error!(
-                "Stopping: the server at {} refused {} connections in a row and never answered; nothing more will be sent",
-                shown_uri(self.control.ctx.client.uri()),
-                self.connection_errors_in_a_row
-            );
+        // Refusals in a row mean the server is gone, whether it ever answered or not:
+        // sending on would only add thousands of connection errors a second.
+        if self.connection_errors_in_a_row >= self.min_records {
+            let uri = shown_uri(self.control.ctx.client.uri());
+            let n = self.connection_errors_in_a_row;
+            if !self.any_success && self.control.stop(StopReason::ServerUnreachable) {
+                error!(
+                    "Stopping: the server at {uri} refused {n} connections in a row and never answered; nothing more will be sent"
+                );
+            } else if self.any_success && self.control.stop(StopReason::ServerLost) {
+                error!(
+                    "Stopping: the server at {uri} stopped answering: it refused {n} connections in a row; nothing more will be sent"
+                );
+            }
         }
         self.count(record.phase, true);
     }
@@ -189,7 +213,7 @@ impl FailureWatch {
 }
 
 /// `--wait-for-model-timeout`: `Ok(None)` once the server answers, `Ok(Some(Interrupted))`
-/// when Ctrl-C came first, an error when it never answered.
+/// (or `Terminated`) when a signal came first, an error when it never answered.
 pub(super) fn wait_for_server(
     control: &RunControl,
     limit: Duration,
@@ -206,6 +230,10 @@ pub(super) fn wait_for_server(
         Err(_) if control.reason() == Some(StopReason::Interrupted) => {
             warn!("Interrupted while waiting for the server; nothing was sent");
             Ok(Some(Outcome::Interrupted))
+        }
+        Err(_) if control.reason() == Some(StopReason::Terminated) => {
+            warn!("Terminated while waiting for the server; nothing was sent");
+            Ok(Some(Outcome::Terminated))
         }
         Err(why) => Err(anyhow::anyhow!(
             "--wait-for-model-timeout {}: {why}; nothing was sent",
@@ -263,29 +291,57 @@ async fn wait_for_model(
     }
 }
 
-/// First Ctrl-C: stop sending and let in-flight requests finish within the grace period.
-/// Second: flush the per-record file and exit at once.
-async fn watch_ctrl_c(control: Arc<RunControl>) {
-    if tokio::signal::ctrl_c().await.is_err() {
+/// The first Ctrl-C or SIGTERM stops sending and lets in-flight requests finish within the
+/// grace period. The second ends the run now: in-flight requests are cancelled, and every
+/// record and the summary are still written. A third exits at once.
+async fn watch_signals(control: Arc<RunControl>) {
+    let Ok(mut signals) = Signals::new() else {
+        warn!("Cannot watch Ctrl-C and SIGTERM; stopping the run early will lose its results");
         return;
-    }
+    };
+    let first = signals.next().await;
     let in_flight = control.ctx.in_flight.load(Ordering::Relaxed);
-    if control.stop(StopReason::Interrupted) {
+    if control.stop(first) {
+        let what = match first {
+            StopReason::Terminated => "Terminated (SIGTERM)",
+            _ => "Interrupted",
+        };
         warn!(
-            "Interrupted: no new requests; waiting up to {:.1} s for {in_flight} in flight. Results will be partial. Press Ctrl-C again to quit at once",
+            "{what}: no new requests; waiting up to {:.1} s for {in_flight} in flight. Results will be partial. Press Ctrl-C again to quit at once",
             control.grace.as_secs_f64()
         );
     } else {
         // Already stopping for another reason: the user wants out now.
-        control.ctx.client.cancel_all();
+        control.end_now();
     }
-    if tokio::signal::ctrl_c().await.is_ok() {
-        let _ = std::io::stderr().write_all(b"Interrupted twice: exiting now\n");
-        if control.collector_state.load(Ordering::SeqCst) == COLLECTOR_RUNNING {
-            control.flush_now.notify_one();
-            // The collector exits the process once the file is flushed.
-            tokio::time::sleep(Duration::from_secs(3)).await;
+    signals.next().await;
+    warn!(
+        "Interrupted twice: cancelling the requests in flight and writing the results; press Ctrl-C again to exit without them"
+    );
+    control.end_now();
+    signals.next().await;
+    std::process::exit(130);
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM, as they come.
+struct Signals {
+    sigint: tokio::signal::unix::Signal,
+    sigterm: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            sigint: signal(SignalKind::interrupt())?,
+            sigterm: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn next(&mut self) -> StopReason {
+        tokio::select! {
+            _ = self.sigint.recv() => StopReason::Interrupted,
+            _ = self.sigterm.recv() => StopReason::Terminated,
         }
-        std::process::exit(130);
     }
 }

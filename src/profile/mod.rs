@@ -44,6 +44,12 @@ pub enum Outcome {
     ThresholdExceeded,
     /// Every connection was refused; the run stopped early.
     ServerUnreachable,
+    /// The server answered, then refused connection after connection; the run stopped early.
+    ServerLost,
+    /// SIGTERM; partial results were written.
+    Terminated,
+    /// `profile_export.jsonl` could not be written; the run stopped early.
+    WriteFailed,
 }
 
 /// Why a profile run could not run or finish; `main` maps each to an exit code.

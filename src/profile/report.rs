@@ -90,7 +90,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             load_pacing: ran.pacing.as_ref().map(|p| p.to_json()),
             client_overhead: Some(overhead),
         };
-        export::write_inputs_json(&cfg.artifact_dir, plan).context("cannot write inputs.json")?;
+        let inputs = export::write_inputs_json(&cfg.artifact_dir, plan);
         let mut console_text = export::render_console(&summary, &info);
         if let Some(p) = &ran.pacing {
             info!(
@@ -107,12 +107,13 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
                 console_text.push_str(&format!("\nWarning: {w}\n"));
             }
         }
-        let paths = export::write_summary(&cfg.artifact_dir, &summary, &info, &console_text)
-            .context("cannot write the summary exports")?;
-        info!("Results saved to: {}", cfg.artifact_dir.display());
-
+        let paths = export::write_summary(&cfg.artifact_dir, &summary, &info, &console_text);
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{console_text}");
+        // The table is shown even when the files could not be written (a full disk).
+        inputs.context("cannot write inputs.json")?;
+        let paths = paths.context("cannot write the summary exports")?;
+        info!("Results saved to: {}", cfg.artifact_dir.display());
         let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
         let _ = writeln!(out, "JSON Export: {}", paths.json.display());
         let _ = writeln!(
@@ -126,6 +127,9 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         Some(StopReason::Interrupted) => Outcome::Interrupted,
         Some(StopReason::ThresholdExceeded) => Outcome::ThresholdExceeded,
         Some(StopReason::ServerUnreachable) => Outcome::ServerUnreachable,
+        Some(StopReason::ServerLost) => Outcome::ServerLost,
+        Some(StopReason::Terminated) => Outcome::Terminated,
+        Some(StopReason::WriteFailed) => Outcome::WriteFailed,
         None if summary.request_count == 0 => Outcome::AllFailed,
         None => Outcome::Success,
     })
