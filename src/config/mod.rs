@@ -649,16 +649,6 @@ mod tests {
     }
 
     #[test]
-    fn credentials_in_the_url_are_not_shown() {
-        let uri: http::Uri = "http://user:pw@host:8000/v1/chat/completions"
-            .parse()
-            .unwrap();
-        assert_eq!(shown_uri(&uri), "http://***@host:8000/v1/chat/completions");
-        let plain: http::Uri = "https://h/v1/completions".parse().unwrap();
-        assert_eq!(shown_uri(&plain), "https://h/v1/completions");
-    }
-
-    #[test]
     fn url_credentials_become_basic_auth_and_leave_the_uri() {
         let c = parse(&["--url", "http://me:p%40ss@h:9"]).unwrap();
         assert_eq!(c.request_uri.to_string(), "http://h:9/v1/chat/completions");

@@ -65,18 +65,6 @@ pub fn redacted_command_line(args: &[String], secrets: &[String]) -> String {
     out.join(" ")
 }
 
-/// A URI for logs and exports: credentials in it (`user:password@`) become `***`.
-pub fn shown_uri(uri: &http::Uri) -> String {
-    let text = uri.to_string();
-    match uri.authority().map(|a| a.as_str()) {
-        Some(auth) if auth.contains('@') => {
-            let host = &auth[auth.rfind('@').map_or(0, |i| i + 1)..];
-            text.replacen(auth, &format!("***@{host}"), 1)
-        }
-        _ => text,
-    }
-}
-
 /// `{"Authorization": "Bearer x"}` (alone or after a flag, e.g. `--header={...}`) with
 /// the values of secret headers replaced by `***`; other arguments unchanged.
 pub(super) fn redact_json_headers(arg: &str) -> String {

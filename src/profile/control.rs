@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
 
 use super::Outcome;
-use crate::config::shown_uri;
 use crate::load::LoadContext;
 use crate::record::{Phase, RequestRecord};
 use crate::transport::{CONNECTION_ERROR, HttpClient};
@@ -149,7 +148,7 @@ impl FailureWatch {
             return;
         };
         if !record.was_cancelled && self.logged_kinds.insert(err.kind.clone()) {
-            let uri = shown_uri(self.control.ctx.client.uri());
+            let uri = self.control.ctx.client.uri();
             if err.kind == CONNECTION_ERROR {
                 error!(
                     "Cannot connect to the server at {uri}: {}. Is it running, and is --url right? \
@@ -173,7 +172,7 @@ impl FailureWatch {
         // Refusals in a row mean the server is gone, whether it ever answered or not:
         // sending on would only add thousands of connection errors a second.
         if self.connection_errors_in_a_row >= self.min_records {
-            let uri = shown_uri(self.control.ctx.client.uri());
+            let uri = self.control.ctx.client.uri();
             let n = self.connection_errors_in_a_row;
             if !self.any_success && self.control.stop(StopReason::ServerUnreachable) {
                 error!(
@@ -251,7 +250,7 @@ async fn wait_for_model(
     control: &RunControl,
 ) -> Result<(), String> {
     let models_uri = client.models_uri();
-    let uri = shown_uri(&models_uri);
+    let uri = &models_uri;
     info!(
         "Waiting up to {:.1} s for the server to answer at {uri}",
         limit.as_secs_f64()

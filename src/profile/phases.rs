@@ -8,7 +8,7 @@ use std::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::collect::Collection;
-use crate::config::{ProfileConfig, shown_uri};
+use crate::config::ProfileConfig;
 use crate::load::pacing::PacingReport;
 use crate::load::{self, LoadContext, Pacing, PhaseSpec};
 use crate::record::Phase;
@@ -155,8 +155,5 @@ fn log_profiling(cfg: &ProfileConfig, ctx: &LoadContext, pacing: &Pacing, cap: O
         true => "no limit".to_string(),
         false => limits.join(" or "),
     };
-    info!(
-        "Profiling: {limit} {how} against {}",
-        shown_uri(ctx.client.uri())
-    );
+    info!("Profiling: {limit} {how} against {}", ctx.client.uri());
 }

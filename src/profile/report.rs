@@ -10,7 +10,7 @@ use tracing::{info, warn};
 use super::Outcome;
 use super::control::StopReason;
 use super::phases::Ran;
-use crate::config::{ProfileConfig, is_secret_header, redacted_command_line, shown_uri};
+use crate::config::{ProfileConfig, is_secret_header, redacted_command_line};
 use crate::export::{self, RunInfo};
 use crate::load::SendPlan;
 use crate::metrics::Collector;
@@ -142,7 +142,7 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
         "endpoint": {
             "model_names": [cfg.model],
             "type": cfg.endpoint_type.as_str(),
-            "url": shown_uri(&cfg.request_uri),
+            "url": cfg.request_uri.to_string(),
             "streaming": cfg.streaming,
             "timeout": cfg.request_timeout.as_secs_f64(),
             "api_key": cfg.api_key.as_ref().map(|_| "***"),
