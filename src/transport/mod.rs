@@ -835,17 +835,15 @@ mod tests {
         )
     }
 
-    async fn exchange_with(
-        args: MockServerArgs,
-        timeout: Duration,
-        tokens: u64,
-    ) -> (RequestRecord, HttpClient, mock::MockServer) {
-        let server = mock::start(args).await.unwrap();
-        let uri: Uri = format!("{}/v1/chat/completions", server.url())
-            .parse()
-            .unwrap();
-        let client = HttpClient::new(uri, None, &[], timeout).unwrap();
-        let r = client
+    /// A client for the chat endpoint of the server at `base_url`.
+    fn chat_client(base_url: &str, timeout: Duration) -> HttpClient {
+        let uri: Uri = format!("{base_url}/v1/chat/completions").parse().unwrap();
+        HttpClient::new(uri, None, &[], timeout).unwrap()
+    }
+
+    /// One streamed chat request asking for `tokens` tokens.
+    async fn stream_once(client: &HttpClient, tokens: u64) -> RequestRecord {
+        client
             .exchange(
                 &Clock::new(),
                 Phase::Profiling,
@@ -853,7 +851,17 @@ mod tests {
                 "x".into(),
                 chat_body(true, tokens),
             )
-            .await;
+            .await
+    }
+
+    async fn exchange_with(
+        args: MockServerArgs,
+        timeout: Duration,
+        tokens: u64,
+    ) -> (RequestRecord, HttpClient, mock::MockServer) {
+        let server = mock::start(args).await.unwrap();
+        let client = chat_client(&server.url(), timeout);
+        let r = stream_once(&client, tokens).await;
         (r, client, server)
     }
 
@@ -1070,17 +1078,8 @@ mod tests {
             // A chunk announced at 64 bytes, cut in the middle of its `data:` line.
             b"40\r\ndata: {\"choices\":[{\"delta\":{\"con".to_vec(),
         ]);
-        let uri: Uri = format!("{url}/v1/chat/completions").parse().unwrap();
-        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
-        let r = client
-            .exchange(
-                &Clock::new(),
-                Phase::Profiling,
-                RequestInput::default(),
-                "x".into(),
-                chat_body(true, 3),
-            )
-            .await;
+        let client = chat_client(&url, Duration::from_secs(10));
+        let r = stream_once(&client, 3).await;
         let e = r.error.clone().expect("an error");
         assert_eq!((e.code, e.kind.as_str()), (None, "StreamError"), "{e:?}");
         assert!(!e.message.contains("JSON"), "{e:?}");
