@@ -28,17 +28,24 @@ fn image_token_counts(run: &Path) -> Vec<f64> {
         .collect()
 }
 
-#[test]
-fn a_server_probe_takes_the_template_tokens_out() {
-    let tmp = tempfile::tempdir().unwrap();
-    let rec = tmp.path().join("server.jsonl");
+/// A fast mock charging `template_tokens` per message, recording what it received into
+/// `dir/server.jsonl`.
+fn recording_mock(dir: &Path, template_tokens: u32) -> (MockChild, std::path::PathBuf) {
+    let rec = dir.join("server.jsonl");
     let mock = MockChild::spawn(&[
         "--fast",
         "--chat-template-tokens",
-        "8",
+        &template_tokens.to_string(),
         "--record-requests",
         rec.to_str().unwrap(),
     ]);
+    (mock, rec)
+}
+
+#[test]
+fn a_server_probe_takes_the_template_tokens_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mock, rec) = recording_mock(tmp.path(), 8);
     let out = run_aiperf_in(
         tmp.path(),
         &[
@@ -148,14 +155,7 @@ fn the_tokenizers_chat_template_takes_the_template_tokens_out() {
 
     // With GPT-2's tokens the ChatML template adds 9 to one message: <|im_start|> user \n,
     // <|im_end|> \n, and <|im_start|> ass istant \n.
-    let rec = tmp.path().join("server.jsonl");
-    let mock = MockChild::spawn(&[
-        "--fast",
-        "--chat-template-tokens",
-        "9",
-        "--record-requests",
-        rec.to_str().unwrap(),
-    ]);
+    let (mock, rec) = recording_mock(tmp.path(), 9);
     let out = run_aiperf_in(
         tmp.path(),
         &[
