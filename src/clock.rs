@@ -3,7 +3,10 @@
 //! Intervals are measured with `Instant` (monotonic); the single wall-clock anchor taken at
 //! start converts them to nanoseconds since the Unix epoch for the exports.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Wall-clock reads tried when anchoring; the tightest bracket wins.
+const ANCHOR_TRIES: usize = 8;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
@@ -12,12 +15,26 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// Anchors to the wall clock. The wall reading is bracketed by two monotonic reads and the
+    /// tightest of a few tries is kept, so a preemption between the two reads (several ms on a
+    /// loaded machine) cannot skew every exported timestamp; the mock server anchors the same
+    /// way, so stamps from the two processes compare to well under a millisecond.
     pub fn new() -> Self {
-        let anchor = Instant::now();
-        let anchor_wall_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
+        let mut best: Option<(Duration, Instant, u64)> = None;
+        for _ in 0..ANCHOR_TRIES {
+            let before = Instant::now();
+            let wall_ns = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            let after = Instant::now();
+            let width = after - before;
+            if best.is_none_or(|(w, _, _)| width < w) {
+                // The wall reading happened somewhere in [before, after]: take the middle.
+                best = Some((width, before + width / 2, wall_ns));
+            }
+        }
+        let (_, anchor, anchor_wall_ns) = best.expect("at least one try");
         Clock {
             anchor,
             anchor_wall_ns,

@@ -126,14 +126,21 @@ fn vision_profile_against_the_mock_matches_the_server() {
             client_ttft_ms >= server_ttft_ms,
             "{client_ttft_ms} < {server_ttft_ms}"
         );
-        // The body left after the request started and before the server had read it (the
-        // two processes' wall clocks agree to well under the 1 ms allowed).
+        // The body left after the request started and before its first byte came back (one
+        // clock, exact), and no later than the server read it. That last comparison crosses
+        // processes and the client stamps after its write returns, so a loaded machine may run
+        // the server's read first: it allows 10 ms.
         let start = r["metadata"]["request_start_ns"].as_u64().unwrap();
         let sent = r["metadata"]["request_sent_ns"]
             .as_u64()
             .expect("sent stamp");
+        let ack = r["metadata"]["request_ack_ns"].as_u64().unwrap();
         let received = s["received_ns"].as_u64().unwrap();
-        assert!(start <= sent && sent <= received + 1_000_000, "{r}");
+        assert!(start <= sent && sent <= ack, "{r}");
+        assert!(
+            sent <= received + 10_000_000,
+            "{r}\nserver received {received}"
+        );
     }
 
     // inputs.json holds the exact bodies: text then one 512x512 PNG, streaming with usage.
