@@ -143,7 +143,7 @@ fn vision_profile_against_the_mock_matches_the_server() {
         );
     }
 
-    // inputs.json holds the exact bodies: text then one 512x512 PNG, streaming with usage.
+    // inputs.json holds the exact bodies: text then one 512x512 JPEG, streaming with usage.
     let inputs = read_json(&dir.join("inputs.json"));
     let data = inputs["data"].as_array().unwrap();
     assert!(!data.is_empty());
@@ -155,12 +155,11 @@ fn vision_profile_against_the_mock_matches_the_server() {
     let parts = body["messages"][0]["content"].as_array().unwrap();
     assert_eq!(parts[0]["type"], "text");
     assert_eq!(parts[1]["type"], "image_url");
-    assert!(
-        parts[1]["image_url"]["url"]
-            .as_str()
-            .unwrap()
-            .starts_with("data:image/png;base64,")
-    );
+    // JPEG by default, as AIPerf sends: 512x512 noise at quality 75 is about 0.55 M base64
+    // characters (a PNG would be about 1.05 M).
+    let url = parts[1]["image_url"]["url"].as_str().unwrap();
+    assert!(url.starts_with("data:image/jpeg;base64,"), "{}", &url[..40]);
+    assert!((450_000..650_000).contains(&url.len()), "{}", url.len());
 
     let csv = std::fs::read_to_string(dir.join("profile_export_aiperf.csv")).unwrap();
     assert!(

@@ -183,8 +183,9 @@ pub struct ProfileArgs {
     /// Images per request.
     #[arg(long, visible_aliases = ["batch-size-image"], default_value_t = 1, help_heading = "Image")]
     pub image_batch_size: usize,
-    /// Image encoding (`random` picks per image).
-    #[arg(long, value_enum, default_value_t = ImageFormat::Png, help_heading = "Image")]
+    /// Image encoding: `jpeg` (the default; quality 85 with full-resolution colour, as AIPerf
+    /// sends), `png`, or `random` (picked per image).
+    #[arg(long, value_enum, default_value_t = ImageFormat::Jpeg, help_heading = "Image")]
     pub image_format: ImageFormat,
 
     // ----- Load -----
