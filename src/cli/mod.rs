@@ -6,6 +6,8 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub mod dataset;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "aiperf",
@@ -242,6 +244,9 @@ pub struct ProfileArgs {
     /// Tokens per hash_ids block in traces (mooncake default 512).
     #[arg(long = "prompt-input-tokens-block-size", visible_aliases = ["synthetic-input-tokens-block-size", "isl-block-size"], help_heading = "Prompt")]
     pub isl_block_size: Option<usize>,
+
+    #[command(flatten)]
+    pub dataset: dataset::DatasetArgs,
 
     // ----- Failures -----
     /// Before sending, poll the server (`GET /v1/models`) until it answers 2xx, for up to this

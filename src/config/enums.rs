@@ -1,9 +1,9 @@
 //! The command line's value enums, mapped to the stages' own types.
 
 use crate::cli::{self};
-use crate::dataset::ImageFormat;
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::ImageSampling;
+use crate::dataset::{DatasetSampling, ImageFormat};
 use crate::endpoint::EndpointType;
 use crate::ui::UiType;
 
@@ -53,6 +53,16 @@ impl From<cli::CustomDatasetType> for CustomDatasetType {
             cli::CustomDatasetType::MultiTurn => CustomDatasetType::MultiTurn,
             cli::CustomDatasetType::RandomPool => CustomDatasetType::RandomPool,
             cli::CustomDatasetType::MooncakeTrace => CustomDatasetType::MooncakeTrace,
+        }
+    }
+}
+
+impl From<cli::dataset::DatasetSamplingStrategy> for DatasetSampling {
+    fn from(v: cli::dataset::DatasetSamplingStrategy) -> Self {
+        match v {
+            cli::dataset::DatasetSamplingStrategy::Sequential => DatasetSampling::Sequential,
+            cli::dataset::DatasetSamplingStrategy::Random => DatasetSampling::Random,
+            cli::dataset::DatasetSamplingStrategy::Shuffle => DatasetSampling::Shuffle,
         }
     }
 }

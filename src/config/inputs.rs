@@ -2,9 +2,9 @@
 
 use crate::cli::ProfileArgs;
 use crate::config::limits::{self as limits, Zero};
-use crate::dataset::InputOptions;
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::{ImageSampling, ImageSource};
+use crate::dataset::{DatasetSampling, InputOptions};
 use crate::dataset::{MAX_IMAGE_SIDE, SyntheticOptions, TurnOptions};
 
 use super::*;
@@ -177,6 +177,10 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
         image_sampling,
         input_file,
         isl_block_size: a.isl_block_size,
+        sampling: a
+            .dataset
+            .dataset_sampling_strategy
+            .map(DatasetSampling::from),
     })
 }
 

@@ -153,9 +153,10 @@ pub struct Conversation {
 /// In which order conversations are used when requests outnumber them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DatasetSampling {
-    /// File order, wrapping around.
+    /// Dataset order (file order, or the order synthetic entries were made), wrapping
+    /// around.
     Sequential,
-    /// Every conversation once per cycle, reshuffled each cycle (the synthetic default).
+    /// Every conversation once per cycle, reshuffled each cycle.
     Shuffle,
     /// Uniform draws with replacement.
     Random,
@@ -184,6 +185,8 @@ pub struct InputOptions {
     pub input_file: Option<(std::path::PathBuf, CustomDatasetType)>,
     /// `--isl-block-size`.
     pub isl_block_size: Option<usize>,
+    /// `--dataset-sampling-strategy`; None = the source's default.
+    pub sampling: Option<DatasetSampling>,
 }
 
 /// Why the dataset could not be built.
@@ -249,7 +252,8 @@ pub fn build(
         .collect();
     Ok(Dataset {
         conversations,
-        sampling: DatasetSampling::Shuffle,
+        // AIPerf sends synthetic entries in the order they were made.
+        sampling: inputs.sampling.unwrap_or(DatasetSampling::Sequential),
     })
 }
 
