@@ -100,11 +100,6 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
                 "--request-rate cannot be used with {why}: the file's timestamps set the send times"
             )));
         }
-        if let Some(n) = a.request_count {
-            return Err(bad(format!(
-                "--request-count {n} cannot be used with {why}: the schedule sends every entry in its window"
-            )));
-        }
     }
     check_schedule_flags_used(a, fixed_schedule)?;
     let duration = a
@@ -190,7 +185,9 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
         concurrency_given: a.concurrency.is_some(),
         fixed_schedule,
         schedule_window,
-        request_count_given: a.request_count,
+        // A replay sends every entry in its window, whatever --request-count says (AIPerf
+        // ignores it too; config warns).
+        request_count_given: a.request_count.filter(|_| !fixed_schedule),
         duration,
         grace,
         warmup_duration,

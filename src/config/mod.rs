@@ -117,7 +117,17 @@ impl ProfileConfig {
         let concurrency = a.concurrency.unwrap_or(1);
         check_counts(a)?;
         let load = check_load_modes(a)?;
-        let request_count = match (a.request_count, load.duration) {
+        if let (true, Some(n)) = (load.fixed_schedule, a.request_count) {
+            warnings.push(format!(
+                "--request-count {n} is ignored: a fixed schedule sends every entry of the input file in its window"
+            ));
+        }
+        if load.fixed_schedule && a.dataset.dataset_sampling_strategy.is_some() {
+            return Err(bad(
+                "--dataset-sampling-strategy cannot be used with a fixed schedule: the timestamps set the order; drop it",
+            ));
+        }
+        let request_count = match (load.request_count_given, load.duration) {
             (Some(n), _) => n,
             // Limited by time only: ids and order for this many are drawn up front (more
             // are derived on the fly), and the progress bar counts toward it.

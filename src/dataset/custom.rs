@@ -2,15 +2,16 @@
 //! JSONL files. Everything is read, checked and encoded before the run; a problem is reported
 //! as one line naming the file, the line and the field, and nothing is sent.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use serde_json::{Map, Value};
+use tracing::warn;
 
 use super::prompt::PromptBuilder;
 use super::{Conversation, Dataset, DatasetSampling, EncodedImage, Entry, derive_seed};
@@ -53,6 +54,8 @@ pub struct CustomOptions<'a> {
     pub default_output_tokens: Option<u64>,
     /// `--isl-block-size`; None = the format's default.
     pub block_size: Option<usize>,
+    /// Requests drawn up front from a directory of several random_pool files.
+    pub pool_draws: usize,
     pub seed: u64,
 }
 
@@ -66,13 +69,24 @@ pub fn load(opts: &CustomOptions) -> Result<Dataset, InputError> {
         image_cache: HashMap::new(),
         block_cache: HashMap::new(),
         timestamps: Vec::new(),
+        unknown: BTreeSet::new(),
+        first_unknown: None,
     };
     let dataset = match opts.kind {
         CustomDatasetType::SingleTurn => loader.single_turn(),
         CustomDatasetType::MultiTurn => loader.multi_turn(),
         CustomDatasetType::RandomPool => loader.random_pool(),
         CustomDatasetType::MooncakeTrace => loader.mooncake(),
-    }?;
+    };
+    // Also when the file is refused: a misspelt field is often why.
+    if let Some(at) = &loader.first_unknown {
+        let names: Vec<&str> = loader.unknown.iter().map(String::as_str).collect();
+        warn!(
+            "Ignoring unknown field(s) of the input file: {} (first at {at})",
+            names.join(", ")
+        );
+    }
+    let dataset = dataset?;
     check_schedule_span(opts.path, &loader.timestamps)?;
     Ok(dataset)
 }
@@ -113,6 +127,8 @@ fn check_schedule_span(file: &Path, stamps: &[(usize, u64)]) -> Result<(), Input
 }
 
 const SINGLE_TURN_FIELDS: &[&str] = &[
+    "type",
+    "image_uuids",
     "text",
     "texts",
     "image",
@@ -125,6 +141,8 @@ const SINGLE_TURN_FIELDS: &[&str] = &[
     "extra",
 ];
 const POOL_FIELDS: &[&str] = &[
+    "type",
+    "image_uuids",
     "text",
     "texts",
     "image",
@@ -133,8 +151,9 @@ const POOL_FIELDS: &[&str] = &[
     "role",
     "extra",
 ];
-const MULTI_TURN_FIELDS: &[&str] = &["session_id", "turns"];
+const MULTI_TURN_FIELDS: &[&str] = &["type", "session_id", "turns"];
 const MOONCAKE_FIELDS: &[&str] = &[
+    "type",
     "timestamp",
     "input_length",
     "output_length",
@@ -170,26 +189,36 @@ struct Loader<'a> {
     opts: &'a CustomOptions<'a>,
     /// Local image files already read, by path as written.
     image_cache: HashMap<PathBuf, EncodedImage>,
-    /// Mooncake blocks by (hash id, tokens), so equal hash ids give equal text.
-    block_cache: HashMap<(u64, usize), String>,
+    /// Mooncake blocks by (hash id, tokens, is the last block), so equal hash ids give
+    /// equal text.
+    block_cache: HashMap<(u64, usize, bool), String>,
     /// Every timestamp read, with its line, for the schedule's span check.
     timestamps: Vec<(usize, u64)>,
+    /// Fields no loader knows (other tools' fields): ignored, named once in a warning.
+    unknown: BTreeSet<String>,
+    /// `file:line` of the first unknown field.
+    first_unknown: Option<String>,
 }
 
 impl Loader<'_> {
+    /// Remembers the fields of `obj` outside `allowed`, which are then ignored.
+    fn note_unknown(&mut self, at: At, obj: &Map<String, Value>, prefix: &str, allowed: &[&str]) {
+        for key in obj.keys().filter(|k| !allowed.contains(&k.as_str())) {
+            if self.first_unknown.is_none() {
+                self.first_unknown = Some(format!("{}:{}", at.file.display(), at.line));
+            }
+            self.unknown.insert(format!("{prefix}{key}"));
+        }
+    }
+
     fn single_turn(&mut self) -> Result<Dataset, InputError> {
         let file = self.opts.path;
-        let mut conversations = Vec::new();
+        let mut sessions = Sessions::default();
         for (at, obj) in read_jsonl(file)? {
             let entry = self.turn(at, &obj, "", SINGLE_TURN_FIELDS)?;
-            // Checked for its type; a single-turn row is its own conversation.
-            str_field(at, &obj, "", "session_id")?;
-            conversations.push(Conversation {
-                system: None,
-                turns: vec![entry],
-            });
+            sessions.add(str_field(at, &obj, "", "session_id")?, entry);
         }
-        non_empty(file, conversations, DatasetSampling::Sequential)
+        non_empty(file, sessions.conversations, DatasetSampling::Sequential)
     }
 
     fn random_pool(&mut self) -> Result<Dataset, InputError> {
@@ -205,16 +234,43 @@ impl Loader<'_> {
         } else {
             vec![root.to_path_buf()]
         };
-        let mut conversations = Vec::new();
+        let mut pools = Vec::with_capacity(files.len());
         for file in &files {
+            let mut pool = Vec::new();
             for (at, obj) in read_jsonl(file)? {
-                let entry = self.turn(at, &obj, "", POOL_FIELDS)?;
-                conversations.push(Conversation {
-                    system: None,
-                    turns: vec![entry],
-                });
+                pool.push(self.turn(at, &obj, "", POOL_FIELDS)?);
             }
+            if pool.is_empty() {
+                return Err(format!("{}: no entries in the file", file.display()));
+            }
+            pools.push(pool);
         }
+        let entries = match pools.len() {
+            0 => Vec::new(),
+            1 => pools.pop().expect("one pool"),
+            // Several files (e.g. queries and passages): each request takes one entry of
+            // every file, drawn with replacement, in file-name order.
+            _ => {
+                let seed = derive_seed(self.opts.seed, STREAM_POOL_DRAW, 0);
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                (0..self.opts.pool_draws.max(1))
+                    .map(|_| {
+                        let picks = pools
+                            .iter()
+                            .map(|p| p[rng.random_range(0..p.len())].clone());
+                        merge_entries(picks)
+                    })
+                    .collect()
+            }
+        };
+        let conversations = entries
+            .into_iter()
+            .map(|entry| Conversation {
+                session_id: None,
+                system: None,
+                turns: vec![entry],
+            })
+            .collect();
         non_empty(root, conversations, DatasetSampling::Random)
     }
 
@@ -222,9 +278,8 @@ impl Loader<'_> {
         let file = self.opts.path;
         let mut conversations = Vec::new();
         for (at, obj) in read_jsonl(file)? {
-            check_fields(at, &obj, "", MULTI_TURN_FIELDS)?;
-            // Checked for its type; conversations get ids of their own.
-            str_field(at, &obj, "", "session_id")?;
+            self.note_unknown(at, &obj, "", MULTI_TURN_FIELDS);
+            let session_id = str_field(at, &obj, "", "session_id")?;
             let Some(turns) = obj.get("turns") else {
                 return Err(at.err("turns", "missing; give a list of turns"));
             };
@@ -252,6 +307,7 @@ impl Loader<'_> {
                 return Err(at.err("turns", "no user turn; give at least one turn with content"));
             }
             conversations.push(Conversation {
+                session_id,
                 system,
                 turns: entries,
             });
@@ -262,10 +318,9 @@ impl Loader<'_> {
     fn mooncake(&mut self) -> Result<Dataset, InputError> {
         let file = self.opts.path;
         let block_size = self.opts.block_size.unwrap_or(MOONCAKE_BLOCK_SIZE);
-        let mut conversations: Vec<Conversation> = Vec::new();
-        let mut by_session: HashMap<String, usize> = HashMap::new();
+        let mut sessions = Sessions::default();
         for (at, obj) in read_jsonl(file)? {
-            check_fields(at, &obj, "", MOONCAKE_FIELDS)?;
+            self.note_unknown(at, &obj, "", MOONCAKE_FIELDS);
             let text = match (obj.get("text_input"), obj.get("input_length")) {
                 (Some(_), Some(_)) => {
                     return Err(at.err(
@@ -307,25 +362,9 @@ impl Loader<'_> {
                 timestamp_ms: self.timestamp_field(at, &obj, "")?,
                 delay: delay_field(at, &obj, "")?,
             };
-            // Rows of one session are the turns of one conversation, in file order.
-            match str_field(at, &obj, "", "session_id")? {
-                Some(id) => match by_session.get(&id) {
-                    Some(&c) => conversations[c].turns.push(entry),
-                    None => {
-                        by_session.insert(id.clone(), conversations.len());
-                        conversations.push(Conversation {
-                            system: None,
-                            turns: vec![entry],
-                        });
-                    }
-                },
-                None => conversations.push(Conversation {
-                    system: None,
-                    turns: vec![entry],
-                }),
-            }
+            sessions.add(str_field(at, &obj, "", "session_id")?, entry);
         }
-        non_empty(file, conversations, DatasetSampling::Sequential)
+        non_empty(file, sessions.conversations, DatasetSampling::Sequential)
     }
 
     /// A prompt of `len` tokens made of one cached block per hash id: every block but the
@@ -356,24 +395,58 @@ impl Loader<'_> {
                 ),
             ));
         }
-        let mut text = String::new();
-        for (i, &id) in hash_ids.iter().enumerate() {
-            let tokens = if i == full_blocks {
-                last as usize
-            } else {
-                block_size
-            };
-            let seed = self.opts.seed;
-            let block = self.block_cache.entry((id, tokens)).or_insert_with(|| {
-                let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, STREAM_HASH_BLOCK, id));
-                builder.build(tokens, &mut rng).text
-            });
-            // Blocks are separated by a newline so words do not merge across blocks.
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            text.push_str(block);
+        // Every block but the last is cached by hash id and ends with a newline, so words do
+        // not merge across blocks and equal hash ids give an equal prefix. A block and its
+        // newline take `block_size` tokens: the newline is one token of the block.
+        let seed = self.opts.seed;
+        let mut prefix = String::new();
+        for &id in &hash_ids[..full_blocks] {
+            let block = self
+                .block_cache
+                .entry((id, block_size, false))
+                .or_insert_with(|| {
+                    let mut rng =
+                        ChaCha8Rng::seed_from_u64(derive_seed(seed, STREAM_HASH_BLOCK, id));
+                    let body = block_size.saturating_sub(1).max(1);
+                    let mut text = builder.build(body, &mut rng).text;
+                    if block_size > 1 {
+                        text.push('\n');
+                    }
+                    text
+                });
+            prefix.push_str(block);
         }
+        // The last block is sized so that the whole prompt re-tokenizes to exactly `len`
+        // (a newline can merge with the token before it, so the prefix may be a token short
+        // or long): its target moves by the difference until the count matches.
+        let last_id = hash_ids[full_blocks];
+        let mut target = last as usize;
+        let mut best: Option<(usize, String)> = None;
+        let mut tried = Vec::new();
+        while !tried.contains(&target) && tried.len() < 8 {
+            tried.push(target);
+            let block = self
+                .block_cache
+                .entry((last_id, target, true))
+                .or_insert_with(|| {
+                    let mut rng =
+                        ChaCha8Rng::seed_from_u64(derive_seed(seed, STREAM_HASH_BLOCK, last_id));
+                    builder.build(target, &mut rng).text
+                });
+            let text = format!("{prefix}{block}");
+            let got = self.opts.tokenizer.count(&text);
+            if got == len {
+                return Ok(text);
+            }
+            if best.as_ref().is_none_or(|(d, _)| got.abs_diff(len) < *d) {
+                best = Some((got.abs_diff(len), text));
+            }
+            match (target + len).checked_sub(got) {
+                Some(next) if next >= 1 => target = next,
+                _ => break,
+            }
+        }
+        let text = best.expect("one prompt was tried").1;
         Ok(text)
     }
 
@@ -396,7 +469,8 @@ impl Loader<'_> {
                 ),
             ));
         }
-        let t = u64_field(at, obj, prefix, "timestamp")?;
+        // Kept to the millisecond, the schedule's unit.
+        let t = ms_field(at, obj, prefix, "timestamp")?.map(|ms| ms.round() as u64);
         if let Some(t) = t {
             self.timestamps.push((at.line, t));
         }
@@ -411,7 +485,7 @@ impl Loader<'_> {
         prefix: &str,
         allowed: &[&str],
     ) -> Result<Entry, InputError> {
-        check_fields(at, obj, prefix, allowed)?;
+        self.note_unknown(at, obj, prefix, allowed);
         let texts = one_or_many(at, obj, prefix, "text", "texts")?;
         let images = one_or_many(at, obj, prefix, "image", "images")?;
         let (timestamp, delay) = (
@@ -439,6 +513,24 @@ impl Loader<'_> {
                 format!("{prefix}image")
             };
             encoded.push(self.image(at, &field, image)?);
+        }
+        if let Some(uuids) = obj.get("image_uuids").filter(|v| !v.is_null()) {
+            let field = format!("{prefix}image_uuids");
+            let uuids: Vec<&str> = match uuids.as_array() {
+                Some(list) => list.iter().filter_map(Value::as_str).collect(),
+                None => Vec::new(),
+            };
+            if uuids.len() != encoded.len()
+                || uuids.len() != obj["image_uuids"].as_array().map_or(0, Vec::len)
+            {
+                return Err(at.err(
+                    &field,
+                    format!("must be a list of {} strings, one per image", encoded.len()),
+                ));
+            }
+            for (img, id) in encoded.iter_mut().zip(uuids) {
+                img.uuid = Some(id.to_string());
+            }
         }
         let input_tokens = texts
             .iter()
@@ -474,6 +566,7 @@ impl Loader<'_> {
                 width,
                 height,
                 format,
+                uuid: None,
             });
         }
         if value.starts_with("http://") || value.starts_with("https://") {
@@ -482,6 +575,7 @@ impl Loader<'_> {
                 width: 0,
                 height: 0,
                 format: "url",
+                uuid: None,
             });
         }
         let path = self.resolve(Path::new(value));
@@ -514,6 +608,7 @@ impl Loader<'_> {
             width: decoded.width(),
             height: decoded.height(),
             format: name,
+            uuid: None,
         };
         self.image_cache.insert(path, img.clone());
         Ok(img)
@@ -571,6 +666,7 @@ fn check_data_url(at: At, field: &str, rest: &str) -> Result<(u32, u32), InputEr
 
 const STREAM_TRACE_PROMPT: u64 = 10;
 const STREAM_HASH_BLOCK: u64 = 11;
+const STREAM_POOL_DRAW: u64 = 12;
 
 fn static_format(s: &str) -> &'static str {
     match s {
@@ -595,6 +691,56 @@ fn non_empty(
         conversations,
         sampling,
     })
+}
+
+/// Conversations in file order: rows of one session are its turns, in file order; a row
+/// without a session id is a conversation of its own.
+#[derive(Default)]
+struct Sessions {
+    conversations: Vec<Conversation>,
+    by_id: HashMap<String, usize>,
+}
+
+impl Sessions {
+    fn add(&mut self, session_id: Option<String>, entry: Entry) {
+        if let Some(&c) = session_id.as_ref().and_then(|id| self.by_id.get(id)) {
+            self.conversations[c].turns.push(entry);
+            return;
+        }
+        if let Some(id) = &session_id {
+            self.by_id.insert(id.clone(), self.conversations.len());
+        }
+        self.conversations.push(Conversation {
+            session_id,
+            system: None,
+            turns: vec![entry],
+        });
+    }
+}
+
+/// One request made of several pool entries: their texts and images in order, the first
+/// output length and role given, their extra fields merged (later files win).
+fn merge_entries(entries: impl Iterator<Item = Entry>) -> Entry {
+    let mut merged: Option<Entry> = None;
+    for e in entries {
+        let Some(m) = merged.as_mut() else {
+            merged = Some(e);
+            continue;
+        };
+        for t in std::iter::once(e.text).chain(e.extra_texts) {
+            if m.text.is_empty() {
+                m.text = t;
+            } else if !t.is_empty() {
+                m.extra_texts.push(t);
+            }
+        }
+        m.input_tokens += e.input_tokens;
+        m.images.extend(e.images);
+        m.max_output_tokens = m.max_output_tokens.or(e.max_output_tokens);
+        m.role = m.role.take().or(e.role);
+        m.extra.extend(e.extra);
+    }
+    merged.expect("at least one pool")
 }
 
 /// A parsed line and where it came from.
@@ -638,21 +784,6 @@ fn utf8_text<'a>(file: &'a Path, bytes: &'a [u8]) -> Result<&'a str, InputError>
             "byte {bad_at} is not UTF-8 text (a binary file?); give a JSONL file of UTF-8 text"
         ),
     ))
-}
-
-fn check_fields(
-    at: At,
-    obj: &Map<String, Value>,
-    prefix: &str,
-    allowed: &[&str],
-) -> Result<(), InputError> {
-    if let Some(key) = obj.keys().find(|k| !allowed.contains(&k.as_str())) {
-        return Err(at.err(
-            &format!("{prefix}{key}"),
-            format!("unknown field; expected one of: {}", allowed.join(", ")),
-        ));
-    }
-    Ok(())
 }
 
 /// `text` (a string) or `texts` (a list of strings, or of `{"name", "contents": [...]}`
@@ -757,7 +888,7 @@ fn delay_field(
             format!("{v} is not allowed; give milliseconds from 0 to {MAX_SPAN_MS} (one year)"),
         ));
     }
-    Ok(u64_field(at, obj, prefix, "delay")?.map(Duration::from_millis))
+    Ok(ms_field(at, obj, prefix, "delay")?.map(|ms| Duration::from_secs_f64(ms / 1e3)))
 }
 
 fn u64_field(
@@ -778,6 +909,25 @@ fn u64_field(
             None => Err(at.err(
                 &format!("{prefix}{key}"),
                 format!("must be a whole number >= 0, not {v}"),
+            )),
+        },
+    }
+}
+
+/// A time in milliseconds: a number >= 0, fractions allowed.
+fn ms_field(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+    key: &str,
+) -> Result<Option<f64>, InputError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_f64().filter(|f| f.is_finite() && *f >= 0.0) {
+            Some(ms) => Ok(Some(ms)),
+            None => Err(at.err(
+                &format!("{prefix}{key}"),
+                format!("must be a number of milliseconds >= 0, not {v}"),
             )),
         },
     }
@@ -837,4 +987,59 @@ pub fn first_record_has_timestamp(path: &std::path::Path) -> bool {
     obj.get("timestamp")
         .or(first_turn)
         .is_some_and(|t| !t.is_null())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_file(content: &str, kind: CustomDatasetType, tokenizer: &Tokenizer) -> Dataset {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input.jsonl");
+        std::fs::write(&path, content).unwrap();
+        load(&CustomOptions {
+            path: &path,
+            kind,
+            tokenizer,
+            default_output_tokens: None,
+            block_size: None,
+            pool_draws: 10,
+            seed: 5,
+        })
+        .unwrap()
+    }
+
+    /// Trace rows of 600 and 1000 tokens over 512-token blocks, sharing their first block.
+    const TRACE: &str = "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 2, \"hash_ids\": [1, 2]}\n\
+        {\"timestamp\": 5, \"input_length\": 1000, \"output_length\": 2, \"hash_ids\": [1, 3]}\n\
+        {\"timestamp\": 9, \"input_length\": 1536, \"output_length\": 2, \"hash_ids\": [1, 4, 5]}\n\
+        {\"timestamp\": 9, \"input_length\": 513, \"output_length\": 2, \"hash_ids\": [6, 7]}\n";
+
+    fn check_trace_lengths(tokenizer: &Tokenizer) {
+        let dataset = load_file(TRACE, CustomDatasetType::MooncakeTrace, tokenizer);
+        let turns: Vec<&Entry> = dataset.conversations.iter().map(|c| &c.turns[0]).collect();
+        for (turn, want) in turns.iter().zip([600, 1000, 1536, 513]) {
+            assert_eq!(tokenizer.count(&turn.text), want, "{}", tokenizer.name());
+            assert_eq!(turn.input_tokens, want as u64);
+        }
+        // Hash id 1 is the same 512-token text at the start of the first three prompts.
+        let common = |a: &Entry, b: &Entry| {
+            let same = a.text.bytes().zip(b.text.bytes());
+            same.take_while(|(x, y)| x == y).count()
+        };
+        assert!(common(turns[0], turns[1]) > 1000);
+        assert!(common(turns[0], turns[2]) > 1000);
+        assert!(common(turns[0], turns[3]) < 200);
+    }
+
+    #[test]
+    fn hash_id_prompts_have_exactly_the_trace_length_with_the_builtin_tokenizer() {
+        check_trace_lengths(&Tokenizer::builtin().unwrap());
+    }
+
+    #[test]
+    fn hash_id_prompts_have_exactly_the_trace_length_with_a_tokenizer_json() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpt2");
+        check_trace_lengths(&Tokenizer::from_file(&dir).unwrap());
+    }
 }

@@ -97,6 +97,9 @@ pub struct EncodedImage {
     pub height: u32,
     /// "png" | "jpeg"
     pub format: &'static str,
+    /// The input file's id for this image (`image_uuids`), sent as the part's `uuid` so
+    /// servers can cache by it.
+    pub uuid: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -145,6 +148,8 @@ impl Entry {
 /// One session: its turns are sent one after another, each with the history before it.
 #[derive(Debug, Clone)]
 pub struct Conversation {
+    /// The input file's session id; None = a generated id.
+    pub session_id: Option<String>,
     /// Sent as the leading system message of every turn.
     pub system: Option<String>,
     pub turns: Vec<Entry>,
@@ -224,9 +229,12 @@ pub fn build(
             tokenizer,
             default_output_tokens: synthetic.osl_mean.map(|m| (m.round() as u64).max(1)),
             block_size: inputs.isl_block_size,
+            pool_draws: synthetic.num_entries,
             seed,
         };
-        return custom::load(&opts).map_err(BuildError::Input);
+        let mut dataset = custom::load(&opts).map_err(BuildError::Input)?;
+        dataset.sampling = inputs.sampling.unwrap_or(dataset.sampling);
+        return Ok(dataset);
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     // The turn counts decide how many entries to build, so the seed is fixed here.
@@ -239,6 +247,7 @@ pub fn build(
     let conversations = shapes
         .into_iter()
         .map(|shape| Conversation {
+            session_id: None,
             system: None,
             turns: shape
                 .delays

@@ -22,7 +22,11 @@ pub fn message(entry: &mut Entry) -> Value {
             }
         }
         for image in images {
-            parts.push(json!({"type": "image_url", "image_url": {"url": image.data_url}}));
+            let mut part = json!({"type": "image_url", "image_url": {"url": image.data_url}});
+            if let Some(uuid) = image.uuid {
+                part["uuid"] = Value::String(uuid);
+            }
+            parts.push(part);
         }
         Value::Array(parts)
     };

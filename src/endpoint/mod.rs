@@ -205,6 +205,8 @@ pub struct PreparedConversation {
     pub script: TurnScript,
     /// The first turn's trace timestamp, kept for schedules.
     pub timestamp_ms: Option<u64>,
+    /// The input file's session id, kept as the conversation's id.
+    pub session_id: Option<String>,
 }
 
 /// Data the endpoint cannot carry: nothing is sent.
@@ -233,6 +235,7 @@ pub fn prepare_dataset(
                 return Err(EndpointMismatch::Images(endpoint));
             }
         }
+        let session_id = conv.session_id;
         let system = conv.system.as_deref();
         let timestamp_ms = conv.turns.first().and_then(|t| t.timestamp_ms);
         let mut head = b"{\"messages\":[".to_vec();
@@ -275,6 +278,7 @@ pub fn prepare_dataset(
             first,
             script,
             timestamp_ms,
+            session_id,
         });
     }
     Ok(out)
@@ -521,6 +525,7 @@ mod tests {
     fn multi_turn_bodies_splice_history_and_replies() {
         let dataset = Dataset {
             conversations: vec![crate::dataset::Conversation {
+                session_id: None,
                 system: Some("sys".into()),
                 turns: vec![turn("one", 5), turn("two \"q\"", 6), turn("three", 7)],
             }],
@@ -567,6 +572,7 @@ mod tests {
                 EndpointType::Completions,
                 Dataset {
                     conversations: vec![crate::dataset::Conversation {
+                        session_id: None,
                         system: None,
                         turns: vec![turn("a", 1), turn("b", 1)],
                     }],

@@ -44,6 +44,7 @@ pub fn take_urls(images: &mut [EncodedImage]) -> Option<Vec<EncodedImage>> {
             width: img.width,
             height: img.height,
             format: img.format,
+            uuid: img.uuid.clone(),
         })
         .collect();
     Some(taken)
@@ -142,6 +143,8 @@ mod tests {
             width: 8,
             height: 8,
             format: "png",
+            // Some images carry an input file's id, which both paths must send.
+            uuid: (seed % 2 == 1).then(|| format!("id-{seed}")),
         }
     }
 
@@ -182,6 +185,7 @@ mod tests {
     fn prepared_body(entry: Entry, system: Option<&str>, opts: &BodyOptions) -> bytes::Bytes {
         let dataset = Dataset {
             conversations: vec![Conversation {
+                session_id: None,
                 system: system.map(str::to_string),
                 turns: vec![entry],
             }],
@@ -242,6 +246,7 @@ mod tests {
             width: 1,
             height: 1,
             format: "png",
+            uuid: None,
         };
         assert!(take_urls(&mut [quoted.clone()]).is_none());
         let e = entry("t", vec![image(50, 1), quoted]);

@@ -82,12 +82,20 @@ impl SendPlan {
             next_session: AtomicU64::new(0),
             id_seed: seed,
         };
+        let mut session_ids = Vec::with_capacity(n);
         for c in conversations {
+            session_ids.push(c.session_id);
             plan.requests.push(c.first);
             plan.scripts.push(c.script);
             plan.timestamps_ms.push(c.timestamp_ms);
         }
         plan.draw(sampling, total_sends, seed);
+        // The input file's session ids stay the conversations' ids.
+        for (id, given) in plan.conversation_ids.iter_mut().zip(session_ids) {
+            if let Some(given) = given {
+                *id = given;
+            }
+        }
         plan
     }
 
@@ -294,6 +302,7 @@ mod tests {
                     first,
                     script: TurnScript::default(),
                     timestamp_ms: None,
+                    session_id: None,
                 })
                 .collect::<Vec<_>>()
         };
