@@ -466,17 +466,9 @@ fn a_share_of_requests_is_cancelled_with_code_499() {
 
 #[test]
 fn bad_load_flags_exit_2_naming_the_flag() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("trace.jsonl");
-    std::fs::write(&input, "{\"timestamp\": 0, \"text\": \"a\"}\n").unwrap();
-    let file = input.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["--request-rate", "0"], "--request-rate"),
         (&["--request-rate", "-3"], "--request-rate"),
-        (
-            &["--input-file", file, "--request-count", "5"],
-            "--request-count",
-        ),
         (&["--benchmark-duration", "0"], "--benchmark-duration"),
         (
             &["--request-cancellation-rate", "150"],
