@@ -53,6 +53,33 @@ pub struct SendTiming {
     pub slot_wait_ns: u64,
 }
 
+/// Where one request's HTTP time went, stamped by the connection (monotonic ns, run clock).
+/// Connection stamps are there only when the connection was made for this request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HttpTiming {
+    /// The request went on a connection that already existed (from the pool).
+    pub connection_reused: bool,
+    pub dns_start_ns: Option<u64>,
+    pub dns_end_ns: Option<u64>,
+    /// The whole connect (lookup, TCP, TLS) of a new connection.
+    pub connect_start_ns: Option<u64>,
+    pub connect_end_ns: Option<u64>,
+    /// First and last byte of the request written to the socket.
+    pub send_start_ns: Option<u64>,
+    pub send_end_ns: Option<u64>,
+    /// First byte of the response (its status line), first byte of its body, last byte.
+    pub headers_ns: Option<u64>,
+    pub first_body_ns: Option<u64>,
+    pub last_byte_ns: Option<u64>,
+    pub bytes_sent: u64,
+    /// Socket writes that carried the request.
+    pub chunks_sent: u64,
+    /// Response bytes as read from the socket (status line and headers included).
+    pub bytes_received: u64,
+    /// Socket reads that carried the response.
+    pub chunks_received: u64,
+}
+
 /// One parsed response event with content (text and/or reasoning). Role-only, empty,
 /// finish-only and usage-only events are not stored here: they are not tokens.
 #[derive(Debug, Clone, Default)]
@@ -95,6 +122,8 @@ pub struct RequestRecord {
     pub sent_perf_ns: Option<u64>,
     /// Monotonic ns when the response headers arrived.
     pub ack_perf_ns: Option<u64>,
+    /// HTTP phases of the exchange; `None` when no response came on a connection.
+    pub http: Option<HttpTiming>,
     /// Monotonic ns when the response ended (last byte, error or cancellation).
     pub end_perf_ns: u64,
     /// Wall-clock ns since the epoch at `start_perf_ns` (AIPerf's `timestamp_ns`).
@@ -127,6 +156,7 @@ impl RequestRecord {
             start_perf_ns: 0,
             sent_perf_ns: None,
             ack_perf_ns: None,
+            http: None,
             end_perf_ns: 0,
             start_wall_ns: 0,
             end_wall_ns: 0,

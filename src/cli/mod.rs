@@ -7,6 +7,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 pub mod dataset;
+pub mod output;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -213,6 +214,9 @@ pub struct ProfileArgs {
     /// Where artifacts go. When not given, `artifacts/<model>-<endpoint>-concurrency<N>/`.
     #[arg(long = "output-artifact-dir", visible_aliases = ["artifact-dir"], help_heading = "Output")]
     pub artifact_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: output::OutputArgs,
 
     /// Progress display: `simple` (progress bar; default in a terminal), `none` (default
     /// otherwise), `dashboard` (not built yet: shows the progress bar).

@@ -19,6 +19,7 @@ mod enums;
 mod inputs;
 pub(crate) mod limits;
 mod load;
+mod output;
 mod redact;
 
 use self::endpoint::*;
@@ -62,6 +63,8 @@ pub struct ProfileConfig {
     pub warmup_request_count: u64,
     pub goodput: Option<String>,
     pub artifact_dir: PathBuf,
+    /// Which export files are written and their names.
+    pub export: crate::export::Options,
     pub ui: UiType,
     pub verbose: bool,
     /// The seed actually used (given, or drawn from entropy and recorded).
@@ -293,6 +296,7 @@ impl ProfileConfig {
             warmup_request_count: a.warmup_request_count,
             goodput: a.goodput.clone(),
             artifact_dir,
+            export: output::export_options(&a.output)?,
             ui,
             verbose: a.verbose,
             random_seed,

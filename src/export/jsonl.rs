@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::clock::Clock;
 use crate::metrics::{MetricId, RecordMetrics, RecordSink};
-use crate::record::RequestRecord;
+use crate::record::{Phase, RequestRecord};
 
 /// AIPerf names the process that sent a request and the one that processed it. Here one
 /// process does both, so every record carries the same two names.
@@ -25,6 +25,7 @@ pub struct JsonlWriter {
     line: Vec<u8>,
     /// The run's clock, to turn record times into wall-clock times.
     clock: Clock,
+    layout: LineLayout,
 }
 
 /// Lines are written to the file in batches of about this many bytes.
@@ -32,14 +33,25 @@ const BATCH_BYTES: usize = 256 * 1024;
 
 impl JsonlWriter {
     /// Creates `profile_export.jsonl` in `dir`.
+    #[cfg(test)]
     pub fn create(dir: &Path, clock: Clock) -> std::io::Result<JsonlWriter> {
         std::fs::create_dir_all(dir)?;
+        JsonlWriter::create_at(&dir.join(super::JSONL_FILE), clock, LineLayout::default())
+    }
+
+    /// Creates the per-record file at `path`, its lines laid out as `layout` says.
+    pub fn create_at(
+        path: &Path,
+        clock: Clock,
+        layout: LineLayout,
+    ) -> std::io::Result<JsonlWriter> {
         Ok(JsonlWriter {
-            file: File::create(dir.join(super::JSONL_FILE))?,
+            file: File::create(path)?,
             buffer: Vec::with_capacity(BATCH_BYTES + 4096),
             committed: 0,
             line: Vec::with_capacity(1024),
             clock,
+            layout,
         })
     }
 
@@ -59,7 +71,7 @@ impl JsonlWriter {
 impl RecordSink for JsonlWriter {
     fn write(&mut self, record: &RequestRecord, metrics: &RecordMetrics) -> std::io::Result<()> {
         self.line.clear();
-        format_record_line(record, metrics, &self.clock, &mut self.line);
+        format_line(record, metrics, &self.clock, self.layout, &mut self.line);
         self.buffer.extend_from_slice(&self.line);
         if self.buffer.len() >= BATCH_BYTES {
             self.write_buffer()?;
@@ -93,19 +105,57 @@ fn push_value(out: &mut Vec<u8>, value: f64, integer: bool) {
     }
 }
 
-/// Formats one record as a JSON line (with the trailing newline) into `out`.
-///
-/// Written by hand rather than with `#[derive(Serialize)]` structs on purpose: the derive
-/// version (same bytes; `benches/jsonl_format.rs`) took 1.25-1.35x the time per line of a
-/// 100-chunk streamed record (2.45-2.90 us against 1.95-2.15 us, same runs), because
-/// serde_json escapes every key and the nested serializers are not inlined.
+/// What a line carries besides the record itself: facts of the run, and which optional
+/// blocks are asked for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LineLayout {
+    /// The run had a warmup phase, so profiling is the second phase (`phase_index` 1).
+    pub has_warmup: bool,
+    /// Add the `trace_data` block (`--export-http-trace`).
+    pub http_trace: bool,
+}
+
+/// `,"key":value` for a value that is there; nothing for `None`. AIPerf leaves absent
+/// fields out of the line rather than writing `null`.
+fn push_opt<T: serde::Serialize>(out: &mut Vec<u8>, key: &str, value: Option<T>) {
+    if let Some(v) = value {
+        out.push(b',');
+        push_key(out, key);
+        push_json(out, &v);
+    }
+}
+
+/// Formats one record as a JSON line (with the trailing newline) into `out`, with the
+/// default layout (no warmup phase, no trace block).
 pub fn format_record_line(
     record: &RequestRecord,
     metrics: &RecordMetrics,
     clock: &Clock,
     out: &mut Vec<u8>,
 ) {
+    format_line(record, metrics, clock, LineLayout::default(), out)
+}
+
+/// Formats one record as a JSON line (with the trailing newline) into `out`.
+///
+/// Written by hand rather than with `#[derive(Serialize)]` structs on purpose: the derive
+/// version (same bytes; `benches/jsonl_format.rs`) took 1.25-1.35x the time per line of a
+/// 100-chunk streamed record (2.45-2.90 us against 1.95-2.15 us, same runs), because
+/// serde_json escapes every key and the nested serializers are not inlined.
+///
+/// Metadata keys follow AIPerf's `MetricRecordMetadata` order; fields without a value
+/// (an ack that never came, no cancellation, the profiling index of a warmup record) are
+/// left out, as are `error` on a success and the DAG/source fields AIPerf only fills for
+/// agentic traces (`parent_correlation_id`, `source_*`).
+pub fn format_line(
+    record: &RequestRecord,
+    metrics: &RecordMetrics,
+    clock: &Clock,
+    layout: LineLayout,
+    out: &mut Vec<u8>,
+) {
     let input = &record.input;
+    let timing = &input.timing;
     out.extend_from_slice(b"{\"metadata\":{");
     push_key(out, "session_num");
     push_json(out, &input.session_num);
@@ -122,15 +172,27 @@ pub fn format_record_line(
     out.push(b',');
     push_key(out, "turn_index");
     push_json(out, &input.turn_index);
+    // When the load generator released the send (AIPerf's credit): its scheduled time plus
+    // any wait for a concurrency slot; in a closed loop the send itself, which goes the
+    // moment a slot frees.
+    let issued = match timing.scheduled_perf_ns {
+        Some(at) => clock.wall_ns(at + timing.slot_wait_ns),
+        None => record.start_wall_ns,
+    };
+    push_opt(out, "credit_issued_ns", Some(issued));
     out.push(b',');
     push_key(out, "request_start_ns");
     push_json(out, &record.start_wall_ns);
-    out.push(b',');
-    push_key(out, "request_sent_ns");
-    push_json(out, &record.sent_perf_ns.map(|t| clock.wall_ns(t)));
-    out.push(b',');
-    push_key(out, "request_ack_ns");
-    push_json(out, &record.ack_perf_ns.map(|t| clock.wall_ns(t)));
+    push_opt(
+        out,
+        "request_sent_ns",
+        record.sent_perf_ns.map(|t| clock.wall_ns(t)),
+    );
+    push_opt(
+        out,
+        "request_ack_ns",
+        record.ack_perf_ns.map(|t| clock.wall_ns(t)),
+    );
     out.push(b',');
     push_key(out, "request_end_ns");
     push_json(out, &record.end_wall_ns);
@@ -143,24 +205,35 @@ pub fn format_record_line(
     out.push(b',');
     push_key(out, "benchmark_phase");
     push_json(out, record.phase.as_str());
+    // The run's phases in order: an optional warmup, then one profiling phase.
+    let (phase_index, profiling_index) = match record.phase {
+        Phase::Warmup => (0u32, None),
+        Phase::Profiling => (u32::from(layout.has_warmup), Some(0u32)),
+    };
+    push_opt(out, "phase_index", Some(phase_index));
+    push_opt(out, "profiling_index", profiling_index);
+    push_opt(out, "phase_name", Some(record.phase.as_str()));
+    push_opt(out, "phase_kind", Some(record.phase.as_str()));
     out.push(b',');
     push_key(out, "was_cancelled");
     push_json(out, &record.was_cancelled);
-    out.push(b',');
-    push_key(out, "cancellation_time_ns");
-    push_json(out, &record.cancellation_perf_ns.map(|t| clock.wall_ns(t)));
+    push_opt(
+        out,
+        "cancellation_time_ns",
+        record.cancellation_perf_ns.map(|t| clock.wall_ns(t)),
+    );
+    // Every session is a root: no subagents fork from it.
+    push_opt(out, "agent_depth", Some(0u32));
+    push_opt(out, "root_correlation_id", Some(&input.correlation_id));
     // Not in AIPerf's schema: when the send was due, how late it went, and how long it
-    // waited for a concurrency slot (null / 0 in a closed loop).
-    let timing = &input.timing;
-    out.push(b',');
-    push_key(out, "scheduled_ns");
-    push_json(out, &timing.scheduled_perf_ns.map(|t| clock.wall_ns(t)));
-    out.push(b',');
-    push_key(out, "send_lag_ns");
-    push_json(out, &record.send_lag_ns());
-    out.push(b',');
-    push_key(out, "slot_wait_ns");
-    push_json(out, &timing.slot_wait_ns);
+    // waited for a concurrency slot (0 in a closed loop).
+    push_opt(
+        out,
+        "scheduled_ns",
+        timing.scheduled_perf_ns.map(|t| clock.wall_ns(t)),
+    );
+    push_opt(out, "send_lag_ns", record.send_lag_ns());
+    push_opt(out, "slot_wait_ns", Some(timing.slot_wait_ns));
     out.extend_from_slice(b"},\"metrics\":{");
 
     let mut first = true;
@@ -195,21 +268,21 @@ pub fn format_record_line(
         push_json(out, def.unit);
         out.push(b'}');
     }
-    out.extend_from_slice(b"},\"error\":");
-    match &record.error {
-        None => out.extend_from_slice(b"null"),
-        Some(e) => {
-            out.push(b'{');
-            push_key(out, "code");
-            push_json(out, &e.code);
-            out.push(b',');
-            push_key(out, "type");
-            push_json(out, &e.kind);
-            out.push(b',');
-            push_key(out, "message");
-            push_json(out, &e.message);
-            out.push(b'}');
-        }
+    out.push(b'}');
+    if layout.http_trace {
+        super::trace::push_trace_data(out, record, clock);
+    }
+    if let Some(e) = &record.error {
+        out.extend_from_slice(b",\"error\":{");
+        push_key(out, "code");
+        push_json(out, &e.code);
+        out.push(b',');
+        push_key(out, "type");
+        push_json(out, &e.kind);
+        out.push(b',');
+        push_key(out, "message");
+        push_json(out, &e.message);
+        out.push(b'}');
     }
     out.extend_from_slice(b"}\n");
 }
@@ -254,15 +327,27 @@ mod tests {
         assert_eq!(md["worker_id"], WORKER_ID);
         assert_eq!(md["record_processor_id"], RECORD_PROCESSOR_ID);
         assert_eq!(md["benchmark_phase"], "profiling");
+        assert_eq!(md["phase_index"], 0);
+        assert_eq!(md["profiling_index"], 0);
+        assert_eq!(md["phase_name"], "profiling");
+        assert_eq!(md["phase_kind"], "profiling");
         assert_eq!(md["was_cancelled"], false);
-        assert_eq!(md["cancellation_time_ns"], Value::Null);
-        // A closed-loop send has no schedule.
-        assert_eq!(md["scheduled_ns"], Value::Null);
-        assert_eq!(md["send_lag_ns"], Value::Null);
+        assert_eq!(md["agent_depth"], 0);
+        assert_eq!(md["root_correlation_id"], "session-3");
+        // A closed-loop send goes when its slot frees: released at its start.
+        assert_eq!(md["credit_issued_ns"], md["request_start_ns"]);
         assert_eq!(md["slot_wait_ns"], 0);
-        // Not stamped on this record: the body was never taken by a connection.
-        assert_eq!(md["request_sent_ns"], Value::Null);
-        assert_eq!(md.as_object().unwrap().len(), 17);
+        // Left out rather than null: no cancellation, no schedule, body never taken.
+        for absent in [
+            "cancellation_time_ns",
+            "scheduled_ns",
+            "send_lag_ns",
+            "request_sent_ns",
+        ] {
+            assert!(md.get(absent).is_none(), "{absent}");
+        }
+        assert_eq!(md.as_object().unwrap().len(), 20);
+        assert!(v.get("error").is_none() && v.get("trace_data").is_none());
 
         // A scheduled send carries its schedule and its lag.
         let mut late = streamed_record(&[21]);
@@ -274,6 +359,11 @@ mod tests {
         assert_eq!(lv["metadata"]["send_lag_ns"], 250_000);
         assert_eq!(lv["metadata"]["slot_wait_ns"], 40_000);
         assert!(lv["metadata"]["scheduled_ns"].as_u64().unwrap() > 1_600_000_000_000_000_000);
+        // Released when the slot came: the schedule plus the slot wait.
+        assert_eq!(
+            lv["metadata"]["credit_issued_ns"].as_u64().unwrap(),
+            lv["metadata"]["scheduled_ns"].as_u64().unwrap() + 40_000
+        );
 
         let m = &v["metrics"];
         assert_eq!(
@@ -297,7 +387,34 @@ mod tests {
             m["output_token_throughput_per_user"]["unit"],
             "tokens/sec/user"
         );
-        assert_eq!(v["error"], Value::Null);
+    }
+
+    #[test]
+    fn warmup_records_have_no_profiling_index_and_profiling_follows_warmup() {
+        let tokenizer = Tokenizer::builtin().unwrap();
+        let mut r = streamed_record(&[21]);
+        let opts = RecordOptions {
+            streaming: true,
+            use_server_token_count: false,
+            template_tokens: None,
+            skip_tokenizer: false,
+        };
+        let layout = LineLayout {
+            has_warmup: true,
+            http_trace: false,
+        };
+        let line = |r: &RequestRecord| {
+            let m = RecordMetrics::compute(r, &tokenizer, opts);
+            let mut out = Vec::new();
+            format_line(r, &m, &Clock::new(), layout, &mut out);
+            serde_json::from_slice::<Value>(&out).unwrap()
+        };
+        assert_eq!(line(&r)["metadata"]["phase_index"], 1);
+        r.phase = Phase::Warmup;
+        let md = line(&r)["metadata"].clone();
+        assert_eq!(md["phase_index"], 0);
+        assert_eq!(md["phase_kind"], "warmup");
+        assert!(md.get("profiling_index").is_none());
     }
 
     #[test]

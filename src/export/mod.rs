@@ -5,7 +5,11 @@ pub mod csv;
 mod inputs;
 pub mod json;
 pub mod jsonl;
+mod names;
+mod outputs;
 pub mod table;
+mod trace;
+mod trace_table;
 
 use std::path::{Path, PathBuf};
 
@@ -20,7 +24,13 @@ pub const INPUTS_FILE: &str = "inputs.json";
 pub const LOG_FILE: &str = "logs/aiperf.log";
 
 pub use inputs::write_inputs_json;
-pub use jsonl::JsonlWriter;
+pub use jsonl::{JsonlWriter, LineLayout};
+pub use names::{FileNames, Level, Options, prefix_base};
+pub use outputs::OutputsWriter;
+
+/// Written last, once every other artifact of the run is complete: tools that pick up
+/// results wait for it.
+pub const RESULTS_READY_FILE: &str = ".aiperf_results_ready.json";
 
 /// Where the run's log goes.
 pub fn log_file(dir: &Path) -> PathBuf {
@@ -65,6 +75,11 @@ pub fn render_console(summary: &MetricsSummary, info: &RunInfo) -> String {
     console::render(summary, info, console::CONSOLE_WIDTH)
 }
 
+/// The `--show-trace-timing` table of the HTTP timing metrics (empty without any).
+pub fn render_trace_timing(summary: &MetricsSummary) -> String {
+    trace_table::render(summary, console::CONSOLE_WIDTH)
+}
+
 /// Writes `text` next to `path` first and renames it into place, so a crash or a full
 /// disk never leaves a truncated summary under the final name.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
@@ -80,22 +95,94 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 
 /// Writes profile_export_aiperf.json, profile_export_aiperf.csv and
 /// profile_export_console.txt (given the rendered console text) into `dir`.
+#[cfg(test)]
 pub fn write_summary(
     dir: &Path,
     summary: &MetricsSummary,
     info: &RunInfo,
     console_text: &str,
 ) -> std::io::Result<ExportPaths> {
+    write_summary_named(dir, &FileNames::default(), summary, info, console_text)
+}
+
+/// [`write_summary`] under the names of `--profile-export-prefix`.
+pub fn write_summary_named(
+    dir: &Path,
+    names: &FileNames,
+    summary: &MetricsSummary,
+    info: &RunInfo,
+    console_text: &str,
+) -> std::io::Result<ExportPaths> {
     std::fs::create_dir_all(dir)?;
     let paths = ExportPaths {
-        json: dir.join(JSON_FILE),
-        csv: dir.join(CSV_FILE),
-        console_txt: dir.join(CONSOLE_FILE),
+        json: dir.join(&names.json),
+        csv: dir.join(&names.csv),
+        console_txt: dir.join(&names.console),
     };
     write_atomically(&paths.json, &json::render(summary, info))?;
     write_atomically(&paths.csv, &csv::render(summary))?;
     write_atomically(&paths.console_txt, console_text)?;
     Ok(paths)
+}
+
+/// The per-record files of a run, as `--export-level` and `--export-outputs-json` ask:
+/// `None` when there are none.
+pub fn record_files(
+    dir: &Path,
+    options: &Options,
+    clock: crate::clock::Clock,
+    layout: LineLayout,
+) -> std::io::Result<Option<Box<dyn crate::metrics::RecordSink>>> {
+    std::fs::create_dir_all(dir)?;
+    let jsonl = match options.level {
+        Level::Records => Some(JsonlWriter::create_at(
+            &dir.join(&options.names.jsonl),
+            clock,
+            layout,
+        )?),
+        Level::Summary => None,
+    };
+    let outputs = options.outputs_json.then(|| OutputsWriter::new(dir, clock));
+    Ok(match (jsonl, outputs) {
+        (None, None) => None,
+        (jsonl, outputs) => Some(Box::new(RecordFiles { jsonl, outputs })),
+    })
+}
+
+/// Both per-record files behind one sink.
+struct RecordFiles {
+    jsonl: Option<JsonlWriter>,
+    outputs: Option<OutputsWriter>,
+}
+
+impl crate::metrics::RecordSink for RecordFiles {
+    fn write(
+        &mut self,
+        record: &crate::record::RequestRecord,
+        metrics: &crate::metrics::RecordMetrics,
+    ) -> std::io::Result<()> {
+        if let Some(j) = &mut self.jsonl {
+            j.write(record, metrics)?;
+        }
+        if let Some(o) = &mut self.outputs {
+            o.write(record, metrics)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        let RecordFiles { jsonl, outputs } = *self;
+        let jsonl = jsonl.map_or(Ok(()), |j| Box::new(j).finish());
+        let outputs = outputs.map_or(Ok(()), |o| Box::new(o).finish());
+        jsonl.and(outputs)
+    }
+}
+
+/// Writes `.aiperf_results_ready.json` into `dir`: call it only after every other
+/// artifact was written.
+pub fn write_results_ready(dir: &Path, was_cancelled: bool) -> std::io::Result<()> {
+    let text = serde_json::json!({"ready": true, "was_cancelled": was_cancelled}).to_string();
+    write_atomically(&dir.join(RESULTS_READY_FILE), &text)
 }
 
 #[cfg(test)]

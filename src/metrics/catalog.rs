@@ -83,6 +83,21 @@ pub enum MetricId {
     TotalReasoningTokens,
     TotalErrorIsl,
     TotalNumImages,
+    // HTTP timing per request (k6 names); see `http_trace`.
+    HttpReqBlocked,
+    HttpReqDnsLookup,
+    HttpReqConnecting,
+    HttpReqSending,
+    HttpReqWaiting,
+    HttpReqReceiving,
+    HttpReqDuration,
+    HttpReqConnectionOverhead,
+    HttpReqTotal,
+    HttpReqDataSent,
+    HttpReqDataReceived,
+    HttpReqChunksSent,
+    HttpReqChunksReceived,
+    HttpReqConnectionReused,
 }
 
 const NS_PER_MS: f64 = 1e6;
@@ -147,6 +162,12 @@ const fn tokens(mut d: MetricDef) -> MetricDef {
     d
 }
 
+/// A whole-number count that is neither better larger nor smaller (bytes, chunks).
+const fn whole(mut d: MetricDef) -> MetricDef {
+    d.integer = true;
+    d
+}
+
 const fn kind(mut d: MetricDef, kind: MetricKind) -> MetricDef {
     d.kind = kind;
     d
@@ -161,7 +182,7 @@ use MetricId as M;
 use MetricKind::{Aggregate, Derived};
 
 /// Indexed by `MetricId as usize`; the order is also the order of a record's JSONL metrics.
-pub static CATALOG: [MetricDef; 32] = [
+pub static CATALOG: [MetricDef; 46] = [
     shown(
         streaming(ms(def(
             M::TimeToFirstToken,
@@ -447,6 +468,92 @@ pub static CATALOG: [MetricDef; 32] = [
             "images",
         )),
         Derived,
+    ),
+    // HTTP timing per request, in AIPerf's k6-style names: per-record values and summary
+    // statistics, shown on the console only with --show-trace-timing.
+    ms(def(
+        M::HttpReqBlocked,
+        "http_req_blocked",
+        "HTTP Blocked",
+        "ms",
+    )),
+    ms(def(
+        M::HttpReqDnsLookup,
+        "http_req_dns_lookup",
+        "HTTP DNS Lookup",
+        "ms",
+    )),
+    ms(def(
+        M::HttpReqConnecting,
+        "http_req_connecting",
+        "HTTP Connecting",
+        "ms",
+    )),
+    ms(def(
+        M::HttpReqSending,
+        "http_req_sending",
+        "HTTP Sending",
+        "ms",
+    )),
+    ms(def(
+        M::HttpReqWaiting,
+        "http_req_waiting",
+        "HTTP Waiting",
+        "ms",
+    )),
+    ms(def(
+        M::HttpReqReceiving,
+        "http_req_receiving",
+        "HTTP Receiving",
+        "ms",
+    )),
+    ms(def(
+        M::HttpReqDuration,
+        "http_req_duration",
+        "HTTP Duration",
+        "ms",
+    )),
+    ms(def(
+        M::HttpReqConnectionOverhead,
+        "http_req_connection_overhead",
+        "HTTP Connection Overhead",
+        "ms",
+    )),
+    ms(def(
+        M::HttpReqTotal,
+        "http_req_total",
+        "HTTP Total Time",
+        "ms",
+    )),
+    whole(def(
+        M::HttpReqDataSent,
+        "http_req_data_sent",
+        "HTTP Data Sent",
+        "bytes",
+    )),
+    whole(def(
+        M::HttpReqDataReceived,
+        "http_req_data_received",
+        "HTTP Data Received",
+        "bytes",
+    )),
+    whole(def(
+        M::HttpReqChunksSent,
+        "http_req_chunks_sent",
+        "HTTP Chunks Sent",
+        "chunks",
+    )),
+    whole(def(
+        M::HttpReqChunksReceived,
+        "http_req_chunks_received",
+        "HTTP Chunks Received",
+        "chunks",
+    )),
+    def(
+        M::HttpReqConnectionReused,
+        "http_req_connection_reused",
+        "HTTP Connection Reused",
+        "ratio",
     ),
 ];
 

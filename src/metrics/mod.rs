@@ -7,6 +7,7 @@
 pub mod catalog;
 mod collector;
 mod goodput;
+mod http_trace;
 pub mod record_metrics;
 pub(crate) mod template_overhead;
 

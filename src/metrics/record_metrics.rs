@@ -45,7 +45,7 @@ impl RecordMetrics {
         self.scalars[id as usize]
     }
 
-    fn set(&mut self, id: MetricId, value: Option<f64>) {
+    pub(super) fn set(&mut self, id: MetricId, value: Option<f64>) {
         self.scalars[id as usize] = value;
     }
 
@@ -95,6 +95,7 @@ impl RecordMetrics {
             .map_or(record.end_perf_ns, |r| r.perf_ns);
         let latency = end.saturating_sub(start) as f64;
         m.set(MetricId::RequestLatency, Some(latency));
+        super::http_trace::add(record, &mut m);
 
         let streamed = opts.streaming && record.streamed;
         let ttft = record
@@ -208,6 +209,7 @@ pub(crate) mod tests {
             start_perf_ns: ms,
             sent_perf_ns: None,
             ack_perf_ns: Some(2 * ms),
+            http: None,
             end_perf_ns: chunk_ms.last().copied().unwrap_or(1) * ms + 500_000,
             start_wall_ns: 1_700_000_000_000_000_000 + ms,
             end_wall_ns: 1_700_000_000_000_000_000 + chunk_ms.last().copied().unwrap_or(1) * ms,

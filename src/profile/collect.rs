@@ -35,15 +35,21 @@ impl Collection {
         warmup_requests: u64,
     ) -> anyhow::Result<Collection> {
         let clock = control.ctx.clock;
-        let jsonl = export::JsonlWriter::create(&cfg.artifact_dir, clock)
-            .context("cannot create profile_export.jsonl")?;
+        let layout = export::LineLayout {
+            has_warmup: cfg.warmup_request_count > 0
+                || cfg.load.warmup_duration.is_some()
+                || cfg.load.warmup.sessions.is_some(),
+            http_trace: cfg.export.http_trace,
+        };
+        let files = export::record_files(&cfg.artifact_dir, &cfg.export, clock, layout)
+            .with_context(|| format!("cannot create {}", cfg.export.names.jsonl))?;
         let options = CollectorOptions {
             streaming: cfg.streaming,
             use_server_token_count: cfg.use_server_token_count,
             goodput,
             template_overhead,
         };
-        let collector = Collector::new(options, tokenizer, clock, Some(Box::new(jsonl)));
+        let collector = Collector::new(options, tokenizer, clock, files);
         let mut watch = FailureWatch::new(
             control.clone(),
             cfg.failures.failed_request_threshold,

@@ -92,6 +92,9 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         };
         let inputs = export::write_inputs_json(&cfg.artifact_dir, plan);
         let mut console_text = export::render_console(&summary, &info);
+        if cfg.export.show_trace_timing {
+            console_text.push_str(&export::render_trace_timing(&summary));
+        }
         if let Some(p) = &ran.pacing {
             info!(
                 "Pacing: {} scheduled sends, achieved {} requests/sec (target {}), send lag p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
@@ -107,12 +110,24 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
                 console_text.push_str(&format!("\nWarning: {w}\n"));
             }
         }
-        let paths = export::write_summary(&cfg.artifact_dir, &summary, &info, &console_text);
+        let paths = export::write_summary_named(
+            &cfg.artifact_dir,
+            &cfg.export.names,
+            &summary,
+            &info,
+            &console_text,
+        );
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{console_text}");
         // The table is shown even when the files could not be written (a full disk).
         inputs.context("cannot write inputs.json")?;
         let paths = paths.context("cannot write the summary exports")?;
+        // Last, and only when every artifact above is complete (the per-record files were
+        // closed when the collector finished; after a failed write they are cut short).
+        if stop_reason != Some(StopReason::WriteFailed) {
+            export::write_results_ready(&cfg.artifact_dir, info.was_cancelled)
+                .context("cannot write .aiperf_results_ready.json")?;
+        }
         info!("Results saved to: {}", cfg.artifact_dir.display());
         let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
         let _ = writeln!(out, "JSON Export: {}", paths.json.display());

@@ -25,7 +25,9 @@ use hyper_rustls::MaybeHttpsStream;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
 
-type Inner = hyper_rustls::HttpsConnector<HttpConnector>;
+use super::timing::{ConnHandle, ConnStamps, StampedResolver};
+
+type Inner = hyper_rustls::HttpsConnector<HttpConnector<StampedResolver>>;
 type Stream = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -72,14 +74,20 @@ impl tower_service::Service<Uri> for WatchedConnector {
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        let connecting = self.0.call(uri);
+        // Stamped around the whole connect (lookup, TCP, TLS); the resolver stamps the lookup.
+        let stamps = ConnStamps::new();
+        stamps.connect_started();
+        let connecting = super::timing::connecting(stamps.clone(), self.0.call(uri));
         Box::pin(async move {
             let stream = connecting.await?;
+            stamps.connected();
             Ok(Watched {
                 stream,
                 read_since_write: false,
                 reused: false,
                 response_started: false,
+                wrote_any: false,
+                stamps,
             })
         })
     }
@@ -94,6 +102,10 @@ pub struct Watched {
     reused: bool,
     /// A byte of the current request's response has arrived.
     response_started: bool,
+    /// Some request was written on this connection.
+    wrote_any: bool,
+    /// Timing of the connection and its current request (see `timing`).
+    stamps: std::sync::Arc<ConnStamps>,
 }
 
 impl Watched {
@@ -152,6 +164,7 @@ impl Read for Watched {
         // SAFETY: the view initialized these `n` bytes.
         unsafe { buf.advance(n) };
         if n > 0 {
+            self.stamps.read(n, !self.response_started);
             self.read_since_write = true;
             self.response_started = true;
         }
@@ -176,9 +189,17 @@ impl Write for Watched {
                     ServerClosedIdle,
                 )));
             }
+            self.stamps.request_started();
+        } else if !self.wrote_any {
+            self.stamps.request_started();
         }
+        self.wrote_any = true;
         match Pin::new(&mut self.stream).poll_write(cx, buf) {
             Poll::Ready(Err(e)) => Poll::Ready(Err(self.classify(e))),
+            Poll::Ready(Ok(n)) => {
+                self.stamps.wrote(n);
+                Poll::Ready(Ok(n))
+            }
             other => other,
         }
     }
@@ -200,7 +221,7 @@ impl Write for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if self.read_since_write {
+        if self.read_since_write || !self.wrote_any {
             // Same check as `poll_write`; hyper may write a request either way.
             let first = bufs
                 .iter()
@@ -210,6 +231,10 @@ impl Write for Watched {
         }
         match Pin::new(&mut self.stream).poll_write_vectored(cx, bufs) {
             Poll::Ready(Err(e)) => Poll::Ready(Err(self.classify(e))),
+            Poll::Ready(Ok(n)) => {
+                self.stamps.wrote(n);
+                Poll::Ready(Ok(n))
+            }
             other => other,
         }
     }
@@ -217,6 +242,9 @@ impl Write for Watched {
 
 impl Connection for Watched {
     fn connected(&self) -> Connected {
-        self.stream.connected()
+        // Every response on this connection carries its stamps (an `Arc` clone).
+        self.stream
+            .connected()
+            .extra(ConnHandle(self.stamps.clone()))
     }
 }

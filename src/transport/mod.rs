@@ -4,6 +4,7 @@
 pub mod conn;
 pub mod request_body;
 pub mod sse;
+pub mod timing;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -86,7 +87,7 @@ impl HttpClient {
         extra_headers: &[(http::HeaderName, HeaderValue)],
         timeout: Duration,
     ) -> anyhow::Result<Self> {
-        let mut http = HttpConnector::new();
+        let mut http = HttpConnector::new_with_resolver(timing::StampedResolver::new());
         http.set_nodelay(true);
         http.enforce_http(false);
         http.set_keepalive(Some(Duration::from_secs(60)));
@@ -239,8 +240,9 @@ impl HttpClient {
         // the run cancels, the exchange future is dropped, which closes its connection and
         // frees the slot at once.
         let mut rest = None;
+        let mut wire = Wire::default();
         let outcome = tokio::select! {
-            r = tokio::time::timeout(self.timeout, self.run(clock, body, &taken, &mut record)) => {
+            r = tokio::time::timeout(self.timeout, self.run(clock, body, &taken, &mut record, &mut wire)) => {
                 match r {
                     Ok(body) => {
                         rest = body;
@@ -253,6 +255,13 @@ impl HttpClient {
         };
         record.end_perf_ns = clock.now_ns();
         record.sent_perf_ns = taken.get();
+        // Read while the exchange still holds the connection: its stamps are this request's.
+        if let Some(timing::ConnHandle(stamps)) = wire.conn {
+            // A whole (non-streamed) body mostly comes with its headers; the stream's first
+            // frame is stamped as it arrives.
+            let first_body = wire.first_body_ns.or(record.ack_perf_ns);
+            record.http = Some(stamps.timing(clock, record.start_perf_ns, first_body));
+        }
         match outcome {
             Some(true) => {}
             Some(false) => {
@@ -345,6 +354,7 @@ impl HttpClient {
         body: Bytes,
         taken: &TakenAt,
         record: &mut RequestRecord,
+        wire: &mut Wire,
     ) -> Option<hyper::body::Incoming> {
         let response = match self.send(clock, body, taken, record).await {
             Ok(r) => r,
@@ -354,6 +364,7 @@ impl HttpClient {
             }
         };
         record.ack_perf_ns = Some(clock.now_ns());
+        wire.conn = response.extensions().get::<timing::ConnHandle>().cloned();
         let status = response.status();
         record.status = Some(status.as_u16());
         let header = |name| {
@@ -400,6 +411,7 @@ impl HttpClient {
                 match body.frame().await {
                     Some(Ok(frame)) => {
                         let arrival = clock.now_ns();
+                        wire.first_body_ns.get_or_insert(arrival);
                         if let Some(data) = frame.data_ref() {
                             received += data.len() as u64;
                             if received > self.max_response_bytes {
@@ -446,6 +458,15 @@ impl HttpClient {
         }
         None
     }
+}
+
+/// What an exchange learns about its connection for the HTTP timing.
+#[derive(Default)]
+struct Wire {
+    /// The stamps of the connection the response came on.
+    conn: Option<timing::ConnHandle>,
+    /// When the first frame of a streamed body arrived.
+    first_body_ns: Option<u64>,
 }
 
 /// A whole (non-streamed) 2xx body: its content, usage, or the error it carries.

@@ -1,0 +1,40 @@
+//! Flags that choose which export files a run writes and how they are named.
+
+use clap::{Args, ValueEnum};
+
+/// `--export-level` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportLevel {
+    /// Only the summary files (JSON, CSV, console copy).
+    Summary,
+    /// The summary files plus `profile_export.jsonl`, one line per request.
+    Records,
+    /// AIPerf's raw request/response file; refused with an explanation (not written here).
+    Raw,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// How much to write: `summary` (summary JSON and CSV), `records` (also the per-request
+    /// JSONL). `raw` (AIPerf's raw request/response file) is not supported.
+    #[arg(long = "export-level", visible_aliases = ["profile-export-level"], value_enum, default_value_t = ExportLevel::Records, help_heading = "Output")]
+    pub export_level: ExportLevel,
+
+    /// Base name for the export files instead of `profile_export`: `NAME.json`, `NAME.csv`,
+    /// `NAME.jsonl`, `NAME_timeslices.csv`, `NAME_console.txt`. A known ending (`.json`,
+    /// `_console.txt`, ...) and any directory part are dropped.
+    #[arg(long = "profile-export-prefix", visible_aliases = ["profile-export-file"], help_heading = "Output")]
+    pub profile_export_prefix: Option<String>,
+
+    /// Also write outputs.json: the text of every response, with its ids and key metrics.
+    #[arg(long = "export-outputs-json", help_heading = "Output")]
+    pub export_outputs_json: bool,
+
+    /// Add each request's HTTP timing stamps (`trace_data`) to its profile_export.jsonl line.
+    #[arg(long = "export-http-trace", help_heading = "Output")]
+    pub export_http_trace: bool,
+
+    /// Print a table of the HTTP timing metrics (http_req_*) after the metrics table.
+    #[arg(long = "show-trace-timing", help_heading = "Output")]
+    pub show_trace_timing: bool,
+}

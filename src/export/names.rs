@@ -1,0 +1,116 @@
+//! Which export files a run writes and their names (`--export-level`,
+//! `--profile-export-prefix`).
+
+use std::path::Path;
+
+/// How much a run writes (`--export-level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Level {
+    /// The summary JSON and CSV (and the console copy) only.
+    Summary,
+    /// Also the per-request `profile_export.jsonl`.
+    #[default]
+    Records,
+}
+
+/// The export choices of one run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub level: Level,
+    pub names: FileNames,
+    /// Write `outputs.json` with every response's text.
+    pub outputs_json: bool,
+    /// Add `trace_data` to each JSONL line.
+    pub http_trace: bool,
+    /// Print the HTTP timing table.
+    pub show_trace_timing: bool,
+}
+
+/// Names of the files that follow `--profile-export-prefix`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileNames {
+    pub json: String,
+    pub csv: String,
+    pub jsonl: String,
+    pub console: String,
+}
+
+impl Default for FileNames {
+    fn default() -> Self {
+        FileNames {
+            json: super::JSON_FILE.into(),
+            csv: super::CSV_FILE.into(),
+            jsonl: super::JSONL_FILE.into(),
+            console: super::CONSOLE_FILE.into(),
+        }
+    }
+}
+
+/// Endings a prefix may carry that name one of the files; dropped (the longest that
+/// matches, once) so `--profile-export-prefix run.json` means the base `run`.
+const KNOWN_ENDINGS: &[&str] = &[
+    "_server_metrics.parquet",
+    "_server_metrics.jsonl",
+    "_server_metrics.json",
+    "_server_metrics.csv",
+    "_network_latency.jsonl",
+    "_gpu_telemetry.jsonl",
+    "_timeslices.csv",
+    "_timeslices.json",
+    "_console.txt",
+    "_raw.jsonl",
+    ".parquet",
+    ".jsonl",
+    ".json",
+    ".csv",
+];
+
+/// The base name a `--profile-export-prefix` value stands for: its last path component,
+/// without a known ending. `None` when nothing is left.
+pub fn prefix_base(prefix: &str) -> Option<String> {
+    let name = Path::new(prefix).file_name()?.to_str()?;
+    let base = KNOWN_ENDINGS
+        .iter()
+        .find_map(|end| name.strip_suffix(end))
+        .unwrap_or(name);
+    (!base.is_empty()).then(|| base.to_string())
+}
+
+impl FileNames {
+    /// The names for base `base` (from [`prefix_base`]).
+    pub fn with_base(base: &str) -> FileNames {
+        FileNames {
+            json: format!("{base}.json"),
+            csv: format!("{base}.csv"),
+            jsonl: format!("{base}.jsonl"),
+            console: format!("{base}_console.txt"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_drops_directories_and_one_known_ending() {
+        assert_eq!(prefix_base("run1").as_deref(), Some("run1"));
+        assert_eq!(prefix_base("/tmp/x/run1.json").as_deref(), Some("run1"));
+        assert_eq!(prefix_base("run1_console.txt").as_deref(), Some("run1"));
+        assert_eq!(prefix_base("run1_timeslices.csv").as_deref(), Some("run1"));
+        // Only one ending goes.
+        assert_eq!(prefix_base("a.json.csv").as_deref(), Some("a.json"));
+        assert_eq!(prefix_base(".json"), None);
+        assert_eq!(prefix_base(""), None);
+        let n = FileNames::with_base("run1");
+        assert_eq!(
+            (
+                n.json.as_str(),
+                n.csv.as_str(),
+                n.jsonl.as_str(),
+                n.console.as_str()
+            ),
+            ("run1.json", "run1.csv", "run1.jsonl", "run1_console.txt")
+        );
+    }
+}
