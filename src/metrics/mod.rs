@@ -8,6 +8,7 @@ pub mod catalog;
 mod collector;
 mod goodput;
 pub mod record_metrics;
+mod sweep;
 pub(crate) mod template_overhead;
 
 pub use catalog::{ConsoleGroup, MetricId};
