@@ -37,6 +37,8 @@ pub struct RequestInput {
     pub history_text: Option<String>,
     /// Number of image parts in the payload.
     pub num_images: u32,
+    /// Output tokens asked for (`max_tokens`), when the request set a limit.
+    pub requested_output_tokens: Option<u64>,
     /// When the load generator meant to send it, and how long it waited for a slot.
     pub timing: SendTiming,
 }

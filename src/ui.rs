@@ -121,8 +121,10 @@ pub fn init_logging(verbose: bool, log_file: Option<&Path>) -> std::io::Result<(
         EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| EnvFilter::new(format!("aiperf={level},warn")))
     };
+    // Colour codes only on a terminal: redirected logs and CI captures stay plain text.
     let stderr_layer = fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_timer(WallTime)
         .with_target(false)
         .with_filter(filter());

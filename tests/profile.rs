@@ -163,7 +163,7 @@ fn vision_profile_against_the_mock_matches_the_server() {
 
     let csv = std::fs::read_to_string(dir.join("profile_export_aiperf.csv")).unwrap();
     assert!(
-        csv.starts_with("Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std"),
+        csv.starts_with("Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std"),
         "{csv}"
     );
 }

@@ -109,7 +109,7 @@ fn no_spelling_of_a_secret_reaches_the_output() {
     );
     let json = read_json(&tmp.path().join("run/profile_export_aiperf.json"));
     assert_eq!(json["run_info"]["cli_command"], cli);
-    let headers = &json["input_config"]["input"]["headers"];
+    let headers = &json["input_config"]["endpoint"]["headers"];
     for name in [
         "authorization",
         "x-api-key",

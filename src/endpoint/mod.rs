@@ -47,6 +47,8 @@ pub struct PreparedRequest {
     pub body: Bytes,
     pub input_tokens: u64,
     pub num_images: u32,
+    /// The output limit the body asks for (`max_tokens`), if any.
+    pub max_output_tokens: Option<u64>,
 }
 
 /// Body settings shared by every request of a run.
@@ -67,6 +69,7 @@ fn prepare_one(
 ) -> PreparedRequest {
     let input_tokens = entry.input_tokens;
     let num_images = entry.images.len() as u32;
+    let max_output_tokens = entry.max_output_tokens;
     let size_hint = body_size_hint(&entry, system);
     let extra = std::mem::take(&mut entry.extra);
     let images = match endpoint {
@@ -96,6 +99,7 @@ fn prepare_one(
         body: Bytes::from(bytes),
         input_tokens,
         num_images,
+        max_output_tokens,
     }
 }
 
@@ -144,6 +148,8 @@ pub struct PreparedTurn {
     /// texts of the whole history.
     pub text: String,
     pub num_images: u32,
+    /// The output limit this turn asks for (`max_tokens`), if any.
+    pub max_output_tokens: Option<u64>,
     /// Wait after the previous reply before this turn is sent.
     pub delay: Option<std::time::Duration>,
 }
@@ -265,6 +271,7 @@ pub fn prepare_dataset(
                 body,
                 input_tokens: t.input_tokens,
                 num_images: t.num_images,
+                max_output_tokens: t.max_output_tokens,
             };
             (first, script)
         } else {
@@ -296,6 +303,7 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions) -> PreparedTurn {
     };
     let (input_tokens, num_images) = (entry.input_tokens, entry.images.len() as u32);
     let delay = entry.delay;
+    let max_output_tokens = entry.max_output_tokens;
     let text = std::iter::once(&entry.text)
         .chain(&entry.extra_texts)
         .filter(|t| !t.is_empty())
@@ -319,6 +327,7 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions) -> PreparedTurn {
         input_tokens,
         text,
         num_images,
+        max_output_tokens,
         delay,
     }
 }

@@ -55,6 +55,11 @@ fn metric_row(result: &MetricResult) -> Vec<String> {
                 STAT_COLUMNS.len() - 1,
             ));
         }
+        MetricValue::TimeWeighted(w) => {
+            for v in [w.avg, w.min, w.max, w.p99, w.p90, w.p50, w.std] {
+                row.push(format_number(v));
+            }
+        }
     }
     row
 }
@@ -124,18 +129,31 @@ fn format_count(n: u64) -> String {
 /// Renders the report for a console `width` columns wide.
 pub fn render(summary: &MetricsSummary, info: &RunInfo, width: usize) -> String {
     let mut out = String::new();
+    // AIPerf's table order: Effective, Active, Usage, then the main table.
     let tables = [
         metrics_table(
             summary,
             info.streaming,
-            ConsoleGroup::Default,
-            "NVIDIA AIPerf | LLM Metrics",
+            ConsoleGroup::Effective,
+            "NVIDIA AIPerf | LLM Metrics: Effective",
+        ),
+        metrics_table(
+            summary,
+            info.streaming,
+            ConsoleGroup::Active,
+            "NVIDIA AIPerf | LLM Metrics: Active",
         ),
         metrics_table(
             summary,
             info.streaming,
             ConsoleGroup::Usage,
             "NVIDIA AIPerf | LLM Metrics: Usage",
+        ),
+        metrics_table(
+            summary,
+            info.streaming,
+            ConsoleGroup::Default,
+            "NVIDIA AIPerf | LLM Metrics",
         ),
         error_table(summary),
     ];
@@ -162,7 +180,30 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo, width: usize) -> String 
         );
     }
     out.push_str(&failed_line(summary));
+    out.push_str(&osl_mismatch_warning(summary));
     out
+}
+
+/// Says when responses missed the output length they asked for (`--osl`), with examples
+/// and what to do about it.
+pub fn osl_mismatch_warning(summary: &MetricsSummary) -> String {
+    let n = summary.osl_mismatch_count;
+    if n == 0 {
+        return String::new();
+    }
+    let total = summary.request_count;
+    let examples: Vec<String> = summary
+        .osl_mismatch_examples
+        .iter()
+        .map(|m| m.describe())
+        .collect();
+    format!(
+        "OSL Mismatch Warning: {n} of {total} requests did not get the output length they asked for \
+         (more than min(5%, 50 tokens) off), e.g. {}. A server that stops at an end-of-sequence token \
+         ignores --osl: add --extra-inputs ignore_eos:true (or min_tokens:<n>) to get the full length; \
+         if only the tokenizers differ, --use-server-token-count counts the server's tokens.\n",
+        examples.join("; ")
+    )
 }
 
 /// Says how many requests failed, if any: a run with some failures still exits 0 unless
@@ -229,6 +270,8 @@ mod tests {
             request_count: 20,
             error_request_count: 0,
             benchmark_duration_ns: 15_810_000_000,
+            osl_mismatch_count: 0,
+            osl_mismatch_examples: Vec::new(),
         }
     }
 
@@ -238,6 +281,7 @@ mod tests {
             start_wall_ns: 0,
             end_wall_ns: 0,
             was_cancelled: false,
+            is_complete: true,
             cli_command: "aiperf profile --model m --streaming".into(),
             input_config: serde_json::json!({}),
             random_seed: None,
@@ -385,7 +429,10 @@ The profile run was cancelled early. Results shown may be incomplete or inaccura
         let image = text.find("Image Token Count").unwrap();
         let count = text.find("Request Count").unwrap();
         assert!(isl < image && image < count);
+        // The Usage table comes before the main one, as in AIPerf.
         let usage = text.find("NVIDIA AIPerf | LLM Metrics: Usage").unwrap();
-        assert!(count < usage && text.find("Usage Prompt Tokens").unwrap() > usage);
+        let main = text.find("NVIDIA AIPerf | LLM Metrics\n").unwrap();
+        let prompt = text.find("Usage Prompt Tokens").unwrap();
+        assert!(usage < prompt && prompt < main && main < isl);
     }
 }

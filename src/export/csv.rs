@@ -5,7 +5,8 @@
 use super::console::python_non_finite;
 use crate::metrics::{MetricResult, MetricValue, MetricsSummary};
 
-const STAT_HEADER: &str = "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std";
+/// AIPerf's stat columns, `sum` included: scripts read these by position.
+const STAT_HEADER: &str = "Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std";
 
 /// `Header (unit)`; AIPerf leaves the unit out for plain counts.
 fn metric_name(result: &MetricResult) -> String {
@@ -15,6 +16,11 @@ fn metric_name(result: &MetricResult) -> String {
     } else {
         format!("{} ({})", def.header, def.unit)
     }
+}
+
+/// Python's `f"{v:.2f}"`; an absent statistic is an empty cell.
+fn cell(v: Option<f64>) -> String {
+    v.map_or(String::new(), number)
 }
 
 /// Python's `f"{v:.2f}"`.
@@ -40,7 +46,7 @@ pub fn render(summary: &MetricsSummary) -> String {
     let mut scalars: Vec<&MetricResult> = Vec::new();
     for r in &summary.results {
         match r.value {
-            MetricValue::Distribution(_) => records.push(r),
+            MetricValue::Distribution(_) | MetricValue::TimeWeighted(_) => records.push(r),
             MetricValue::Scalar(_) => scalars.push(r),
         }
     }
@@ -52,17 +58,49 @@ pub fn render(summary: &MetricsSummary) -> String {
         out.push_str(STAT_HEADER);
         out.push_str("\r\n");
         for r in &records {
-            let MetricValue::Distribution(s) = r.display() else {
-                continue;
+            let values = match r.display() {
+                MetricValue::Distribution(s) => {
+                    let p = s.percentiles.map(Some);
+                    [
+                        Some(s.avg),
+                        Some(s.min),
+                        Some(s.max),
+                        Some(s.sum),
+                        p[0],
+                        p[1],
+                        p[2],
+                        p[3],
+                        p[4],
+                        p[5],
+                        p[6],
+                        p[7],
+                        p[8],
+                        Some(s.std),
+                    ]
+                }
+                // Time-weighted: no sum and only the upper percentiles.
+                MetricValue::TimeWeighted(w) => [
+                    Some(w.avg),
+                    Some(w.min),
+                    Some(w.max),
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    Some(w.p50),
+                    None,
+                    Some(w.p90),
+                    Some(w.p95),
+                    Some(w.p99),
+                    Some(w.std),
+                ],
+                MetricValue::Scalar(_) => continue,
             };
-            let p = s.percentiles;
-            let values = [
-                s.avg, s.min, s.max, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], s.std,
-            ];
             out.push_str(&field(&metric_name(r)));
             for v in values {
                 out.push(',');
-                out.push_str(&number(v));
+                out.push_str(&cell(v));
             }
             out.push_str("\r\n");
         }

@@ -91,6 +91,21 @@ fn metric_object(result: &MetricResult) -> Object {
             o.put("sum", json!(s.sum));
         }
         MetricValue::Scalar(v) => o.put("avg", json!(v)),
+        // Sweep-line metrics carry no count or sum, and only the upper percentiles.
+        MetricValue::TimeWeighted(w) => {
+            o.put("avg", json!(w.avg));
+            for (key, v) in [
+                ("p50", w.p50),
+                ("p90", w.p90),
+                ("p95", w.p95),
+                ("p99", w.p99),
+            ] {
+                o.put(key, json!(v));
+            }
+            o.put("min", json!(w.min));
+            o.put("max", json!(w.max));
+            o.put("std", json!(w.std));
+        }
     }
     o
 }
@@ -121,6 +136,7 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo) -> String {
     }
     doc.put("input_config", info.input_config.clone());
     doc.put("was_cancelled", json!(info.was_cancelled));
+    doc.put("is_complete", json!(info.is_complete));
     let errors: Vec<Value> = summary
         .error_summary
         .iter()

@@ -45,6 +45,8 @@ pub struct RunInfo {
     pub start_wall_ns: u64,
     pub end_wall_ns: u64,
     pub was_cancelled: bool,
+    /// Every planned request finished: no early stop, no request left unanswered.
+    pub is_complete: bool,
     /// Command line, secrets already redacted.
     pub cli_command: String,
     /// Resolved configuration, secrets already redacted.
@@ -201,6 +203,7 @@ mod tests {
             start_wall_ns: 1_709_210_096_789_012_000,
             end_wall_ns: 1_709_210_106_789_012_000,
             was_cancelled: false,
+            is_complete: true,
             cli_command: "aiperf profile --model m --streaming".into(),
             input_config: serde_json::json!({"endpoint": {"streaming": true}}),
             random_seed: Some(42),
@@ -246,7 +249,24 @@ mod tests {
         assert_eq!(v["start_time"], "2024-02-29T12:34:56.789012+00:00");
         assert_eq!(v["end_time"], "2024-02-29T12:35:06.789012+00:00");
         assert_eq!(v["was_cancelled"], false);
+        assert_eq!(v["is_complete"], true);
         assert_eq!(v["tokenizer"], "builtin");
+        // Time-weighted metrics: unit, avg, the upper percentiles, min, max, std.
+        let conc = v["effective_concurrency"].as_object().unwrap();
+        let keys: Vec<&str> = conc.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "avg", "max", "min", "p50", "p90", "p95", "p99", "std", "unit"
+            ]
+        );
+        // In the file: unit and avg first, the percentiles before min, max and std.
+        let at = text.find("\"effective_concurrency\": {").unwrap();
+        let block = &text[at..at + text[at..].find('}').unwrap()];
+        assert!(block.find("\"unit\"") < block.find("\"avg\""), "{block}");
+        assert!(block.find("\"p99\"") < block.find("\"min\""), "{block}");
+        assert_eq!(conc["unit"], "requests");
+        assert_eq!(conc["max"], 1.0);
         assert_eq!(v["input_config"]["endpoint"]["streaming"], true);
         assert_eq!(v["run_info"]["random_seed"], 42);
         assert_eq!(
@@ -320,36 +340,46 @@ mod tests {
         let lines: Vec<&str> = text.split("\r\n").collect();
         assert_eq!(
             lines[0],
-            "Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std"
+            "Metric,avg,min,max,sum,p1,p5,p10,p25,p50,p75,p90,p95,p99,std"
         );
-        // Sorted by tag: error_isl, image_latency, ..., request_latency, ...
-        assert!(lines[1].starts_with("Error Input Sequence Length (tokens),550.00,"));
+        // Sorted by tag: the time-weighted active_* rows first, with no sum and only the
+        // upper percentiles.
+        assert!(lines[1].starts_with("Active Decode Throughput (tokens/sec),"));
+        assert_eq!(lines[1].split(',').count(), 15);
+        assert!(lines.iter().any(|l| {
+            l.starts_with("Error Input Sequence Length (tokens),550.00,550.00,550.00,550.00,")
+        }));
         let latency = lines
             .iter()
             .find(|l| l.starts_with("Request Latency (ms),"))
             .unwrap();
         assert_eq!(
             *latency,
-            "Request Latency (ms),50.00,40.00,60.00,40.20,41.00,42.00,45.00,50.00,55.00,58.00,59.00,59.80,10.00"
+            "Request Latency (ms),50.00,40.00,60.00,100.00,40.20,41.00,42.00,45.00,50.00,55.00,58.00,59.00,59.80,10.00"
         );
         let blank = lines.iter().position(|l| l.is_empty()).unwrap();
         assert_eq!(lines[blank + 1], "Metric,Value");
-        // Run-level values sorted by tag (benchmark_duration, error_request_count, ...).
+        // Run-level values sorted by tag (benchmark_duration, completed_request_count, ...).
         assert_eq!(
             lines[blank + 2..],
             [
                 "Benchmark Duration (sec),1.06",
+                "Completed Requests (Success + Error),3.00",
                 "Error Request Count,1.00",
                 "Good Request Count,1.00",
+                "Good Request Fraction (ratio),0.33",
                 "Goodput (requests/sec),0.94",
+                "Input Token Throughput (tokens/sec),1037.74",
                 "Output Token Throughput (tokens/sec),5.66",
                 "Request Count,2.00",
+                "Request Error Rate (%),33.33",
                 "Request Throughput (requests/sec),1.89",
                 "Total Error Input Sequence Length (tokens),550.00",
                 "Total Input Sequence Length (tokens),1100.00",
                 "Total Number of Images (images),2.00",
                 "Total Output Sequence Length (tokens),6.00",
                 "Total Output Tokens (tokens),6.00",
+                "Total Token Throughput (tokens/sec),1043.40",
                 "",
             ]
         );

@@ -272,6 +272,7 @@ mod tests {
                 body: Bytes::from(format!("{i}")),
                 input_tokens: 1,
                 num_images: 0,
+                max_output_tokens: None,
             })
             .collect()
     }

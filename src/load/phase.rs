@@ -310,6 +310,7 @@ impl PhaseRun {
             input_tokens: Some(first_req.input_tokens),
             history_text: None,
             num_images: first_req.num_images,
+            requested_output_tokens: first_req.max_output_tokens,
             timing: first_timing,
         };
         let Some((failed, reply)) = self
@@ -341,6 +342,7 @@ impl PhaseRun {
                 input_tokens: None,
                 history_text: None,
                 num_images: t.num_images,
+                requested_output_tokens: t.max_output_tokens,
                 timing: SendTiming {
                     scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
                     slot_wait_ns,

@@ -12,6 +12,9 @@ pub enum MetricKind {
     Aggregate,
     /// A formula over other results: a single value.
     Derived,
+    /// A time-weighted distribution of a step function over the run (AIPerf's sweep-line
+    /// metrics): avg, min, max, p50, p90, p95, p99 and std, no count or sum.
+    TimeWeighted,
 }
 
 /// Which console table shows the metric.
@@ -21,6 +24,10 @@ pub enum ConsoleGroup {
     Default,
     /// "NVIDIA AIPerf | LLM Metrics: Usage".
     Usage,
+    /// "NVIDIA AIPerf | LLM Metrics: Effective".
+    Effective,
+    /// "NVIDIA AIPerf | LLM Metrics: Active".
+    Active,
     /// Exported to files only.
     Hidden,
 }
@@ -83,6 +90,40 @@ pub enum MetricId {
     TotalReasoningTokens,
     TotalErrorIsl,
     TotalNumImages,
+    // AIPerf 0.13 summary metrics measured by one process (kept together for easy merges).
+    TimeToFirstOutputToken,
+    DecodeDuration,
+    PrefillThroughputPerUser,
+    E2eOutputTokenThroughput,
+    OslMismatchDiffPct,
+    UsagePromptTokensDiffPct,
+    UsageCompletionTokensDiffPct,
+    UsageReasoningTokensDiffPct,
+    CreditToStartLatency,
+    CompletedRequestCount,
+    RequestErrorRate,
+    OslMismatchCount,
+    UsageDiscrepancyCount,
+    InputTokenThroughput,
+    TotalTokenThroughput,
+    TotalUsagePromptTokens,
+    TotalUsageCompletionTokens,
+    TotalUsageTotalTokens,
+    GoodRequestFraction,
+    EffectiveConcurrency,
+    EffectiveDecodeConcurrency,
+    EffectivePrefillConcurrency,
+    EffectiveDecodeThroughput,
+    EffectivePrefillThroughput,
+    EffectiveTotalThroughput,
+    EffectiveDecodeThroughputPerUser,
+    EffectivePrefillThroughputPerUser,
+    TokensInFlight,
+    ActiveDecodeThroughput,
+    ActivePrefillThroughput,
+    ActiveTotalThroughput,
+    ActiveDecodeThroughputPerUser,
+    ActivePrefillThroughputPerUser,
     // HTTP timing per request (k6 names); see `http_trace`.
     HttpReqBlocked,
     HttpReqDnsLookup,
@@ -178,11 +219,33 @@ const fn errors(mut d: MetricDef) -> MetricDef {
     d
 }
 
+const fn group(mut d: MetricDef, console: ConsoleGroup, order: u32) -> MetricDef {
+    d.display_order = order;
+    d.console = console;
+    d
+}
+
+/// A sweep-line metric, shown in the Effective or Active table.
+const fn sweep(
+    id: MetricId,
+    tag: &'static str,
+    header: &'static str,
+    unit: &'static str,
+    console: ConsoleGroup,
+    order: u32,
+) -> MetricDef {
+    group(
+        kind(def(id, tag, header, unit), TimeWeighted),
+        console,
+        order,
+    )
+}
+
 use MetricId as M;
-use MetricKind::{Aggregate, Derived};
+use MetricKind::{Aggregate, Derived, TimeWeighted};
 
 /// Indexed by `MetricId as usize`; the order is also the order of a record's JSONL metrics.
-pub static CATALOG: [MetricDef; 46] = [
+pub static CATALOG: [MetricDef; 79] = [
     shown(
         streaming(ms(def(
             M::TimeToFirstToken,
@@ -468,6 +531,292 @@ pub static CATALOG: [MetricDef; 46] = [
             "images",
         )),
         Derived,
+    ),
+    // AIPerf 0.13 summary metrics measured by one process.
+    group(
+        streaming(ms(def(
+            M::TimeToFirstOutputToken,
+            "time_to_first_output_token",
+            "Time to First Output Token",
+            "ms",
+        ))),
+        ConsoleGroup::Default,
+        210,
+    ),
+    group(
+        streaming(ms(def(
+            M::DecodeDuration,
+            "decode_duration",
+            "Decode Duration",
+            "ms",
+        ))),
+        ConsoleGroup::Default,
+        350,
+    ),
+    streaming(larger(def(
+        M::PrefillThroughputPerUser,
+        "prefill_throughput_per_user",
+        "Prefill Throughput Per User",
+        "tokens/sec/user",
+    ))),
+    group(
+        larger(def(
+            M::E2eOutputTokenThroughput,
+            "e2e_output_token_throughput",
+            "E2E Output Token Throughput",
+            "tokens/sec/user",
+        )),
+        ConsoleGroup::Default,
+        510,
+    ),
+    def(
+        M::OslMismatchDiffPct,
+        "osl_mismatch_diff_pct",
+        "OSL Mismatch Diff",
+        "%",
+    ),
+    def(
+        M::UsagePromptTokensDiffPct,
+        "usage_prompt_tokens_diff_pct",
+        "Usage Prompt Diff",
+        "%",
+    ),
+    def(
+        M::UsageCompletionTokensDiffPct,
+        "usage_completion_tokens_diff_pct",
+        "Usage Completion Diff",
+        "%",
+    ),
+    def(
+        M::UsageReasoningTokensDiffPct,
+        "usage_reasoning_tokens_diff_pct",
+        "Usage Reasoning Diff",
+        "%",
+    ),
+    ms(def(
+        M::CreditToStartLatency,
+        "credit_to_start_latency",
+        "Credit to Start Latency",
+        "ms",
+    )),
+    group(
+        kind(
+            def(
+                M::CompletedRequestCount,
+                "completed_request_count",
+                "Completed Requests (Success + Error)",
+                "requests",
+            ),
+            Derived,
+        ),
+        ConsoleGroup::Default,
+        1075,
+    ),
+    group(
+        kind(
+            def(
+                M::RequestErrorRate,
+                "request_error_rate",
+                "Request Error Rate",
+                "%",
+            ),
+            Derived,
+        ),
+        ConsoleGroup::Default,
+        1080,
+    ),
+    kind(
+        def(
+            M::OslMismatchCount,
+            "osl_mismatch_count",
+            "OSL Mismatch Count",
+            "requests",
+        ),
+        Aggregate,
+    ),
+    kind(
+        def(
+            M::UsageDiscrepancyCount,
+            "usage_discrepancy_count",
+            "Usage Discrepancy Count",
+            "requests",
+        ),
+        Aggregate,
+    ),
+    kind(
+        larger(def(
+            M::InputTokenThroughput,
+            "input_token_throughput",
+            "Input Token Throughput",
+            "tokens/sec",
+        )),
+        Derived,
+    ),
+    kind(
+        larger(def(
+            M::TotalTokenThroughput,
+            "total_token_throughput",
+            "Total Token Throughput",
+            "tokens/sec",
+        )),
+        Derived,
+    ),
+    kind(
+        usage(
+            def(
+                M::TotalUsagePromptTokens,
+                "total_usage_prompt_tokens",
+                "Total Usage Prompt Tokens",
+                "tokens",
+            ),
+            1300,
+        ),
+        Derived,
+    ),
+    kind(
+        usage(
+            def(
+                M::TotalUsageCompletionTokens,
+                "total_usage_completion_tokens",
+                "Total Usage Completion Tokens",
+                "tokens",
+            ),
+            1310,
+        ),
+        Derived,
+    ),
+    kind(
+        usage(
+            def(
+                M::TotalUsageTotalTokens,
+                "total_usage_total_tokens",
+                "Total Usage Total Tokens",
+                "tokens",
+            ),
+            1320,
+        ),
+        Derived,
+    ),
+    kind(
+        larger(def(
+            M::GoodRequestFraction,
+            "good_request_fraction",
+            "Good Request Fraction",
+            "ratio",
+        )),
+        Derived,
+    ),
+    sweep(
+        M::EffectiveConcurrency,
+        "effective_concurrency",
+        "Effective Concurrency",
+        "requests",
+        ConsoleGroup::Effective,
+        1,
+    ),
+    sweep(
+        M::EffectiveDecodeConcurrency,
+        "effective_decode_concurrency",
+        "Effective Decode Concurrency",
+        "requests",
+        ConsoleGroup::Effective,
+        2,
+    ),
+    sweep(
+        M::EffectivePrefillConcurrency,
+        "effective_prefill_concurrency",
+        "Effective Prefill Concurrency",
+        "requests",
+        ConsoleGroup::Effective,
+        3,
+    ),
+    sweep(
+        M::EffectiveDecodeThroughput,
+        "effective_decode_throughput",
+        "Effective Decode Throughput",
+        "tokens/sec",
+        ConsoleGroup::Effective,
+        4,
+    ),
+    sweep(
+        M::EffectivePrefillThroughput,
+        "effective_prefill_throughput",
+        "Effective Prefill Throughput",
+        "tokens/sec",
+        ConsoleGroup::Effective,
+        5,
+    ),
+    sweep(
+        M::EffectiveTotalThroughput,
+        "effective_total_throughput",
+        "Effective Total Throughput",
+        "tokens/sec",
+        ConsoleGroup::Effective,
+        6,
+    ),
+    sweep(
+        M::EffectiveDecodeThroughputPerUser,
+        "effective_decode_throughput_per_user",
+        "Effective Decode Throughput Per User",
+        "tokens/sec/user",
+        ConsoleGroup::Effective,
+        7,
+    ),
+    sweep(
+        M::EffectivePrefillThroughputPerUser,
+        "effective_prefill_throughput_per_user",
+        "Effective Prefill Throughput Per User",
+        "tokens/sec/user",
+        ConsoleGroup::Effective,
+        8,
+    ),
+    sweep(
+        M::TokensInFlight,
+        "tokens_in_flight",
+        "Tokens In Flight",
+        "tokens",
+        ConsoleGroup::Effective,
+        9,
+    ),
+    sweep(
+        M::ActiveDecodeThroughput,
+        "active_decode_throughput",
+        "Active Decode Throughput",
+        "tokens/sec",
+        ConsoleGroup::Active,
+        1,
+    ),
+    sweep(
+        M::ActivePrefillThroughput,
+        "active_prefill_throughput",
+        "Active Prefill Throughput",
+        "tokens/sec",
+        ConsoleGroup::Active,
+        2,
+    ),
+    sweep(
+        M::ActiveTotalThroughput,
+        "active_total_throughput",
+        "Active Total Throughput",
+        "tokens/sec",
+        ConsoleGroup::Active,
+        3,
+    ),
+    sweep(
+        M::ActiveDecodeThroughputPerUser,
+        "active_decode_throughput_per_user",
+        "Active Decode Throughput Per User",
+        "tokens/sec/user",
+        ConsoleGroup::Active,
+        4,
+    ),
+    sweep(
+        M::ActivePrefillThroughputPerUser,
+        "active_prefill_throughput_per_user",
+        "Active Prefill Throughput Per User",
+        "tokens/sec/user",
+        ConsoleGroup::Active,
+        5,
     ),
     // HTTP timing per request, in AIPerf's k6-style names: per-record values and summary
     // statistics, shown on the console only with --show-trace-timing.

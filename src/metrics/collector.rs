@@ -7,6 +7,7 @@ use super::CollectorOptions;
 use super::catalog::{CATALOG, METRIC_COUNT, MetricDef, MetricId, MetricKind};
 use super::goodput::Objective;
 use super::record_metrics::{RecordMetrics, RecordOptions};
+use super::sweep::{self, Span, WeightedStats};
 use crate::clock::Clock;
 use crate::record::{ErrorDetails, Phase, RequestRecord};
 use crate::stats::Stats;
@@ -19,6 +20,8 @@ pub enum MetricValue {
     Distribution(Stats),
     /// Aggregate and derived metrics: one number.
     Scalar(f64),
+    /// Sweep-line metrics: time-weighted statistics (already in the display unit).
+    TimeWeighted(WeightedStats),
 }
 
 #[derive(Debug, Clone)]
@@ -34,6 +37,7 @@ impl MetricResult {
         match &self.value {
             MetricValue::Distribution(s) => MetricValue::Distribution(s.scaled(self.def.scale)),
             MetricValue::Scalar(v) => MetricValue::Scalar(v / self.def.scale),
+            MetricValue::TimeWeighted(w) => MetricValue::TimeWeighted(*w),
         }
     }
 
@@ -42,8 +46,49 @@ impl MetricResult {
         match self.display() {
             MetricValue::Distribution(s) => s.avg,
             MetricValue::Scalar(v) => v,
+            MetricValue::TimeWeighted(w) => w.avg,
         }
     }
+}
+
+/// A request whose output length missed the one it asked for (`--osl`), beyond AIPerf's
+/// tolerance of min(5%, 50 tokens).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OslMismatch {
+    pub requested: u64,
+    pub received: f64,
+}
+
+impl OslMismatch {
+    /// AIPerf's wording: `got 106 tokens (requested 100, diff 6.0%)`.
+    pub fn describe(&self) -> String {
+        let diff = (self.received - self.requested as f64) / self.requested as f64 * 100.0;
+        format!(
+            "got {} tokens (requested {}, diff {diff:.1}%)",
+            self.received, self.requested
+        )
+    }
+}
+
+/// Share of the requested tokens a response may miss by (AIPerf's default 5%), capped
+/// at `OSL_MISMATCH_MAX_TOKENS`.
+const OSL_MISMATCH_PCT: f64 = 5.0;
+const OSL_MISMATCH_MAX_TOKENS: f64 = 50.0;
+/// Usage differences above this percentage count as a discrepancy (AIPerf's default).
+const USAGE_DIFF_PCT: f64 = 10.0;
+/// OSL mismatches kept as examples for the end-of-run summary.
+const OSL_EXAMPLES: usize = 5;
+
+/// What the sweep-line metrics need of one profiling request, wall-clock ns.
+#[derive(Debug, Clone)]
+struct Timeline {
+    start: u64,
+    generation_start: Option<u64>,
+    end: u64,
+    input_tokens: Option<f64>,
+    output_tokens: Option<f64>,
+    /// This request's inter-chunk gaps within the collected inter-chunk latencies.
+    gaps: std::ops::Range<usize>,
 }
 
 /// One row of the error summary: how many failed requests shared these details.
@@ -66,6 +111,10 @@ pub struct MetricsSummary {
     pub error_request_count: u64,
     /// Max response end minus min request start over profiling records (wall clock).
     pub benchmark_duration_ns: u64,
+    /// Requests whose output length missed `--osl` (`osl_mismatch_count`).
+    pub osl_mismatch_count: u64,
+    /// The first few of them, for the end-of-run summary.
+    pub osl_mismatch_examples: Vec<OslMismatch>,
 }
 
 impl MetricsSummary {
@@ -108,6 +157,12 @@ pub struct Collector {
     warned_usage_missing: bool,
     /// Records added after `skip_tokenizer`, written without token counts.
     untokenized: u64,
+    timelines: Vec<Timeline>,
+    osl_mismatch_count: u64,
+    osl_mismatch_examples: Vec<OslMismatch>,
+    usage_discrepancy_count: u64,
+    /// Some response carried usage differences to count (`usage_discrepancy_count`).
+    usage_compared: bool,
 }
 
 impl Collector {
@@ -141,6 +196,11 @@ impl Collector {
             record_lag_ns: Vec::new(),
             warned_usage_missing: false,
             untokenized: 0,
+            timelines: Vec::new(),
+            osl_mismatch_count: 0,
+            osl_mismatch_examples: Vec::new(),
+            usage_discrepancy_count: 0,
+            usage_compared: false,
         }
     }
 
@@ -220,9 +280,12 @@ impl Collector {
         for (id, v) in m.scalars() {
             self.values[id as usize].push(v);
         }
+        let icl = MetricId::InterChunkLatency as usize;
+        let gaps_from = self.values[icl].len();
         if let Some(gaps) = &m.inter_chunk_latency {
-            self.values[MetricId::InterChunkLatency as usize].extend_from_slice(gaps);
+            self.values[icl].extend_from_slice(gaps);
         }
+        self.count_mismatches(record, &m);
 
         // A response ends at its last content response (start + latency), as AIPerf's
         // max_response_timestamp; a failed request ends when it failed.
@@ -235,6 +298,18 @@ impl Collector {
                 .map_or(record.start_wall_ns, |t| t.min(record.start_wall_ns)),
         );
         self.max_end_wall_ns = Some(self.max_end_wall_ns.map_or(end_wall, |t| t.max(end_wall)));
+        self.timelines.push(Timeline {
+            start: record.start_wall_ns,
+            generation_start: m
+                .get(MetricId::TimeToFirstToken)
+                .map(|ttft| record.start_wall_ns + ttft as u64),
+            end: end_wall,
+            input_tokens: m
+                .get(MetricId::InputSequenceLength)
+                .filter(|_| record.is_valid()),
+            output_tokens: m.get(MetricId::OutputSequenceLength),
+            gaps: gaps_from..self.values[icl].len(),
+        });
 
         match &record.error {
             None => {
@@ -261,6 +336,67 @@ impl Collector {
         written
     }
 
+    /// OSL mismatches (AIPerf's `osl_mismatch_count`) and usage discrepancies
+    /// (`usage_discrepancy_count`) of one valid record.
+    fn count_mismatches(&mut self, record: &RequestRecord, m: &RecordMetrics) {
+        if let (Some(asked), Some(got)) = (
+            record.input.requested_output_tokens,
+            m.get(MetricId::OutputSequenceLength),
+        ) && asked > 0
+        {
+            let allowed = (asked as f64 * OSL_MISMATCH_PCT / 100.0).min(OSL_MISMATCH_MAX_TOKENS);
+            if (got - asked as f64).abs() > allowed {
+                self.osl_mismatch_count += 1;
+                if self.osl_mismatch_examples.len() < OSL_EXAMPLES {
+                    self.osl_mismatch_examples.push(OslMismatch {
+                        requested: asked,
+                        received: got,
+                    });
+                }
+            }
+        }
+        let prompt = m.get(MetricId::UsagePromptTokensDiffPct);
+        let completion = m.get(MetricId::UsageCompletionTokensDiffPct);
+        if let (Some(prompt), Some(completion)) = (prompt, completion) {
+            self.usage_compared = true;
+            let reasoning = m.get(MetricId::UsageReasoningTokensDiffPct).unwrap_or(0.0);
+            if prompt > USAGE_DIFF_PCT || completion > USAGE_DIFF_PCT || reasoning > USAGE_DIFF_PCT
+            {
+                self.usage_discrepancy_count += 1;
+            }
+        }
+    }
+
+    /// The sweep-line metrics over the benchmark window; before the statistics sort the
+    /// inter-chunk latencies the timelines point into.
+    fn sweep_results(&self) -> Vec<MetricResult> {
+        let (Some(first), Some(last)) = (self.min_start_wall_ns, self.max_end_wall_ns) else {
+            return Vec::new();
+        };
+        // Relative to the first start: f64 keeps ns exact there, not at epoch scale.
+        let rel = |t: u64| t.saturating_sub(first) as f64;
+        let gaps = &self.values[MetricId::InterChunkLatency as usize];
+        let spans: Vec<Span> = self
+            .timelines
+            .iter()
+            .map(|t| Span {
+                start: rel(t.start),
+                generation_start: t.generation_start.map(rel),
+                end: rel(t.end),
+                input_tokens: t.input_tokens,
+                output_tokens: t.output_tokens,
+                chunk_gaps: gaps[t.gaps.clone()].to_vec(),
+            })
+            .collect();
+        sweep::metrics(&spans, 0.0, rel(last))
+            .into_iter()
+            .map(|(id, stats)| MetricResult {
+                def: id.def(),
+                value: MetricValue::TimeWeighted(stats),
+            })
+            .collect()
+    }
+
     #[cfg(test)]
     /// Profiling records seen so far (valid and failed).
     pub fn completed(&self) -> u64 {
@@ -272,6 +408,8 @@ impl Collector {
         if let Some(out) = self.sink.take() {
             out.finish()?;
         }
+        let sweeps = self.sweep_results();
+        self.timelines = Vec::new();
         let mut results = Vec::new();
         let mut sums = [None::<f64>; METRIC_COUNT];
         for def in CATALOG.iter().filter(|d| d.kind == MetricKind::Record) {
@@ -335,12 +473,69 @@ impl Collector {
         scalar(MetricId::TotalErrorIsl, sum(MetricId::ErrorIsl));
         scalar(MetricId::TotalNumImages, sum(MetricId::NumImages));
 
+        // AIPerf 0.13's run-level additions.
+        let completed = self.request_count + self.error_count;
+        scalar(MetricId::CompletedRequestCount, Some(completed as f64));
+        scalar(
+            MetricId::RequestErrorRate,
+            (completed > 0).then(|| self.error_count as f64 * 100.0 / completed as f64),
+        );
+        // Counted when some request asked for an output length.
+        if sum(MetricId::OslMismatchDiffPct).is_some() {
+            scalar(
+                MetricId::OslMismatchCount,
+                Some(self.osl_mismatch_count as f64),
+            );
+        }
+        if self.usage_compared {
+            scalar(
+                MetricId::UsageDiscrepancyCount,
+                Some(self.usage_discrepancy_count as f64),
+            );
+        }
+        let total_isl = sum(MetricId::InputSequenceLength);
+        scalar(
+            MetricId::InputTokenThroughput,
+            total_isl.and_then(per_second),
+        );
+        let total_tokens = match (total_isl, total_osl) {
+            (None, None) => None,
+            (isl, osl) => Some(isl.unwrap_or(0.0) + osl.unwrap_or(0.0)),
+        };
+        scalar(
+            MetricId::TotalTokenThroughput,
+            total_tokens.and_then(per_second),
+        );
+        scalar(
+            MetricId::TotalUsagePromptTokens,
+            sum(MetricId::UsagePromptTokens),
+        );
+        scalar(
+            MetricId::TotalUsageCompletionTokens,
+            sum(MetricId::UsageCompletionTokens),
+        );
+        scalar(
+            MetricId::TotalUsageTotalTokens,
+            sum(MetricId::UsageTotalTokens),
+        );
+        if self.goodput_enabled {
+            let fraction = if completed > 0 {
+                self.good_count as f64 / completed as f64
+            } else {
+                0.0
+            };
+            scalar(MetricId::GoodRequestFraction, Some(fraction));
+        }
+        results.extend(sweeps);
+
         Ok(MetricsSummary {
             results,
             error_summary: self.errors,
             request_count: self.request_count,
             error_request_count: self.error_count,
             benchmark_duration_ns: duration_ns,
+            osl_mismatch_count: self.osl_mismatch_count,
+            osl_mismatch_examples: self.osl_mismatch_examples,
         })
     }
 }
@@ -387,15 +582,52 @@ mod tests {
     fn scalar(s: &MetricsSummary, tag: &str) -> f64 {
         match s.get(tag).unwrap_or_else(|| panic!("{tag} missing")).value {
             MetricValue::Scalar(v) => v,
-            MetricValue::Distribution(_) => panic!("{tag} is a distribution"),
+            _ => panic!("{tag} is not a single value"),
         }
     }
 
     fn dist(s: &MetricsSummary, tag: &str) -> Stats {
         match s.get(tag).unwrap_or_else(|| panic!("{tag} missing")).value {
             MetricValue::Distribution(d) => d,
-            MetricValue::Scalar(_) => panic!("{tag} is a scalar"),
+            _ => panic!("{tag} is not a distribution"),
         }
+    }
+
+    #[test]
+    fn aiperf_013_run_metrics() {
+        let mut c = collector("", None);
+        // A: asked for 4 tokens, got 4 over 40 ms. B: asked for 4, got 2 over 60 ms, 1 s later.
+        let mut a = streamed_record(&[21, 26, 31, 41]);
+        a.input.requested_output_tokens = Some(4);
+        c.add(&a).unwrap();
+        let mut b = streamed_record(&[31, 61]);
+        b.input.requested_output_tokens = Some(4);
+        b.start_wall_ns += 1_000_000_000;
+        c.add(&b).unwrap();
+        c.add(&failed(Some(500), "Internal Server Error", "x"))
+            .unwrap();
+        let s = c.finish().unwrap();
+
+        assert_eq!(scalar(&s, "completed_request_count"), 3.0);
+        assert!((scalar(&s, "request_error_rate") - 100.0 / 3.0).abs() < 1e-12);
+        // Only B missed its length by more than min(5% of 4, 50) tokens.
+        assert_eq!(scalar(&s, "osl_mismatch_count"), 1.0);
+        assert_eq!(s.osl_mismatch_count, 1);
+        assert_eq!(
+            s.osl_mismatch_examples[0].describe(),
+            "got 2 tokens (requested 4, diff -50.0%)"
+        );
+        assert_eq!(dist(&s, "osl_mismatch_diff_pct").min, -50.0);
+        assert!((scalar(&s, "input_token_throughput") - 1100.0 / 1.06).abs() < 1e-9);
+        assert!((scalar(&s, "total_token_throughput") - 1106.0 / 1.06).abs() < 1e-9);
+        // 40 + 60 ms busy of a 1.06 s window (the failure took no time).
+        let MetricValue::TimeWeighted(conc) = s.get("effective_concurrency").unwrap().value else {
+            panic!("effective_concurrency is not time-weighted");
+        };
+        assert!((conc.avg - 0.1 / 1.06).abs() < 1e-12, "{conc:?}");
+        assert_eq!((conc.min, conc.max, conc.p50), (0.0, 1.0, 0.0));
+        // No goodput objectives: no good_request_fraction.
+        assert!(s.get("good_request_fraction").is_none());
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod collector;
 mod goodput;
 mod http_trace;
 pub mod record_metrics;
+mod sweep;
 pub(crate) mod template_overhead;
 
 pub use catalog::{ConsoleGroup, MetricId};

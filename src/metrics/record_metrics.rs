@@ -173,6 +173,8 @@ impl RecordMetrics {
             }
         }
 
+        m.set_aiperf_013(record, &opts, (ttft, latency, isl, osl, reasoning), usage);
+
         m.set(MetricId::UsagePromptTokens, to_f(usage.prompt_tokens));
         m.set(
             MetricId::UsageCompletionTokens,
@@ -181,6 +183,83 @@ impl RecordMetrics {
         m.set(MetricId::UsageReasoningTokens, to_f(usage.reasoning_tokens));
         m.set(MetricId::UsageTotalTokens, to_f(usage.total_tokens));
         m
+    }
+}
+
+/// `abs(server - client) / client` in percent; `None` without both or with no client tokens.
+fn diff_pct(server: Option<u64>, client: Option<f64>) -> Option<f64> {
+    let client = client.filter(|&c| c > 0.0)?;
+    Some((server? as f64 - client).abs() / client * 100.0)
+}
+
+impl RecordMetrics {
+    /// The record metrics AIPerf 0.13 added: time to first output token, decode duration,
+    /// prefill and end-to-end throughput per user, OSL mismatch, usage differences and the
+    /// wait between the scheduled and the actual send.
+    fn set_aiperf_013(
+        &mut self,
+        record: &RequestRecord,
+        opts: &RecordOptions,
+        (ttft, latency, isl, osl, reasoning): (
+            Option<f64>,
+            f64,
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+        ),
+        usage: crate::record::Usage,
+    ) {
+        let start = record.start_perf_ns;
+        let streamed = opts.streaming && record.streamed;
+        // The first response with answer text (reasoning-only chunks come before it).
+        let ttfo = record
+            .responses
+            .iter()
+            .find(|r| !r.text.is_empty())
+            .filter(|_| streamed)
+            .map(|r| r.perf_ns.saturating_sub(start) as f64);
+        self.set(MetricId::TimeToFirstOutputToken, ttfo);
+        if let Some(ttft) = ttft {
+            self.set(MetricId::DecodeDuration, Some(latency - ttft));
+            if ttft > 0.0 {
+                self.set(
+                    MetricId::PrefillThroughputPerUser,
+                    isl.map(|i| i / (ttft / 1e9)),
+                );
+            }
+        }
+        if latency > 0.0 {
+            self.set(
+                MetricId::E2eOutputTokenThroughput,
+                osl.map(|o| o / (latency / 1e9)),
+            );
+        }
+        if let (Some(asked), Some(got)) = (record.input.requested_output_tokens, osl)
+            && asked > 0
+        {
+            let asked = asked as f64;
+            self.set(
+                MetricId::OslMismatchDiffPct,
+                Some((got - asked) / asked * 100.0),
+            );
+        }
+        self.set(
+            MetricId::UsagePromptTokensDiffPct,
+            diff_pct(usage.prompt_tokens, isl),
+        );
+        self.set(
+            MetricId::UsageCompletionTokensDiffPct,
+            diff_pct(usage.completion_tokens, osl),
+        );
+        self.set(
+            MetricId::UsageReasoningTokensDiffPct,
+            diff_pct(usage.reasoning_tokens, reasoning),
+        );
+        // Time from when the load generator meant to send to the send itself.
+        self.set(
+            MetricId::CreditToStartLatency,
+            record.send_lag_ns().map(|lag| lag.max(0) as f64),
+        );
     }
 }
 
@@ -203,6 +282,7 @@ pub(crate) mod tests {
                 input_tokens: Some(550),
                 history_text: None,
                 num_images: 0,
+                requested_output_tokens: None,
                 timing: Default::default(),
             },
             x_request_id: "req-3".into(),

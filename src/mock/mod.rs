@@ -27,6 +27,16 @@ use anyhow::Context;
 /// text request beyond its text (108 prompt tokens for 100 text tokens).
 pub const DEFAULT_CHAT_TEMPLATE_TOKENS: u64 = 8;
 
+/// `--eos-ratio`: a share of `max_tokens` in (0, 1].
+fn eos_ratio(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r > 0.0 && r <= 1.0 => Ok(r),
+        _ => Err(format!(
+            "'{s}' is not a share of max_tokens; give a number above 0 and at most 1, e.g. 0.5"
+        )),
+    }
+}
+
 /// `aiperf mock-server` options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct MockServerArgs {
@@ -71,6 +81,11 @@ pub struct MockServerArgs {
     /// Largest prompt + output length accepted, as vLLM's --max-model-len.
     #[arg(long, default_value_t = 131_072)]
     pub max_model_len: u64,
+    /// Stop at a simulated end-of-sequence token after this share of `max_tokens` (rounded,
+    /// at least 1 and at least `min_tokens`), finishing with `stop`, unless the request sets
+    /// `ignore_eos`; 1 = always generate `max_tokens`.
+    #[arg(long, default_value_t = 1.0, value_parser = eos_ratio)]
+    pub eos_ratio: f64,
     /// Runtime worker threads for the standalone server (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,

@@ -57,6 +57,8 @@ pub struct GenerationParams {
     #[serde(default)]
     pub min_tokens: Option<u64>,
     #[serde(default)]
+    pub ignore_eos: Option<bool>,
+    #[serde(default)]
     pub stream: Option<bool>,
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
@@ -147,7 +149,8 @@ pub struct OutputPlan {
 pub enum FinishReason {
     /// The requested maximum was reached.
     Length,
-    /// No maximum was given; the mock stopped at its default length.
+    /// No maximum was given and the mock stopped at its default length, or its simulated
+    /// end-of-sequence token came first (`--eos-ratio`).
     Stop,
 }
 
@@ -273,6 +276,39 @@ impl GenerationParams {
     /// `clamp(prompt text tokens, 16, 256)`, raised to `min_tokens`, and finishes with `stop`.
     /// Errors are 400 messages worded like vLLM's.
     pub fn output_plan(
+        &self,
+        prompt: &PromptStats,
+        max_model_len: u64,
+    ) -> Result<OutputPlan, String> {
+        self.output_plan_with_eos(prompt, max_model_len, 1.0)
+    }
+
+    /// [`output_plan`](Self::output_plan) for a model that reaches its end-of-sequence token
+    /// after `eos_ratio` of `max_tokens` (rounded, at least 1 and `min_tokens`), unless the
+    /// request sets `ignore_eos`.
+    pub fn output_plan_with_eos(
+        &self,
+        prompt: &PromptStats,
+        max_model_len: u64,
+        eos_ratio: f64,
+    ) -> Result<OutputPlan, String> {
+        let mut plan = self.full_output_plan(prompt, max_model_len)?;
+        let stops_early = eos_ratio < 1.0 && !self.ignore_eos.unwrap_or(false);
+        if stops_early && plan.finish_reason == FinishReason::Length {
+            let at = ((plan.tokens as f64 * eos_ratio).round() as u64)
+                .max(1)
+                .max(self.min_tokens.unwrap_or(0));
+            if at < plan.tokens {
+                plan = OutputPlan {
+                    tokens: at,
+                    finish_reason: FinishReason::Stop,
+                };
+            }
+        }
+        Ok(plan)
+    }
+
+    fn full_output_plan(
         &self,
         prompt: &PromptStats,
         max_model_len: u64,
@@ -428,6 +464,12 @@ mod tests {
         assert_eq!(plan(r#"{"max_tokens":7,"min_tokens":7}"#, 50), length(7));
         assert!(plan(r#"{"max_tokens":7,"min_tokens":8}"#, 50).is_err());
         assert!(plan(r#"{"max_tokens":0}"#, 50).is_err());
+        // A model that stops at its EOS after 60% of max_tokens, unless told to ignore it.
+        let eos = |s: &str| params(s).output_plan_with_eos(&prompt(50), 100_000, 0.6);
+        assert_eq!(eos(r#"{"max_tokens":10}"#), stop(6));
+        assert_eq!(eos(r#"{"max_tokens":10,"ignore_eos":true}"#), length(10));
+        assert_eq!(eos(r#"{"max_tokens":10,"min_tokens":8}"#), stop(8));
+        assert_eq!(eos(r#"{"max_tokens":10,"min_tokens":10}"#), length(10));
         assert_eq!(plan("{}", 3), stop(16));
         assert_eq!(plan("{}", 50), stop(50));
         assert_eq!(plan("{}", 5000), stop(256));

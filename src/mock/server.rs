@@ -37,6 +37,8 @@ struct Shared {
     model: String,
     chat_costs: ChatCosts,
     max_model_len: u64,
+    /// Share of `max_tokens` after which the model "emits" its EOS (`--eos-ratio`).
+    eos_ratio: f64,
     clock: Clock,
     started_unix: u64,
     requests: AtomicU64,
@@ -77,6 +79,7 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
             template_tokens_per_message: args.chat_template_tokens,
         },
         max_model_len: args.max_model_len,
+        eos_ratio: args.eos_ratio,
         started_unix: clock.wall_ns(0) / 1_000_000_000,
         clock,
         requests: AtomicU64::new(0),
@@ -324,7 +327,8 @@ fn accept(
     generation: &GenerationParams,
     shared: &Shared,
 ) -> Result<Accepted, String> {
-    let output = generation.output_plan(&prompt, shared.max_model_len)?;
+    let output =
+        generation.output_plan_with_eos(&prompt, shared.max_model_len, shared.eos_ratio)?;
     Ok(Accepted {
         model: model.unwrap_or(&shared.model).to_owned(),
         prompt,

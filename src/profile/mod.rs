@@ -191,6 +191,9 @@ fn start_logging(cfg: &ProfileConfig) -> anyhow::Result<()> {
     ui::init_logging(cfg.verbose, Some(&log_file)).context("cannot create the log file")?;
     info!("Starting AIPerf (Rust) {}", env!("CARGO_PKG_VERSION"));
     cfg.warnings.iter().for_each(|w| warn!("{w}"));
+    if let Some(w) = report::osl_advisory(cfg) {
+        warn!("{w}");
+    }
     tracing::debug!("Resolved configuration: {}", report::input_config_json(cfg));
     if cfg.ui == UiType::Dashboard {
         warn!("The dashboard UI is not available yet; showing a progress bar instead");

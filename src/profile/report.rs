@@ -55,6 +55,18 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
     let summary = collector
         .finish()
         .context("cannot finish profile_export.jsonl")?;
+    if summary.osl_mismatch_count > 0 {
+        let examples: Vec<String> = summary
+            .osl_mismatch_examples
+            .iter()
+            .map(|m| m.describe())
+            .collect();
+        warn!(
+            "OSL mismatch: {} requests got a different output length than requested, e.g. {}",
+            summary.osl_mismatch_count,
+            examples.join("; ")
+        );
+    }
     let failed = summary.error_request_count;
     let finished = failed + summary.request_count;
     if failed > 0 && summary.request_count > 0 {
@@ -81,6 +93,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             start_wall_ns: ran.start_wall_ns,
             end_wall_ns: ran.end_wall_ns,
             was_cancelled: stop_reason.is_some(),
+            is_complete: stop_reason.is_none(),
             cli_command: redacted_command_line(argv, &cfg.secrets),
             input_config: input_config_json(cfg),
             random_seed: Some(cfg.random_seed),
@@ -150,67 +163,127 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
     })
 }
 
-/// The resolved configuration, secrets left out.
+/// Before the run: `--osl` asks for an output length, but a server stops at its
+/// end-of-sequence token unless told not to (`ignore_eos` or `min_tokens`).
+pub(super) fn osl_advisory(cfg: &ProfileConfig) -> Option<String> {
+    let osl = cfg.synthetic.osl_mean?;
+    let forced = ["ignore_eos", "min_tokens"]
+        .iter()
+        .any(|k| cfg.extra_inputs.contains_key(*k));
+    (!forced).then(|| {
+        format!(
+            "--osl {osl} sets max_tokens only: the server may stop earlier at an end-of-sequence token. \
+             Add --extra-inputs ignore_eos:true (vLLM, TensorRT-LLM, SGLang) or --extra-inputs min_tokens:{osl} \
+             to get the requested length"
+        )
+    })
+}
+
+/// The resolved configuration in AIPerf 0.13's layout (`models.items[]`, `endpoint.urls[]`,
+/// `datasets[]`, `phases[]`, `artifacts.dir`), secrets left out.
 pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
     let s = &cfg.synthetic;
-    json!({
-        "endpoint": {
-            "model_names": [cfg.model],
-            "type": cfg.endpoint_type.as_str(),
-            "url": cfg.request_uri.to_string(),
-            "streaming": cfg.streaming,
-            "timeout": cfg.request_timeout.as_secs_f64(),
-            "api_key": cfg.api_key.as_ref().map(|_| "***"),
-            "use_legacy_max_tokens": cfg.use_legacy_max_tokens,
-            "use_server_token_count": cfg.use_server_token_count,
-        },
-        "input": {
+    let headers: serde_json::Map<String, Value> = cfg
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            let shown = if is_secret_header(k.as_str()) {
+                "***"
+            } else {
+                v.to_str().unwrap_or("")
+            };
+            (k.as_str().to_string(), Value::String(shown.to_string()))
+        })
+        .collect();
+    let models: Vec<Value> = [&cfg.model].iter().map(|m| json!({"name": m})).collect();
+    let urls = [cfg.request_uri.to_string()];
+    let dataset = match &cfg.inputs.input_file {
+        Some((path, kind)) => json!({
+            "name": "main",
+            "type": "file",
+            "path": path.display().to_string(),
+            "format": kind.as_str(),
             "random_seed": cfg.random_seed,
-            "extra": cfg.extra_inputs,
-            "headers": cfg.headers.iter().map(|(k, v)| {
-                let shown = if is_secret_header(k.as_str()) { "***" } else { v.to_str().unwrap_or("") };
-                (k.as_str().to_string(), Value::String(shown.to_string()))
-            }).collect::<serde_json::Map<String, Value>>(),
-            "num_dataset_entries": s.num_entries,
-            "prompt": {
-                "input_tokens": {"mean": s.isl_mean, "stddev": s.isl_stddev},
-                "output_tokens": {"mean": s.osl_mean, "stddev": s.osl_stddev},
+        }),
+        None => json!({
+            "name": "main",
+            "type": "synthetic",
+            "entries": s.num_entries,
+            "random_seed": cfg.random_seed,
+            "prompts": {
+                "isl": {"mean": s.isl_mean, "stddev": s.isl_stddev},
+                "osl": {"mean": s.osl_mean, "stddev": s.osl_stddev},
             },
-            "image": {
+            "images": {
                 "width": {"mean": s.image_width_mean, "stddev": s.image_width_stddev},
                 "height": {"mean": s.image_height_mean, "stddev": s.image_height_stddev},
                 "batch_size": s.image_batch_size,
                 "format": format!("{:?}", s.image_format).to_lowercase(),
             },
-            "conversation": {
-                "num": cfg.load.sessions,
-                "turn": {"mean": s.turns.mean, "stddev": s.turns.stddev},
-                "turn_delay": {
-                    "mean": s.turns.delay_mean_ms,
-                    "stddev": s.turns.delay_stddev_ms,
-                    "ratio": s.turns.delay_ratio,
-                },
+            "turns": {"mean": s.turns.mean, "stddev": s.turns.stddev},
+            "turn_delay": {
+                "mean": s.turns.delay_mean_ms,
+                "stddev": s.turns.delay_stddev_ms,
+                "ratio": s.turns.delay_ratio,
             },
+        }),
+    };
+    let load = &cfg.load;
+    let profiling_type = if load.fixed_schedule {
+        "fixed_schedule"
+    } else if load.rate.is_some() {
+        "request_rate"
+    } else {
+        "concurrency"
+    };
+    let mut phases = Vec::new();
+    let warmup = &load.warmup;
+    if cfg.warmup_request_count > 0 || load.warmup_duration.is_some() || warmup.sessions.is_some() {
+        phases.push(json!({
+            "name": "warmup",
+            "kind": "warmup",
+            "type": if warmup.rate.is_some() { "request_rate" } else { "concurrency" },
+            "requests": (cfg.warmup_request_count > 0).then_some(cfg.warmup_request_count),
+            "sessions": warmup.sessions,
+            "duration": load.warmup_duration.map(|d| d.as_secs_f64()),
+            "grace_period": warmup.grace.map(|d| d.as_secs_f64()),
+            "concurrency": warmup.concurrency.unwrap_or(cfg.concurrency),
+            "rate": warmup.rate.map(|(r, _)| r),
+        }));
+    }
+    phases.push(json!({
+        "name": "profiling",
+        "kind": "profiling",
+        "type": profiling_type,
+        "dataset": "main",
+        "requests": cfg.request_count,
+        "sessions": load.sessions,
+        "concurrency": cfg.concurrency,
+        "rate": load.rate.map(|(r, _)| r),
+        "arrival_pattern": load.rate.map(|(_, p)| format!("{p:?}").to_lowercase()),
+        "duration": load.duration.map(|d| d.as_secs_f64()),
+        "grace_period": load.grace.map(|d| d.as_secs_f64()),
+        "cancellation_rate": load.cancellation.map(|c| c.share * 100.0),
+        "cancellation_delay": load.cancellation.map(|c| c.delay.as_secs_f64()),
+    }));
+    json!({
+        "models": {"items": models},
+        "endpoint": {
+            "urls": urls,
+            "type": cfg.endpoint_type.as_str(),
+            "streaming": cfg.streaming,
+            "timeout": cfg.request_timeout.as_secs_f64(),
+            "api_key": cfg.api_key.as_ref().map(|_| "***"),
+            "headers": headers,
+            "extra": cfg.extra_inputs,
+            "use_legacy_max_tokens": cfg.use_legacy_max_tokens,
+            "use_server_token_count": cfg.use_server_token_count,
         },
+        "datasets": [dataset],
+        "phases": phases,
         "tokenizer": {"name": cfg.tokenizer, "revision": cfg.tokenizer_revision},
-        "loadgen": {
-            "concurrency": cfg.concurrency,
-            "request_count": cfg.request_count,
-            "warmup_request_count": cfg.warmup_request_count,
-            "request_rate": cfg.load.rate.map(|(r, _)| r),
-            "arrival_pattern": cfg.load.rate.map(|(_, p)| format!("{p:?}").to_lowercase()),
-            "fixed_schedule": cfg.load.fixed_schedule,
-            "benchmark_duration": cfg.load.duration.map(|d| d.as_secs_f64()),
-            "benchmark_grace_period": cfg.load.grace.map(|d| d.as_secs_f64()),
-            "warmup_duration": cfg.load.warmup_duration.map(|d| d.as_secs_f64()),
-            "num_warmup_sessions": cfg.load.warmup.sessions,
-            "warmup_grace_period": cfg.load.warmup.grace.map(|d| d.as_secs_f64()),
-            "warmup_concurrency": cfg.load.warmup.concurrency,
-            "warmup_request_rate": cfg.load.warmup.rate.map(|(r, _)| r),
-            "request_cancellation_rate": cfg.load.cancellation.map(|c| c.share * 100.0),
-            "request_cancellation_delay": cfg.load.cancellation.map(|c| c.delay.as_secs_f64()),
-        },
-        "output": {"artifact_directory": cfg.artifact_dir.display().to_string()},
+        "artifacts": {"dir": cfg.artifact_dir.display().to_string()},
+        "random_seed": cfg.random_seed,
         "mock_server": cfg.mock_server,
     })
 }

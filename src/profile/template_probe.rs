@@ -255,6 +255,7 @@ mod tests {
                 body: bytes::Bytes::from(b.clone()),
                 input_tokens,
                 num_images: images,
+                max_output_tokens: None,
             })
             .collect();
         SendPlan::new(requests, bodies.len() as u64, 1)
