@@ -12,13 +12,14 @@ use crate::cli::ProfileArgs;
 use crate::dataset::InputOptions;
 use crate::dataset::{MAX_INPUT_TOKENS, SyntheticOptions};
 use crate::endpoint::EndpointType;
-use crate::ui::UiType;
+use crate::ui::{LogDetail, UiType};
 
 mod endpoint;
 mod enums;
 mod inputs;
 pub(crate) mod limits;
 mod load;
+mod logging;
 mod redact;
 
 use self::endpoint::*;
@@ -63,7 +64,8 @@ pub struct ProfileConfig {
     pub goodput: Option<String>,
     pub artifact_dir: PathBuf,
     pub ui: UiType,
-    pub verbose: bool,
+    /// Log level from --log-level, -v and -vv.
+    pub log_detail: LogDetail,
     /// The seed actually used (given, or drawn from entropy and recorded).
     pub random_seed: u64,
     /// Image source, input file and their options.
@@ -77,6 +79,8 @@ pub struct ProfileConfig {
     pub secrets: Vec<String>,
     /// Flags accepted but without effect, for the log once it is set up.
     pub warnings: Vec<String>,
+    /// Flags accepted that have no effect in this build (one info line each).
+    pub accepted_without_effect: Vec<String>,
 }
 
 /// What the run does about failures, interruption and a server that is not up yet.
@@ -85,10 +89,23 @@ pub struct FailureOptions {
     /// Poll the server until it answers, for at most this long (`None`: do not wait).
     pub wait_for_model: Option<Duration>,
     pub wait_for_model_interval: Duration,
+    /// What the wait waits for.
+    pub wait_for_model_mode: ReadinessProbe,
     /// Stop early when failed / finished exceeds this share.
     pub failed_request_threshold: Option<f64>,
     /// Time in-flight requests get after Ctrl-C or an early stop.
     pub grace_period: Duration,
+}
+
+/// `--wait-for-model-mode`: when the server counts as ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadinessProbe {
+    /// `GET /v1/models` answers 2xx and lists the model.
+    Models,
+    /// A one-token request succeeds.
+    Inference,
+    /// Models, then inference.
+    Both,
 }
 
 impl ProfileConfig {
@@ -253,7 +270,7 @@ impl ProfileConfig {
 
         let ui = match a.ui_type {
             Some(u) => u.into(),
-            None if a.verbose || is_terminal => UiType::Simple,
+            None if a.verbose || a.logging.extra_verbose || is_terminal => UiType::Simple,
             None => UiType::None,
         };
 
@@ -284,7 +301,8 @@ impl ProfileConfig {
             goodput: a.goodput.clone(),
             artifact_dir,
             ui,
-            verbose: a.verbose,
+            log_detail: logging::log_detail(a),
+            accepted_without_effect: logging::accepted_without_effect(a),
             random_seed,
             inputs: input_options(a)?,
 
