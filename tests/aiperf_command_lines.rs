@@ -416,3 +416,51 @@ fn a_typical_aiperf_command_line_runs_unchanged() {
         .count();
     assert_eq!(traced, 20, "{stderr}");
 }
+
+#[test]
+fn a_config_file_sets_flags_and_the_command_line_wins() {
+    let mock = MockChild::spawn(&["--fast"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let config = format!(
+        "schemaVersion: \"2.0\"\nbenchmark:\n  model: mock-model\n  endpoint: {{url: \"{}\", type: CHAT, streaming: true}}\n  dataset:\n    type: synthetic\n    prompts: {{isl: 8, osl: 4}}\n  phases: {{type: concurrency, concurrency: 2, requests: 6}}\n  artifacts: {{dir: from-file}}\n",
+        mock.url
+    );
+    std::fs::write(tmp.path().join("bench.yaml"), config).unwrap();
+    let out = run_aiperf_in(
+        tmp.path(),
+        &[
+            "profile",
+            "--config",
+            "bench.yaml",
+            "--tokenizer",
+            "builtin",
+            "--request-count",
+            "4",
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let json = common::read_json(&tmp.path().join("from-file/profile_export_aiperf.json"));
+    // requests: 6 in the file, 4 on the command line.
+    assert_eq!(json["request_count"]["avg"], 4.0, "{json}");
+    let jsonl = common::read_jsonl(&tmp.path().join("from-file/profile_export.jsonl"));
+    assert_eq!(jsonl.len(), 4);
+    // streaming: true in the file gives time to first token.
+    assert!(
+        json["time_to_first_token"]["avg"].as_f64().is_some(),
+        "{json}"
+    );
+
+    std::fs::write(
+        tmp.path().join("bad.yaml"),
+        "benchmark:\n  model: m\n  endpoint: {url: x, stream: true}\n",
+    )
+    .unwrap();
+    let out = run_aiperf_in(tmp.path(), &["profile", "-f", "bad.yaml"]);
+    let stderr = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--config bad.yaml: benchmark.endpoint.stream: unknown or unsupported key"),
+        "{stderr}"
+    );
+}

@@ -7,6 +7,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 pub mod collectors;
+mod config_file;
 pub mod logging;
 pub mod service;
 mod spellings;
@@ -37,7 +38,7 @@ impl Cli {
     {
         let mut cmd = Cli::command();
         cmd.build();
-        let argv = argv.into_iter().map(Into::into).collect();
+        let argv = with_config_file(&mut cmd, argv.into_iter().map(Into::into).collect())?;
         let argv: Vec<std::ffi::OsString> = spellings::normalize(&cmd, argv);
         let sub = argv
             .iter()
@@ -59,6 +60,54 @@ impl Cli {
         }
         Ok(cli)
     }
+}
+
+/// `profile -f FILE`: the file's settings as arguments right after `profile`, without those
+/// whose flag was typed (the command line wins).
+fn with_config_file(
+    cmd: &mut clap::Command,
+    argv: Vec<std::ffi::OsString>,
+) -> Result<Vec<std::ffi::OsString>, clap::Error> {
+    // A lenient first pass finds the file and what was typed, even with --model left to it.
+    let Ok(first) = Cli::command()
+        .ignore_errors(true)
+        .try_get_matches_from(argv.clone())
+    else {
+        return Ok(argv);
+    };
+    let Some(("profile", typed)) = first.subcommand() else {
+        return Ok(argv);
+    };
+    let Some(path) = typed.get_one::<PathBuf>("config") else {
+        return Ok(argv);
+    };
+    let file_args = config_file::arguments(path)
+        .map_err(|e| cmd.error(clap::error::ErrorKind::InvalidValue, e))?;
+    let profile = cmd
+        .find_subcommand("profile")
+        .expect("profile is a subcommand");
+    let on_command_line = |arg: &str| {
+        let long = arg.trim_start_matches('-').split('=').next().unwrap_or("");
+        profile
+            .get_arguments()
+            .find(|a| a.get_long() == Some(long))
+            .is_some_and(|a| {
+                typed.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
+            })
+    };
+    let at = argv
+        .iter()
+        .position(|a| a == "profile")
+        .expect("the profile subcommand was parsed");
+    let mut out = argv[..=at].to_vec();
+    out.extend(
+        file_args
+            .into_iter()
+            .filter(|a| !on_command_line(a))
+            .map(Into::into),
+    );
+    out.extend(argv[at + 1..].iter().cloned());
+    Ok(out)
 }
 
 /// An unknown `--flag` is most likely an AIPerf flag this build lacks: say so, instead of
@@ -280,6 +329,12 @@ pub struct ProfileArgs {
     /// How images of `assets` or a directory are picked (`noise` accepts only the default).
     #[arg(long, value_enum, default_value_t = ImageSampling::RandomWithReplacement, help_heading = "Image")]
     pub image_source_sampling: ImageSampling,
+
+    /// AIPerf's YAML config file (schema 2.0): model, endpoint, synthetic or file dataset,
+    /// warmup and profiling phases, artifacts dir and random seed. Flags typed on the command
+    /// line win over the file; any other key is refused with its path.
+    #[arg(short = 'f', long, value_name = "FILE", help_heading = "Input")]
+    pub config: Option<PathBuf>,
 
     /// A JSONL file (or, for random_pool, a directory) of requests; see --custom-dataset-type.
     #[arg(long, help_heading = "Input")]
