@@ -336,7 +336,7 @@ async fn wait_until_ready(
         let now = Instant::now();
         if now >= deadline {
             return Err(format!(
-                "the server at {} did not {what} within {:.1} s (last try: {last})",
+                "the server at {} was not ready within {:.1} s: it did not {what} (last try: {last})",
                 ctx.client.uri(),
                 started.elapsed().as_secs_f64()
             ));
