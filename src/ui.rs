@@ -114,9 +114,31 @@ impl FormatTime for WallTime {
     }
 }
 
+/// How much the log shows (AIPerf's --log-level, -v, -vv); `Trace` is the most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogDetail {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl LogDetail {
+    fn as_str(self) -> &'static str {
+        match self {
+            LogDetail::Trace => "trace",
+            LogDetail::Debug => "debug",
+            LogDetail::Info => "info",
+            LogDetail::Warn => "warn",
+            LogDetail::Error => "error",
+        }
+    }
+}
+
 /// Logs go to stderr and to `log_file`. `RUST_LOG` overrides the level.
-pub fn init_logging(verbose: bool, log_file: Option<&Path>) -> std::io::Result<()> {
-    let level = if verbose { "debug" } else { "info" };
+pub fn init_logging(detail: LogDetail, log_file: Option<&Path>) -> std::io::Result<()> {
+    let level = detail.as_str();
     let filter = || {
         EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| EnvFilter::new(format!("aiperf={level},warn")))

@@ -6,8 +6,15 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub mod collectors;
+mod config_file;
 pub mod dataset;
+pub mod logging;
 pub mod output;
+pub mod service;
+mod spellings;
+
+pub use logging::LogLevel;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -31,7 +38,18 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let matches = Cli::command().try_get_matches_from(argv)?;
+        let mut cmd = Cli::command();
+        cmd.build();
+        let argv = with_config_file(&mut cmd, argv.into_iter().map(Into::into).collect())?;
+        let argv: Vec<std::ffi::OsString> = spellings::normalize(&cmd, argv);
+        let sub = argv
+            .iter()
+            .filter_map(|a| a.to_str())
+            .find(|a| cmd.find_subcommand(a).is_some())
+            .map(str::to_string);
+        let matches = cmd
+            .try_get_matches_from_mut(argv)
+            .map_err(|e| not_supported(&mut cmd, sub.as_deref(), e))?;
         let mut cli = Cli::from_arg_matches(&matches)?;
         if let (Command::Profile(args), Some(("profile", m))) =
             (&mut cli.command, matches.subcommand())
@@ -43,6 +61,81 @@ impl Cli {
                 .collect();
         }
         Ok(cli)
+    }
+}
+
+/// `profile -f FILE`: the file's settings as arguments right after `profile`, without those
+/// whose flag was typed (the command line wins).
+fn with_config_file(
+    cmd: &mut clap::Command,
+    argv: Vec<std::ffi::OsString>,
+) -> Result<Vec<std::ffi::OsString>, clap::Error> {
+    // A lenient first pass finds the file and what was typed, even with --model left to it.
+    let Ok(first) = Cli::command()
+        .ignore_errors(true)
+        .try_get_matches_from(argv.clone())
+    else {
+        return Ok(argv);
+    };
+    let Some(("profile", typed)) = first.subcommand() else {
+        return Ok(argv);
+    };
+    let Some(path) = typed.get_one::<PathBuf>("config") else {
+        return Ok(argv);
+    };
+    let file_args = config_file::arguments(path)
+        .map_err(|e| cmd.error(clap::error::ErrorKind::InvalidValue, e))?;
+    let profile = cmd
+        .find_subcommand("profile")
+        .expect("profile is a subcommand");
+    let on_command_line = |arg: &str| {
+        let long = arg.trim_start_matches('-').split('=').next().unwrap_or("");
+        profile
+            .get_arguments()
+            .find(|a| a.get_long() == Some(long))
+            .is_some_and(|a| {
+                typed.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
+            })
+    };
+    let at = argv
+        .iter()
+        .position(|a| a == "profile")
+        .expect("the profile subcommand was parsed");
+    let mut out = argv[..=at].to_vec();
+    out.extend(
+        file_args
+            .into_iter()
+            .filter(|a| !on_command_line(a))
+            .map(Into::into),
+    );
+    out.extend(argv[at + 1..].iter().cloned());
+    Ok(out)
+}
+
+/// An unknown `--flag` is most likely an AIPerf flag this build lacks: say so, instead of
+/// clap's "unexpected argument". A negative number read as a flag (`--concurrency -1`) keeps
+/// clap's error, which `main` words itself.
+fn not_supported(cmd: &mut clap::Command, sub: Option<&str>, e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return e;
+    };
+    let flag = arg.split('=').next().unwrap_or(arg).to_string();
+    if !flag.starts_with('-') || flag.parse::<f64>().is_ok() {
+        return e;
+    }
+    let help = sub.map_or("aiperf --help".to_string(), |s| {
+        format!("aiperf {s} --help")
+    });
+    let msg = format!(
+        "{flag} is not supported by this build of aiperf; `{help}` lists the flags it takes"
+    );
+    match sub.and_then(|s| cmd.find_subcommand_mut(s)) {
+        Some(sub) => sub.error(ErrorKind::UnknownArgument, msg),
+        None => cmd.error(ErrorKind::UnknownArgument, msg),
     }
 }
 
@@ -152,6 +245,12 @@ pub struct ProfileArgs {
     #[arg(long, default_value = "main", help_heading = "Tokenizer")]
     pub tokenizer_revision: String,
 
+    /// Accepted for AIPerf command lines. This build never runs Python code from a
+    /// tokenizer repository: it loads only its tokenizer.json, so a tokenizer that exists
+    /// only as custom code cannot be used (give another --tokenizer, or `builtin`).
+    #[arg(long, help_heading = "Tokenizer")]
+    pub tokenizer_trust_remote_code: bool,
+
     // ----- Prompt -----
     /// Mean number of tokens in the synthetic prompt text.
     #[arg(long = "synthetic-input-tokens-mean", visible_aliases = ["prompt-input-tokens-mean", "isl"], default_value_t = 550, value_parser = whole_number, help_heading = "Prompt")]
@@ -237,6 +336,12 @@ pub struct ProfileArgs {
     #[arg(long, value_enum, default_value_t = ImageSampling::RandomWithReplacement, help_heading = "Image")]
     pub image_source_sampling: ImageSampling,
 
+    /// AIPerf's YAML config file (schema 2.0): model, endpoint, synthetic or file dataset,
+    /// warmup and profiling phases, artifacts dir and random seed. Flags typed on the command
+    /// line win over the file; any other key is refused with its path.
+    #[arg(short = 'f', long, value_name = "FILE", help_heading = "Input")]
+    pub config: Option<PathBuf>,
+
     /// A JSONL file (or, for random_pool, a directory) of requests; see --custom-dataset-type.
     #[arg(long, help_heading = "Input")]
     pub input_file: Option<PathBuf>,
@@ -261,6 +366,11 @@ pub struct ProfileArgs {
     /// Seconds between readiness polls of --wait-for-model-timeout.
     #[arg(long, default_value_t = 5.0, help_heading = "Failures")]
     pub wait_for_model_interval: f64,
+
+    /// What --wait-for-model-timeout waits for: `models` (GET /v1/models lists the model),
+    /// `inference` (a one-token request succeeds) or `both` (models, then inference).
+    #[arg(long, value_enum, default_value_t = WaitForModelMode::Inference, help_heading = "Failures")]
+    pub wait_for_model_mode: WaitForModelMode,
 
     /// Stop early and exit 1 when the share of failed requests exceeds this (0-1); checked
     /// once at least max(concurrency, 10) requests have finished. Without it a run exits 0
@@ -377,6 +487,15 @@ pub struct ProfileArgs {
     #[arg(long, value_enum, help_heading = "Warmup")]
     pub warmup_arrival_pattern: Option<ArrivalMode>,
 
+    #[command(flatten)]
+    pub logging: logging::LoggingArgs,
+
+    #[command(flatten)]
+    pub collectors: collectors::CollectorArgs,
+
+    #[command(flatten)]
+    pub service: service::ServiceArgs,
+
     /// The fields given on the command line (by field name), set by
     /// `Cli::parse_with_sources`.
     #[arg(skip)]
@@ -399,6 +518,20 @@ pub enum ArrivalMode {
     Poisson,
     /// Gamma gaps with shape --arrival-smoothness.
     Gamma,
+    /// No rate: closed-loop --concurrency (AIPerf's mode when only concurrency is given).
+    #[value(name = "concurrency_burst")]
+    ConcurrencyBurst,
+}
+
+/// `--wait-for-model-mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitForModelMode {
+    /// `GET /v1/models` answers 2xx and lists the model.
+    Models,
+    /// A one-token request to the endpoint succeeds.
+    Inference,
+    /// Models first, then inference.
+    Both,
 }
 
 /// `--image-format` values.

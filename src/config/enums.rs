@@ -1,5 +1,6 @@
 //! The command line's value enums, mapped to the stages' own types.
 
+use super::ReadinessProbe;
 use crate::cli::{self};
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::ImageSampling;
@@ -12,6 +13,16 @@ impl From<cli::EndpointType> for EndpointType {
         match v {
             cli::EndpointType::Chat => EndpointType::Chat,
             cli::EndpointType::Completions => EndpointType::Completions,
+        }
+    }
+}
+
+impl From<cli::WaitForModelMode> for ReadinessProbe {
+    fn from(v: cli::WaitForModelMode) -> Self {
+        match v {
+            cli::WaitForModelMode::Models => ReadinessProbe::Models,
+            cli::WaitForModelMode::Inference => ReadinessProbe::Inference,
+            cli::WaitForModelMode::Both => ReadinessProbe::Both,
         }
     }
 }

@@ -244,6 +244,7 @@ pub(super) fn check_failures_and_inputs(a: &ProfileArgs) -> Result<FailureOption
     Ok(FailureOptions {
         wait_for_model: (!wait.is_zero()).then_some(wait),
         wait_for_model_interval: interval,
+        wait_for_model_mode: a.wait_for_model_mode.into(),
         failed_request_threshold: a.failed_request_threshold,
         grace_period: grace,
     })
@@ -321,6 +322,9 @@ pub(super) fn unused_flag_warnings(a: &ProfileArgs, turns: &TurnOptions) -> Vec<
     let mut out = Vec::new();
     if a.typed("wait_for_model_interval") && a.wait_for_model_timeout == 0.0 {
         out.push("--wait-for-model-interval is ignored: it is the poll interval of --wait-for-model-timeout, which is not set".to_string());
+    }
+    if a.typed("wait_for_model_mode") && a.wait_for_model_timeout == 0.0 {
+        out.push("--wait-for-model-mode is ignored: it says what --wait-for-model-timeout waits for, which is not set".to_string());
     }
     if a.input_file.is_some() {
         let synthetic = [

@@ -29,6 +29,9 @@ pub(super) fn python_float(v: f64) -> String {
     }
 }
 
+const CONCURRENCY_BURST_WITH_RATE: &str = "--request-rate-mode concurrency_burst is closed-loop \
+--concurrency and cannot pace --request-rate; drop the mode, or pick constant, poisson or gamma";
+
 /// Load mode, stop-condition, warmup-duration and cancellation flags.
 pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
     let rate = match a.request_rate {
@@ -56,8 +59,18 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
         }
         (ArrivalMode::Constant, None) => ArrivalPattern::Constant,
         (ArrivalMode::Poisson, None) => ArrivalPattern::Poisson,
+        (ArrivalMode::ConcurrencyBurst, None) if rate.is_some() => {
+            return Err(bad(CONCURRENCY_BURST_WITH_RATE));
+        }
+        // Closed-loop concurrency: no arrival pattern is drawn.
+        (ArrivalMode::ConcurrencyBurst, None) => ArrivalPattern::Poisson,
     };
-    if rate.is_none() && a.request_rate_mode != ArrivalMode::Poisson {
+    if rate.is_none()
+        && !matches!(
+            a.request_rate_mode,
+            ArrivalMode::Poisson | ArrivalMode::ConcurrencyBurst
+        )
+    {
         return Err(bad(
             "--request-rate-mode needs --request-rate: give a rate, or drop the mode",
         ));
@@ -235,7 +248,11 @@ pub(super) fn check_warmup(
         Some(ArrivalMode::Gamma) => Some(ArrivalPattern::Gamma {
             shape: a.arrival_smoothness.unwrap_or(1.0),
         }),
-        None => None,
+        Some(ArrivalMode::ConcurrencyBurst) if warmup_rate.is_some() => {
+            return Err(bad(CONCURRENCY_BURST_WITH_RATE
+                .replace("--request-rate-mode", "--warmup-arrival-pattern")));
+        }
+        Some(ArrivalMode::ConcurrencyBurst) | None => None,
     };
     if pattern.is_some() && warmup_rate.is_none() {
         return Err(bad(

@@ -12,13 +12,14 @@ use crate::cli::ProfileArgs;
 use crate::dataset::InputOptions;
 use crate::dataset::{MAX_INPUT_TOKENS, SyntheticOptions};
 use crate::endpoint::EndpointType;
-use crate::ui::UiType;
+use crate::ui::{LogDetail, UiType};
 
 mod endpoint;
 mod enums;
 mod inputs;
 pub(crate) mod limits;
 mod load;
+mod logging;
 mod output;
 mod redact;
 
@@ -66,7 +67,8 @@ pub struct ProfileConfig {
     /// Which export files are written and their names.
     pub export: crate::export::Options,
     pub ui: UiType,
-    pub verbose: bool,
+    /// Log level from --log-level, -v and -vv.
+    pub log_detail: LogDetail,
     /// The seed actually used (given, or drawn from entropy and recorded).
     pub random_seed: u64,
     /// Image source, input file and their options.
@@ -80,6 +82,8 @@ pub struct ProfileConfig {
     pub secrets: Vec<String>,
     /// Flags accepted but without effect, for the log once it is set up.
     pub warnings: Vec<String>,
+    /// Flags accepted that have no effect in this build (one info line each).
+    pub accepted_without_effect: Vec<String>,
 }
 
 /// What the run does about failures, interruption and a server that is not up yet.
@@ -88,10 +92,23 @@ pub struct FailureOptions {
     /// Poll the server until it answers, for at most this long (`None`: do not wait).
     pub wait_for_model: Option<Duration>,
     pub wait_for_model_interval: Duration,
+    /// What the wait waits for.
+    pub wait_for_model_mode: ReadinessProbe,
     /// Stop early when failed / finished exceeds this share.
     pub failed_request_threshold: Option<f64>,
     /// Time in-flight requests get after Ctrl-C or an early stop.
     pub grace_period: Duration,
+}
+
+/// `--wait-for-model-mode`: when the server counts as ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadinessProbe {
+    /// `GET /v1/models` answers 2xx and lists the model.
+    Models,
+    /// A one-token request succeeds.
+    Inference,
+    /// Models, then inference.
+    Both,
 }
 
 impl ProfileConfig {
@@ -266,7 +283,7 @@ impl ProfileConfig {
 
         let ui = match a.ui_type {
             Some(u) => u.into(),
-            None if a.verbose || is_terminal => UiType::Simple,
+            None if a.verbose || a.logging.extra_verbose || is_terminal => UiType::Simple,
             None => UiType::None,
         };
 
@@ -298,7 +315,8 @@ impl ProfileConfig {
             artifact_dir,
             export: output::export_options(&a.output)?,
             ui,
-            verbose: a.verbose,
+            log_detail: logging::log_detail(a),
+            accepted_without_effect: logging::accepted_without_effect(a),
             random_seed,
             inputs: input_options(a)?,
 

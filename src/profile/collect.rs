@@ -75,6 +75,7 @@ impl Collection {
                             write_failed(&control, &e);
                         }
                         watch.observe(&record);
+                        trace_record(&record);
                         match record.phase {
                             Phase::Warmup => wb.inc(1),
                             Phase::Profiling => pb.inc(1),
@@ -111,6 +112,22 @@ impl Collection {
         }
         Ok(collector)
     }
+}
+
+/// One line per finished request at trace level (`-vv`, `--log-level trace`).
+fn trace_record(r: &RequestRecord) {
+    tracing::trace!(
+        "Request {} ({}): HTTP {}, {} response chunks, {:.3} ms{}",
+        r.x_request_id,
+        r.phase.as_str(),
+        r.status.map_or("-".to_string(), |s| s.to_string()),
+        r.responses.len(),
+        r.end_perf_ns.saturating_sub(r.start_perf_ns) as f64 / 1e6,
+        r.error.as_ref().map_or(String::new(), |e| format!(
+            ", error {}: {}",
+            e.kind, e.message
+        ))
+    );
 }
 
 /// The per-record file cannot be written: stop sending (the statistics still take every

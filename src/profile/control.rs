@@ -6,11 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use tracing::{error, info, warn};
+use bytes::Bytes;
+use tracing::{debug, error, info, warn};
 
 use super::Outcome;
+use crate::config::{ProfileConfig, ReadinessProbe};
+use crate::endpoint::EndpointType;
 use crate::load::LoadContext;
-use crate::record::{Phase, RequestRecord};
+use crate::record::{Phase, RequestInput, RequestRecord};
 use crate::transport::{CONNECTION_ERROR, HttpClient};
 
 /// Why a run stopped sending before its count was reached.
@@ -211,19 +214,65 @@ impl FailureWatch {
     }
 }
 
-/// `--wait-for-model-timeout`: `Ok(None)` once the server answers, `Ok(Some(Interrupted))`
-/// (or `Terminated`) when a signal came first, an error when it never answered.
+/// What `--wait-for-model-timeout` waits for, and for how long.
+pub(super) struct Readiness {
+    pub(super) probe: ReadinessProbe,
+    pub(super) limit: Duration,
+    pub(super) interval: Duration,
+    /// The model `/v1/models` must list.
+    pub(super) model: String,
+    /// The one-token request of the inference probe.
+    pub(super) request: Bytes,
+}
+
+impl Readiness {
+    pub(super) fn of(cfg: &ProfileConfig, limit: Duration) -> Readiness {
+        Readiness {
+            probe: cfg.failures.wait_for_model_mode,
+            limit,
+            interval: cfg.failures.wait_for_model_interval,
+            model: cfg.model.clone(),
+            request: readiness_request(cfg),
+        }
+    }
+}
+
+/// A canned request for one token: a short user message (chat) or prompt (completions).
+fn readiness_request(cfg: &ProfileConfig) -> Bytes {
+    let body = match cfg.endpoint_type {
+        EndpointType::Chat => {
+            let max = if cfg.use_legacy_max_tokens {
+                "max_tokens"
+            } else {
+                "max_completion_tokens"
+            };
+            serde_json::json!({
+                "model": cfg.model,
+                "messages": [{"role": "user", "content": "Hello"}],
+                max: 1,
+            })
+        }
+        EndpointType::Completions => serde_json::json!({
+            "model": cfg.model,
+            "prompt": "Hello",
+            "max_tokens": 1,
+        }),
+    };
+    Bytes::from(body.to_string())
+}
+
+/// Sent as `X-Request-ID` by the inference readiness probe.
+const READINESS_REQUEST_ID: &str = "aiperf-readiness-probe";
+
+/// Waits until the server is ready (`--wait-for-model-timeout`): `None` to go on, or the
+/// outcome when a signal came first; an error when it never became ready.
 pub(super) fn wait_for_server(
     control: &RunControl,
-    limit: Duration,
-    interval: Duration,
+    readiness: &Readiness,
 ) -> anyhow::Result<Option<Outcome>> {
-    let ready = control.handle.block_on(wait_for_model(
-        &control.ctx.client,
-        limit,
-        interval,
-        control,
-    ));
+    let ready = control
+        .handle
+        .block_on(wait_until_ready(&control.ctx, readiness, control));
     match ready {
         Ok(()) => Ok(None),
         Err(_) if control.reason() == Some(StopReason::Interrupted) => {
@@ -236,57 +285,118 @@ pub(super) fn wait_for_server(
         }
         Err(why) => Err(anyhow::anyhow!(
             "--wait-for-model-timeout {}: {why}; nothing was sent",
-            limit.as_secs_f64()
+            readiness.limit.as_secs_f64()
         )),
     }
 }
 
-/// Polls `/v1/models` until the server answers (2xx, or 404/405 from a server without that
-/// route), at most `limit`. The error says what the last poll got.
-async fn wait_for_model(
-    client: &HttpClient,
-    limit: Duration,
-    interval: Duration,
+/// Probes the server every `interval` until it passes `readiness.probe`, at most `limit`.
+/// The error says what the last probe got.
+async fn wait_until_ready(
+    ctx: &LoadContext,
+    readiness: &Readiness,
     control: &RunControl,
 ) -> Result<(), String> {
-    let models_uri = client.models_uri();
-    let uri = &models_uri;
+    let what = match readiness.probe {
+        ReadinessProbe::Models => "list the model at /v1/models",
+        ReadinessProbe::Inference => "answer a one-token request",
+        ReadinessProbe::Both => "list the model at /v1/models and answer a one-token request",
+    };
     info!(
-        "Waiting up to {:.1} s for the server to answer at {uri}",
-        limit.as_secs_f64()
+        "Waiting up to {:.1} s for the server to {what}",
+        readiness.limit.as_secs_f64()
     );
     let started = Instant::now();
-    let deadline = started + limit;
+    let deadline = started + readiness.limit;
     loop {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let last = match client
-            .probe(
-                models_uri.clone(),
-                remaining.max(Duration::from_millis(100)),
-            )
-            .await
-        {
-            Ok(status) if (200..300).contains(&status) || status == 404 || status == 405 => {
+        let remaining = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(100));
+        let mut result = Ok(());
+        if readiness.probe != ReadinessProbe::Inference {
+            result = model_listed(&ctx.client, &readiness.model, remaining).await;
+        }
+        if result.is_ok() && readiness.probe != ReadinessProbe::Models {
+            result = one_token(ctx, &readiness.request, remaining).await;
+        }
+        let last = match result {
+            Ok(()) => {
                 info!(
-                    "Server ready after {:.1} s (HTTP {status})",
+                    "Server ready after {:.1} s",
                     started.elapsed().as_secs_f64()
                 );
                 return Ok(());
             }
-            Ok(status) => format!("it answered HTTP {status}"),
-            Err(e) => e,
+            Err(last) => last,
         };
+        debug!("Server not ready yet: {last}");
         if control.reason().is_some() {
             return Err("interrupted".into());
         }
         let now = Instant::now();
         if now >= deadline {
             return Err(format!(
-                "the server at {uri} was not ready after {:.1} s (last try: {last})",
+                "the server at {} was not ready within {:.1} s: it did not {what} (last try: {last})",
+                ctx.client.uri(),
                 started.elapsed().as_secs_f64()
             ));
         }
-        tokio::time::sleep(interval.min(deadline - now)).await;
+        tokio::time::sleep(readiness.interval.min(deadline - now)).await;
+    }
+}
+
+/// `GET /v1/models` answers 2xx with `model` among its `data[].id`.
+async fn model_listed(client: &HttpClient, model: &str, timeout: Duration) -> Result<(), String> {
+    let uri = client.models_uri();
+    let (status, body) = client.probe(uri.clone(), timeout).await?;
+    if !(200..300).contains(&status) {
+        return Err(format!("GET {uri} answered HTTP {status}"));
+    }
+    let listed: Vec<String> = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| {
+            v.get("data")?.as_array().map(|models| {
+                models
+                    .iter()
+                    .filter_map(|m| m.get("id")?.as_str().map(str::to_string))
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
+    if listed.iter().any(|id| id == model) {
+        Ok(())
+    } else {
+        Err(format!(
+            "GET {uri} does not list {model} (it lists: {})",
+            listed.join(", ")
+        ))
+    }
+}
+
+/// The canned one-token request succeeds.
+async fn one_token(ctx: &LoadContext, request: &Bytes, timeout: Duration) -> Result<(), String> {
+    let input = RequestInput {
+        correlation_id: READINESS_REQUEST_ID.into(),
+        ..RequestInput::default()
+    };
+    let exchange = ctx.client.exchange(
+        &ctx.clock,
+        Phase::Warmup,
+        input,
+        READINESS_REQUEST_ID.into(),
+        request.clone(),
+    );
+    let record = tokio::time::timeout(timeout, exchange)
+        .await
+        .map_err(|_| format!("no answer within {:.1} s", timeout.as_secs_f64()))?;
+    match &record.error {
+        None => Ok(()),
+        Some(e) => Err(format!(
+            "a one-token request failed: {}{}: {}",
+            e.code.map_or(String::new(), |c| format!("{c} ")),
+            e.kind,
+            e.message
+        )),
     }
 }
 

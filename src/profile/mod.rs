@@ -93,7 +93,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
     );
     if let Some(limit) = cfg.failures.wait_for_model
         && let Some(outcome) =
-            control::wait_for_server(&control, limit, cfg.failures.wait_for_model_interval)?
+            control::wait_for_server(&control, &control::Readiness::of(&cfg, limit))?
     {
         return Ok(outcome);
     }
@@ -188,12 +188,15 @@ fn start_logging(cfg: &ProfileConfig) -> anyhow::Result<()> {
             )
         },
     )?;
-    ui::init_logging(cfg.verbose, Some(&log_file)).context("cannot create the log file")?;
+    ui::init_logging(cfg.log_detail, Some(&log_file)).context("cannot create the log file")?;
     info!("Starting AIPerf (Rust) {}", env!("CARGO_PKG_VERSION"));
     cfg.warnings.iter().for_each(|w| warn!("{w}"));
     if let Some(w) = report::osl_advisory(cfg) {
         warn!("{w}");
     }
+    cfg.accepted_without_effect
+        .iter()
+        .for_each(|l| info!("{l}"));
     tracing::debug!("Resolved configuration: {}", report::input_config_json(cfg));
     if cfg.ui == UiType::Dashboard {
         warn!("The dashboard UI is not available yet; showing a progress bar instead");

@@ -180,9 +180,9 @@ impl HttpClient {
         });
     }
 
-    /// `GET uri` with the run's headers (so an API key is sent): the status, or why no
-    /// response came. Used to wait for the server before the run.
-    pub async fn probe(&self, uri: Uri, timeout: Duration) -> Result<u16, String> {
+    /// `GET uri` with the run's headers (so an API key is sent): the status and body, or why
+    /// no response came. Used to wait for the server before the run.
+    pub async fn probe(&self, uri: Uri, timeout: Duration) -> Result<(u16, Bytes), String> {
         let mut request = Request::get(uri)
             .body(RequestBody::plain(Bytes::new()))
             .map_err(|e| e.to_string())?;
@@ -199,8 +199,8 @@ impl HttpClient {
                 // Read the body so the connection goes back to the pool.
                 let mut body = resp.into_body();
                 let limit = self.max_response_bytes;
-                let _ = tokio::time::timeout(timeout, collect_body(&mut body, limit)).await;
-                Ok(status)
+                let body = tokio::time::timeout(timeout, collect_body(&mut body, limit)).await;
+                Ok((status, body.ok().and_then(Result::ok).unwrap_or_default()))
             }
         }
     }
