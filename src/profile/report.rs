@@ -11,10 +11,12 @@ use super::Outcome;
 use super::control::StopReason;
 use super::phases::Ran;
 use crate::config::{ProfileConfig, is_secret_header, redacted_command_line};
+use crate::endpoint::ModelSelection;
 use crate::export::{self, RunInfo};
 use crate::load::SendPlan;
 use crate::metrics::Collector;
 use crate::overhead::OverheadReport;
+use crate::transport::ConnectionReuse;
 
 /// Everything the exports need from the run.
 pub(super) struct Finished<'a> {
@@ -140,9 +142,20 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
     let s = &cfg.synthetic;
     json!({
         "endpoint": {
-            "model_names": [cfg.model],
+            "model_names": cfg.models,
+            "model_selection_strategy": match cfg.model_selection {
+                ModelSelection::RoundRobin => "round_robin",
+                ModelSelection::Random => "random",
+            },
             "type": cfg.endpoint_type.as_str(),
             "url": cfg.request_uri.to_string(),
+            "urls": cfg.request_uris.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
+            "url_selection_strategy": "round_robin",
+            "connection_reuse_strategy": match cfg.connection_reuse {
+                ConnectionReuse::Pooled => "pooled",
+                ConnectionReuse::Never => "never",
+                ConnectionReuse::StickySessions => "sticky-user-sessions",
+            },
             "streaming": cfg.streaming,
             "timeout": cfg.request_timeout.as_secs_f64(),
             "api_key": cfg.api_key.as_ref().map(|_| "***"),
