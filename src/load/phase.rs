@@ -320,8 +320,8 @@ impl PhaseRun {
         let script = &plan.scripts[entry];
         let first_req = &plan.requests[entry];
         // Sticky sessions: every turn on the conversation's own connection.
-        let own_client = ctx.client.for_session();
-        let client = own_client.as_ref().unwrap_or(&ctx.client);
+        let own_client = SessionClient(ctx.client.for_session());
+        let client = own_client.0.as_ref().unwrap_or(&ctx.client);
         let correlation_id = plan.correlation_id(session);
         let input = RequestInput {
             session_num: if plan.is_multi_turn() { session } else { first },
@@ -386,6 +386,18 @@ impl PhaseRun {
             replies.push(reply);
         }
         true
+    }
+}
+
+/// A sticky session's own client, ended (its waiting connects failed) however the
+/// conversation ends.
+struct SessionClient(Option<HttpClient>);
+
+impl Drop for SessionClient {
+    fn drop(&mut self) {
+        if let Some(c) = &self.0 {
+            c.end_session();
+        }
     }
 }
 

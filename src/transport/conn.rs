@@ -17,6 +17,7 @@ use std::future::Future;
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::Uri;
@@ -24,6 +25,7 @@ use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_rustls::MaybeHttpsStream;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 type Inner = hyper_rustls::HttpsConnector<HttpConnector>;
 type Stream = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
@@ -58,9 +60,12 @@ pub fn is_unsent(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// The HTTPS-or-HTTP connector, its connections wrapped in `Watched`.
+/// The HTTPS-or-HTTP connector, its connections wrapped in `Watched`. With a one-permit
+/// semaphore (a sticky session), a new connection waits until the previous one is gone: the
+/// pool then hands the session its own connection back instead of racing a second one
+/// against the first one's return. Closing the semaphore fails such waiting connects.
 #[derive(Clone)]
-pub struct WatchedConnector(pub Inner);
+pub struct WatchedConnector(pub Inner, pub Option<Arc<Semaphore>>);
 
 impl tower_service::Service<Uri> for WatchedConnector {
     type Response = Watched;
@@ -73,9 +78,17 @@ impl tower_service::Service<Uri> for WatchedConnector {
 
     fn call(&mut self, uri: Uri) -> Self::Future {
         let connecting = self.0.call(uri);
+        let one = self.1.clone();
         Box::pin(async move {
+            let only = match one {
+                Some(s) => Some(s.acquire_owned().await.map_err(|_| {
+                    io::Error::other("the sticky session is over; no new connection")
+                })?),
+                None => None,
+            };
             let stream = connecting.await?;
             Ok(Watched {
+                _only: only,
                 stream,
                 read_since_write: false,
                 reused: false,
@@ -87,6 +100,8 @@ impl tower_service::Service<Uri> for WatchedConnector {
 
 /// One connection, tracking where it is in the request/response cycle of HTTP/1.1.
 pub struct Watched {
+    /// Held while the connection lives (see `WatchedConnector`).
+    _only: Option<OwnedSemaphorePermit>,
     stream: Stream,
     /// Response bytes arrived since the last write: the next write starts a new request.
     read_since_write: bool,

@@ -138,7 +138,7 @@ impl HttpClient {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
-        let connector = WatchedConnector(connector);
+        let connector = WatchedConnector(connector, None);
         // hyper-util's own retry of unsent requests stays off: it would not be counted.
         let client = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(usize::MAX)
@@ -230,16 +230,28 @@ impl HttpClient {
         if self.reuse != ConnectionReuse::StickySessions {
             return None;
         }
+        let one = Arc::new(tokio::sync::Semaphore::new(1));
         let client = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(1)
             .pool_idle_timeout(Duration::from_secs(90))
             .retry_canceled_requests(false)
-            .build(self.connector.clone());
+            .build(WatchedConnector(
+                self.connector.0.clone(),
+                Some(one.clone()),
+            ));
         Some(HttpClient {
             client,
+            connector: WatchedConnector(self.connector.0.clone(), Some(one)),
             pinned: Some(self.servers.pick()),
             ..self.clone()
         })
+    }
+
+    /// Ends a sticky session: connects still waiting for its connection fail at once.
+    pub fn end_session(&self) {
+        if let Some(one) = &self.connector.1 {
+            one.close();
+        }
     }
 
     /// The server of the next request: the session's, or the next in turn.
