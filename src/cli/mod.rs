@@ -15,6 +15,7 @@ pub mod service;
 mod spellings;
 
 pub use logging::LogLevel;
+pub mod load;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -168,7 +169,8 @@ pub enum UiType {
 #[derive(Debug, Clone, Args)]
 pub struct ProfileArgs {
     // ----- Endpoint -----
-    /// Model name(s) to send in each request (comma-separated list allowed; the first is used).
+    /// Model name(s) to send (repeat or comma-separate for several; see
+    /// --model-selection-strategy).
     #[arg(short = 'm', long = "model-names", visible_aliases = ["model"], value_delimiter = ',', num_args = 1.., required = true, help_heading = "Endpoint")]
     pub model_names: Vec<String>,
 
@@ -180,14 +182,16 @@ pub struct ProfileArgs {
     #[arg(long = "custom-endpoint", visible_aliases = ["endpoint"], help_heading = "Endpoint")]
     pub custom_endpoint: Option<String>,
 
-    /// Server URL; `http://` is added when no scheme is given.
+    /// Server URL; `http://` is added when no scheme is given. Repeat it (or give a comma
+    /// list) to spread requests over several servers (see --url-strategy).
     #[arg(
         short = 'u',
         long,
         default_value = "localhost:8000",
+        value_delimiter = ',',
         help_heading = "Endpoint"
     )]
-    pub url: String,
+    pub url: Vec<String>,
 
     /// Ask for streamed responses (needed for TTFT, ITL and inter-chunk latency).
     #[arg(long, help_heading = "Endpoint")]
@@ -495,6 +499,9 @@ pub struct ProfileArgs {
 
     #[command(flatten)]
     pub service: service::ServiceArgs,
+    /// Several servers and models, connection reuse, session header, trace knobs.
+    #[command(flatten)]
+    pub load: load::LoadArgs,
 
     /// The fields given on the command line (by field name), set by
     /// `Cli::parse_with_sources`.

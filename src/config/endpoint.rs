@@ -275,3 +275,53 @@ pub(super) fn parse_extra_inputs(items: &[String]) -> Result<Map<String, Value>,
     }
     Ok(out)
 }
+
+/// Every `--url`, each with the endpoint path, credentials taken out. Several servers must
+/// share one set of credentials (they travel as one Authorization header).
+pub(super) fn build_request_uris(
+    urls: &[String],
+    custom_endpoint: Option<&str>,
+    endpoint: EndpointType,
+) -> Result<(Vec<Uri>, Option<UserInfo>), ConfigError> {
+    let mut uris = Vec::with_capacity(urls.len());
+    let mut first_info: Option<UserInfo> = None;
+    for (i, url) in urls.iter().enumerate() {
+        let uri = build_request_uri(url, custom_endpoint, endpoint)?;
+        let (uri, info) = split_userinfo(uri)?;
+        if i == 0 {
+            first_info = info;
+        } else if info.as_ref().map(|u| &u.raw) != first_info.as_ref().map(|u| &u.raw) {
+            return Err(bad(
+                "--url: the servers' URLs carry different user names or passwords; give the same credentials in every URL (or none, and use --api-key or -H Authorization)",
+            ));
+        }
+        uris.push(uri);
+    }
+    if uris.is_empty() {
+        return Err(bad(
+            "--url: no server given; give e.g. --url localhost:8000",
+        ));
+    }
+    Ok((uris, first_info))
+}
+
+/// `--session-header` as a header name, and `--request-content-type`, which must be JSON for
+/// the chat and completions endpoints (their bodies are JSON documents).
+pub(super) fn check_session_header_and_content_type(
+    session_header: &str,
+    content_type: &str,
+    endpoint: EndpointType,
+) -> Result<HeaderName, ConfigError> {
+    let name = HeaderName::from_bytes(session_header.trim().as_bytes()).map_err(|_| {
+        bad(format!(
+            "--session-header: '{session_header}' is not a valid header name; give e.g. X-Correlation-ID"
+        ))
+    })?;
+    if !content_type.trim().eq_ignore_ascii_case("application/json") {
+        return Err(bad(format!(
+            "--request-content-type: '{content_type}' cannot be used with --endpoint-type {}: its requests are JSON bodies; use application/json (multipart/form-data is for image-edit endpoints only)",
+            endpoint.as_str()
+        )));
+    }
+    Ok(name)
+}

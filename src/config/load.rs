@@ -1,9 +1,11 @@
 //! Load-mode, stop-condition, warmup and cancellation flags, into `load::LoadOptions`.
 
-use crate::cli::{ArrivalMode, ProfileArgs};
+use crate::cli::{self, ArrivalMode, ProfileArgs};
 use crate::config::limits::{self as limits, Zero};
+use crate::endpoint::ModelSelection;
 use crate::load::schedule::ArrivalPattern;
-use crate::load::{Cancellation, ScheduleWindow};
+use crate::load::{Cancellation, Ramps, ScheduleWindow};
+use crate::transport::ConnectionReuse;
 
 use super::*;
 
@@ -92,11 +94,15 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             "--fixed-schedule-auto-offset and --fixed-schedule-start-offset both set where the schedule starts; give one",
         ));
     }
-    // AIPerf's rule: a timestamp on the first record of the input file means a replay.
+    check_trace_flags(a)?;
+    // AIPerf's rule: a timestamp on the first record of the input file means a replay,
+    // unless --no-fixed-schedule (or --ignore-trace-delays) keeps the chosen load mode.
+    let keep_mode = a.load.no_fixed_schedule || a.load.ignore_trace_delays;
     let fixed_schedule = a.fixed_schedule
-        || a.input_file
-            .as_deref()
-            .is_some_and(first_record_has_timestamp);
+        || (!keep_mode
+            && a.input_file
+                .as_deref()
+                .is_some_and(first_record_has_timestamp));
     let why = if a.fixed_schedule {
         "--fixed-schedule"
     } else {
@@ -207,6 +213,8 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
         cancellation,
         sessions: a.conversation_num,
         warmup,
+        ignore_trace_delays: a.load.ignore_trace_delays,
+        ramps: check_ramps(a, rate.is_some())?,
     })
 }
 
@@ -293,4 +301,120 @@ pub(super) fn check_schedule_flags_used(
         ))),
         _ => Ok(()),
     }
+}
+
+/// Servers, models, connection use and the session header, checked.
+pub(super) struct ServerOptions {
+    pub(super) models: Vec<String>,
+    pub(super) model_selection: ModelSelection,
+    pub(super) connection_reuse: ConnectionReuse,
+    pub(super) session_header: http::HeaderName,
+}
+
+/// `--model` (several), `--model-selection-strategy`, `--connection-reuse-strategy`,
+/// `--session-header` and `--request-content-type`.
+pub(super) fn check_servers_and_models(
+    a: &ProfileArgs,
+    endpoint: crate::endpoint::EndpointType,
+) -> Result<ServerOptions, ConfigError> {
+    let l = &a.load;
+    let models: Vec<String> = a
+        .model_names
+        .iter()
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    if models.len() < 2 && a.typed("model_selection_strategy") {
+        return Err(bad(
+            "--model-selection-strategy picks among several models; give two or more with --model a,b (or -m a -m b), or drop it",
+        ));
+    }
+    let session_header = check_session_header_and_content_type(
+        &l.session_header,
+        &l.request_content_type,
+        endpoint,
+    )?;
+    Ok(ServerOptions {
+        models,
+        model_selection: match l.model_selection_strategy {
+            cli::load::ModelSelection::RoundRobin => ModelSelection::RoundRobin,
+            cli::load::ModelSelection::Random => ModelSelection::Random,
+        },
+        connection_reuse: match l.connection_reuse_strategy {
+            cli::load::ConnectionReuse::Pooled => ConnectionReuse::Pooled,
+            cli::load::ConnectionReuse::Never => ConnectionReuse::Never,
+            cli::load::ConnectionReuse::StickyUserSessions => ConnectionReuse::StickySessions,
+        },
+        session_header,
+    })
+}
+
+/// Trace knobs of dataset types that are not read here (weka, baseten, agentic replay)
+/// are refused rather than ignored; `--ignore-trace-delays` and `--no-fixed-schedule`
+/// are checked against the schedule.
+pub(super) fn check_trace_flags(a: &ProfileArgs) -> Result<(), ConfigError> {
+    let l = &a.load;
+    let foreign = [
+        ("--use-think-time-only", l.use_think_time_only, "weka_trace"),
+        (
+            "--max-context-length",
+            l.max_context_length.is_some(),
+            "weka_trace",
+        ),
+        (
+            "--trace-session-sample-ratio",
+            l.trace_session_sample_ratio.is_some(),
+            "baseten_trace",
+        ),
+        (
+            "--allow-dataset-wrap",
+            l.allow_dataset_wrap,
+            "agentic trace replay (dag_jsonl)",
+        ),
+    ];
+    if let Some((flag, _, kind)) = foreign.iter().find(|(_, given, _)| *given) {
+        return Err(bad(format!(
+            "{flag} applies to {kind} datasets only, which this aiperf does not read (it reads single_turn, multi_turn, random_pool and mooncake_trace); drop the flag"
+        )));
+    }
+    if l.no_fixed_schedule && a.fixed_schedule {
+        return Err(bad(
+            "--no-fixed-schedule and --fixed-schedule contradict each other; give one",
+        ));
+    }
+    if l.ignore_trace_delays && a.fixed_schedule {
+        return Err(bad(
+            "--ignore-trace-delays cannot be used with --fixed-schedule: a fixed schedule sends at the file's timestamps; drop one",
+        ));
+    }
+    if l.ignore_trace_delays && a.input_file.is_none() {
+        return Err(bad(
+            "--ignore-trace-delays applies to an --input-file with timestamps or delays; add --input-file or drop it",
+        ));
+    }
+    Ok(())
+}
+
+/// `--concurrency-ramp-duration` needs `--concurrency`, `--request-rate-ramp-duration` a rate.
+pub(super) fn check_ramps(a: &ProfileArgs, rate_given: bool) -> Result<Ramps, ConfigError> {
+    let l = &a.load;
+    let concurrency = l
+        .concurrency_ramp_duration
+        .map(|d| limits::seconds("--concurrency-ramp-duration", d, Zero::Refused))
+        .transpose()?;
+    if concurrency.is_some() && a.concurrency.is_none() {
+        return Err(bad(
+            "--concurrency-ramp-duration ramps --concurrency up to its value; add --concurrency N or drop the ramp",
+        ));
+    }
+    let rate = l
+        .request_rate_ramp_duration
+        .map(|d| limits::seconds("--request-rate-ramp-duration", d, Zero::Refused))
+        .transpose()?;
+    if rate.is_some() && !rate_given {
+        return Err(bad(
+            "--request-rate-ramp-duration ramps --request-rate up to its value; add --request-rate R or drop the ramp",
+        ));
+    }
+    Ok(Ramps { concurrency, rate })
 }

@@ -11,7 +11,8 @@ use self::limits::Zero;
 use crate::cli::ProfileArgs;
 use crate::dataset::InputOptions;
 use crate::dataset::{MAX_INPUT_TOKENS, SyntheticOptions};
-use crate::endpoint::EndpointType;
+use crate::endpoint::{EndpointType, ModelSelection};
+use crate::transport::ConnectionReuse;
 use crate::ui::{LogDetail, UiType};
 
 mod endpoint;
@@ -44,8 +45,16 @@ pub struct ProfileConfig {
     /// The model sent in every request (the first of `--model-names`).
     pub model: String,
     pub endpoint_type: EndpointType,
-    /// Full request URI: base URL + endpoint path.
+    /// Full request URI: base URL + endpoint path (the first server's).
     pub request_uri: Uri,
+    /// Every server's request URI (`--url` repeated), the first being `request_uri`.
+    pub request_uris: Vec<Uri>,
+    /// Every `--model` name, the first being `model`.
+    pub models: Vec<String>,
+    pub model_selection: ModelSelection,
+    pub connection_reuse: ConnectionReuse,
+    /// `--session-header`: carries each request's session id.
+    pub session_header: HeaderName,
     pub streaming: bool,
     pub request_timeout: Duration,
     pub max_response_bytes: u64,
@@ -124,8 +133,10 @@ impl ProfileConfig {
             })?;
 
         let endpoint_type = EndpointType::from(a.endpoint_type);
-        let request_uri = build_request_uri(&a.url, a.custom_endpoint.as_deref(), endpoint_type)?;
-        let (request_uri, userinfo) = split_userinfo(request_uri)?;
+        let (request_uris, userinfo) =
+            build_request_uris(&a.url, a.custom_endpoint.as_deref(), endpoint_type)?;
+        let request_uri = request_uris[0].clone();
+        let servers = check_servers_and_models(a, endpoint_type)?;
         let mut warnings = Vec::new();
 
         let request_timeout = limits::seconds(
@@ -274,8 +285,13 @@ impl ProfileConfig {
         let artifact_dir = match &a.artifact_dir {
             Some(d) => d.clone(),
             None => PathBuf::from("artifacts").join(format!(
-                "{}-{}-{}",
+                "{}{}-{}-{}",
                 model.replace('/', "_"),
+                if servers.models.len() > 1 {
+                    "_multi"
+                } else {
+                    ""
+                },
                 endpoint_type.as_str(),
                 stimulus_name(&load, concurrency)
             )),
@@ -296,6 +312,11 @@ impl ProfileConfig {
             model,
             endpoint_type,
             request_uri,
+            request_uris,
+            models: servers.models,
+            model_selection: servers.model_selection,
+            connection_reuse: servers.connection_reuse,
+            session_header: servers.session_header,
             streaming: a.streaming,
             request_timeout,
             max_response_bytes: a.max_response_bytes,
@@ -334,6 +355,7 @@ impl ProfileConfig {
             .map_or("/", |p| p.as_str())
             .to_string();
         self.request_uri = build_request_uri(base, Some(&path), self.endpoint_type)?;
+        self.request_uris = vec![self.request_uri.clone()];
         Ok(())
     }
 }

@@ -5,7 +5,10 @@
 
 pub mod chat;
 pub mod completions;
+mod models;
 mod splice;
+
+pub use models::{ModelPicker, ModelSelection};
 
 use std::borrow::Cow;
 
@@ -66,6 +69,7 @@ fn prepare_one(
     mut entry: Entry,
     system: Option<&str>,
     opts: &BodyOptions,
+    model: Option<&str>,
 ) -> PreparedRequest {
     let input_tokens = entry.input_tokens;
     let num_images = entry.images.len() as u32;
@@ -80,6 +84,7 @@ fn prepare_one(
         EndpointType::Chat => chat::body(entry, system, opts),
         EndpointType::Completions => completions::body(entry, system, opts),
     };
+    set_model(&mut body, model);
     merge_extras(&mut body, opts, extra);
     let bytes = match images {
         None => to_vec_sized(&body, size_hint),
@@ -122,6 +127,13 @@ fn body_size_hint(entry: &Entry, system: Option<&str>) -> usize {
     let text = entry.text.len() + system.map_or(0, str::len);
     // Newlines and quotes in prompts take two bytes each; allow some.
     text + text / 16 + texts + images + 512
+}
+
+/// Names the turn's own model (several `--model`), in place of the first one.
+fn set_model(body: &mut Map<String, Value>, model: Option<&str>) {
+    if let Some(m) = model {
+        body.insert("model".into(), Value::String(m.to_string()));
+    }
 }
 
 /// `--extra-inputs`, then the entry's own `extra` (which wins), at top level.
@@ -226,10 +238,22 @@ pub enum EndpointMismatch {
 
 /// Serializes every conversation. Errors when the data does not fit the endpoint: images or
 /// several turns need `chat`.
+#[cfg(test)]
 pub fn prepare_dataset(
     endpoint: EndpointType,
     dataset: Dataset,
     opts: &BodyOptions,
+) -> Result<Vec<PreparedConversation>, EndpointMismatch> {
+    let single = ModelPicker::new(Vec::new(), ModelSelection::RoundRobin, 0);
+    prepare_dataset_with_models(endpoint, dataset, opts, single)
+}
+
+/// `prepare_dataset`, each turn naming the model `models` picks for it.
+pub fn prepare_dataset_with_models(
+    endpoint: EndpointType,
+    dataset: Dataset,
+    opts: &BodyOptions,
+    mut models: ModelPicker,
 ) -> Result<Vec<PreparedConversation>, EndpointMismatch> {
     let mut out = Vec::with_capacity(dataset.conversations.len());
     for conv in dataset.conversations {
@@ -255,7 +279,7 @@ pub fn prepare_dataset(
         let (first, script) = if multi_turn {
             let turns = std::iter::once(first_entry)
                 .chain(entries)
-                .map(|entry| prepare_turn(entry, opts))
+                .map(|entry| prepare_turn(entry, opts, models.next_model()))
                 .collect();
             let mut script = TurnScript {
                 head: Bytes::from(head),
@@ -279,7 +303,11 @@ pub fn prepare_dataset(
                 head: Bytes::from(head),
                 turns: Vec::new(),
             };
-            (prepare_one(endpoint, first_entry, system, opts), script)
+            let model = models.next_model();
+            (
+                prepare_one(endpoint, first_entry, system, opts, model),
+                script,
+            )
         };
         out.push(PreparedConversation {
             first,
@@ -292,8 +320,9 @@ pub fn prepare_dataset(
 }
 
 /// One turn's message and body tail, for splicing at send time.
-fn prepare_turn(mut entry: Entry, opts: &BodyOptions) -> PreparedTurn {
+fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> PreparedTurn {
     let mut fields = chat::body_fields(&entry, opts);
+    set_model(&mut fields, model);
     merge_extras(&mut fields, opts, std::mem::take(&mut entry.extra));
     let tail = serde_json::to_vec(&fields).expect("serializes");
     let tail = if tail.len() > 2 {

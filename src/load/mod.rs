@@ -5,10 +5,12 @@
 mod options;
 pub mod pacing;
 mod phase;
+pub mod ramp;
 pub mod schedule;
 
 pub use options::{LoadOptions, WarmupOptions};
 pub use phase::{Cancellation, Pacing, PhaseSpec, run_phase};
+pub use ramp::Ramps;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -128,6 +130,15 @@ impl SendPlan {
     /// True when some entry is a conversation of two or more turns.
     pub fn is_multi_turn(&self) -> bool {
         self.scripts.iter().any(|s| s.turns.len() > 1)
+    }
+
+    /// `--ignore-trace-delays`: forgets the input's timestamps and turn delays, so every
+    /// turn follows its previous reply at once and no entry asks for a schedule.
+    pub fn drop_delays(&mut self) {
+        self.timestamps_ms.iter_mut().for_each(|t| *t = None);
+        for script in &mut self.scripts {
+            script.turns.iter_mut().for_each(|t| t.delay = None);
+        }
     }
 
     /// True when the input carried timestamps: it asks for a fixed schedule.

@@ -27,6 +27,10 @@ pub struct LoadOptions {
     pub sessions: Option<u64>,
     /// Warmup settings that differ from profiling.
     pub warmup: WarmupOptions,
+    /// `--ignore-trace-delays`: the input's timestamps and turn delays are dropped.
+    pub ignore_trace_delays: bool,
+    /// `--concurrency-ramp-duration`, `--request-rate-ramp-duration` (both phases).
+    pub ramps: super::Ramps,
 }
 
 /// `--num-warmup-sessions`, `--warmup-grace-period` and the warmup's own load settings

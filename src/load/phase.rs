@@ -16,12 +16,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::LoadContext;
 use super::pacing::{PacingReport, SendSample};
+use super::ramp::{self, Ramps};
 use super::schedule::{ArrivalPattern, Arrivals};
 use crate::endpoint::TurnScript;
 use crate::hash::splitmix64;
 use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming};
 use crate::timer;
-use crate::transport::CANCELLED_CODE;
+use crate::transport::{CANCELLED_CODE, HttpClient};
 
 /// How the sends of a phase are timed.
 #[derive(Debug, Clone)]
@@ -66,6 +67,8 @@ pub struct PhaseSpec {
     pub cancellation: Option<Cancellation>,
     /// Seed for the arrival gaps and the cancellation draws.
     pub seed: u64,
+    /// Concurrency and rate ramps.
+    pub ramps: Ramps,
 }
 
 /// What a phase did.
@@ -107,6 +110,9 @@ pub async fn run_phase(
     let issue_until = spec.duration.map(|d| started + d);
     let open_loop = !matches!(spec.pacing, Pacing::ClosedLoop);
     let slots = match (open_loop, spec.concurrency) {
+        // With a ramp the cap starts at 1; `open_slots` adds the others on time.
+        (true, Some(n)) if spec.ramps.concurrency.is_some() => Some(Arc::new(Semaphore::new(1)))
+            .inspect(|s| open_slots(s.clone(), n, spec.ramps.concurrency, started)),
         (true, Some(n)) => Some(Arc::new(Semaphore::new(n as usize))),
         _ => None,
     };
@@ -183,6 +189,16 @@ impl PhaseRun {
         Some(self.spec.first_send + i)
     }
 
+    /// True when no more request can be issued (stopped, past the duration, count reached).
+    fn is_over(&self) -> bool {
+        self.ctx.stop.load(Ordering::Relaxed)
+            || self.issue_until.is_some_and(|end| Instant::now() >= end)
+            || self
+                .spec
+                .count
+                .is_some_and(|c| self.claimed.load(Ordering::SeqCst) >= c)
+    }
+
     /// Starts a conversation: its session number and its first send number, unless the
     /// phase is over or has started all of its sessions.
     fn start_conversation(&self) -> Option<(u64, u64)> {
@@ -210,6 +226,7 @@ impl PhaseRun {
     /// texts it sent are joined onto the record after the exchange, not before the send.
     async fn send(
         &self,
+        client: &HttpClient,
         send: u64,
         input: RequestInput,
         body: Bytes,
@@ -227,12 +244,13 @@ impl PhaseRun {
         ctx.in_flight.fetch_add(1, Ordering::SeqCst);
         let mut record = match self.cancel_after(send) {
             None => {
-                ctx.client
+                client
                     .exchange(&ctx.clock, self.spec.phase, input, request_id, body)
                     .await
             }
             Some(delay) => {
-                cancellable_exchange(ctx, self.spec.phase, input, request_id, body, delay).await
+                let exchange = (client, request_id, body);
+                cancellable_exchange(ctx, self.spec.phase, input, exchange, delay).await
             }
         };
         ctx.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -301,6 +319,9 @@ impl PhaseRun {
         };
         let script = &plan.scripts[entry];
         let first_req = &plan.requests[entry];
+        // Sticky sessions: every turn on the conversation's own connection.
+        let own_client = SessionClient(ctx.client.for_session());
+        let client = own_client.0.as_ref().unwrap_or(&ctx.client);
         let correlation_id = plan.correlation_id(session);
         let input = RequestInput {
             session_num: if plan.is_multi_turn() { session } else { first },
@@ -314,7 +335,14 @@ impl PhaseRun {
             timing: first_timing,
         };
         let Some((failed, reply)) = self
-            .send(first, input, first_req.body.clone(), first_permit, None)
+            .send(
+                client,
+                first,
+                input,
+                first_req.body.clone(),
+                first_permit,
+                None,
+            )
             .await
         else {
             return false;
@@ -350,7 +378,8 @@ impl PhaseRun {
             };
             let body = script.turn_body(turn, &replies);
             let history = Some((script, turn, replies.as_slice()));
-            let Some((failed, reply)) = self.send(send, input, body, permit, history).await else {
+            let sent = self.send(client, send, input, body, permit, history).await;
+            let Some((failed, reply)) = sent else {
                 return false;
             };
             if failed {
@@ -362,23 +391,32 @@ impl PhaseRun {
     }
 }
 
+/// A sticky session's own client, ended (its waiting connects failed) however the
+/// conversation ends.
+struct SessionClient(Option<HttpClient>);
+
+impl Drop for SessionClient {
+    fn drop(&mut self) {
+        if let Some(c) = &self.0 {
+            c.end_session();
+        }
+    }
+}
+
 /// An exchange that is cut `delay` after its send and recorded as cancelled (code 499,
 /// AIPerf's `RequestCancellationError`), unless it finished first.
 async fn cancellable_exchange(
     ctx: &LoadContext,
     phase: Phase,
     input: RequestInput,
-    request_id: String,
-    body: Bytes,
+    (client, request_id, body): (&HttpClient, String, Bytes),
     delay: Duration,
 ) -> RequestRecord {
     let kept_input = input.clone();
     let kept_id = request_id.clone();
     let sent_at = Instant::now();
     let start_perf_ns = ctx.clock.ns_of(sent_at);
-    let exchange = ctx
-        .client
-        .exchange(&ctx.clock, phase, input, request_id, body);
+    let exchange = client.exchange(&ctx.clock, phase, input, request_id, body);
     tokio::select! {
         record = exchange => record,
         _ = timer::sleep_until(sent_at + delay) => {
@@ -402,8 +440,18 @@ async fn cancellable_exchange(
     }
 }
 
+/// Adds the open loop's slots 2..=n at their ramp times (the first is open from the start).
+fn open_slots(slots: Arc<Semaphore>, n: u64, ramp: Option<Duration>, started: Instant) {
+    tokio::spawn(async move {
+        for k in 1..n {
+            timer::sleep_until(started + ramp::slot_opens_at(k, n, ramp)).await;
+            slots.add_permits(1);
+        }
+    });
+}
+
 /// `concurrency` workers, each sending its next request (or conversation) as soon as the
-/// previous one finished.
+/// previous one finished. With a concurrency ramp, worker k starts at its step.
 async fn run_closed_loop(run: Arc<PhaseRun>) {
     let workers = run
         .spec
@@ -413,9 +461,15 @@ async fn run_closed_loop(run: Arc<PhaseRun>) {
         .min(run.spec.sessions.unwrap_or(u64::MAX))
         .max(1);
     let mut tasks = Vec::with_capacity(workers as usize);
-    for _ in 0..workers {
+    let started = Instant::now();
+    for k in 0..workers {
         let run = run.clone();
+        let opens = started + ramp::slot_opens_at(k, workers, run.spec.ramps.concurrency);
         tasks.push(tokio::spawn(async move {
+            // In steps, so that a phase that ends during the ramp is not held up.
+            while Instant::now() < opens && !run.is_over() {
+                timer::sleep_until(opens.min(Instant::now() + Duration::from_millis(50))).await;
+            }
             while let Some((session, send)) = run.start_conversation() {
                 let go_on = run
                     .clone()
@@ -436,7 +490,13 @@ async fn run_closed_loop(run: Arc<PhaseRun>) {
 /// is a cap, and starts the conversation in its own task.
 async fn run_open_loop(run: Arc<PhaseRun>) {
     let offsets: Box<dyn Iterator<Item = u64> + Send> = match &run.spec.pacing {
-        Pacing::Rate { rate, pattern } => Box::new(Arrivals::new(*pattern, *rate, run.spec.seed)),
+        Pacing::Rate { rate, pattern } => {
+            let arrivals = Arrivals::new(*pattern, *rate, run.spec.seed);
+            match run.spec.ramps.rate {
+                Some(d) => Box::new(arrivals.map(move |o| ramp::ramped_offset_ns(o, d))),
+                None => Box::new(arrivals),
+            }
+        }
         Pacing::Fixed { offsets_ns } => {
             let offsets_ns = offsets_ns.clone();
             Box::new((0..offsets_ns.len()).map(move |i| offsets_ns[i]))

@@ -321,6 +321,7 @@ mod tests {
             stream: true,
             model: "m".into(),
             x_request_id: None,
+            peer_port: None,
             received,
             first_token: None,
             last_token: None,

@@ -25,6 +25,8 @@ pub struct RequestTrace {
     /// Empty when the request was rejected before its model was known.
     pub model: String,
     pub x_request_id: Option<String>,
+    /// The client's port: requests on one kept-alive connection share it.
+    pub peer_port: Option<u16>,
     /// When the whole request body had been read.
     pub received: Instant,
     /// When the first output token's bytes were handed to the connection.
@@ -50,6 +52,7 @@ struct RecordLine<'a> {
     stream: bool,
     model: Option<&'a str>,
     x_request_id: Option<&'a str>,
+    peer_port: Option<u16>,
     received_ns: u64,
     first_token_ns: Option<u64>,
     last_token_ns: Option<u64>,
@@ -138,6 +141,7 @@ fn write_line(out: &mut impl Write, t: &RequestTrace, clock: &Clock) -> io::Resu
         stream: t.stream,
         model: (!t.model.is_empty()).then_some(t.model.as_str()),
         x_request_id: t.x_request_id.as_deref(),
+        peer_port: t.peer_port,
         received_ns: wall(t.received),
         first_token_ns: t.first_token.map(wall),
         last_token_ns: t.last_token.map(wall),
@@ -174,6 +178,7 @@ mod tests {
                 stream: true,
                 model: "m".into(),
                 x_request_id: Some(format!("r{i}")),
+                peer_port: None,
                 received,
                 first_token: Some(received + Duration::from_millis(20)),
                 last_token: Some(received + Duration::from_millis(30)),

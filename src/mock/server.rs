@@ -100,6 +100,7 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let app = router(shared);
     let task = tokio::spawn(async move {
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
         let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
             let _ = stop_rx.await;
         });
@@ -181,6 +182,10 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let peer_port = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.port());
     let bytes = axum::body::to_bytes(body, usize::MAX).await;
     // The latency schedule starts once the whole request is in.
     let received = Instant::now();
@@ -194,7 +199,8 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
     let accepted = match parsed {
         Ok(a) => a,
         Err(message) => {
-            record_rejection(&shared, api, received, x_request_id, 400, &message);
+            let seen = (x_request_id, peer_port);
+            record_rejection(&shared, api, received, seen, 400, &message);
             return error_response(StatusCode::BAD_REQUEST, "BadRequestError", &message);
         }
     };
@@ -219,7 +225,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             &shared,
             api,
             received,
-            x_request_id,
+            (x_request_id, peer_port),
             status.as_u16(),
             message,
         );
@@ -251,6 +257,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             stream: accepted.stream,
             model: header.model.clone(),
             x_request_id: x_request_id.clone(),
+            peer_port,
             received,
             first_token: None,
             last_token: None,
@@ -342,7 +349,7 @@ fn record_rejection(
     shared: &Shared,
     api: Api,
     received: Instant,
-    x_request_id: Option<String>,
+    (x_request_id, peer_port): (Option<String>, Option<u16>),
     status: u16,
     message: &str,
 ) {
@@ -353,6 +360,7 @@ fn record_rejection(
             stream: false,
             model: String::new(),
             x_request_id,
+            peer_port,
             received,
             first_token: None,
             last_token: None,

@@ -123,6 +123,12 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         &collection,
     );
     let collector = collection.finish()?;
+    let per_server = ctx.client.requests_per_server();
+    if per_server.len() > 1 {
+        for (uri, n) in per_server {
+            info!("Requests sent to {uri}: {n}");
+        }
+    }
     let overhead = overhead.finish(ran.sent, collector.record_lag());
     crate::overhead::log_report(&overhead);
 
@@ -167,7 +173,12 @@ fn load_context(cfg: &ProfileConfig, plan: SendPlan) -> anyhow::Result<Arc<LoadC
         &cfg.headers,
         cfg.request_timeout,
     )?
-    .with_max_response_bytes(cfg.max_response_bytes);
+    .with_max_response_bytes(cfg.max_response_bytes)
+    .with_servers(
+        cfg.request_uris.clone(),
+        cfg.connection_reuse,
+        cfg.session_header.clone(),
+    );
     Ok(Arc::new(LoadContext {
         client,
         clock: Clock::new(),

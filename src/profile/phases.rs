@@ -70,6 +70,7 @@ pub(super) fn run(
         pacing,
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed,
+        ramps: cfg.load.ramps,
     };
     let started = Instant::now();
     let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, records));
@@ -128,6 +129,7 @@ fn warmup_spec(cfg: &ProfileConfig, pacing: &Pacing, requests: u64) -> Option<Ph
         pacing: warmup_pacing,
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed ^ 0x3a7e_0001,
+        ramps: cfg.load.ramps,
     })
 }
 

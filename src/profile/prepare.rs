@@ -8,7 +8,7 @@ use tracing::{info, warn};
 
 use super::ProfileError;
 use crate::config::{ConfigError, ProfileConfig};
-use crate::endpoint::{self, BodyOptions};
+use crate::endpoint::{self, BodyOptions, ModelPicker};
 use crate::load::SendPlan;
 use crate::tokenizer::{self, Tokenizer};
 use crate::{dataset, ui};
@@ -57,11 +57,17 @@ pub(super) fn prepare(cfg: &mut ProfileConfig) -> Result<Prepared, ProfileError>
         use_legacy_max_tokens: cfg.use_legacy_max_tokens,
         extra_inputs: cfg.extra_inputs.clone(),
     };
-    let conversations = endpoint::prepare_dataset(cfg.endpoint_type, dataset, &body_opts)?;
+    let models = ModelPicker::new(cfg.models.clone(), cfg.model_selection, cfg.random_seed);
+    let conversations =
+        endpoint::prepare_dataset_with_models(cfg.endpoint_type, dataset, &body_opts, models)?;
     let warmup_sessions = cfg.load.warmup.sessions.unwrap_or(0);
     let total_sends = cfg.warmup_request_count + warmup_sessions + cfg.request_count;
     let mut plan =
         SendPlan::from_conversations(conversations, sampling, total_sends, cfg.random_seed);
+    if cfg.load.ignore_trace_delays {
+        plan.drop_delays();
+        info!("--ignore-trace-delays: the input's timestamps and turn delays are not waited for");
+    }
     // Counted in conversations: the requests are every turn of the conversations drawn.
     if let Some(n) = cfg.load.sessions
         && cfg.load.request_count_given.is_none()

@@ -11,10 +11,12 @@ use super::Outcome;
 use super::control::StopReason;
 use super::phases::Ran;
 use crate::config::{ProfileConfig, is_secret_header, redacted_command_line};
+use crate::endpoint::ModelSelection;
 use crate::export::{self, RunInfo};
 use crate::load::SendPlan;
 use crate::metrics::Collector;
 use crate::overhead::OverheadReport;
+use crate::transport::ConnectionReuse;
 
 /// Everything the exports need from the run.
 pub(super) struct Finished<'a> {
@@ -195,8 +197,8 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
             (k.as_str().to_string(), Value::String(shown.to_string()))
         })
         .collect();
-    let models: Vec<Value> = [&cfg.model].iter().map(|m| json!({"name": m})).collect();
-    let urls = [cfg.request_uri.to_string()];
+    let models: Vec<Value> = cfg.models.iter().map(|m| json!({"name": m})).collect();
+    let urls: Vec<String> = cfg.request_uris.iter().map(|u| u.to_string()).collect();
     let dataset = match &cfg.inputs.input_file {
         Some((path, kind)) => json!({
             "name": "main",
@@ -267,9 +269,21 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
         "cancellation_delay": load.cancellation.map(|c| c.delay.as_secs_f64()),
     }));
     json!({
-        "models": {"items": models},
+        "models": {
+            "items": models,
+            "strategy": match cfg.model_selection {
+                ModelSelection::RoundRobin => "round_robin",
+                ModelSelection::Random => "random",
+            },
+        },
         "endpoint": {
             "urls": urls,
+            "url_strategy": "round_robin",
+            "connection_reuse_strategy": match cfg.connection_reuse {
+                ConnectionReuse::Pooled => "pooled",
+                ConnectionReuse::Never => "never",
+                ConnectionReuse::StickySessions => "sticky-user-sessions",
+            },
             "type": cfg.endpoint_type.as_str(),
             "streaming": cfg.streaming,
             "timeout": cfg.request_timeout.as_secs_f64(),

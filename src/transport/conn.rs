@@ -17,6 +17,7 @@ use std::future::Future;
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::Uri;
@@ -24,6 +25,7 @@ use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_rustls::MaybeHttpsStream;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::timing::{ConnHandle, ConnStamps, StampedResolver};
 
@@ -60,9 +62,12 @@ pub fn is_unsent(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// The HTTPS-or-HTTP connector, its connections wrapped in `Watched`.
+/// The HTTPS-or-HTTP connector, its connections wrapped in `Watched`. With a one-permit
+/// semaphore (a sticky session), a new connection waits until the previous one is gone: the
+/// pool then hands the session its own connection back instead of racing a second one
+/// against the first one's return. Closing the semaphore fails such waiting connects.
 #[derive(Clone)]
-pub struct WatchedConnector(pub Inner);
+pub struct WatchedConnector(pub Inner, pub Option<Arc<Semaphore>>);
 
 impl tower_service::Service<Uri> for WatchedConnector {
     type Response = Watched;
@@ -75,13 +80,22 @@ impl tower_service::Service<Uri> for WatchedConnector {
 
     fn call(&mut self, uri: Uri) -> Self::Future {
         // Stamped around the whole connect (lookup, TCP, TLS); the resolver stamps the lookup.
+        // A sticky session's wait for its one connection comes first and is not stamped.
         let stamps = ConnStamps::new();
-        stamps.connect_started();
         let connecting = super::timing::connecting(stamps.clone(), self.0.call(uri));
+        let one = self.1.clone();
         Box::pin(async move {
+            let only = match one {
+                Some(s) => Some(s.acquire_owned().await.map_err(|_| {
+                    io::Error::other("the sticky session is over; no new connection")
+                })?),
+                None => None,
+            };
+            stamps.connect_started();
             let stream = connecting.await?;
             stamps.connected();
             Ok(Watched {
+                _only: only,
                 stream,
                 read_since_write: false,
                 reused: false,
@@ -95,6 +109,8 @@ impl tower_service::Service<Uri> for WatchedConnector {
 
 /// One connection, tracking where it is in the request/response cycle of HTTP/1.1.
 pub struct Watched {
+    /// Held while the connection lives (see `WatchedConnector`).
+    _only: Option<OwnedSemaphorePermit>,
     stream: Stream,
     /// Response bytes arrived since the last write: the next write starts a new request.
     read_since_write: bool,

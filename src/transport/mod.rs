@@ -62,9 +62,52 @@ impl BodyError {
     }
 }
 
+/// How requests use connections (`--connection-reuse-strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConnectionReuse {
+    /// One shared pool of kept-alive connections.
+    #[default]
+    Pooled,
+    /// A new connection for every request.
+    Never,
+    /// One connection (and one server) per conversation: see `HttpClient::for_session`.
+    StickySessions,
+}
+
+/// The servers requests go to, taken in turn, and how many each got.
+struct Servers {
+    uris: Vec<Uri>,
+    next: AtomicU64,
+    sent: Vec<AtomicU64>,
+}
+
+impl Servers {
+    fn new(uris: Vec<Uri>) -> Self {
+        let sent = uris.iter().map(|_| AtomicU64::new(0)).collect();
+        Servers {
+            uris,
+            next: AtomicU64::new(0),
+            sent,
+        }
+    }
+
+    /// Round robin over the servers (`--url-strategy round_robin`).
+    fn pick(&self) -> usize {
+        (self.next.fetch_add(1, Ordering::Relaxed) % self.uris.len() as u64) as usize
+    }
+}
+
 #[derive(Clone)]
 pub struct HttpClient {
     client: Client<WatchedConnector, RequestBody>,
+    /// Builds the private pool of a sticky session.
+    connector: WatchedConnector,
+    reuse: ConnectionReuse,
+    servers: Arc<Servers>,
+    /// A sticky session's server, fixed for all of its turns.
+    pinned: Option<usize>,
+    /// The header carrying each request's session id.
+    session_header: http::HeaderName,
     /// Opens a new connection for every request: for the one retry of a request that
     /// failed unsent on a kept-alive connection (see `conn`).
     fresh: Client<WatchedConnector, RequestBody>,
@@ -96,7 +139,7 @@ impl HttpClient {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
-        let connector = WatchedConnector(connector);
+        let connector = WatchedConnector(connector, None);
         // hyper-util's own retry of unsent requests stays off: it would not be counted.
         let client = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(usize::MAX)
@@ -106,7 +149,7 @@ impl HttpClient {
         let fresh = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(0)
             .retry_canceled_requests(false)
-            .build(connector);
+            .build(connector.clone());
 
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -135,6 +178,11 @@ impl HttpClient {
         );
         Ok(HttpClient {
             client,
+            connector,
+            reuse: ConnectionReuse::Pooled,
+            servers: Arc::new(Servers::new(vec![uri.clone()])),
+            pinned: None,
+            session_header: http::HeaderName::from_static("x-correlation-id"),
             fresh,
             retried: Arc::new(AtomicU64::new(0)),
             uri,
@@ -147,6 +195,71 @@ impl HttpClient {
 
     pub fn uri(&self) -> &Uri {
         &self.uri
+    }
+
+    /// Spreads requests over `uris` in turn (the first is `uri`), with `reuse` and the
+    /// session id in the header `session_header`.
+    pub fn with_servers(
+        mut self,
+        uris: Vec<Uri>,
+        reuse: ConnectionReuse,
+        session_header: http::HeaderName,
+    ) -> Self {
+        if let Some(first) = uris.first() {
+            self.uri = first.clone();
+            self.servers = Arc::new(Servers::new(uris));
+        }
+        self.reuse = reuse;
+        self.session_header = session_header;
+        self
+    }
+
+    /// Requests sent to each server so far, in `--url` order.
+    pub fn requests_per_server(&self) -> Vec<(Uri, u64)> {
+        let s = &self.servers;
+        s.uris
+            .iter()
+            .zip(&s.sent)
+            .map(|(u, n)| (u.clone(), n.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// With sticky sessions, a client for one conversation: its own one-connection pool
+    /// and one server, dropped (closing the connection) with the conversation. `None`
+    /// otherwise: the shared client serves.
+    pub fn for_session(&self) -> Option<HttpClient> {
+        if self.reuse != ConnectionReuse::StickySessions {
+            return None;
+        }
+        let one = Arc::new(tokio::sync::Semaphore::new(1));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(1)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .retry_canceled_requests(false)
+            .build(WatchedConnector(
+                self.connector.0.clone(),
+                Some(one.clone()),
+            ));
+        Some(HttpClient {
+            client,
+            connector: WatchedConnector(self.connector.0.clone(), Some(one)),
+            pinned: Some(self.servers.pick()),
+            ..self.clone()
+        })
+    }
+
+    /// Ends a sticky session: connects still waiting for its connection fail at once.
+    pub fn end_session(&self) {
+        if let Some(one) = &self.connector.1 {
+            one.close();
+        }
+    }
+
+    /// The server of the next request: the session's, or the next in turn.
+    fn pick_server(&self) -> usize {
+        let i = self.pinned.unwrap_or_else(|| self.servers.pick());
+        self.servers.sent[i].fetch_add(1, Ordering::Relaxed);
+        i
     }
 
     /// Caps each response body at `bytes`: past it the request fails and the rest of the
@@ -298,13 +411,14 @@ impl HttpClient {
     /// `taken` when the connection takes it.
     fn request(
         &self,
+        uri: &Uri,
         clock: &Clock,
         body: Bytes,
         taken: &TakenAt,
         record: &RequestRecord,
     ) -> Request<RequestBody> {
         let body = RequestBody::stamped(body, *clock, taken.clone());
-        let mut request = Request::post(self.uri.clone())
+        let mut request = Request::post(uri.clone())
             .body(body)
             .expect("a POST with a valid URI always builds");
         *request.headers_mut() = self.headers.clone();
@@ -312,7 +426,7 @@ impl HttpClient {
             request.headers_mut().insert("x-request-id", v);
         }
         if let Ok(v) = HeaderValue::from_str(&record.input.correlation_id) {
-            request.headers_mut().insert("x-correlation-id", v);
+            request.headers_mut().insert(self.session_header.clone(), v);
         }
         request
     }
@@ -327,8 +441,13 @@ impl HttpClient {
         taken: &TakenAt,
         record: &mut RequestRecord,
     ) -> Result<http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error> {
-        let first = self.request(clock, body.clone(), taken, record);
-        match self.client.request(first).await {
+        let uri = &self.servers.uris[self.pick_server()];
+        let first = self.request(uri, clock, body.clone(), taken, record);
+        let pool = match self.reuse {
+            ConnectionReuse::Never => &self.fresh,
+            _ => &self.client,
+        };
+        match pool.request(first).await {
             Err(e) if conn::is_unsent(&e) => {
                 if self.retried.fetch_add(1, Ordering::Relaxed) == 0 {
                     warn!(
@@ -339,7 +458,7 @@ impl HttpClient {
                 }
                 taken.reset();
                 record.start_perf_ns = clock.now_ns();
-                let again = self.request(clock, body, taken, record);
+                let again = self.request(uri, clock, body, taken, record);
                 self.fresh.request(again).await
             }
             other => other,

@@ -1,0 +1,99 @@
+//! Flags for several servers and models, connection handling, session headers and trace
+//! replay knobs (AIPerf's names and defaults). Parsing only; `config` checks them.
+
+use clap::{Args, ValueEnum};
+
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// How requests are spread over several --url servers: `round_robin` sends request i
+    /// to server i mod N.
+    #[arg(long, value_enum, default_value_t = UrlStrategy::RoundRobin, help_heading = "Endpoint")]
+    pub url_strategy: UrlStrategy,
+
+    /// How each request's model is picked from several --model names: in turn
+    /// (`round_robin`) or uniformly at random from --random-seed (`random`).
+    #[arg(long, value_enum, default_value_t = ModelSelection::RoundRobin, help_heading = "Endpoint")]
+    pub model_selection_strategy: ModelSelection,
+
+    /// Connection use: `pooled` reuses kept-alive connections, `never` opens one per
+    /// request, `sticky-user-sessions` sends every turn of a conversation on its own
+    /// connection.
+    #[arg(long, value_enum, default_value_t = ConnectionReuse::Pooled, help_heading = "Endpoint")]
+    pub connection_reuse_strategy: ConnectionReuse,
+
+    /// Header that carries the session id (the same on every turn of a conversation).
+    #[arg(long, default_value = "X-Correlation-ID", help_heading = "Endpoint")]
+    pub session_header: String,
+
+    /// Content-Type of request bodies. Chat and completions requests are JSON.
+    #[arg(long, default_value = "application/json", help_heading = "Endpoint")]
+    pub request_content_type: String,
+
+    /// Seconds over which the number of requests in flight grows from 1 to --concurrency,
+    /// one more at evenly spaced times.
+    #[arg(long, help_heading = "Load Generator")]
+    pub concurrency_ramp_duration: Option<f64>,
+
+    /// Seconds over which the request rate grows linearly from a tenth of a second's worth
+    /// of load to --request-rate.
+    #[arg(long, help_heading = "Load Generator")]
+    pub request_rate_ramp_duration: Option<f64>,
+
+    /// Send requests at the input file's pace only when --fixed-schedule says so: a
+    /// timestamped file is then sent with the chosen load mode (--concurrency,
+    /// --request-rate).
+    #[arg(long, help_heading = "Fixed Schedule")]
+    pub no_fixed_schedule: bool,
+
+    /// Drop the input file's timestamps and delays: turns are sent without waiting (not
+    /// with a fixed schedule).
+    #[arg(long, help_heading = "Input")]
+    pub ignore_trace_delays: bool,
+
+    /// Trace replay of weka traces only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Input")]
+    pub use_think_time_only: bool,
+
+    /// Context cap of weka traces only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Input")]
+    pub max_context_length: Option<u64>,
+
+    /// Session sampling of baseten traces only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Input")]
+    pub trace_session_sample_ratio: Option<f64>,
+
+    /// Agentic trace replay only (start the dataset over when it runs out); refused for
+    /// the dataset types read here.
+    #[arg(long, help_heading = "Input")]
+    pub allow_dataset_wrap: bool,
+}
+
+/// `--url-strategy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum UrlStrategy {
+    /// Server i mod N for request i.
+    RoundRobin,
+}
+
+/// `--model-selection-strategy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ModelSelection {
+    /// Models in turn, request by request.
+    RoundRobin,
+    /// A uniform draw per request (from --random-seed).
+    Random,
+}
+
+/// `--connection-reuse-strategy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "kebab-case")]
+pub enum ConnectionReuse {
+    /// A shared pool of kept-alive connections.
+    Pooled,
+    /// A new connection for every request, closed after it.
+    Never,
+    /// One connection per conversation, for all of its turns.
+    StickyUserSessions,
+}
