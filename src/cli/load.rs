@@ -64,8 +64,12 @@ pub struct LoadArgs {
 
     /// Agentic trace replay only (start the dataset over when it runs out); refused for
     /// the dataset types read here.
-    #[arg(long, help_heading = "Input")]
+    #[arg(long, overrides_with = "no_allow_dataset_wrap", help_heading = "Input")]
     pub allow_dataset_wrap: bool,
+
+    /// The default: the dataset is not started over (the last of the two flags wins).
+    #[arg(long, overrides_with = "allow_dataset_wrap", help_heading = "Input")]
+    pub no_allow_dataset_wrap: bool,
 }
 
 /// `--url-strategy` values.
