@@ -394,6 +394,8 @@ fn a_typical_aiperf_command_line_runs_unchanged() {
             "--no-gpu-telemetry",
             "--no-server-metrics",
             "-vv",
+            "--export-level",
+            "records",
         ],
     );
     let stderr = stderr_text(&out);
