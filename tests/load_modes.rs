@@ -157,10 +157,12 @@ fn constant_rate_is_even_and_on_target() {
     gaps.sort_by(f64::total_cmp);
     let median = gaps[gaps.len() / 2];
     assert!((median - 0.010).abs() < 0.0005, "median gap {median}");
-    // Other tests share the two cores: most gaps, not all, are within 2 ms.
+    // Other tests (and builds) share the two cores: most gaps, not all, are within 2 ms
+    // (about 190 on an idle machine, 120-170 seen with a load average of 10); the tight
+    // figures are the timer_accuracy bench's.
     let within = gaps.iter().filter(|g| (*g - 0.010).abs() < 0.002).count();
     assert!(
-        within >= 170,
+        within >= 110,
         "only {within} of 199 gaps within 2 ms of 10 ms"
     );
     // The schedule itself is exactly even.
