@@ -36,12 +36,16 @@ pub fn render_json(slices: &[TimeSlice], input_config: &Value) -> String {
             o
         })
         .collect();
-    let mut doc = Object::new();
-    doc.put(
-        "timeslices",
-        serde_json::to_value(&list).expect("JSON into memory"),
-    );
-    doc.put("input_config", input_config.clone());
+    // Fields in this order; the slices keep theirs (a `Value` would sort them).
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        timeslices: Vec<Object>,
+        input_config: &'a Value,
+    }
+    let doc = Doc {
+        timeslices: list,
+        input_config,
+    };
     let mut text = serde_json::to_string_pretty(&doc).expect("JSON into memory");
     text.push('\n');
     text
