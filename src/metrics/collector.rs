@@ -118,7 +118,9 @@ impl Counts {
 #[derive(Debug, Clone)]
 struct SliceEntry {
     start: u64,
-    metrics: RecordMetrics,
+    /// The record's metric values (only those it has, to keep memory down).
+    values: Vec<(MetricId, f64)>,
+    inter_chunk_latency: Vec<f64>,
     counts: Counts,
 }
 
@@ -385,7 +387,8 @@ impl Collector {
         if self.slice_ns.is_some() {
             self.slice_entries.push(SliceEntry {
                 start: record.start_wall_ns,
-                metrics: m,
+                values: m.scalars().collect(),
+                inter_chunk_latency: m.inter_chunk_latency.unwrap_or_default(),
                 counts,
             });
         }
@@ -511,12 +514,10 @@ impl Collector {
                 let mut values = vec![Vec::new(); METRIC_COUNT];
                 let mut counts = Counts::default();
                 for e in entries {
-                    for (id, v) in e.metrics.scalars() {
+                    for &(id, v) in &e.values {
                         values[id as usize].push(v);
                     }
-                    if let Some(gaps) = &e.metrics.inter_chunk_latency {
-                        values[icl].extend_from_slice(gaps);
-                    }
+                    values[icl].extend_from_slice(&e.inter_chunk_latency);
                     counts.add(&e.counts);
                 }
                 let mut results =
