@@ -37,4 +37,14 @@ pub struct OutputArgs {
     /// Print a table of the HTTP timing metrics (http_req_*) after the metrics table.
     #[arg(long = "show-trace-timing", help_heading = "Output")]
     pub show_trace_timing: bool,
+
+    /// Also summarize the run per window of this many seconds (`30`, `2.5`, `30s`, `5m`,
+    /// `2h`), counted from the first request's start; each request counts in the window it
+    /// started in. Writes profile_export_aiperf_timeslices.json and .csv.
+    #[arg(
+        long = "slice-duration",
+        value_name = "SECONDS",
+        help_heading = "Output"
+    )]
+    pub slice_duration: Option<String>,
 }

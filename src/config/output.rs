@@ -48,5 +48,64 @@ pub fn export_options(a: &OutputArgs) -> Result<Options, ConfigError> {
         outputs_json: a.export_outputs_json,
         http_trace: a.export_http_trace,
         show_trace_timing: a.show_trace_timing,
+        slice_duration_ns: a
+            .slice_duration
+            .as_deref()
+            .map(slice_duration_ns)
+            .transpose()?,
     })
+}
+
+/// Shortest window: shorter ones hold too few requests to summarize.
+const MIN_SLICE_S: f64 = 0.001;
+/// Longest window: a year, the longest run a schedule may span.
+const MAX_SLICE_S: f64 = 365.0 * 24.0 * 3600.0;
+
+/// `--slice-duration`: seconds, as a number or with an `s`, `m` or `h` ending.
+fn slice_duration_ns(text: &str) -> Result<u64, ConfigError> {
+    let t = text.trim();
+    let (number, unit) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        _ => (t, 1.0),
+    };
+    let seconds = number.trim().parse::<f64>().ok().map(|v| v * unit);
+    match seconds {
+        Some(s) if s.is_finite() && (MIN_SLICE_S..=MAX_SLICE_S).contains(&s) => {
+            Ok((s * 1e9).round() as u64)
+        }
+        _ => Err(bad(format!(
+            "--slice-duration {text:?}: give the window length in seconds, from {MIN_SLICE_S} \
+             to {MAX_SLICE_S} (a year), as a number or with s, m or h (e.g. 10, 2.5, 30s, 5m)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slice_duration_ns;
+
+    #[test]
+    fn slice_duration_takes_seconds_and_unit_endings() {
+        assert_eq!(slice_duration_ns("1").unwrap(), 1_000_000_000);
+        assert_eq!(slice_duration_ns("2.5").unwrap(), 2_500_000_000);
+        assert_eq!(slice_duration_ns("30s").unwrap(), 30_000_000_000);
+        assert_eq!(slice_duration_ns("5m").unwrap(), 300_000_000_000);
+        assert_eq!(slice_duration_ns("2h").unwrap(), 7_200_000_000_000);
+        for bad in [
+            "0",
+            "-1",
+            "0.0001",
+            "nan",
+            "inf",
+            "1d",
+            "",
+            "s",
+            "400000000",
+        ] {
+            let err = slice_duration_ns(bad).unwrap_err().to_string();
+            assert!(err.contains("--slice-duration"), "{bad}: {err}");
+        }
+    }
 }

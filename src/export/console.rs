@@ -272,6 +272,7 @@ mod tests {
             benchmark_duration_ns: 15_810_000_000,
             osl_mismatch_count: 0,
             osl_mismatch_examples: Vec::new(),
+            timeslices: Vec::new(),
         }
     }
 

@@ -24,7 +24,7 @@ fn cell(v: Option<f64>) -> String {
 }
 
 /// Python's `f"{v:.2f}"`.
-fn number(v: f64) -> String {
+pub(super) fn number(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.2}")
     } else {
@@ -33,7 +33,7 @@ fn number(v: f64) -> String {
 }
 
 /// Quotes a field the way Python's csv module does (only when needed).
-fn field(s: &str) -> String {
+pub(super) fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

@@ -38,9 +38,9 @@ const DECLARED_METRICS: [&str; 23] = [
 ];
 
 /// A JSON object that keeps its keys in insertion order.
-struct Object(Vec<(&'static str, Node)>);
+pub(super) struct Object(Vec<(&'static str, Node)>);
 
-enum Node {
+pub(super) enum Node {
     Value(Value),
     Object(Object),
 }
@@ -65,14 +65,22 @@ impl Serialize for Node {
 }
 
 impl Object {
-    fn put(&mut self, key: &'static str, value: Value) {
+    pub(super) fn new() -> Object {
+        Object(Vec::new())
+    }
+
+    pub(super) fn put_object(&mut self, key: &'static str, value: Object) {
+        self.0.push((key, Node::Object(value)));
+    }
+
+    pub(super) fn put(&mut self, key: &'static str, value: Value) {
         self.0.push((key, Node::Value(value)));
     }
 }
 
 /// `{unit, avg, p1..p99, min, max, std, count, sum}` for record metrics, `{unit, avg}` for
 /// the others, in display units.
-fn metric_object(result: &MetricResult) -> Object {
+pub(super) fn metric_object(result: &MetricResult) -> Object {
     let mut o = Object(Vec::new());
     o.put("unit", json!(result.def.unit));
     match result.display() {

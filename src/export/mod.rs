@@ -8,6 +8,7 @@ pub mod jsonl;
 mod names;
 mod outputs;
 pub mod table;
+mod timeslices;
 mod trace;
 mod trace_table;
 
@@ -19,6 +20,9 @@ pub const JSON_FILE: &str = "profile_export_aiperf.json";
 pub const CSV_FILE: &str = "profile_export_aiperf.csv";
 pub const CONSOLE_FILE: &str = "profile_export_console.txt";
 pub const JSONL_FILE: &str = "profile_export.jsonl";
+/// Per-window metrics (`--slice-duration`).
+pub const TIMESLICES_JSON_FILE: &str = "profile_export_aiperf_timeslices.json";
+pub const TIMESLICES_CSV_FILE: &str = "profile_export_aiperf_timeslices.csv";
 pub const INPUTS_FILE: &str = "inputs.json";
 /// The run's log, under the artifact directory.
 pub const LOG_FILE: &str = "logs/aiperf.log";
@@ -69,6 +73,8 @@ pub struct ExportPaths {
     pub json: PathBuf,
     pub csv: PathBuf,
     pub console_txt: PathBuf,
+    /// The time-slice JSON and CSV, when the run had time slices.
+    pub timeslices: Option<(PathBuf, PathBuf)>,
 }
 
 /// Renders the console report (metrics table, then the error summary table when there
@@ -120,10 +126,21 @@ pub fn write_summary_named(
         json: dir.join(&names.json),
         csv: dir.join(&names.csv),
         console_txt: dir.join(&names.console),
+        timeslices: (!summary.timeslices.is_empty()).then(|| {
+            (
+                dir.join(&names.timeslices_json),
+                dir.join(&names.timeslices_csv),
+            )
+        }),
     };
     write_atomically(&paths.json, &json::render(summary, info))?;
     write_atomically(&paths.csv, &csv::render(summary))?;
     write_atomically(&paths.console_txt, console_text)?;
+    if let Some((json_path, csv_path)) = &paths.timeslices {
+        let text = timeslices::render_json(&summary.timeslices, &info.input_config);
+        write_atomically(json_path, &text)?;
+        write_atomically(csv_path, &timeslices::render_csv(&summary.timeslices))?;
+    }
     Ok(paths)
 }
 

@@ -24,6 +24,8 @@ pub struct Options {
     pub http_trace: bool,
     /// Print the HTTP timing table.
     pub show_trace_timing: bool,
+    /// `--slice-duration` in ns: write the time-slice files.
+    pub slice_duration_ns: Option<u64>,
 }
 
 /// Names of the files that follow `--profile-export-prefix`.
@@ -33,6 +35,8 @@ pub struct FileNames {
     pub csv: String,
     pub jsonl: String,
     pub console: String,
+    pub timeslices_json: String,
+    pub timeslices_csv: String,
 }
 
 impl Default for FileNames {
@@ -42,6 +46,8 @@ impl Default for FileNames {
             csv: super::CSV_FILE.into(),
             jsonl: super::JSONL_FILE.into(),
             console: super::CONSOLE_FILE.into(),
+            timeslices_json: super::TIMESLICES_JSON_FILE.into(),
+            timeslices_csv: super::TIMESLICES_CSV_FILE.into(),
         }
     }
 }
@@ -84,6 +90,8 @@ impl FileNames {
             csv: format!("{base}.csv"),
             jsonl: format!("{base}.jsonl"),
             console: format!("{base}_console.txt"),
+            timeslices_json: format!("{base}_timeslices.json"),
+            timeslices_csv: format!("{base}_timeslices.csv"),
         }
     }
 }
@@ -111,6 +119,18 @@ mod tests {
                 n.console.as_str()
             ),
             ("run1.json", "run1.csv", "run1.jsonl", "run1_console.txt")
+        );
+        assert_eq!(
+            (n.timeslices_json.as_str(), n.timeslices_csv.as_str()),
+            ("run1_timeslices.json", "run1_timeslices.csv")
+        );
+        let d = FileNames::default();
+        assert_eq!(
+            (d.timeslices_json.as_str(), d.timeslices_csv.as_str()),
+            (
+                "profile_export_aiperf_timeslices.json",
+                "profile_export_aiperf_timeslices.csv"
+            )
         );
     }
 }

@@ -91,6 +91,59 @@ struct Timeline {
     gaps: std::ops::Range<usize>,
 }
 
+/// Per-request counts, summed over the run or over one time slice.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    requests: u64,
+    errors: u64,
+    good: u64,
+    osl_mismatches: u64,
+    usage_discrepancies: u64,
+    /// Some response carried usage differences to count (`usage_discrepancy_count`).
+    usage_compared: bool,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.requests += o.requests;
+        self.errors += o.errors;
+        self.good += o.good;
+        self.osl_mismatches += o.osl_mismatches;
+        self.usage_discrepancies += o.usage_discrepancies;
+        self.usage_compared |= o.usage_compared;
+    }
+}
+
+/// What one profiling request adds to its time slice (`--slice-duration`).
+#[derive(Debug, Clone)]
+struct SliceEntry {
+    start: u64,
+    /// The record's metric values (only those it has, to keep memory down).
+    values: Vec<(MetricId, f64)>,
+    inter_chunk_latency: Vec<f64>,
+    counts: Counts,
+}
+
+/// The metrics of the requests that started in one window of the run (`--slice-duration`).
+#[derive(Debug, Clone)]
+pub struct TimeSlice {
+    /// Window start, wall-clock ns.
+    pub start_ns: u64,
+    /// Window end, wall-clock ns; the last window ends at the run's last response.
+    pub end_ns: u64,
+    /// False for the last window when the run ended before its full length.
+    pub is_complete: bool,
+    /// Metrics over the window's requests; throughputs per second of the window.
+    pub results: Vec<MetricResult>,
+}
+
+impl TimeSlice {
+    #[cfg(test)]
+    pub fn get(&self, tag: &str) -> Option<&MetricResult> {
+        self.results.iter().find(|r| r.def.tag == tag)
+    }
+}
+
 /// One row of the error summary: how many failed requests shared these details.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorCount {
@@ -115,6 +168,8 @@ pub struct MetricsSummary {
     pub osl_mismatch_count: u64,
     /// The first few of them, for the end-of-run summary.
     pub osl_mismatch_examples: Vec<OslMismatch>,
+    /// Per-window metrics with `--slice-duration`, in time order (empty windows left out).
+    pub timeslices: Vec<TimeSlice>,
 }
 
 impl MetricsSummary {
@@ -143,9 +198,11 @@ pub struct Collector {
     sink: Option<Box<dyn RecordSink>>,
     /// Per record metric (indexed by `MetricId`), base units.
     values: Vec<Vec<f64>>,
-    request_count: u64,
-    error_count: u64,
-    good_count: u64,
+    counts: Counts,
+    /// `--slice-duration` in ns; `None` without time slices.
+    slice_ns: Option<u64>,
+    /// Every profiling request's contribution, kept only with time slices.
+    slice_entries: Vec<SliceEntry>,
     min_start_wall_ns: Option<u64>,
     max_end_wall_ns: Option<u64>,
     errors: Vec<ErrorCount>,
@@ -158,11 +215,7 @@ pub struct Collector {
     /// Records added after `skip_tokenizer`, written without token counts.
     untokenized: u64,
     timelines: Vec<Timeline>,
-    osl_mismatch_count: u64,
     osl_mismatch_examples: Vec<OslMismatch>,
-    usage_discrepancy_count: u64,
-    /// Some response carried usage differences to count (`usage_discrepancy_count`).
-    usage_compared: bool,
 }
 
 impl Collector {
@@ -186,9 +239,9 @@ impl Collector {
             clock,
             sink,
             values: vec![Vec::new(); METRIC_COUNT],
-            request_count: 0,
-            error_count: 0,
-            good_count: 0,
+            counts: Counts::default(),
+            slice_ns: opts.slice_duration_ns,
+            slice_entries: Vec::new(),
             min_start_wall_ns: None,
             max_end_wall_ns: None,
             errors: Vec::new(),
@@ -197,10 +250,7 @@ impl Collector {
             warned_usage_missing: false,
             untokenized: 0,
             timelines: Vec::new(),
-            osl_mismatch_count: 0,
             osl_mismatch_examples: Vec::new(),
-            usage_discrepancy_count: 0,
-            usage_compared: false,
         }
     }
 
@@ -285,7 +335,7 @@ impl Collector {
         if let Some(gaps) = &m.inter_chunk_latency {
             self.values[icl].extend_from_slice(gaps);
         }
-        self.count_mismatches(record, &m);
+        let mut counts = self.count_mismatches(record, &m);
 
         // A response ends at its last content response (start + latency), as AIPerf's
         // max_response_timestamp; a failed request ends when it failed.
@@ -313,14 +363,14 @@ impl Collector {
 
         match &record.error {
             None => {
-                self.request_count += 1;
+                counts.requests = 1;
                 if self.goodput_enabled && self.objectives.iter().all(|o| o.passes(m.get(o.def.id)))
                 {
-                    self.good_count += 1;
+                    counts.good = 1;
                 }
             }
             Some(details) => {
-                self.error_count += 1;
+                counts.errors = 1;
                 match self.error_rows.get(details) {
                     Some(&row) => self.errors[row].count += 1,
                     None => {
@@ -333,12 +383,22 @@ impl Collector {
                 }
             }
         }
+        self.counts.add(&counts);
+        if self.slice_ns.is_some() {
+            self.slice_entries.push(SliceEntry {
+                start: record.start_wall_ns,
+                values: m.scalars().collect(),
+                inter_chunk_latency: m.inter_chunk_latency.unwrap_or_default(),
+                counts,
+            });
+        }
         written
     }
 
     /// OSL mismatches (AIPerf's `osl_mismatch_count`) and usage discrepancies
     /// (`usage_discrepancy_count`) of one valid record.
-    fn count_mismatches(&mut self, record: &RequestRecord, m: &RecordMetrics) {
+    fn count_mismatches(&mut self, record: &RequestRecord, m: &RecordMetrics) -> Counts {
+        let mut counts = Counts::default();
         if let (Some(asked), Some(got)) = (
             record.input.requested_output_tokens,
             m.get(MetricId::OutputSequenceLength),
@@ -346,7 +406,7 @@ impl Collector {
         {
             let allowed = (asked as f64 * OSL_MISMATCH_PCT / 100.0).min(OSL_MISMATCH_MAX_TOKENS);
             if (got - asked as f64).abs() > allowed {
-                self.osl_mismatch_count += 1;
+                counts.osl_mismatches = 1;
                 if self.osl_mismatch_examples.len() < OSL_EXAMPLES {
                     self.osl_mismatch_examples.push(OslMismatch {
                         requested: asked,
@@ -358,26 +418,29 @@ impl Collector {
         let prompt = m.get(MetricId::UsagePromptTokensDiffPct);
         let completion = m.get(MetricId::UsageCompletionTokensDiffPct);
         if let (Some(prompt), Some(completion)) = (prompt, completion) {
-            self.usage_compared = true;
+            counts.usage_compared = true;
             let reasoning = m.get(MetricId::UsageReasoningTokensDiffPct).unwrap_or(0.0);
             if prompt > USAGE_DIFF_PCT || completion > USAGE_DIFF_PCT || reasoning > USAGE_DIFF_PCT
             {
-                self.usage_discrepancy_count += 1;
+                counts.usage_discrepancies = 1;
             }
         }
+        counts
     }
 
-    /// The sweep-line metrics over the benchmark window; before the statistics sort the
-    /// inter-chunk latencies the timelines point into.
-    fn sweep_results(&self) -> Vec<MetricResult> {
-        let (Some(first), Some(last)) = (self.min_start_wall_ns, self.max_end_wall_ns) else {
-            return Vec::new();
-        };
-        // Relative to the first start: f64 keeps ns exact there, not at epoch scale.
+    #[cfg(test)]
+    /// Profiling records seen so far (valid and failed).
+    pub fn completed(&self) -> u64 {
+        self.counts.requests + self.counts.errors
+    }
+
+    /// Every profiling request's interval, relative to the first start (f64 keeps ns
+    /// exact there, not at epoch scale); before the statistics sort the inter-chunk
+    /// latencies the timelines point into.
+    fn spans(&self, first: u64) -> Vec<Span> {
         let rel = |t: u64| t.saturating_sub(first) as f64;
         let gaps = &self.values[MetricId::InterChunkLatency as usize];
-        let spans: Vec<Span> = self
-            .timelines
+        self.timelines
             .iter()
             .map(|t| Span {
                 start: rel(t.start),
@@ -387,20 +450,7 @@ impl Collector {
                 output_tokens: t.output_tokens,
                 chunk_gaps: gaps[t.gaps.clone()].to_vec(),
             })
-            .collect();
-        sweep::metrics(&spans, 0.0, rel(last))
-            .into_iter()
-            .map(|(id, stats)| MetricResult {
-                def: id.def(),
-                value: MetricValue::TimeWeighted(stats),
-            })
             .collect()
-    }
-
-    #[cfg(test)]
-    /// Profiling records seen so far (valid and failed).
-    pub fn completed(&self) -> u64 {
-        self.request_count + self.error_count
     }
 
     /// Flushes the JSONL and computes the statistics.
@@ -408,136 +458,220 @@ impl Collector {
         if let Some(out) = self.sink.take() {
             out.finish()?;
         }
-        let sweeps = self.sweep_results();
+        let window = self.min_start_wall_ns.zip(self.max_end_wall_ns);
+        let spans = window.map(|(first, _)| self.spans(first));
         self.timelines = Vec::new();
-        let mut results = Vec::new();
-        let mut sums = [None::<f64>; METRIC_COUNT];
-        for def in CATALOG.iter().filter(|d| d.kind == MetricKind::Record) {
-            let values = &mut self.values[def.id as usize];
-            if let Some(stats) = Stats::compute(values) {
-                sums[def.id as usize] = Some(stats.sum);
-                results.push(MetricResult {
-                    def,
-                    value: MetricValue::Distribution(stats),
-                });
+        let duration_ns = window.map_or(0, |(start, end)| end.saturating_sub(start));
+        let mut results = summarize(
+            &mut self.values,
+            &self.counts,
+            duration_ns,
+            window.is_some(),
+            self.goodput_enabled,
+        );
+        if let (Some(spans), Some((first, last))) = (&spans, window) {
+            results.extend(sweep_results(spans, 0.0, (last - first) as f64));
+        }
+        let timeslices = match (self.slice_ns, &spans, window) {
+            (Some(slice_ns), Some(spans), Some(window)) => {
+                self.time_slices(slice_ns, spans, window)
             }
-            // Free the values as soon as their statistics exist.
-            *values = Vec::new();
-        }
-
-        let duration_ns = match (self.min_start_wall_ns, self.max_end_wall_ns) {
-            (Some(start), Some(end)) => end.saturating_sub(start),
-            _ => 0,
+            _ => Vec::new(),
         };
-        let duration_s = duration_ns as f64 / 1e9;
-        let per_second = |count: f64| (duration_ns > 0).then(|| count / duration_s);
-        let sum = |id: MetricId| sums[id as usize];
-
-        let mut scalar = |id: MetricId, value: Option<f64>| {
-            if let Some(v) = value {
-                results.push(MetricResult {
-                    def: id.def(),
-                    value: MetricValue::Scalar(v),
-                });
-            }
-        };
-        let total_osl = sum(MetricId::OutputSequenceLength);
-        scalar(
-            MetricId::OutputTokenThroughput,
-            total_osl.and_then(per_second),
-        );
-        scalar(
-            MetricId::RequestThroughput,
-            per_second(self.request_count as f64),
-        );
-        if self.goodput_enabled {
-            scalar(MetricId::Goodput, per_second(self.good_count as f64));
-        }
-        scalar(MetricId::RequestCount, Some(self.request_count as f64));
-        if self.error_count > 0 {
-            scalar(MetricId::ErrorRequestCount, Some(self.error_count as f64));
-        }
-        if self.goodput_enabled {
-            scalar(MetricId::GoodRequestCount, Some(self.good_count as f64));
-        }
-        if self.min_start_wall_ns.is_some() {
-            scalar(MetricId::BenchmarkDuration, Some(duration_ns as f64));
-        }
-        scalar(MetricId::TotalOsl, total_osl);
-        scalar(MetricId::TotalIsl, sum(MetricId::InputSequenceLength));
-        scalar(MetricId::TotalOutputTokens, sum(MetricId::OutputTokenCount));
-        scalar(
-            MetricId::TotalReasoningTokens,
-            sum(MetricId::ReasoningTokenCount),
-        );
-        scalar(MetricId::TotalErrorIsl, sum(MetricId::ErrorIsl));
-        scalar(MetricId::TotalNumImages, sum(MetricId::NumImages));
-
-        // AIPerf 0.13's run-level additions.
-        let completed = self.request_count + self.error_count;
-        scalar(MetricId::CompletedRequestCount, Some(completed as f64));
-        scalar(
-            MetricId::RequestErrorRate,
-            (completed > 0).then(|| self.error_count as f64 * 100.0 / completed as f64),
-        );
-        // Counted when some request asked for an output length.
-        if sum(MetricId::OslMismatchDiffPct).is_some() {
-            scalar(
-                MetricId::OslMismatchCount,
-                Some(self.osl_mismatch_count as f64),
-            );
-        }
-        if self.usage_compared {
-            scalar(
-                MetricId::UsageDiscrepancyCount,
-                Some(self.usage_discrepancy_count as f64),
-            );
-        }
-        let total_isl = sum(MetricId::InputSequenceLength);
-        scalar(
-            MetricId::InputTokenThroughput,
-            total_isl.and_then(per_second),
-        );
-        let total_tokens = match (total_isl, total_osl) {
-            (None, None) => None,
-            (isl, osl) => Some(isl.unwrap_or(0.0) + osl.unwrap_or(0.0)),
-        };
-        scalar(
-            MetricId::TotalTokenThroughput,
-            total_tokens.and_then(per_second),
-        );
-        scalar(
-            MetricId::TotalUsagePromptTokens,
-            sum(MetricId::UsagePromptTokens),
-        );
-        scalar(
-            MetricId::TotalUsageCompletionTokens,
-            sum(MetricId::UsageCompletionTokens),
-        );
-        scalar(
-            MetricId::TotalUsageTotalTokens,
-            sum(MetricId::UsageTotalTokens),
-        );
-        if self.goodput_enabled {
-            let fraction = if completed > 0 {
-                self.good_count as f64 / completed as f64
-            } else {
-                0.0
-            };
-            scalar(MetricId::GoodRequestFraction, Some(fraction));
-        }
-        results.extend(sweeps);
 
         Ok(MetricsSummary {
             results,
             error_summary: self.errors,
-            request_count: self.request_count,
-            error_request_count: self.error_count,
+            request_count: self.counts.requests,
+            error_request_count: self.counts.errors,
             benchmark_duration_ns: duration_ns,
-            osl_mismatch_count: self.osl_mismatch_count,
+            osl_mismatch_count: self.counts.osl_mismatches,
             osl_mismatch_examples: self.osl_mismatch_examples,
+            timeslices,
         })
     }
+
+    /// AIPerf's time slices: windows of `slice_ns` from the first request's start, each
+    /// request in the window its start falls in; windows without a request are left out,
+    /// and the last one ends at the run's last response. The sweep-line metrics are the
+    /// whole run's curves over each window.
+    fn time_slices(&self, slice_ns: u64, spans: &[Span], window: (u64, u64)) -> Vec<TimeSlice> {
+        let (first, last) = window;
+        let mut groups: std::collections::BTreeMap<u64, Vec<&SliceEntry>> = Default::default();
+        for e in &self.slice_entries {
+            groups
+                .entry(e.start.saturating_sub(first) / slice_ns)
+                .or_default()
+                .push(e);
+        }
+        let icl = MetricId::InterChunkLatency as usize;
+        groups
+            .into_iter()
+            .map(|(index, entries)| {
+                let from = first + index * slice_ns;
+                let full_end = from + slice_ns;
+                let to = full_end.min(last.max(from));
+                let mut values = vec![Vec::new(); METRIC_COUNT];
+                let mut counts = Counts::default();
+                for e in entries {
+                    for &(id, v) in &e.values {
+                        values[id as usize].push(v);
+                    }
+                    values[icl].extend_from_slice(&e.inter_chunk_latency);
+                    counts.add(&e.counts);
+                }
+                let mut results =
+                    summarize(&mut values, &counts, to - from, true, self.goodput_enabled);
+                results.extend(sweep_results(
+                    spans,
+                    (from - first) as f64,
+                    (to - first) as f64,
+                ));
+                TimeSlice {
+                    start_ns: from,
+                    end_ns: to,
+                    is_complete: full_end <= last,
+                    results,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The sweep-line metrics over `[from, to]` (ns relative to the spans' anchor).
+fn sweep_results(spans: &[Span], from: f64, to: f64) -> Vec<MetricResult> {
+    sweep::metrics(spans, from, to)
+        .into_iter()
+        .map(|(id, stats)| MetricResult {
+            def: id.def(),
+            value: MetricValue::TimeWeighted(stats),
+        })
+        .collect()
+}
+
+/// Statistics of the record metrics and the run-level values over `duration_ns` (the
+/// benchmark window, or one time slice); frees `values` as it goes. `any_record`: some
+/// request was counted (the duration is meaningful).
+fn summarize(
+    values: &mut [Vec<f64>],
+    counts: &Counts,
+    duration_ns: u64,
+    any_record: bool,
+    goodput_enabled: bool,
+) -> Vec<MetricResult> {
+    let mut results = Vec::new();
+    let mut sums = [None::<f64>; METRIC_COUNT];
+    for def in CATALOG.iter().filter(|d| d.kind == MetricKind::Record) {
+        let values = &mut values[def.id as usize];
+        if let Some(stats) = Stats::compute(values) {
+            sums[def.id as usize] = Some(stats.sum);
+            results.push(MetricResult {
+                def,
+                value: MetricValue::Distribution(stats),
+            });
+        }
+        // Free the values as soon as their statistics exist.
+        *values = Vec::new();
+    }
+
+    let duration_s = duration_ns as f64 / 1e9;
+    let per_second = |count: f64| (duration_ns > 0).then(|| count / duration_s);
+    let sum = |id: MetricId| sums[id as usize];
+
+    let mut scalar = |id: MetricId, value: Option<f64>| {
+        if let Some(v) = value {
+            results.push(MetricResult {
+                def: id.def(),
+                value: MetricValue::Scalar(v),
+            });
+        }
+    };
+    let total_osl = sum(MetricId::OutputSequenceLength);
+    scalar(
+        MetricId::OutputTokenThroughput,
+        total_osl.and_then(per_second),
+    );
+    scalar(
+        MetricId::RequestThroughput,
+        per_second(counts.requests as f64),
+    );
+    if goodput_enabled {
+        scalar(MetricId::Goodput, per_second(counts.good as f64));
+    }
+    scalar(MetricId::RequestCount, Some(counts.requests as f64));
+    if counts.errors > 0 {
+        scalar(MetricId::ErrorRequestCount, Some(counts.errors as f64));
+    }
+    if goodput_enabled {
+        scalar(MetricId::GoodRequestCount, Some(counts.good as f64));
+    }
+    if any_record {
+        scalar(MetricId::BenchmarkDuration, Some(duration_ns as f64));
+    }
+    scalar(MetricId::TotalOsl, total_osl);
+    scalar(MetricId::TotalIsl, sum(MetricId::InputSequenceLength));
+    scalar(MetricId::TotalOutputTokens, sum(MetricId::OutputTokenCount));
+    scalar(
+        MetricId::TotalReasoningTokens,
+        sum(MetricId::ReasoningTokenCount),
+    );
+    scalar(MetricId::TotalErrorIsl, sum(MetricId::ErrorIsl));
+    scalar(MetricId::TotalNumImages, sum(MetricId::NumImages));
+
+    // AIPerf 0.13's run-level additions.
+    let completed = counts.requests + counts.errors;
+    scalar(MetricId::CompletedRequestCount, Some(completed as f64));
+    scalar(
+        MetricId::RequestErrorRate,
+        (completed > 0).then(|| counts.errors as f64 * 100.0 / completed as f64),
+    );
+    // Counted when some request asked for an output length.
+    if sum(MetricId::OslMismatchDiffPct).is_some() {
+        scalar(
+            MetricId::OslMismatchCount,
+            Some(counts.osl_mismatches as f64),
+        );
+    }
+    if counts.usage_compared {
+        scalar(
+            MetricId::UsageDiscrepancyCount,
+            Some(counts.usage_discrepancies as f64),
+        );
+    }
+    let total_isl = sum(MetricId::InputSequenceLength);
+    scalar(
+        MetricId::InputTokenThroughput,
+        total_isl.and_then(per_second),
+    );
+    let total_tokens = match (total_isl, total_osl) {
+        (None, None) => None,
+        (isl, osl) => Some(isl.unwrap_or(0.0) + osl.unwrap_or(0.0)),
+    };
+    scalar(
+        MetricId::TotalTokenThroughput,
+        total_tokens.and_then(per_second),
+    );
+    scalar(
+        MetricId::TotalUsagePromptTokens,
+        sum(MetricId::UsagePromptTokens),
+    );
+    scalar(
+        MetricId::TotalUsageCompletionTokens,
+        sum(MetricId::UsageCompletionTokens),
+    );
+    scalar(
+        MetricId::TotalUsageTotalTokens,
+        sum(MetricId::UsageTotalTokens),
+    );
+    if goodput_enabled {
+        let fraction = if completed > 0 {
+            counts.good as f64 / completed as f64
+        } else {
+            0.0
+        };
+        scalar(MetricId::GoodRequestFraction, Some(fraction));
+    }
+    results
 }
 
 #[cfg(test)]
@@ -628,6 +762,79 @@ mod tests {
         assert_eq!((conc.min, conc.max, conc.p50), (0.0, 1.0, 0.0));
         // No goodput objectives: no good_request_fraction.
         assert!(s.get("good_request_fraction").is_none());
+    }
+
+    #[test]
+    fn time_slices_group_requests_by_start() {
+        let mut c = Collector::new(
+            CollectorOptions {
+                streaming: true,
+                slice_duration_ns: Some(1_000_000_000),
+                ..Default::default()
+            },
+            Arc::new(Tokenizer::builtin().unwrap()),
+            Clock::new(),
+            None,
+        );
+        // Latencies 40, 60, 60 and 40 ms; starts at 0, 1.0, 1.5 and 3.2 s from the first.
+        let a = streamed_record(&[21, 26, 31, 41]);
+        let first = a.start_wall_ns;
+        let at = |mut r: RequestRecord, ms: u64| {
+            r.start_wall_ns = first + ms * 1_000_000;
+            r
+        };
+        c.add(&at(streamed_record(&[31, 61]), 1000)).unwrap();
+        c.add(&a).unwrap();
+        c.add(&at(streamed_record(&[31, 61]), 1500)).unwrap();
+        c.add(&at(streamed_record(&[21, 26, 31, 41]), 3200))
+            .unwrap();
+        let s = c.finish().unwrap();
+        // The window 2..3 s has no request and is left out.
+        let windows: Vec<(u64, u64, bool)> = s
+            .timeslices
+            .iter()
+            .map(|t| (t.start_ns - first, t.end_ns - first, t.is_complete))
+            .collect();
+        assert_eq!(
+            windows,
+            [
+                (0, 1_000_000_000, true),
+                (1_000_000_000, 2_000_000_000, true),
+                (3_000_000_000, 3_240_000_000, false)
+            ]
+        );
+        let slice_scalar = |i: usize, tag: &str| match s.timeslices[i].get(tag).unwrap().value {
+            MetricValue::Scalar(v) => v,
+            _ => panic!("{tag} is not a single value"),
+        };
+        let counts: Vec<f64> = (0..3).map(|i| slice_scalar(i, "request_count")).collect();
+        assert_eq!(counts, [1.0, 2.0, 1.0]);
+        // Throughputs per second of the window itself.
+        assert!((slice_scalar(1, "request_throughput") - 2.0).abs() < 1e-12);
+        assert!((slice_scalar(2, "request_throughput") - 1.0 / 0.24).abs() < 1e-9);
+        assert!((slice_scalar(1, "output_token_throughput") - 4.0).abs() < 1e-12);
+        let MetricValue::Distribution(lat) = s.timeslices[1].get("request_latency").unwrap().value
+        else {
+            panic!("request_latency is not a distribution");
+        };
+        assert_eq!((lat.count, lat.avg), (2, 60e6));
+        // Time-weighted metrics over the window: 60 + 60 ms busy of 1 s.
+        let MetricValue::TimeWeighted(conc) =
+            s.timeslices[1].get("effective_concurrency").unwrap().value
+        else {
+            panic!("effective_concurrency is not time-weighted");
+        };
+        assert!((conc.avg - 0.12).abs() < 1e-9, "{conc:?}");
+        // The whole run is unchanged by slicing.
+        assert_eq!(scalar(&s, "request_count"), 4.0);
+        assert_eq!(s.benchmark_duration_ns, 3_240_000_000);
+    }
+
+    #[test]
+    fn no_time_slices_without_the_flag() {
+        let mut c = collector("", None);
+        c.add(&streamed_record(&[21])).unwrap();
+        assert!(c.finish().unwrap().timeslices.is_empty());
     }
 
     #[test]

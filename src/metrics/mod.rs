@@ -15,7 +15,7 @@ pub(crate) mod template_overhead;
 pub use catalog::{ConsoleGroup, MetricId};
 #[cfg(test)]
 pub use collector::ErrorCount;
-pub use collector::{Collector, MetricResult, MetricValue, MetricsSummary, RecordSink};
+pub use collector::{Collector, MetricResult, MetricValue, MetricsSummary, RecordSink, TimeSlice};
 pub use goodput::{GoodputSlo, parse_goodput};
 pub use record_metrics::{RecordMetrics, RecordOptions};
 pub use template_overhead::{EntryRequest, TemplateOverhead};
@@ -31,4 +31,6 @@ pub struct CollectorOptions {
     pub goodput: Vec<GoodputSlo>,
     /// Chat-template tokens to take out of Image Token Count.
     pub template_overhead: TemplateOverhead,
+    /// `--slice-duration` in ns: also summarize each window of this length.
+    pub slice_duration_ns: Option<u64>,
 }

@@ -48,6 +48,7 @@ impl Collection {
             use_server_token_count: cfg.use_server_token_count,
             goodput,
             template_overhead,
+            slice_duration_ns: cfg.export.slice_duration_ns,
         };
         let collector = Collector::new(options, tokenizer, clock, files);
         let mut watch = FailureWatch::new(

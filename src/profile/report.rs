@@ -146,6 +146,10 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         info!("Results saved to: {}", cfg.artifact_dir.display());
         let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
         let _ = writeln!(out, "JSON Export: {}", paths.json.display());
+        if let Some((json_path, csv_path)) = &paths.timeslices {
+            let _ = writeln!(out, "Timeslices: {}", json_path.display());
+            let _ = writeln!(out, "Timeslices CSV: {}", csv_path.display());
+        }
         let _ = writeln!(
             out,
             "Log File: {}",

@@ -1,0 +1,138 @@
+//! `profile_export_aiperf_timeslices.json` and `.csv` (`--slice-duration`): the summary
+//! metrics of each time window, in AIPerf's layout.
+//!
+//! JSON: `{"timeslices": [{"timeslice_index", "start_ns", "end_ns", ["is_complete": false],
+//! <metric tag>: {unit, avg, ...}}, ...], "input_config": {...}}`, each metric object as in
+//! the summary JSON. CSV: the tidy form `Timeslice,Metric,Unit,Stat,Value`, one row per
+//! statistic, metrics sorted by tag within a slice.
+
+use serde_json::{Value, json};
+
+use super::csv::{field, number};
+use super::json::{Object, metric_object};
+use crate::metrics::{MetricResult, MetricValue, TimeSlice};
+
+/// The statistics a CSV row may name, in AIPerf's order.
+const STAT_KEYS: [&str; 14] = [
+    "avg", "min", "max", "sum", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std",
+];
+
+pub fn render_json(slices: &[TimeSlice], input_config: &Value) -> String {
+    let list: Vec<Object> = slices
+        .iter()
+        .enumerate()
+        .map(|(index, slice)| {
+            let mut o = Object::new();
+            o.put("timeslice_index", json!(index));
+            o.put("start_ns", json!(slice.start_ns));
+            o.put("end_ns", json!(slice.end_ns));
+            // Only the last, shortened window carries the flag.
+            if !slice.is_complete {
+                o.put("is_complete", json!(false));
+            }
+            for r in &slice.results {
+                o.put_object(r.def.tag, metric_object(r));
+            }
+            o
+        })
+        .collect();
+    // Fields in this order; the slices keep theirs (a `Value` would sort them).
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        timeslices: Vec<Object>,
+        input_config: &'a Value,
+    }
+    let doc = Doc {
+        timeslices: list,
+        input_config,
+    };
+    let mut text = serde_json::to_string_pretty(&doc).expect("JSON into memory");
+    text.push('\n');
+    text
+}
+
+/// The statistics of one result in display units, by name, in [`STAT_KEYS`] order.
+fn stats(r: &MetricResult) -> Vec<(&'static str, f64)> {
+    let values: [Option<f64>; 14] = match r.display() {
+        MetricValue::Distribution(s) => {
+            let p = s.percentiles.map(Some);
+            [
+                Some(s.avg),
+                Some(s.min),
+                Some(s.max),
+                Some(s.sum),
+                p[0],
+                p[1],
+                p[2],
+                p[3],
+                p[4],
+                p[5],
+                p[6],
+                p[7],
+                p[8],
+                Some(s.std),
+            ]
+        }
+        MetricValue::TimeWeighted(w) => [
+            Some(w.avg),
+            Some(w.min),
+            Some(w.max),
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some(w.p50),
+            None,
+            Some(w.p90),
+            Some(w.p95),
+            Some(w.p99),
+            Some(w.std),
+        ],
+        MetricValue::Scalar(v) => {
+            let mut only_avg = [None; 14];
+            only_avg[0] = Some(v);
+            only_avg
+        }
+    };
+    STAT_KEYS
+        .into_iter()
+        .zip(values)
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
+}
+
+/// Counts (requests, tokens) are whole numbers and written without decimals, as AIPerf
+/// writes integers; everything else with two.
+fn value_cell(r: &MetricResult, v: f64) -> String {
+    let count = matches!(r.value, MetricValue::Scalar(_))
+        && r.def.scale == 1.0
+        && !r.def.unit.contains('/')
+        && r.def.unit != "%"
+        && v.fract() == 0.0
+        && v.abs() < 1e15;
+    if count {
+        format!("{}", v as i64)
+    } else {
+        number(v)
+    }
+}
+
+pub fn render_csv(slices: &[TimeSlice]) -> String {
+    let mut out = String::from("Timeslice,Metric,Unit,Stat,Value\r\n");
+    for (index, slice) in slices.iter().enumerate() {
+        let mut results: Vec<&MetricResult> = slice.results.iter().collect();
+        results.sort_by_key(|r| r.def.tag);
+        for r in results {
+            for (stat, v) in stats(r) {
+                out.push_str(&format!(
+                    "{index},{},{},{stat},{}\r\n",
+                    field(r.def.header),
+                    field(r.def.unit),
+                    value_cell(r, v)
+                ));
+            }
+        }
+    }
+    out
+}
