@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 use tracing::warn;
 
 use super::prompt::PromptBuilder;
-use super::{Conversation, Dataset, DatasetSampling, EncodedImage, Entry, derive_seed};
+use super::{
+    ChatMessages, Conversation, Dataset, DatasetSampling, EncodedImage, Entry, derive_seed,
+};
 use crate::tokenizer::Tokenizer;
 
 /// `--custom-dataset-type`.
@@ -162,6 +164,9 @@ const MOONCAKE_FIELDS: &[&str] = &[
     "delay",
     "session_id",
     "extra",
+    "messages",
+    "message_mode",
+    "tools",
 ];
 
 /// Where a problem is: file, line and (optionally) field.
@@ -319,9 +324,28 @@ impl Loader<'_> {
         let file = self.opts.path;
         let block_size = self.opts.block_size.unwrap_or(MOONCAKE_BLOCK_SIZE);
         let mut sessions = Sessions::default();
+        let mut modes = SessionModes::default();
         for (at, obj) in read_jsonl(file)? {
             self.note_unknown(at, &obj, "", MOONCAKE_FIELDS);
+            let session_id = str_field(at, &obj, "", "session_id")?;
+            let mut extra = object_field(at, &obj, "", "extra")?;
+            let messages = trace_messages(at, &obj)?;
+            if let Some(m) = &messages {
+                modes.check(at, session_id.as_deref(), m.delta, &obj, &mut extra)?;
+            }
             let text = match (obj.get("text_input"), obj.get("input_length")) {
+                _ if messages.is_some() => {
+                    if let Some(other) = ["text_input", "input_length"]
+                        .into_iter()
+                        .find(|f| obj.contains_key(*f))
+                    {
+                        return Err(at.err(
+                            other,
+                            "give either messages or input_length/text_input, not both",
+                        ));
+                    }
+                    messages_text(messages.as_ref().expect("checked"))
+                }
                 (Some(_), Some(_)) => {
                     return Err(at.err(
                         "text_input",
@@ -347,7 +371,7 @@ impl Loader<'_> {
                     return Err(at.err("", "no content; give input_length or text_input"));
                 }
             };
-            if text.is_empty() {
+            if text.is_empty() && messages.is_none() {
                 return Err(at.err("text_input", "is empty"));
             }
             let entry = Entry {
@@ -358,11 +382,12 @@ impl Loader<'_> {
                     .or(self.opts.default_output_tokens),
                 extra_texts: Vec::new(),
                 role: None,
-                extra: object_field(at, &obj, "", "extra")?,
+                extra,
                 timestamp_ms: self.timestamp_field(at, &obj, "")?,
                 delay: delay_field(at, &obj, "")?,
+                messages,
             };
-            sessions.add(str_field(at, &obj, "", "session_id")?, entry);
+            sessions.add(session_id, entry);
         }
         non_empty(file, sessions.conversations, DatasetSampling::Sequential)
     }
@@ -548,6 +573,7 @@ impl Loader<'_> {
             extra: object_field(at, obj, prefix, "extra")?,
             timestamp_ms: timestamp,
             delay,
+            messages: None,
         })
     }
 
@@ -741,6 +767,141 @@ fn merge_entries(entries: impl Iterator<Item = Entry>) -> Entry {
         m.extra.extend(e.extra);
     }
     merged.expect("at least one pool")
+}
+
+/// A trace row's `messages` (with `message_mode`, and `tools` only beside them), checked:
+/// a non-empty list of objects, each with a string `role`.
+fn trace_messages(at: At, obj: &Map<String, Value>) -> Result<Option<ChatMessages>, InputError> {
+    let delta = match obj.get("message_mode") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(m)) if m == "history" => false,
+        Some(Value::String(m)) if m == "delta" => true,
+        Some(other) => {
+            return Err(at.err(
+                "message_mode",
+                format!("{other} is not a mode; give \"history\" or \"delta\""),
+            ));
+        }
+    };
+    let Some(list) = obj.get("messages").filter(|v| !v.is_null()) else {
+        if delta {
+            return Err(at.err("message_mode", "needs a messages list on the same line"));
+        }
+        if obj.get("tools").is_some_and(|v| !v.is_null()) {
+            return Err(at.err("tools", "needs a messages list on the same line"));
+        }
+        return Ok(None);
+    };
+    let Some(list) = list.as_array().filter(|l| !l.is_empty()) else {
+        return Err(at.err(
+            "messages",
+            "must be a non-empty list of message objects, e.g. [{\"role\": \"user\", \"content\": \"Hi\"}]",
+        ));
+    };
+    for (i, m) in list.iter().enumerate() {
+        if !m.get("role").is_some_and(Value::is_string) {
+            return Err(at.err(
+                &format!("messages[{i}]"),
+                "must be an object with a string 'role' (system, user, assistant or tool)",
+            ));
+        }
+        match m.get("content") {
+            None | Some(Value::Null | Value::String(_) | Value::Array(_)) => {}
+            Some(_) => {
+                return Err(at.err(
+                    &format!("messages[{i}].content"),
+                    "must be a string or a list of content parts",
+                ));
+            }
+        }
+    }
+    if let Some(tools) = obj.get("tools").filter(|v| !v.is_null())
+        && !tools.is_array()
+    {
+        return Err(at.err("tools", "must be a list of tool definitions"));
+    }
+    Ok(Some(ChatMessages {
+        list: list.clone(),
+        delta,
+    }))
+}
+
+/// The texts of a messages list joined by spaces (string contents and `text` parts): what
+/// its input length counts.
+fn messages_text(messages: &ChatMessages) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for m in &messages.list {
+        match m.get("content") {
+            Some(Value::String(s)) => parts.push(s),
+            Some(Value::Array(items)) => parts.extend(
+                items
+                    .iter()
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|p| p.get("text").and_then(Value::as_str)),
+            ),
+            _ => {}
+        }
+    }
+    parts.retain(|p| !p.is_empty());
+    parts.join(" ")
+}
+
+/// Per session: whether its messages rows are deltas (a session may not mix modes), and the
+/// tools its delta rows last declared, which later delta rows inherit.
+#[derive(Default)]
+struct SessionModes {
+    by_id: HashMap<String, (bool, usize, Option<Value>)>,
+}
+
+impl SessionModes {
+    /// Checks the row's mode against its session's and puts the row's `tools` (or, for a
+    /// delta row without them, the session's last ones) into its body fields.
+    fn check(
+        &mut self,
+        at: At,
+        session_id: Option<&str>,
+        delta: bool,
+        obj: &Map<String, Value>,
+        extra: &mut Map<String, Value>,
+    ) -> Result<(), InputError> {
+        if delta && extra.contains_key("messages") {
+            return Err(at.err(
+                "extra",
+                "may not hold 'messages' in a delta session: it would replace the conversation",
+            ));
+        }
+        let own_tools = obj.get("tools").filter(|v| !v.is_null()).cloned();
+        let tools = match session_id {
+            None => own_tools,
+            Some(id) => {
+                let seen = self
+                    .by_id
+                    .entry(id.to_string())
+                    .or_insert((delta, at.line, None));
+                if seen.0 != delta {
+                    let mode = |d: bool| if d { "delta" } else { "history" };
+                    return Err(at.err(
+                        "message_mode",
+                        format!(
+                            "is {} but line {} of session '{id}' is {}; give every row of a session the same message_mode",
+                            mode(delta),
+                            seen.1,
+                            mode(seen.0)
+                        ),
+                    ));
+                }
+                if own_tools.is_some() {
+                    seen.2 = own_tools.clone();
+                }
+                if delta { seen.2.clone() } else { own_tools }
+            }
+        };
+        if let Some(tools) = tools {
+            // The row's own `extra` still wins, as for every other body field.
+            extra.entry("tools").or_insert(tools);
+        }
+        Ok(())
+    }
 }
 
 /// A parsed line and where it came from.

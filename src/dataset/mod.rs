@@ -121,6 +121,18 @@ pub struct Entry {
     pub timestamp_ms: Option<u64>,
     /// Wait before this turn is sent, counted from the previous turn's reply.
     pub delay: Option<std::time::Duration>,
+    /// The input file's own chat messages, sent in place of `text` and `images` (whose
+    /// `text` then holds their texts, for counting).
+    pub messages: Option<ChatMessages>,
+}
+
+/// A trace row's OpenAI `messages` array.
+#[derive(Debug, Clone)]
+pub struct ChatMessages {
+    pub list: Vec<serde_json::Value>,
+    /// `message_mode: delta`: the row adds to the live conversation (earlier rows and the
+    /// replies received); otherwise it is sent verbatim, without history.
+    pub delta: bool,
 }
 
 impl Entry {
@@ -141,6 +153,7 @@ impl Entry {
             extra: serde_json::Map::new(),
             timestamp_ms: None,
             delay: None,
+            messages: None,
         }
     }
 }

@@ -164,6 +164,8 @@ pub struct PreparedTurn {
     pub max_output_tokens: Option<u64>,
     /// Wait after the previous reply before this turn is sent.
     pub delay: Option<std::time::Duration>,
+    /// Sent without the history: an input file's messages row replayed verbatim.
+    pub standalone: bool,
 }
 
 /// The turns of a multi-turn conversation and how to splice them.
@@ -185,13 +187,14 @@ impl TurnScript {
     /// replies are encoded here; everything else was serialized before the run.
     pub fn turn_body(&self, k: usize, replies: &[String]) -> Bytes {
         let turn = &self.turns[k];
+        let earlier = self.history(k);
         let mut len = self.head.len() + turn.message.len() + turn.tail.len();
-        for (t, r) in self.turns[..k].iter().zip(replies) {
+        for (t, r) in earlier.iter().zip(replies) {
             len += t.message.len() + r.len() + 40;
         }
         let mut out = Vec::with_capacity(len);
         out.extend_from_slice(&self.head);
-        for (t, reply) in self.turns[..k].iter().zip(replies) {
+        for (t, reply) in earlier.iter().zip(replies) {
             out.extend_from_slice(&t.message);
             out.extend_from_slice(b",{\"role\":\"assistant\",\"content\":");
             serde_json::to_writer(&mut out, reply).expect("a string always serializes");
@@ -202,11 +205,21 @@ impl TurnScript {
         Bytes::from(out)
     }
 
+    /// The turns whose messages and replies precede turn `k`'s own: none for a standalone
+    /// turn.
+    fn history(&self, k: usize) -> &[PreparedTurn] {
+        if self.turns[k].standalone {
+            &[]
+        } else {
+            &self.turns[..k]
+        }
+    }
+
     /// Every text turn `k` sends (earlier turns, their replies, its own), joined by
     /// spaces: what its input sequence length counts, as AIPerf counts a payload's texts.
     pub fn history_text(&self, k: usize, replies: &[String]) -> String {
         let mut parts: Vec<&str> = Vec::with_capacity(2 * k + 1);
-        for (t, reply) in self.turns[..k].iter().zip(replies) {
+        for (t, reply) in self.history(k).iter().zip(replies) {
             parts.extend([t.text.as_str(), reply.as_str()]);
         }
         parts.push(&self.turns[k].text);
@@ -234,6 +247,8 @@ pub enum EndpointMismatch {
     MultiTurn(EndpointType),
     #[error("the input has images, which need --endpoint-type chat, not {}", .0.as_str())]
     Images(EndpointType),
+    #[error("the input has chat messages, which need --endpoint-type chat, not {}", .0.as_str())]
+    Messages(EndpointType),
 }
 
 /// Serializes every conversation. Errors when the data does not fit the endpoint: images or
@@ -263,6 +278,9 @@ pub fn prepare_dataset_with_models(
             }
             if conv.turns.iter().any(|t| !t.images.is_empty()) {
                 return Err(EndpointMismatch::Images(endpoint));
+            }
+            if conv.turns.iter().any(|t| t.messages.is_some()) {
+                return Err(EndpointMismatch::Messages(endpoint));
             }
         }
         let session_id = conv.session_id;
@@ -341,6 +359,19 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
         .join(" ");
     // Assembled around the image data, as a whole body is (see `splice`).
     let images = splice::take_urls(&mut entry.images);
+    let standalone = entry.messages.as_ref().is_some_and(|m| !m.delta);
+    if entry.messages.is_some() {
+        return PreparedTurn {
+            message: Bytes::from(chat::turn_messages(&mut entry)),
+            tail: Bytes::from(tail),
+            input_tokens,
+            text,
+            num_images,
+            max_output_tokens,
+            delay,
+            standalone,
+        };
+    }
     let mut message = chat::message(&mut entry);
     let skeleton = serde_json::to_vec(&message).expect("serializes");
     let message = match images {
@@ -358,6 +389,7 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
         num_images,
         max_output_tokens,
         delay,
+        standalone: false,
     }
 }
 
@@ -554,6 +586,7 @@ mod tests {
             extra: Map::new(),
             timestamp_ms: None,
             delay: None,
+            messages: None,
         };
         e.extra.insert("temperature".into(), Value::from(0));
         e
