@@ -368,7 +368,7 @@ impl Loader<'_> {
                     self.trace_prompt(at, len, &hash_ids, block_size)?
                 }
                 (None, None) => {
-                    return Err(at.err("", "no content; give input_length or text_input"));
+                    return Err(at.err("", "no content; give input_length, text_input or messages"));
                 }
             };
             if text.is_empty() && messages.is_none() {
