@@ -112,6 +112,60 @@ fn delta_rows_carry_the_replies_received() {
 }
 
 #[test]
+fn payload_rows_arrive_as_written_and_count_their_messages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let payload = json!({
+        "model": "other-model",
+        "messages": [{"role": "user", "content": "Tell me about rivers."}],
+        "stream": true,
+        "max_tokens": 5,
+        "temperature": 0.25,
+        "custom": {"nested": [1, 2.5, "x"]}
+    });
+    let trace = format!(
+        "{}\n{}\n{}\n",
+        json!({"session_id": "p", "payload": payload}),
+        json!({"session_id": "t", "text_input": "Tell me about rivers.", "output_length": 2}),
+        json!({"session_id": "m", "messages": [{"role": "user", "content": "Tell me about rivers."}], "output_length": 2}),
+    );
+    let (out, records) = replay(tmp.path(), &trace, "3");
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The payload's own model, stream and token limit, not the flags' (model m, no
+    // streaming, no limit).
+    let sent = records
+        .iter()
+        .find(|r| r["model"] == "other-model")
+        .expect("the payload row was sent");
+    assert_eq!(sent["stream"], true, "{sent}");
+    assert_eq!(sent["output_tokens"], 5, "{sent}");
+    assert_eq!(sent["roles"], json!(["user"]));
+    assert_eq!(
+        records.iter().filter(|r| r["model"] == "m").count(),
+        2,
+        "{records:?}"
+    );
+    let inputs = read_json(&tmp.path().join("run/inputs.json"));
+    let bodies: Vec<&Value> = inputs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["payloads"][0])
+        .collect();
+    assert!(bodies.contains(&&payload), "{inputs}");
+    // All three send the same text, so all three count the same input length.
+    let isl: Vec<u64> = common::read_jsonl(&tmp.path().join("run/profile_export.jsonl"))
+        .iter()
+        .map(|r| {
+            r["metrics"]["input_sequence_length"]["value"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(isl.len(), 3, "{isl:?}");
+    assert!(isl[0] > 1 && isl.iter().all(|&n| n == isl[0]), "{isl:?}");
+}
+
+#[test]
 fn malformed_messages_are_refused_with_file_and_line() {
     let tmp = tempfile::tempdir().unwrap();
     let cases = [
@@ -131,7 +185,16 @@ fn malformed_messages_are_refused_with_file_and_line() {
         ),
         (
             r#"{"session_id": "a", "message_mode": "delta", "messages": [{"role": "user", "content": "x"}]}"#,
-            "trace.jsonl:2: field 'message_mode': is delta but line 1",
+            "trace.jsonl:2: field 'message_mode': this is a messages row (message_mode delta) but line 1",
+        ),
+        (
+            r#"{"session_id": "a", "payload": {"messages": []}}"#,
+            "trace.jsonl:2: field 'session_id': this is a payload row but line 1",
+        ),
+        (r#"{"payload": [1]}"#, "trace.jsonl:2: field 'payload'"),
+        (
+            r#"{"payload": {"model": "m"}, "messages": [{"role": "user"}]}"#,
+            "trace.jsonl:2: field 'messages': does not go with payload",
         ),
     ];
     for (line, want) in cases {

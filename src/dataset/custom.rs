@@ -15,7 +15,8 @@ use tracing::warn;
 
 use super::prompt::PromptBuilder;
 use super::{
-    ChatMessages, Conversation, Dataset, DatasetSampling, EncodedImage, Entry, derive_seed,
+    ChatMessages, Conversation, Dataset, DatasetSampling, EncodedImage, Entry, OwnRequest,
+    derive_seed,
 };
 use crate::tokenizer::Tokenizer;
 
@@ -167,6 +168,7 @@ const MOONCAKE_FIELDS: &[&str] = &[
     "messages",
     "message_mode",
     "tools",
+    "payload",
 ];
 
 /// Where a problem is: file, line and (optionally) field.
@@ -329,22 +331,20 @@ impl Loader<'_> {
             self.note_unknown(at, &obj, "", MOONCAKE_FIELDS);
             let session_id = str_field(at, &obj, "", "session_id")?;
             let mut extra = object_field(at, &obj, "", "extra")?;
-            let messages = trace_messages(at, &obj)?;
-            if let Some(m) = &messages {
-                modes.check(at, session_id.as_deref(), m.delta, &obj, &mut extra)?;
-            }
+            let own = trace_own_request(at, &obj)?;
+            modes.check(at, session_id.as_deref(), own.as_ref(), &obj, &mut extra)?;
             let text = match (obj.get("text_input"), obj.get("input_length")) {
-                _ if messages.is_some() => {
+                _ if own.is_some() => {
                     if let Some(other) = ["text_input", "input_length"]
                         .into_iter()
                         .find(|f| obj.contains_key(*f))
                     {
                         return Err(at.err(
                             other,
-                            "give either messages or input_length/text_input, not both",
+                            "give one of messages, payload or input_length/text_input",
                         ));
                     }
-                    messages_text(messages.as_ref().expect("checked"))
+                    own_text(own.as_ref().expect("checked"))
                 }
                 (Some(_), Some(_)) => {
                     return Err(at.err(
@@ -368,10 +368,13 @@ impl Loader<'_> {
                     self.trace_prompt(at, len, &hash_ids, block_size)?
                 }
                 (None, None) => {
-                    return Err(at.err("", "no content; give input_length, text_input or messages"));
+                    return Err(at.err(
+                        "",
+                        "no content; give input_length, text_input, messages or payload",
+                    ));
                 }
             };
-            if text.is_empty() && messages.is_none() {
+            if text.is_empty() && own.is_none() {
                 return Err(at.err("text_input", "is empty"));
             }
             let entry = Entry {
@@ -385,7 +388,7 @@ impl Loader<'_> {
                 extra,
                 timestamp_ms: self.timestamp_field(at, &obj, "")?,
                 delay: delay_field(at, &obj, "")?,
-                messages,
+                own,
             };
             sessions.add(session_id, entry);
         }
@@ -573,7 +576,7 @@ impl Loader<'_> {
             extra: object_field(at, obj, prefix, "extra")?,
             timestamp_ms: timestamp,
             delay,
-            messages: None,
+            own: None,
         })
     }
 
@@ -769,6 +772,41 @@ fn merge_entries(entries: impl Iterator<Item = Entry>) -> Entry {
     merged.expect("at least one pool")
 }
 
+/// A trace row's `payload` (a whole request body, alone) or `messages`.
+fn trace_own_request(at: At, obj: &Map<String, Value>) -> Result<Option<OwnRequest>, InputError> {
+    let Some(payload) = obj.get("payload").filter(|v| !v.is_null()) else {
+        return Ok(trace_messages(at, obj)?.map(OwnRequest::Messages));
+    };
+    let Some(payload) = payload.as_object().filter(|p| !p.is_empty()) else {
+        return Err(at.err(
+            "payload",
+            "must be a request body object, e.g. {\"model\": \"m\", \"messages\": [...]}",
+        ));
+    };
+    for other in ["messages", "tools", "message_mode"] {
+        if obj.get(other).is_some_and(|v| !v.is_null()) {
+            return Err(at.err(
+                other,
+                "does not go with payload: the payload is the whole body; put it inside the payload",
+            ));
+        }
+    }
+    Ok(Some(OwnRequest::Payload(payload.clone())))
+}
+
+/// The texts a row's own request sends: its messages' (a payload's `messages`, or its
+/// `prompt`).
+fn own_text(own: &OwnRequest) -> String {
+    match own {
+        OwnRequest::Messages(m) => messages_text(&m.list),
+        OwnRequest::Payload(p) => match (p.get("messages"), p.get("prompt")) {
+            (Some(Value::Array(list)), _) => messages_text(list),
+            (_, Some(Value::String(prompt))) => prompt.clone(),
+            _ => String::new(),
+        },
+    }
+}
+
 /// A trace row's `messages` (with `message_mode`, and `tools` only beside them), checked:
 /// a non-empty list of objects, each with a string `role`.
 fn trace_messages(at: At, obj: &Map<String, Value>) -> Result<Option<ChatMessages>, InputError> {
@@ -828,9 +866,9 @@ fn trace_messages(at: At, obj: &Map<String, Value>) -> Result<Option<ChatMessage
 
 /// The texts of a messages list joined by spaces (string contents and `text` parts): what
 /// its input length counts.
-fn messages_text(messages: &ChatMessages) -> String {
+fn messages_text(messages: &[Value]) -> String {
     let mut parts: Vec<&str> = Vec::new();
-    for m in &messages.list {
+    for m in messages {
         match m.get("content") {
             Some(Value::String(s)) => parts.push(s),
             Some(Value::Array(items)) => parts.extend(
@@ -846,11 +884,43 @@ fn messages_text(messages: &ChatMessages) -> String {
     parts.join(" ")
 }
 
-/// Per session: whether its messages rows are deltas (a session may not mix modes), and the
+/// How a trace row makes its request; the rows of a session all make theirs one way.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RowKind {
+    /// `input_length` or `text_input`.
+    Prompt,
+    /// `messages`, sent verbatim.
+    History,
+    /// `messages` added to the live conversation.
+    Delta,
+    Payload,
+}
+
+impl RowKind {
+    fn of(own: Option<&OwnRequest>) -> RowKind {
+        match own {
+            None => RowKind::Prompt,
+            Some(OwnRequest::Messages(m)) if m.delta => RowKind::Delta,
+            Some(OwnRequest::Messages(_)) => RowKind::History,
+            Some(OwnRequest::Payload(_)) => RowKind::Payload,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            RowKind::Prompt => "an input_length/text_input row",
+            RowKind::History => "a messages row (message_mode history)",
+            RowKind::Delta => "a messages row (message_mode delta)",
+            RowKind::Payload => "a payload row",
+        }
+    }
+}
+
+/// Per session: how its first row made its request (a session may not mix kinds), and the
 /// tools its delta rows last declared, which later delta rows inherit.
 #[derive(Default)]
 struct SessionModes {
-    by_id: HashMap<String, (bool, usize, Option<Value>)>,
+    by_id: HashMap<String, (RowKind, usize, Option<Value>)>,
 }
 
 impl SessionModes {
@@ -860,10 +930,12 @@ impl SessionModes {
         &mut self,
         at: At,
         session_id: Option<&str>,
-        delta: bool,
+        own: Option<&OwnRequest>,
         obj: &Map<String, Value>,
         extra: &mut Map<String, Value>,
     ) -> Result<(), InputError> {
+        let kind = RowKind::of(own);
+        let delta = kind == RowKind::Delta;
         if delta && extra.contains_key("messages") {
             return Err(at.err(
                 "extra",
@@ -877,16 +949,21 @@ impl SessionModes {
                 let seen = self
                     .by_id
                     .entry(id.to_string())
-                    .or_insert((delta, at.line, None));
-                if seen.0 != delta {
-                    let mode = |d: bool| if d { "delta" } else { "history" };
+                    .or_insert((kind, at.line, None));
+                if seen.0 != kind {
+                    let field = match (kind, seen.0) {
+                        (RowKind::History | RowKind::Delta, RowKind::History | RowKind::Delta) => {
+                            "message_mode"
+                        }
+                        _ => "session_id",
+                    };
                     return Err(at.err(
-                        "message_mode",
+                        field,
                         format!(
-                            "is {} but line {} of session '{id}' is {}; give every row of a session the same message_mode",
-                            mode(delta),
+                            "this is {} but line {} of session '{id}' is {}; the rows of a session must all be of one kind (and one message_mode)",
+                            kind.name(),
                             seen.1,
-                            mode(seen.0)
+                            seen.0.name()
                         ),
                     ));
                 }

@@ -159,7 +159,7 @@ mod tests {
             extra: Map::new(),
             timestamp_ms: None,
             delay: None,
-            messages: None,
+            own: None,
         }
     }
 
