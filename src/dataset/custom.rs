@@ -29,8 +29,8 @@ pub enum CustomDatasetType {
     MultiTurn,
     /// A file or a directory of files; entries drawn with replacement.
     RandomPool,
-    /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`), `output_length`,
-    /// `timestamp`.
+    /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`, `messages` or a whole
+    /// `payload`), `output_length`, `timestamp`.
     MooncakeTrace,
 }
 
