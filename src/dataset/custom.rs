@@ -14,7 +14,10 @@ use serde_json::{Map, Value};
 use tracing::warn;
 
 use super::prompt::PromptBuilder;
-use super::{Conversation, Dataset, DatasetSampling, EncodedImage, Entry, derive_seed};
+use super::{
+    ChatMessages, Conversation, Dataset, DatasetSampling, EncodedImage, Entry, OwnRequest,
+    derive_seed,
+};
 use crate::tokenizer::Tokenizer;
 
 /// `--custom-dataset-type`.
@@ -26,8 +29,8 @@ pub enum CustomDatasetType {
     MultiTurn,
     /// A file or a directory of files; entries drawn with replacement.
     RandomPool,
-    /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`), `output_length`,
-    /// `timestamp`.
+    /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`, `messages` or a whole
+    /// `payload`), `output_length`, `timestamp`.
     MooncakeTrace,
 }
 
@@ -162,6 +165,10 @@ const MOONCAKE_FIELDS: &[&str] = &[
     "delay",
     "session_id",
     "extra",
+    "messages",
+    "message_mode",
+    "tools",
+    "payload",
 ];
 
 /// Where a problem is: file, line and (optionally) field.
@@ -319,9 +326,26 @@ impl Loader<'_> {
         let file = self.opts.path;
         let block_size = self.opts.block_size.unwrap_or(MOONCAKE_BLOCK_SIZE);
         let mut sessions = Sessions::default();
+        let mut modes = SessionModes::default();
         for (at, obj) in read_jsonl(file)? {
             self.note_unknown(at, &obj, "", MOONCAKE_FIELDS);
+            let session_id = str_field(at, &obj, "", "session_id")?;
+            let mut extra = object_field(at, &obj, "", "extra")?;
+            let own = trace_own_request(at, &obj)?;
+            modes.check(at, session_id.as_deref(), own.as_ref(), &obj, &mut extra)?;
             let text = match (obj.get("text_input"), obj.get("input_length")) {
+                _ if own.is_some() => {
+                    if let Some(other) = ["text_input", "input_length"]
+                        .into_iter()
+                        .find(|f| obj.contains_key(*f))
+                    {
+                        return Err(at.err(
+                            other,
+                            "give one of messages, payload or input_length/text_input",
+                        ));
+                    }
+                    own_text(own.as_ref().expect("checked"))
+                }
                 (Some(_), Some(_)) => {
                     return Err(at.err(
                         "text_input",
@@ -344,10 +368,13 @@ impl Loader<'_> {
                     self.trace_prompt(at, len, &hash_ids, block_size)?
                 }
                 (None, None) => {
-                    return Err(at.err("", "no content; give input_length or text_input"));
+                    return Err(at.err(
+                        "",
+                        "no content; give input_length, text_input, messages or payload",
+                    ));
                 }
             };
-            if text.is_empty() {
+            if text.is_empty() && own.is_none() {
                 return Err(at.err("text_input", "is empty"));
             }
             let entry = Entry {
@@ -358,11 +385,12 @@ impl Loader<'_> {
                     .or(self.opts.default_output_tokens),
                 extra_texts: Vec::new(),
                 role: None,
-                extra: object_field(at, &obj, "", "extra")?,
+                extra,
                 timestamp_ms: self.timestamp_field(at, &obj, "")?,
                 delay: delay_field(at, &obj, "")?,
+                own,
             };
-            sessions.add(str_field(at, &obj, "", "session_id")?, entry);
+            sessions.add(session_id, entry);
         }
         non_empty(file, sessions.conversations, DatasetSampling::Sequential)
     }
@@ -548,6 +576,7 @@ impl Loader<'_> {
             extra: object_field(at, obj, prefix, "extra")?,
             timestamp_ms: timestamp,
             delay,
+            own: None,
         })
     }
 
@@ -741,6 +770,215 @@ fn merge_entries(entries: impl Iterator<Item = Entry>) -> Entry {
         m.extra.extend(e.extra);
     }
     merged.expect("at least one pool")
+}
+
+/// A trace row's `payload` (a whole request body, alone) or `messages`.
+fn trace_own_request(at: At, obj: &Map<String, Value>) -> Result<Option<OwnRequest>, InputError> {
+    let Some(payload) = obj.get("payload").filter(|v| !v.is_null()) else {
+        return Ok(trace_messages(at, obj)?.map(OwnRequest::Messages));
+    };
+    let Some(payload) = payload.as_object().filter(|p| !p.is_empty()) else {
+        return Err(at.err(
+            "payload",
+            "must be a request body object, e.g. {\"model\": \"m\", \"messages\": [...]}",
+        ));
+    };
+    for other in ["messages", "tools", "message_mode"] {
+        if obj.get(other).is_some_and(|v| !v.is_null()) {
+            return Err(at.err(
+                other,
+                "does not go with payload: the payload is the whole body; put it inside the payload",
+            ));
+        }
+    }
+    Ok(Some(OwnRequest::Payload(payload.clone())))
+}
+
+/// The texts a row's own request sends: its messages' (a payload's `messages`, or its
+/// `prompt`).
+fn own_text(own: &OwnRequest) -> String {
+    match own {
+        OwnRequest::Messages(m) => messages_text(&m.list),
+        OwnRequest::Payload(p) => match (p.get("messages"), p.get("prompt")) {
+            (Some(Value::Array(list)), _) => messages_text(list),
+            (_, Some(Value::String(prompt))) => prompt.clone(),
+            _ => String::new(),
+        },
+    }
+}
+
+/// A trace row's `messages` (with `message_mode`, and `tools` only beside them), checked:
+/// a non-empty list of objects, each with a string `role`.
+fn trace_messages(at: At, obj: &Map<String, Value>) -> Result<Option<ChatMessages>, InputError> {
+    let delta = match obj.get("message_mode") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(m)) if m == "history" => false,
+        Some(Value::String(m)) if m == "delta" => true,
+        Some(other) => {
+            return Err(at.err(
+                "message_mode",
+                format!("{other} is not a mode; give \"history\" or \"delta\""),
+            ));
+        }
+    };
+    let Some(list) = obj.get("messages").filter(|v| !v.is_null()) else {
+        if delta {
+            return Err(at.err("message_mode", "needs a messages list on the same line"));
+        }
+        if obj.get("tools").is_some_and(|v| !v.is_null()) {
+            return Err(at.err("tools", "needs a messages list on the same line"));
+        }
+        return Ok(None);
+    };
+    let Some(list) = list.as_array().filter(|l| !l.is_empty()) else {
+        return Err(at.err(
+            "messages",
+            "must be a non-empty list of message objects, e.g. [{\"role\": \"user\", \"content\": \"Hi\"}]",
+        ));
+    };
+    for (i, m) in list.iter().enumerate() {
+        if !m.get("role").is_some_and(Value::is_string) {
+            return Err(at.err(
+                &format!("messages[{i}]"),
+                "must be an object with a string 'role' (system, user, assistant or tool)",
+            ));
+        }
+        match m.get("content") {
+            None | Some(Value::Null | Value::String(_) | Value::Array(_)) => {}
+            Some(_) => {
+                return Err(at.err(
+                    &format!("messages[{i}].content"),
+                    "must be a string or a list of content parts",
+                ));
+            }
+        }
+    }
+    if let Some(tools) = obj.get("tools").filter(|v| !v.is_null())
+        && !tools.is_array()
+    {
+        return Err(at.err("tools", "must be a list of tool definitions"));
+    }
+    Ok(Some(ChatMessages {
+        list: list.clone(),
+        delta,
+    }))
+}
+
+/// The texts of a messages list joined by spaces (string contents and `text` parts): what
+/// its input length counts.
+fn messages_text(messages: &[Value]) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for m in messages {
+        match m.get("content") {
+            Some(Value::String(s)) => parts.push(s),
+            Some(Value::Array(items)) => parts.extend(
+                items
+                    .iter()
+                    .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|p| p.get("text").and_then(Value::as_str)),
+            ),
+            _ => {}
+        }
+    }
+    parts.retain(|p| !p.is_empty());
+    parts.join(" ")
+}
+
+/// How a trace row makes its request; the rows of a session all make theirs one way.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RowKind {
+    /// `input_length` or `text_input`.
+    Prompt,
+    /// `messages`, sent verbatim.
+    History,
+    /// `messages` added to the live conversation.
+    Delta,
+    Payload,
+}
+
+impl RowKind {
+    fn of(own: Option<&OwnRequest>) -> RowKind {
+        match own {
+            None => RowKind::Prompt,
+            Some(OwnRequest::Messages(m)) if m.delta => RowKind::Delta,
+            Some(OwnRequest::Messages(_)) => RowKind::History,
+            Some(OwnRequest::Payload(_)) => RowKind::Payload,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            RowKind::Prompt => "an input_length/text_input row",
+            RowKind::History => "a messages row (message_mode history)",
+            RowKind::Delta => "a messages row (message_mode delta)",
+            RowKind::Payload => "a payload row",
+        }
+    }
+}
+
+/// Per session: how its first row made its request (a session may not mix kinds), and the
+/// tools its delta rows last declared, which later delta rows inherit.
+#[derive(Default)]
+struct SessionModes {
+    by_id: HashMap<String, (RowKind, usize, Option<Value>)>,
+}
+
+impl SessionModes {
+    /// Checks the row's mode against its session's and puts the row's `tools` (or, for a
+    /// delta row without them, the session's last ones) into its body fields.
+    fn check(
+        &mut self,
+        at: At,
+        session_id: Option<&str>,
+        own: Option<&OwnRequest>,
+        obj: &Map<String, Value>,
+        extra: &mut Map<String, Value>,
+    ) -> Result<(), InputError> {
+        let kind = RowKind::of(own);
+        let delta = kind == RowKind::Delta;
+        if delta && extra.contains_key("messages") {
+            return Err(at.err(
+                "extra",
+                "may not hold 'messages' in a delta session: it would replace the conversation",
+            ));
+        }
+        let own_tools = obj.get("tools").filter(|v| !v.is_null()).cloned();
+        let tools = match session_id {
+            None => own_tools,
+            Some(id) => {
+                let seen = self
+                    .by_id
+                    .entry(id.to_string())
+                    .or_insert((kind, at.line, None));
+                if seen.0 != kind {
+                    let field = match (kind, seen.0) {
+                        (RowKind::History | RowKind::Delta, RowKind::History | RowKind::Delta) => {
+                            "message_mode"
+                        }
+                        _ => "session_id",
+                    };
+                    return Err(at.err(
+                        field,
+                        format!(
+                            "this is {} but line {} of session '{id}' is {}; the rows of a session must all be of one kind (and one message_mode)",
+                            kind.name(),
+                            seen.1,
+                            seen.0.name()
+                        ),
+                    ));
+                }
+                if own_tools.is_some() {
+                    seen.2 = own_tools.clone();
+                }
+                if delta { seen.2.clone() } else { own_tools }
+            }
+        };
+        if let Some(tools) = tools {
+            // The row's own `extra` still wins, as for every other body field.
+            extra.entry("tools").or_insert(tools);
+        }
+        Ok(())
+    }
 }
 
 /// A parsed line and where it came from.

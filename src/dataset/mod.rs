@@ -121,6 +121,26 @@ pub struct Entry {
     pub timestamp_ms: Option<u64>,
     /// Wait before this turn is sent, counted from the previous turn's reply.
     pub delay: Option<std::time::Duration>,
+    /// The input file's own messages or whole body, sent in place of `text` and `images`
+    /// (`text` then holds their texts, for counting).
+    pub own: Option<OwnRequest>,
+}
+
+/// What a trace row gives instead of a prompt.
+#[derive(Debug, Clone)]
+pub enum OwnRequest {
+    Messages(ChatMessages),
+    /// A whole request body (`payload`), sent as written.
+    Payload(serde_json::Map<String, serde_json::Value>),
+}
+
+/// A trace row's OpenAI `messages` array.
+#[derive(Debug, Clone)]
+pub struct ChatMessages {
+    pub list: Vec<serde_json::Value>,
+    /// `message_mode: delta`: the row adds to the live conversation (earlier rows and the
+    /// replies received); otherwise it is sent verbatim, without history.
+    pub delta: bool,
 }
 
 impl Entry {
@@ -141,6 +161,7 @@ impl Entry {
             extra: serde_json::Map::new(),
             timestamp_ms: None,
             delay: None,
+            own: None,
         }
     }
 }

@@ -5,7 +5,19 @@
 use serde_json::{Map, Value, json};
 
 use super::{BodyOptions, common_fields};
-use crate::dataset::Entry;
+use crate::dataset::{Entry, OwnRequest};
+
+/// The message objects of one turn, comma-separated, as they sit inside a messages array:
+/// the input file's own messages, or the one message built from the entry.
+pub fn turn_messages(entry: &mut Entry) -> Vec<u8> {
+    match entry.own.take() {
+        Some(OwnRequest::Messages(own)) => {
+            let list = serde_json::to_vec(&own.list).expect("JSON values always serialize");
+            list[1..list.len() - 1].to_vec()
+        }
+        _ => serde_json::to_vec(&message(entry)).expect("JSON values always serialize"),
+    }
+}
 
 /// The message object of one turn.
 pub fn message(entry: &mut Entry) -> Value {
@@ -57,7 +69,11 @@ pub fn body(mut entry: Entry, system: Option<&str>, opts: &BodyOptions) -> Map<S
     if let Some(s) = system {
         messages.push(system_message(s));
     }
-    messages.push(message(&mut entry));
+    match entry.own.take() {
+        // An input file's own messages go out as written.
+        Some(OwnRequest::Messages(own)) => messages.extend(own.list),
+        _ => messages.push(message(&mut entry)),
+    }
     body.insert("messages".into(), Value::Array(messages));
     body
 }

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::dataset::{Dataset, Entry};
+use crate::dataset::{Dataset, Entry, OwnRequest};
 use crate::record::Usage;
 
 /// Which OpenAI API the requests are for.
@@ -74,6 +74,14 @@ fn prepare_one(
     let input_tokens = entry.input_tokens;
     let num_images = entry.images.len() as u32;
     let max_output_tokens = entry.max_output_tokens;
+    if let Some(OwnRequest::Payload(payload)) = entry.own.take() {
+        return PreparedRequest {
+            body: payload_body(payload, entry.extra),
+            input_tokens,
+            num_images,
+            max_output_tokens,
+        };
+    }
     let size_hint = body_size_hint(&entry, system);
     let extra = std::mem::take(&mut entry.extra);
     let images = match endpoint {
@@ -129,6 +137,13 @@ fn body_size_hint(entry: &Entry, system: Option<&str>) -> usize {
     text + text / 16 + texts + images + 512
 }
 
+/// A trace row's whole body: sent as written (its model, stream and token limit are the
+/// row's, not the flags'), with only the row's own `extra` merged on top.
+fn payload_body(mut payload: Map<String, Value>, extra: Map<String, Value>) -> Bytes {
+    payload.extend(extra);
+    Bytes::from(serde_json::to_vec(&payload).expect("a JSON map always serializes"))
+}
+
 /// Names the turn's own model (several `--model`), in place of the first one.
 fn set_model(body: &mut Map<String, Value>, model: Option<&str>) {
     if let Some(m) = model {
@@ -164,6 +179,10 @@ pub struct PreparedTurn {
     pub max_output_tokens: Option<u64>,
     /// Wait after the previous reply before this turn is sent.
     pub delay: Option<std::time::Duration>,
+    /// Sent without the history: an input file's messages row replayed verbatim.
+    pub standalone: bool,
+    /// `message` is the whole body (an input file's payload row), sent as it is.
+    pub whole_body: bool,
 }
 
 /// The turns of a multi-turn conversation and how to splice them.
@@ -185,13 +204,17 @@ impl TurnScript {
     /// replies are encoded here; everything else was serialized before the run.
     pub fn turn_body(&self, k: usize, replies: &[String]) -> Bytes {
         let turn = &self.turns[k];
+        if turn.whole_body {
+            return turn.message.clone();
+        }
+        let earlier = self.history(k);
         let mut len = self.head.len() + turn.message.len() + turn.tail.len();
-        for (t, r) in self.turns[..k].iter().zip(replies) {
+        for (t, r) in earlier.iter().zip(replies) {
             len += t.message.len() + r.len() + 40;
         }
         let mut out = Vec::with_capacity(len);
         out.extend_from_slice(&self.head);
-        for (t, reply) in self.turns[..k].iter().zip(replies) {
+        for (t, reply) in earlier.iter().zip(replies) {
             out.extend_from_slice(&t.message);
             out.extend_from_slice(b",{\"role\":\"assistant\",\"content\":");
             serde_json::to_writer(&mut out, reply).expect("a string always serializes");
@@ -202,11 +225,21 @@ impl TurnScript {
         Bytes::from(out)
     }
 
+    /// The turns whose messages and replies precede turn `k`'s own: none for a standalone
+    /// turn.
+    fn history(&self, k: usize) -> &[PreparedTurn] {
+        if self.turns[k].standalone {
+            &[]
+        } else {
+            &self.turns[..k]
+        }
+    }
+
     /// Every text turn `k` sends (earlier turns, their replies, its own), joined by
     /// spaces: what its input sequence length counts, as AIPerf counts a payload's texts.
     pub fn history_text(&self, k: usize, replies: &[String]) -> String {
         let mut parts: Vec<&str> = Vec::with_capacity(2 * k + 1);
-        for (t, reply) in self.turns[..k].iter().zip(replies) {
+        for (t, reply) in self.history(k).iter().zip(replies) {
             parts.extend([t.text.as_str(), reply.as_str()]);
         }
         parts.push(&self.turns[k].text);
@@ -234,6 +267,8 @@ pub enum EndpointMismatch {
     MultiTurn(EndpointType),
     #[error("the input has images, which need --endpoint-type chat, not {}", .0.as_str())]
     Images(EndpointType),
+    #[error("the input has chat messages, which need --endpoint-type chat, not {}", .0.as_str())]
+    Messages(EndpointType),
 }
 
 /// Serializes every conversation. Errors when the data does not fit the endpoint: images or
@@ -264,6 +299,13 @@ pub fn prepare_dataset_with_models(
             if conv.turns.iter().any(|t| !t.images.is_empty()) {
                 return Err(EndpointMismatch::Images(endpoint));
             }
+            if conv
+                .turns
+                .iter()
+                .any(|t| matches!(t.own, Some(OwnRequest::Messages(_))))
+            {
+                return Err(EndpointMismatch::Messages(endpoint));
+            }
         }
         let session_id = conv.session_id;
         let system = conv.system.as_deref();
@@ -289,7 +331,7 @@ pub fn prepare_dataset_with_models(
             // points into that body, so the first turn's images are held once.
             let body = script.turn_body(0, &[]);
             let t = &mut script.turns[0];
-            let at = script.head.len();
+            let at = if t.whole_body { 0 } else { script.head.len() };
             t.message = body.slice(at..at + t.message.len());
             let first = PreparedRequest {
                 body,
@@ -321,6 +363,22 @@ pub fn prepare_dataset_with_models(
 
 /// One turn's message and body tail, for splicing at send time.
 fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> PreparedTurn {
+    if let Some(OwnRequest::Payload(payload)) = entry
+        .own
+        .take_if(|own| matches!(own, OwnRequest::Payload(_)))
+    {
+        return PreparedTurn {
+            message: payload_body(payload, entry.extra),
+            tail: Bytes::new(),
+            input_tokens: entry.input_tokens,
+            text: entry.text,
+            num_images: 0,
+            max_output_tokens: entry.max_output_tokens,
+            delay: entry.delay,
+            standalone: true,
+            whole_body: true,
+        };
+    }
     let mut fields = chat::body_fields(&entry, opts);
     set_model(&mut fields, model);
     merge_extras(&mut fields, opts, std::mem::take(&mut entry.extra));
@@ -341,6 +399,20 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
         .join(" ");
     // Assembled around the image data, as a whole body is (see `splice`).
     let images = splice::take_urls(&mut entry.images);
+    let standalone = matches!(&entry.own, Some(OwnRequest::Messages(m)) if !m.delta);
+    if entry.own.is_some() {
+        return PreparedTurn {
+            message: Bytes::from(chat::turn_messages(&mut entry)),
+            tail: Bytes::from(tail),
+            input_tokens,
+            text,
+            num_images,
+            max_output_tokens,
+            delay,
+            standalone,
+            whole_body: false,
+        };
+    }
     let mut message = chat::message(&mut entry);
     let skeleton = serde_json::to_vec(&message).expect("serializes");
     let message = match images {
@@ -358,6 +430,8 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
         num_images,
         max_output_tokens,
         delay,
+        standalone: false,
+        whole_body: false,
     }
 }
 
@@ -554,6 +628,7 @@ mod tests {
             extra: Map::new(),
             timestamp_ms: None,
             delay: None,
+            own: None,
         };
         e.extra.insert("temperature".into(), Value::from(0));
         e

@@ -159,6 +159,7 @@ mod tests {
             extra: Map::new(),
             timestamp_ms: None,
             delay: None,
+            own: None,
         }
     }
 

@@ -329,6 +329,7 @@ mod tests {
             image_tokens: 0,
             template_tokens: 0,
             image_sizes: Vec::new(),
+            roles: Vec::new(),
             output_tokens: 0,
             completed: false,
             error: None,

@@ -37,6 +37,8 @@ pub struct RequestTrace {
     pub image_tokens: u64,
     pub template_tokens: u64,
     pub image_sizes: Vec<(u32, u32)>,
+    /// The chat messages' roles, in order (empty for text completions).
+    pub roles: Vec<String>,
     /// Output tokens handed to the connection (fewer than planned if the client left).
     pub output_tokens: u64,
     /// False when the client went away before the response was complete.
@@ -62,6 +64,7 @@ struct RecordLine<'a> {
     template_tokens: u64,
     num_images: usize,
     image_sizes: &'a [(u32, u32)],
+    roles: &'a [String],
     output_tokens: u64,
     completed: bool,
     error: Option<&'a str>,
@@ -151,6 +154,7 @@ fn write_line(out: &mut impl Write, t: &RequestTrace, clock: &Clock) -> io::Resu
         template_tokens: t.template_tokens,
         num_images: t.image_sizes.len(),
         image_sizes: &t.image_sizes,
+        roles: &t.roles,
         output_tokens: t.output_tokens,
         completed: t.completed,
         error: t.error.as_deref(),
@@ -186,6 +190,7 @@ mod tests {
                 image_tokens: 326,
                 template_tokens: 8,
                 image_sizes: vec![(512, 512)],
+                roles: vec!["user".into()],
                 output_tokens: 3,
                 completed: true,
                 error: None,

@@ -73,6 +73,8 @@ pub struct StreamOptions {
 #[derive(Debug, Deserialize)]
 pub struct Message<'a> {
     #[serde(borrow, default)]
+    pub role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     pub content: Option<Content<'a>>,
 }
 
@@ -130,6 +132,8 @@ pub struct PromptStats {
     pub template_tokens: u64,
     /// (width, height) of each image, in request order; (0, 0) for an http(s) URL.
     pub image_sizes: Vec<(u32, u32)>,
+    /// Each chat message's role, in order, for `--record-requests`.
+    pub roles: Vec<String>,
 }
 
 impl PromptStats {
@@ -190,6 +194,9 @@ pub fn chat_prompt_stats(
         ..PromptStats::default()
     };
     for (m, message) in messages.iter().enumerate() {
+        stats
+            .roles
+            .push(message.role.as_deref().unwrap_or_default().to_string());
         match &message.content {
             None => {}
             Some(Content::Text(s)) => stats.text_tokens += text_tokens(s),
