@@ -215,6 +215,14 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
         warmup,
         ignore_trace_delays: a.load.ignore_trace_delays,
         ramps: check_ramps(a, rate.is_some())?,
+        prefill_concurrency: check_prefill(
+            "--prefill-concurrency",
+            a.load.prefill_concurrency,
+            a.concurrency,
+            "--concurrency",
+            a,
+            rate.is_some() || fixed_schedule,
+        )?,
     })
 }
 
@@ -271,6 +279,14 @@ pub(super) fn check_warmup(
         sessions: a.num_warmup_sessions,
         grace,
         concurrency: a.warmup_concurrency,
+        prefill_concurrency: check_prefill(
+            "--warmup-prefill-concurrency",
+            a.load.warmup_prefill_concurrency,
+            a.warmup_concurrency.or(a.concurrency),
+            "--warmup-concurrency (or --concurrency)",
+            a,
+            warmup_rate.is_some(),
+        )?,
         rate: warmup_rate.map(|r| {
             let main = rate.map(|(_, p)| p).unwrap_or(ArrivalPattern::Poisson);
             (r, pattern.unwrap_or(main))
@@ -417,4 +433,39 @@ pub(super) fn check_ramps(a: &ProfileArgs, rate_given: bool) -> Result<Ramps, Co
         ));
     }
     Ok(Ramps { concurrency, rate })
+}
+
+/// `--prefill-concurrency N` (or its warmup twin): the first token is only seen in a
+/// stream, and N prefills cannot outnumber the requests in flight. The closed loop needs
+/// its `--concurrency` given (N alone would leave the in-flight count undecided).
+fn check_prefill(
+    flag: &str,
+    n: Option<u64>,
+    concurrency: Option<u64>,
+    concurrency_flag: &str,
+    a: &ProfileArgs,
+    open_loop: bool,
+) -> Result<Option<u64>, ConfigError> {
+    let Some(n) = n else {
+        return Ok(None);
+    };
+    if n == 0 {
+        return Err(bad(format!(
+            "{flag}: 0 is not allowed; give 1 or more requests waiting for their first token"
+        )));
+    }
+    if !a.streaming {
+        return Err(bad(format!(
+            "{flag} needs --streaming: a slot is freed at the first streamed token; add --streaming or drop {flag}"
+        )));
+    }
+    match concurrency {
+        Some(c) if n > c => Err(bad(format!(
+            "{flag} ({n}) cannot be greater than {concurrency_flag} ({c}); lower it or raise the concurrency"
+        ))),
+        None if !open_loop => Err(bad(format!(
+            "{flag} caps requests waiting for their first token among --concurrency requests in flight; add --concurrency N (N >= {n})"
+        ))),
+        _ => Ok(Some(n)),
+    }
 }

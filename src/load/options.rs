@@ -31,6 +31,8 @@ pub struct LoadOptions {
     pub ignore_trace_delays: bool,
     /// `--concurrency-ramp-duration`, `--request-rate-ramp-duration` (both phases).
     pub ramps: super::Ramps,
+    /// `--prefill-concurrency`: most requests waiting for their first token.
+    pub prefill_concurrency: Option<u64>,
 }
 
 /// `--num-warmup-sessions`, `--warmup-grace-period` and the warmup's own load settings
@@ -44,6 +46,8 @@ pub struct WarmupOptions {
     pub concurrency: Option<u64>,
     /// The warmup's request rate and arrival pattern.
     pub rate: Option<(f64, ArrivalPattern)>,
+    /// `--warmup-prefill-concurrency`.
+    pub prefill_concurrency: Option<u64>,
 }
 
 impl LoadOptions {

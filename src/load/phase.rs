@@ -69,6 +69,8 @@ pub struct PhaseSpec {
     pub seed: u64,
     /// Concurrency and rate ramps.
     pub ramps: Ramps,
+    /// `--prefill-concurrency`: most requests sent but still without their first token.
+    pub prefill_concurrency: Option<u64>,
 }
 
 /// What a phase did.
@@ -97,6 +99,8 @@ struct PhaseRun {
     issue_until: Option<Instant>,
     /// Concurrency cap of the open loop (the closed loop's workers are its slots).
     slots: Option<Arc<Semaphore>>,
+    /// Prefill slots: a request holds one from its send to its first token.
+    prefill: Option<Arc<Semaphore>>,
     samples: Mutex<Vec<SendSample>>,
 }
 
@@ -120,6 +124,9 @@ pub async fn run_phase(
         Pacing::Rate { rate, .. } => Some(*rate),
         _ => None,
     };
+    let prefill = spec
+        .prefill_concurrency
+        .map(|n| Arc::new(Semaphore::new(n as usize)));
     let run = Arc::new(PhaseRun {
         ctx: ctx.clone(),
         spec,
@@ -130,6 +137,7 @@ pub async fn run_phase(
         dropped: AtomicU64::new(0),
         issue_until,
         slots,
+        prefill,
         samples: Mutex::new(Vec::new()),
     });
 
@@ -234,6 +242,16 @@ impl PhaseRun {
         history: Option<(&TurnScript, usize, &[String])>,
     ) -> Option<(bool, String)> {
         let ctx = &self.ctx;
+        let mut input = input;
+        let prefill = match &self.prefill {
+            None => None,
+            Some(gate) => {
+                let waited = Instant::now();
+                let p = gate.clone().acquire_owned().await;
+                input.timing.slot_wait_ns += waited.elapsed().as_nanos() as u64;
+                p.ok()
+            }
+        };
         if self.cut.load(Ordering::SeqCst) {
             // Claimed before the end but still waiting when the grace period ran out.
             self.dropped.fetch_add(1, Ordering::SeqCst);
@@ -244,12 +262,13 @@ impl PhaseRun {
         ctx.in_flight.fetch_add(1, Ordering::SeqCst);
         let mut record = match self.cancel_after(send) {
             None => {
+                let phase = self.spec.phase;
                 client
-                    .exchange(&ctx.clock, self.spec.phase, input, request_id, body)
+                    .exchange_gated(&ctx.clock, phase, input, request_id, body, prefill)
                     .await
             }
             Some(delay) => {
-                let exchange = (client, request_id, body);
+                let exchange = (client, request_id, body, prefill);
                 cancellable_exchange(ctx, self.spec.phase, input, exchange, delay).await
             }
         };
@@ -409,14 +428,14 @@ async fn cancellable_exchange(
     ctx: &LoadContext,
     phase: Phase,
     input: RequestInput,
-    (client, request_id, body): (&HttpClient, String, Bytes),
+    (client, request_id, body, prefill): (&HttpClient, String, Bytes, Option<OwnedSemaphorePermit>),
     delay: Duration,
 ) -> RequestRecord {
     let kept_input = input.clone();
     let kept_id = request_id.clone();
     let sent_at = Instant::now();
     let start_perf_ns = ctx.clock.ns_of(sent_at);
-    let exchange = client.exchange(&ctx.clock, phase, input, request_id, body);
+    let exchange = client.exchange_gated(&ctx.clock, phase, input, request_id, body, prefill);
     tokio::select! {
         record = exchange => record,
         _ = timer::sleep_until(sent_at + delay) => {
