@@ -91,7 +91,12 @@ fn prefill_and_in_flight(extra: &[&str]) -> (usize, usize) {
         .iter()
         .map(|r| (ns(r, "received_ns"), ns(r, "last_token_ns")))
         .collect();
-    (max_overlap(&prefill), max_overlap(&whole))
+    let figures = (max_overlap(&prefill), max_overlap(&whole));
+    eprintln!(
+        "{extra:?}: at most {} waiting for a first token, {} in flight",
+        figures.0, figures.1
+    );
+    figures
 }
 
 #[test]
@@ -153,5 +158,161 @@ fn prefill_concurrency_refuses_what_it_cannot_do() {
         let err = stderr_text(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn user_centric_rate_keeps_the_rate_the_gaps_and_the_turn_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mock = MockChild::spawn(&["--ttft", "20", "--itl", "5"]);
+    let dir = tmp.path().join("run");
+    // 4 users at 10 requests/s: each user's turns 0.4 s apart.
+    let out = profile(
+        &dir,
+        &mock.url,
+        &[
+            "--streaming",
+            "--osl",
+            "5",
+            "--user-centric-rate",
+            "10",
+            "--num-users",
+            "4",
+            "--conversation-turn-mean",
+            "3",
+            "--benchmark-duration",
+            "4",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    mock.terminate();
+    let records = common::read_jsonl(&dir.join("profile_export.jsonl"));
+    let starts: Vec<(String, u64, u64)> = records
+        .iter()
+        .map(|r| {
+            let m = &r["metadata"];
+            let user = m["x_correlation_id"].as_str().unwrap().to_string();
+            (user, ns(m, "turn_index"), ns(m, "request_start_ns"))
+        })
+        .collect();
+    // About 40 requests in 4 s; the aggregate rate over the sends is close to 10/s.
+    assert!(
+        (34..=44).contains(&starts.len()),
+        "{} requests",
+        starts.len()
+    );
+    let first = starts.iter().map(|s| s.2).min().unwrap();
+    let last = starts.iter().map(|s| s.2).max().unwrap();
+    let rate = (starts.len() - 1) as f64 / ((last - first) as f64 / 1e9);
+    assert!((8.5..=11.5).contains(&rate), "aggregate rate {rate:.2}/s");
+    // Per user: turns in order 0, 1, 2, ... and at least 0.4 s apart (a little slack for
+    // the timer).
+    let mut users: std::collections::HashMap<&str, Vec<(u64, u64)>> = Default::default();
+    for (user, turn, start) in &starts {
+        users.entry(user).or_default().push((*start, *turn));
+    }
+    assert!(users.len() > 4, "no new user joined: {}", users.len());
+    let mut min_gap = f64::MAX;
+    for turns in users.values_mut() {
+        turns.sort();
+        for (k, (_, turn)) in turns.iter().enumerate() {
+            assert_eq!(*turn, k as u64, "turn order {turns:?}");
+        }
+        for w in turns.windows(2) {
+            min_gap = min_gap.min((w[1].0 - w[0].0) as f64 / 1e9);
+        }
+    }
+    assert!(min_gap >= 0.395, "a user's turns came {min_gap:.3} s apart");
+    eprintln!(
+        "user-centric: {} requests, {rate:.2} req/s, {} users, smallest per-user gap {min_gap:.3} s",
+        starts.len(),
+        users.len()
+    );
+}
+
+#[test]
+fn user_centric_rate_refuses_what_aiperf_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let uc = ["--user-centric-rate", "2", "--num-users", "4"];
+    let cases: [(Vec<&str>, &str); 5] = [
+        (
+            vec!["--user-centric-rate", "2"],
+            "--user-centric-rate needs --num-users",
+        ),
+        (
+            vec!["--num-users", "4"],
+            "--num-users applies to --user-centric-rate only",
+        ),
+        (uc.to_vec(), "needs multi-turn conversations"),
+        (
+            [
+                &uc[..],
+                &["--conversation-turn-mean", "2", "--request-rate", "3"],
+            ]
+            .concat(),
+            "cannot be used with --request-rate",
+        ),
+        (
+            [
+                &uc[..],
+                &["--conversation-turn-mean", "2", "--request-count", "3"],
+            ]
+            .concat(),
+            "--request-count (3) cannot be less than --num-users (4)",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = profile(&dir, "http://127.0.0.1:9", &args);
+        let err = stderr_text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_user_waits_for_its_reply_when_it_comes_after_the_gap() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Replies take about 0.35 s; the users' gap is 0.2 s.
+    let mock = MockChild::spawn(&["--ttft", "300", "--itl", "10"]);
+    let dir = tmp.path().join("run");
+    let out = profile(
+        &dir,
+        &mock.url,
+        &[
+            "--streaming",
+            "--osl",
+            "5",
+            "--user-centric-rate",
+            "10",
+            "--num-users",
+            "2",
+            "--conversation-turn-mean",
+            "3",
+            "--request-count",
+            "6",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    mock.terminate();
+    let mut users: std::collections::HashMap<String, Vec<(u64, u64)>> = Default::default();
+    for r in common::read_jsonl(&dir.join("profile_export.jsonl")) {
+        let m = &r["metadata"];
+        let user = m["x_correlation_id"].as_str().unwrap().to_string();
+        let span = (ns(m, "request_start_ns"), ns(m, "request_end_ns"));
+        users.entry(user).or_default().push(span);
+    }
+    assert_eq!(users.values().map(Vec::len).sum::<usize>(), 6);
+    for turns in users.values_mut() {
+        turns.sort();
+        for w in turns.windows(2) {
+            // Never before the reply, and at once after it (no wait for a later slot).
+            assert!(
+                w[1].0 >= w[0].1,
+                "a turn was sent before its previous reply"
+            );
+            let after = (w[1].0 - w[0].1) as f64 / 1e9;
+            assert!(after < 0.1, "the turn waited {after:.3} s after the reply");
+        }
     }
 }

@@ -33,6 +33,22 @@ pub struct LoadOptions {
     pub ramps: super::Ramps,
     /// `--prefill-concurrency`: most requests waiting for their first token.
     pub prefill_concurrency: Option<u64>,
+    /// `--user-centric-rate` and `--num-users`.
+    pub user_centric: Option<UserCentric>,
+}
+
+/// `--user-centric-rate QPS --num-users U`: U users, each sending a turn every U/QPS s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UserCentric {
+    pub qps: f64,
+    pub users: u64,
+}
+
+impl UserCentric {
+    /// The least time between two turns of one user.
+    pub fn turn_gap(&self) -> Duration {
+        Duration::from_secs_f64(self.users as f64 / self.qps)
+    }
 }
 
 /// `--num-warmup-sessions`, `--warmup-grace-period` and the warmup's own load settings

@@ -37,7 +37,10 @@ pub(super) fn run(
     let pacing = match (schedule, cfg.load.rate) {
         (Some(offsets_ns), _) => Pacing::Fixed { offsets_ns },
         (None, Some((rate, pattern))) => Pacing::Rate { rate, pattern },
-        (None, None) => Pacing::ClosedLoop,
+        (None, None) => match cfg.load.user_centric {
+            Some(users) => Pacing::Users(users),
+            None => Pacing::ClosedLoop,
+        },
     };
     let mut sent = 0;
     if let Some(warmup) = warmup_spec(cfg, &pacing, warmup_requests) {
@@ -148,6 +151,13 @@ fn log_profiling(cfg: &ProfileConfig, ctx: &LoadContext, pacing: &Pacing, cap: O
             cap.map_or(String::new(), |c| format!(", at most {c} in flight"))
         ),
         Pacing::Fixed { .. } => "on the input file's fixed schedule".to_string(),
+        Pacing::Users(u) => format!(
+            "with {} users at {} requests/sec in all ({:.3} s between a user's turns){}",
+            u.users,
+            u.qps,
+            u.turn_gap().as_secs_f64(),
+            cap.map_or(String::new(), |c| format!(", at most {c} in flight"))
+        ),
     };
     let how = match cfg.load.prefill_concurrency {
         Some(n) => format!("{how}, at most {n} waiting for their first token"),
