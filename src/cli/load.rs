@@ -39,6 +39,27 @@ pub struct LoadArgs {
     #[arg(long, help_heading = "Load Generator")]
     pub request_rate_ramp_duration: Option<f64>,
 
+    /// Most requests sent but still waiting for their first token (the server's prefill
+    /// queue); a request frees its slot at its first streamed token. Needs --streaming and
+    /// is at most --concurrency.
+    #[arg(long, help_heading = "Load Generator")]
+    pub prefill_concurrency: Option<u64>,
+
+    /// Requests per second over all --num-users simulated users: each user sends its
+    /// conversation's turns num_users/QPS seconds apart, never before the previous reply;
+    /// a user whose conversation ended is replaced by a new one on the same schedule.
+    /// Needs multi-turn conversations (--conversation-turn-mean 2 or more).
+    #[arg(long, value_name = "QPS", help_heading = "Load Generator")]
+    pub user_centric_rate: Option<f64>,
+
+    /// Simulated users of --user-centric-rate.
+    #[arg(long, help_heading = "Load Generator")]
+    pub num_users: Option<u64>,
+
+    /// --prefill-concurrency for the warmup phase (default: the profiling value).
+    #[arg(long, help_heading = "Warmup")]
+    pub warmup_prefill_concurrency: Option<u64>,
+
     /// Send requests at the input file's pace only when --fixed-schedule says so: a
     /// timestamped file is then sent with the chosen load mode (--concurrency,
     /// --request-rate).

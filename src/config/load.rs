@@ -4,7 +4,7 @@ use crate::cli::{self, ArrivalMode, ProfileArgs};
 use crate::config::limits::{self as limits, Zero};
 use crate::endpoint::ModelSelection;
 use crate::load::schedule::ArrivalPattern;
-use crate::load::{Cancellation, Ramps, ScheduleWindow};
+use crate::load::{Cancellation, Ramps, ScheduleWindow, UserCentric};
 use crate::transport::ConnectionReuse;
 
 use super::*;
@@ -131,7 +131,12 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             a.benchmark_grace_period
         )));
     }
-    let grace = limits::grace_seconds("--benchmark-grace-period", a.benchmark_grace_period)?;
+    let user_centric = check_user_centric(a, rate.is_some(), fixed_schedule)?;
+    let grace = match user_centric {
+        // AIPerf's default here: the users' replies are all waited for.
+        Some(_) if !a.typed("benchmark_grace_period") => None,
+        _ => limits::grace_seconds("--benchmark-grace-period", a.benchmark_grace_period)?,
+    };
     let warmup_duration = a
         .warmup_duration
         .map(|d| limits::seconds("--warmup-duration", d, Zero::Refused))
@@ -215,6 +220,15 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
         warmup,
         ignore_trace_delays: a.load.ignore_trace_delays,
         ramps: check_ramps(a, rate.is_some())?,
+        prefill_concurrency: check_prefill(
+            "--prefill-concurrency",
+            a.load.prefill_concurrency,
+            a.concurrency,
+            "--concurrency",
+            a,
+            rate.is_some() || fixed_schedule || user_centric.is_some(),
+        )?,
+        user_centric,
     })
 }
 
@@ -271,6 +285,14 @@ pub(super) fn check_warmup(
         sessions: a.num_warmup_sessions,
         grace,
         concurrency: a.warmup_concurrency,
+        prefill_concurrency: check_prefill(
+            "--warmup-prefill-concurrency",
+            a.load.warmup_prefill_concurrency,
+            a.warmup_concurrency.or(a.concurrency),
+            "--warmup-concurrency (or --concurrency)",
+            a,
+            warmup_rate.is_some(),
+        )?,
         rate: warmup_rate.map(|r| {
             let main = rate.map(|(_, p)| p).unwrap_or(ArrivalPattern::Poisson);
             (r, pattern.unwrap_or(main))
@@ -417,4 +439,97 @@ pub(super) fn check_ramps(a: &ProfileArgs, rate_given: bool) -> Result<Ramps, Co
         ));
     }
     Ok(Ramps { concurrency, rate })
+}
+
+/// `--prefill-concurrency N` (or its warmup twin): the first token is only seen in a
+/// stream, and N prefills cannot outnumber the requests in flight. The closed loop needs
+/// its `--concurrency` given (N alone would leave the in-flight count undecided).
+fn check_prefill(
+    flag: &str,
+    n: Option<u64>,
+    concurrency: Option<u64>,
+    concurrency_flag: &str,
+    a: &ProfileArgs,
+    open_loop: bool,
+) -> Result<Option<u64>, ConfigError> {
+    let Some(n) = n else {
+        return Ok(None);
+    };
+    if n == 0 {
+        return Err(bad(format!(
+            "{flag}: 0 is not allowed; give 1 or more requests waiting for their first token"
+        )));
+    }
+    if !a.streaming {
+        return Err(bad(format!(
+            "{flag} needs --streaming: a slot is freed at the first streamed token; add --streaming or drop {flag}"
+        )));
+    }
+    match concurrency {
+        Some(c) if n > c => Err(bad(format!(
+            "{flag} ({n}) cannot be greater than {concurrency_flag} ({c}); lower it or raise the concurrency"
+        ))),
+        None if !open_loop => Err(bad(format!(
+            "{flag} caps requests waiting for their first token among --concurrency requests in flight; add --concurrency N (N >= {n})"
+        ))),
+        _ => Ok(Some(n)),
+    }
+}
+
+/// `--user-centric-rate QPS --num-users U`, with AIPerf's rules: both or neither, no other
+/// pacing, and conversations of two or more turns (one turn per user would just be a rate).
+fn check_user_centric(
+    a: &ProfileArgs,
+    rate_given: bool,
+    fixed_schedule: bool,
+) -> Result<Option<UserCentric>, ConfigError> {
+    let (qps, users) = match (a.load.user_centric_rate, a.load.num_users) {
+        (None, None) => return Ok(None),
+        (None, Some(_)) => {
+            return Err(bad(
+                "--num-users applies to --user-centric-rate only; add --user-centric-rate QPS or drop it",
+            ));
+        }
+        (Some(_), None) => {
+            return Err(bad(
+                "--user-centric-rate needs --num-users: give how many users share the rate (e.g. --num-users 15)",
+            ));
+        }
+        (Some(q), Some(u)) => (q, u),
+    };
+    if !(qps.is_finite() && qps > 0.0) {
+        return Err(bad(format!(
+            "--user-centric-rate: {qps} is not allowed; give requests per second > 0 (e.g. 1 or 0.5)"
+        )));
+    }
+    if users == 0 {
+        return Err(bad("--num-users: 0 is not allowed; give 1 or more users"));
+    }
+    if rate_given || a.typed("request_rate_mode") {
+        return Err(bad(
+            "--user-centric-rate cannot be used with --request-rate or --request-rate-mode/--arrival-pattern: it sets its own send times; give one of them",
+        ));
+    }
+    if fixed_schedule {
+        return Err(bad(
+            "--user-centric-rate cannot be used with a fixed schedule (--fixed-schedule or a timestamped input file); add --no-fixed-schedule or drop it",
+        ));
+    }
+    if a.conversation_turn_mean < 2 {
+        return Err(bad(format!(
+            "--user-centric-rate needs multi-turn conversations: --conversation-turn-mean (--session-turns-mean) is {}; give 2 or more, or use --request-rate for single requests",
+            a.conversation_turn_mean
+        )));
+    }
+    if let Some(n) = a.conversation_num.filter(|&n| n < users) {
+        return Err(bad(format!(
+            "--conversation-num ({n}) cannot be less than --num-users ({users}): every user needs a conversation"
+        )));
+    }
+    if let Some(n) = a.request_count.filter(|&n| n < users) {
+        return Err(bad(format!(
+            "--request-count ({n}) cannot be less than --num-users ({users}): every user needs a request"
+        )));
+    }
+    Ok(Some(UserCentric { qps, users }))
 }

@@ -8,7 +8,7 @@ mod phase;
 pub mod ramp;
 pub mod schedule;
 
-pub use options::{LoadOptions, WarmupOptions};
+pub use options::{LoadOptions, UserCentric, WarmupOptions};
 pub use phase::{Cancellation, Pacing, PhaseSpec, run_phase};
 pub use ramp::Ramps;
 

@@ -31,6 +31,24 @@ pub struct LoadOptions {
     pub ignore_trace_delays: bool,
     /// `--concurrency-ramp-duration`, `--request-rate-ramp-duration` (both phases).
     pub ramps: super::Ramps,
+    /// `--prefill-concurrency`: most requests waiting for their first token.
+    pub prefill_concurrency: Option<u64>,
+    /// `--user-centric-rate` and `--num-users`.
+    pub user_centric: Option<UserCentric>,
+}
+
+/// `--user-centric-rate QPS --num-users U`: U users, each sending a turn every U/QPS s.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UserCentric {
+    pub qps: f64,
+    pub users: u64,
+}
+
+impl UserCentric {
+    /// The least time between two turns of one user.
+    pub fn turn_gap(&self) -> Duration {
+        Duration::from_secs_f64(self.users as f64 / self.qps)
+    }
 }
 
 /// `--num-warmup-sessions`, `--warmup-grace-period` and the warmup's own load settings
@@ -44,6 +62,8 @@ pub struct WarmupOptions {
     pub concurrency: Option<u64>,
     /// The warmup's request rate and arrival pattern.
     pub rate: Option<(f64, ArrivalPattern)>,
+    /// `--warmup-prefill-concurrency`.
+    pub prefill_concurrency: Option<u64>,
 }
 
 impl LoadOptions {

@@ -14,10 +14,10 @@ use bytes::Bytes;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::LoadContext;
 use super::pacing::{PacingReport, SendSample};
 use super::ramp::{self, Ramps};
 use super::schedule::{ArrivalPattern, Arrivals};
+use super::{LoadContext, UserCentric};
 use crate::endpoint::TurnScript;
 use crate::hash::splitmix64;
 use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming};
@@ -34,6 +34,8 @@ pub enum Pacing {
     /// Arrivals at given offsets (ns from the phase start), one per conversation in plan
     /// order: a replayed trace.
     Fixed { offsets_ns: Arc<[u64]> },
+    /// `--user-centric-rate`: users whose turns keep a fixed gap (see `run_users`).
+    Users(UserCentric),
 }
 
 /// `--request-cancellation-rate` / `--request-cancellation-delay`.
@@ -69,6 +71,8 @@ pub struct PhaseSpec {
     pub seed: u64,
     /// Concurrency and rate ramps.
     pub ramps: Ramps,
+    /// `--prefill-concurrency`: most requests sent but still without their first token.
+    pub prefill_concurrency: Option<u64>,
 }
 
 /// What a phase did.
@@ -97,6 +101,8 @@ struct PhaseRun {
     issue_until: Option<Instant>,
     /// Concurrency cap of the open loop (the closed loop's workers are its slots).
     slots: Option<Arc<Semaphore>>,
+    /// Prefill slots: a request holds one from its send to its first token.
+    prefill: Option<Arc<Semaphore>>,
     samples: Mutex<Vec<SendSample>>,
 }
 
@@ -118,8 +124,12 @@ pub async fn run_phase(
     };
     let target_rate = match &spec.pacing {
         Pacing::Rate { rate, .. } => Some(*rate),
+        Pacing::Users(users) => Some(users.qps),
         _ => None,
     };
+    let prefill = spec
+        .prefill_concurrency
+        .map(|n| Arc::new(Semaphore::new(n as usize)));
     let run = Arc::new(PhaseRun {
         ctx: ctx.clone(),
         spec,
@@ -130,6 +140,7 @@ pub async fn run_phase(
         dropped: AtomicU64::new(0),
         issue_until,
         slots,
+        prefill,
         samples: Mutex::new(Vec::new()),
     });
 
@@ -154,7 +165,9 @@ pub async fn run_phase(
         _ => None,
     };
 
-    if open_loop {
+    if let Pacing::Users(users) = run.spec.pacing {
+        run_users(run.clone(), users).await;
+    } else if open_loop {
         run_open_loop(run.clone()).await;
     } else {
         run_closed_loop(run.clone()).await;
@@ -234,6 +247,16 @@ impl PhaseRun {
         history: Option<(&TurnScript, usize, &[String])>,
     ) -> Option<(bool, String)> {
         let ctx = &self.ctx;
+        let mut input = input;
+        let prefill = match &self.prefill {
+            None => None,
+            Some(gate) => {
+                let waited = Instant::now();
+                let p = gate.clone().acquire_owned().await;
+                input.timing.slot_wait_ns += waited.elapsed().as_nanos() as u64;
+                p.ok()
+            }
+        };
         if self.cut.load(Ordering::SeqCst) {
             // Claimed before the end but still waiting when the grace period ran out.
             self.dropped.fetch_add(1, Ordering::SeqCst);
@@ -244,12 +267,13 @@ impl PhaseRun {
         ctx.in_flight.fetch_add(1, Ordering::SeqCst);
         let mut record = match self.cancel_after(send) {
             None => {
+                let phase = self.spec.phase;
                 client
-                    .exchange(&ctx.clock, self.spec.phase, input, request_id, body)
+                    .exchange_gated(&ctx.clock, phase, input, request_id, body, prefill)
                     .await
             }
             Some(delay) => {
-                let exchange = (client, request_id, body);
+                let exchange = (client, request_id, body, prefill);
                 cancellable_exchange(ctx, self.spec.phase, input, exchange, delay).await
             }
         };
@@ -302,14 +326,19 @@ impl PhaseRun {
     }
 
     /// One conversation (or single request) whose first turn is send `first`, already
-    /// timed. Later turns follow their previous reply after the turn's delay.
+    /// timed. Later turns follow their previous reply after the turn's delay, or, for a
+    /// user (`user_gap`: the gap and the first turn's due time), one gap after the previous
+    /// turn was due and never before its reply.
     async fn conversation(
         self: Arc<Self>,
         session: u64,
         first: u64,
         first_timing: SendTiming,
         first_permit: Option<OwnedSemaphorePermit>,
-    ) -> bool {
+        user_gap: Option<(Duration, Instant)>,
+    ) -> Ended {
+        let mut last_due = user_gap.map_or_else(Instant::now, |(_, due)| due);
+        let ended = |go_on| Ended { go_on, last_due };
         let ctx = self.ctx.clone();
         let plan = &ctx.plan;
         let entry = if plan.is_multi_turn() {
@@ -345,19 +374,35 @@ impl PhaseRun {
             )
             .await
         else {
-            return false;
+            return ended(false);
         };
         if failed {
-            return true;
+            return ended(true);
         }
         let mut replies = vec![reply];
         for turn in 1..script.num_turns() {
             let t = &script.turns[turn];
-            // The think time counts from the reply; its end is this turn's scheduled time.
-            let due = Instant::now() + t.delay.unwrap_or_default();
+            let due = match user_gap {
+                // A reply later than the gap: the turn goes at once and the user's
+                // schedule restarts from there (no catching up in a burst).
+                Some((gap, _)) => (last_due + gap).max(Instant::now()),
+                // The think time counts from the reply; its end is this turn's scheduled time.
+                None => Instant::now() + t.delay.unwrap_or_default(),
+            };
+            if user_gap.is_some() && self.issue_until.is_some_and(|end| due >= end) {
+                return Ended {
+                    go_on: true,
+                    last_due,
+                };
+            }
             timer::sleep_until(due).await;
+            // From the actual send (a late timer must not shorten the next gap).
+            last_due = Instant::now().max(due);
             let Some(send) = self.claim() else {
-                return true;
+                return Ended {
+                    go_on: true,
+                    last_due,
+                };
             };
             let (permit, slot_wait_ns) = self.slot(due, false).await;
             let input = RequestInput {
@@ -380,15 +425,32 @@ impl PhaseRun {
             let history = Some((script, turn, replies.as_slice()));
             let sent = self.send(client, send, input, body, permit, history).await;
             let Some((failed, reply)) = sent else {
-                return false;
+                return Ended {
+                    go_on: false,
+                    last_due,
+                };
             };
             if failed {
-                return true;
+                return Ended {
+                    go_on: true,
+                    last_due,
+                };
             }
             replies.push(reply);
         }
-        true
+        Ended {
+            go_on: true,
+            last_due,
+        }
     }
+}
+
+/// How a conversation ended.
+struct Ended {
+    /// False when the collector is gone: the run is being torn down.
+    go_on: bool,
+    /// When its last turn was due (for a user: sent).
+    last_due: Instant,
 }
 
 /// A sticky session's own client, ended (its waiting connects failed) however the
@@ -409,14 +471,14 @@ async fn cancellable_exchange(
     ctx: &LoadContext,
     phase: Phase,
     input: RequestInput,
-    (client, request_id, body): (&HttpClient, String, Bytes),
+    (client, request_id, body, prefill): (&HttpClient, String, Bytes, Option<OwnedSemaphorePermit>),
     delay: Duration,
 ) -> RequestRecord {
     let kept_input = input.clone();
     let kept_id = request_id.clone();
     let sent_at = Instant::now();
     let start_perf_ns = ctx.clock.ns_of(sent_at);
-    let exchange = client.exchange(&ctx.clock, phase, input, request_id, body);
+    let exchange = client.exchange_gated(&ctx.clock, phase, input, request_id, body, prefill);
     tokio::select! {
         record = exchange => record,
         _ = timer::sleep_until(sent_at + delay) => {
@@ -471,11 +533,11 @@ async fn run_closed_loop(run: Arc<PhaseRun>) {
                 timer::sleep_until(opens.min(Instant::now() + Duration::from_millis(50))).await;
             }
             while let Some((session, send)) = run.start_conversation() {
-                let go_on = run
+                let ended = run
                     .clone()
-                    .conversation(session, send, SendTiming::default(), None)
+                    .conversation(session, send, SendTiming::default(), None, None)
                     .await;
-                if !go_on {
+                if !ended.go_on {
                     break; // collector gone: the run is being torn down
                 }
             }
@@ -501,7 +563,7 @@ async fn run_open_loop(run: Arc<PhaseRun>) {
             let offsets_ns = offsets_ns.clone();
             Box::new((0..offsets_ns.len()).map(move |i| offsets_ns[i]))
         }
-        Pacing::ClosedLoop => unreachable!("the closed loop has no schedule"),
+        Pacing::ClosedLoop | Pacing::Users(_) => unreachable!("these have no schedule"),
     };
     let ctx = run.ctx.clone();
     // A little lead so that the first arrival is met by the timer, not late from setup.
@@ -530,9 +592,57 @@ async fn run_open_loop(run: Arc<PhaseRun>) {
             scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
             slot_wait_ns,
         };
-        tasks.spawn(run.clone().conversation(session, send, timing, permit));
+        tasks.spawn(
+            run.clone()
+                .conversation(session, send, timing, permit, None),
+        );
         // Reap finished tasks as we go so the set stays small in long runs.
         while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// `--user-centric-rate`: one task per user. User i starts at i/QPS, so the users' turns
+/// interleave evenly; a user sends a turn every `turn_gap` (later only when a reply came
+/// late). When a user's conversation ends, a new user takes its place one gap after its
+/// last turn: in steady state U users at one turn per U/QPS s make QPS requests per second.
+async fn run_users(run: Arc<PhaseRun>, users: UserCentric) {
+    let gap = users.turn_gap();
+    let t0 = Instant::now() + Duration::from_millis(1);
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..users.users {
+        let run = run.clone();
+        let mut due = t0 + Duration::from_secs_f64(i as f64 / users.qps);
+        tasks.spawn(async move {
+            loop {
+                if run.issue_until.is_some_and(|end| due >= end) {
+                    break;
+                }
+                // Bounded steps so that Ctrl-C is noticed during long gaps.
+                while Instant::now() < due && !run.ctx.stop.load(Ordering::Relaxed) {
+                    let step = Instant::now() + Duration::from_millis(100);
+                    timer::sleep_until(due.min(step)).await;
+                }
+                let Some((session, send)) = run.start_conversation() else {
+                    break;
+                };
+                let (permit, slot_wait_ns) = run.slot(due, false).await;
+                let timing = SendTiming {
+                    scheduled_perf_ns: Some(run.ctx.clock.ns_of(due)),
+                    slot_wait_ns,
+                };
+                // The gaps count from the actual send (a late timer must not shorten them).
+                let sent_at = Instant::now().max(due);
+                let ended = run
+                    .clone()
+                    .conversation(session, send, timing, permit, Some((gap, sent_at)))
+                    .await;
+                if !ended.go_on {
+                    break;
+                }
+                due = (ended.last_due + gap).max(Instant::now());
+            }
+        });
     }
     while tasks.join_next().await.is_some() {}
 }

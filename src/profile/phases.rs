@@ -37,7 +37,10 @@ pub(super) fn run(
     let pacing = match (schedule, cfg.load.rate) {
         (Some(offsets_ns), _) => Pacing::Fixed { offsets_ns },
         (None, Some((rate, pattern))) => Pacing::Rate { rate, pattern },
-        (None, None) => Pacing::ClosedLoop,
+        (None, None) => match cfg.load.user_centric {
+            Some(users) => Pacing::Users(users),
+            None => Pacing::ClosedLoop,
+        },
     };
     let mut sent = 0;
     if let Some(warmup) = warmup_spec(cfg, &pacing, warmup_requests) {
@@ -71,6 +74,7 @@ pub(super) fn run(
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed,
         ramps: cfg.load.ramps,
+        prefill_concurrency: cfg.load.prefill_concurrency,
     };
     let started = Instant::now();
     let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, records));
@@ -94,9 +98,13 @@ fn warmup_spec(cfg: &ProfileConfig, pacing: &Pacing, requests: u64) -> Option<Ph
     let warmup_on =
         cfg.warmup_request_count > 0 || cfg.load.warmup_duration.is_some() || w.sessions.is_some();
     if !warmup_on {
-        if w.grace.is_some() || w.concurrency.is_some() || w.rate != cfg.load.rate {
+        if w.grace.is_some()
+            || w.concurrency.is_some()
+            || w.prefill_concurrency.is_some()
+            || w.rate != cfg.load.rate
+        {
             warn!(
-                "--warmup-grace-period/--warmup-concurrency/--warmup-request-rate/--warmup-arrival-pattern apply to a warmup; none was asked for (--warmup-request-count, --warmup-duration or --num-warmup-sessions), so they are ignored"
+                "--warmup-grace-period/--warmup-concurrency/--warmup-prefill-concurrency/--warmup-request-rate/--warmup-arrival-pattern apply to a warmup; none was asked for (--warmup-request-count, --warmup-duration or --num-warmup-sessions), so they are ignored"
             );
         }
         return None;
@@ -130,6 +138,7 @@ fn warmup_spec(cfg: &ProfileConfig, pacing: &Pacing, requests: u64) -> Option<Ph
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed ^ 0x3a7e_0001,
         ramps: cfg.load.ramps,
+        prefill_concurrency: w.prefill_concurrency.or(cfg.load.prefill_concurrency),
     })
 }
 
@@ -142,6 +151,17 @@ fn log_profiling(cfg: &ProfileConfig, ctx: &LoadContext, pacing: &Pacing, cap: O
             cap.map_or(String::new(), |c| format!(", at most {c} in flight"))
         ),
         Pacing::Fixed { .. } => "on the input file's fixed schedule".to_string(),
+        Pacing::Users(u) => format!(
+            "with {} users at {} requests/sec in all ({:.3} s between a user's turns){}",
+            u.users,
+            u.qps,
+            u.turn_gap().as_secs_f64(),
+            cap.map_or(String::new(), |c| format!(", at most {c} in flight"))
+        ),
+    };
+    let how = match cfg.load.prefill_concurrency {
+        Some(n) => format!("{how}, at most {n} waiting for their first token"),
+        None => how,
     };
     let mut limits = Vec::new();
     if let Some(n) = cfg.load.count_limit(cfg.request_count) {

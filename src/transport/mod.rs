@@ -19,6 +19,7 @@ use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use tokio::sync::OwnedSemaphorePermit;
 use tracing::warn;
 
 use crate::clock::Clock;
@@ -344,6 +345,21 @@ impl HttpClient {
         x_request_id: String,
         body: Bytes,
     ) -> RequestRecord {
+        self.exchange_gated(clock, phase, input, x_request_id, body, None)
+            .await
+    }
+
+    /// `exchange` holding `until_first_token` (a prefill slot) until the first content
+    /// token of the stream arrives; a request that ends before one releases it at its end.
+    pub async fn exchange_gated(
+        &self,
+        clock: &Clock,
+        phase: Phase,
+        input: RequestInput,
+        x_request_id: String,
+        body: Bytes,
+        mut until_first_token: Option<OwnedSemaphorePermit>,
+    ) -> RequestRecord {
         let mut record = RequestRecord::new(phase, input, x_request_id);
         let taken = TakenAt::default();
         let mut cancel = self.cancel.subscribe();
@@ -355,7 +371,7 @@ impl HttpClient {
         let mut rest = None;
         let mut wire = Wire::default();
         let outcome = tokio::select! {
-            r = tokio::time::timeout(self.timeout, self.run(clock, body, &taken, &mut record, &mut wire)) => {
+            r = tokio::time::timeout(self.timeout, self.run(clock, body, &taken, &mut record, &mut wire, &mut until_first_token)) => {
                 match r {
                     Ok(body) => {
                         rest = body;
@@ -367,6 +383,7 @@ impl HttpClient {
             _ = cancel.wait_for(|g| *g != generation || *g == CANCEL_ALL) => None,
         };
         record.end_perf_ns = clock.now_ns();
+        drop(until_first_token);
         record.sent_perf_ns = taken.get();
         // Read while the exchange still holds the connection: its stamps are this request's.
         if let Some(timing::ConnHandle(stamps)) = wire.conn {
@@ -474,6 +491,7 @@ impl HttpClient {
         taken: &TakenAt,
         record: &mut RequestRecord,
         wire: &mut Wire,
+        until_first_token: &mut Option<OwnedSemaphorePermit>,
     ) -> Option<hyper::body::Incoming> {
         let response = match self.send(clock, body, taken, record).await {
             Ok(r) => r,
@@ -539,6 +557,10 @@ impl HttpClient {
                                 return None;
                             }
                             framer.feed(data, arrival, |ev| state.on_event(ev, record));
+                            if !record.responses.is_empty() {
+                                // The first token is here: the prefill slot goes back.
+                                until_first_token.take();
+                            }
                         }
                         if state.done {
                             break;
