@@ -89,15 +89,17 @@ fn record(i: u64, chunks: u64) -> RequestRecord {
 // The candidate: the same line from borrowed `#[derive(Serialize)]` structs.
 
 /// One line of `profile_export.jsonl`. This struct and the ones below borrow from the
-/// record; their field order is the key order of the line, and `None` is written as `null`
-/// (AIPerf's records carry every key).
+/// record; their field order is the key order of the line, and a `None` is left out, as in
+/// AIPerf 0.13's records.
 #[derive(Serialize)]
 struct Line<'a> {
     metadata: Metadata<'a>,
     metrics: Metrics<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a ErrorDetails>,
 }
 
+/// AIPerf's metadata order; fields without a value are left out.
 #[derive(Serialize)]
 struct Metadata<'a> {
     session_num: u64,
@@ -106,18 +108,31 @@ struct Metadata<'a> {
     x_correlation_id: &'a str,
     conversation_id: &'a str,
     turn_index: u32,
+    credit_issued_ns: u64,
     request_start_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     request_sent_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     request_ack_ns: Option<u64>,
     request_end_ns: u64,
     worker_id: &'static str,
     record_processor_id: &'static str,
     benchmark_phase: &'static str,
+    phase_index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profiling_index: Option<u32>,
+    phase_name: &'static str,
+    phase_kind: &'static str,
     was_cancelled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     cancellation_time_ns: Option<u64>,
+    agent_depth: u32,
+    root_correlation_id: &'a str,
     // Not in AIPerf's schema: when the send was due, how late it went, and how long it
-    // waited for a concurrency slot (null / 0 in a closed loop).
+    // waited for a concurrency slot (0 in a closed loop).
+    #[serde(skip_serializing_if = "Option::is_none")]
     scheduled_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     send_lag_ns: Option<i64>,
     slot_wait_ns: u64,
 }
@@ -204,6 +219,10 @@ fn derived_line(record: &RequestRecord, metrics: &RecordMetrics, clock: &Clock, 
             x_correlation_id: &input.correlation_id,
             conversation_id: &input.conversation_id,
             turn_index: input.turn_index,
+            credit_issued_ns: match input.timing.scheduled_perf_ns {
+                Some(at) => clock.wall_ns(at + input.timing.slot_wait_ns),
+                None => record.start_wall_ns,
+            },
             request_start_ns: record.start_wall_ns,
             request_sent_ns: wall(record.sent_perf_ns),
             request_ack_ns: wall(record.ack_perf_ns),
@@ -211,8 +230,15 @@ fn derived_line(record: &RequestRecord, metrics: &RecordMetrics, clock: &Clock, 
             worker_id: WORKER_ID,
             record_processor_id: RECORD_PROCESSOR_ID,
             benchmark_phase: record.phase.as_str(),
+            // No warmup in these records: profiling is the first phase.
+            phase_index: 0,
+            profiling_index: Some(0),
+            phase_name: record.phase.as_str(),
+            phase_kind: record.phase.as_str(),
             was_cancelled: record.was_cancelled,
             cancellation_time_ns: wall(record.cancellation_perf_ns),
+            agent_depth: 0,
+            root_correlation_id: &input.correlation_id,
             scheduled_ns: wall(input.timing.scheduled_perf_ns),
             send_lag_ns: record.send_lag_ns(),
             slot_wait_ns: input.timing.slot_wait_ns,
