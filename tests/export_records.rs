@@ -330,8 +330,10 @@ fn http_timing_metrics_are_recorded_traced_and_shown() {
             assert_eq!(value(r, "http_req_connecting"), 0.0);
         }
     }
-    // Two connections for two requests in flight, kept alive for the other ten.
-    assert_eq!(fresh, 2, "connections made");
+    // Two connections for two requests in flight, kept alive for the others. hyper's pool
+    // may race a new connection against the return of one just used when the machine is
+    // busy, so one or two more are allowed; the reuse average must match whatever happened.
+    assert!((2..=4).contains(&fresh), "{fresh} connections made");
 
     let summary = read_json(&run.join("profile_export_aiperf.json"));
     assert_eq!(summary["http_req_waiting"]["count"], 12);
@@ -339,7 +341,10 @@ fn http_timing_metrics_are_recorded_traced_and_shown() {
     let reused = summary["http_req_connection_reused"]["avg"]
         .as_f64()
         .unwrap();
-    assert!((reused - 10.0 / 12.0).abs() < 1e-9, "{reused}");
+    assert!(
+        (reused - (12 - fresh) as f64 / 12.0).abs() < 1e-9,
+        "{reused}"
+    );
     let csv = std::fs::read_to_string(run.join("profile_export_aiperf.csv")).unwrap();
     assert!(csv.contains("\r\nHTTP Waiting (ms),"), "{csv}");
 }
