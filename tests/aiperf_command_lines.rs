@@ -419,6 +419,47 @@ fn a_typical_aiperf_command_line_runs_unchanged() {
     assert_eq!(traced, 20, "{stderr}");
 }
 
+/// The README's first command (the main job), word for word, in a fresh directory.
+#[test]
+fn the_readme_quick_start_runs_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_aiperf_in(
+        tmp.path(),
+        &[
+            "profile",
+            "--model",
+            "Qwen/Qwen2-VL-2B-Instruct",
+            "--endpoint-type",
+            "chat",
+            "--image-width-mean",
+            "512",
+            "--image-height-mean",
+            "512",
+            "--synthetic-input-tokens-mean",
+            "100",
+            "--output-tokens-mean",
+            "100",
+            "--streaming",
+            "--request-count",
+            "20",
+            "--concurrency",
+            "4",
+            "--mock-server",
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("NVIDIA AIPerf | LLM Metrics"), "{stdout}");
+    let dir = tmp
+        .path()
+        .join("artifacts/Qwen_Qwen2-VL-2B-Instruct-chat-concurrency4");
+    let json = common::read_json(&dir.join("profile_export_aiperf.json"));
+    assert_eq!(json["request_count"]["avg"], 20.0, "{json}");
+    assert_eq!(json["image_token_count"]["avg"], 326.0, "{json}");
+    assert!(dir.join(".aiperf_results_ready.json").is_file());
+}
+
 #[test]
 fn a_config_file_sets_flags_and_the_command_line_wins() {
     let mock = MockChild::spawn(&["--fast"]);
