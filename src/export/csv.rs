@@ -41,6 +41,50 @@ pub(super) fn field(s: &str) -> String {
     }
 }
 
+/// A distribution's statistics in display units, in the stat columns' order (`avg` to
+/// `std`); time-weighted metrics have no `sum` and only the upper percentiles. `None` for a
+/// run-level value.
+pub(super) fn stat_columns(r: &MetricResult) -> Option<[Option<f64>; 14]> {
+    match r.display() {
+        MetricValue::Distribution(s) => {
+            let p = s.percentiles.map(Some);
+            Some([
+                Some(s.avg),
+                Some(s.min),
+                Some(s.max),
+                Some(s.sum),
+                p[0],
+                p[1],
+                p[2],
+                p[3],
+                p[4],
+                p[5],
+                p[6],
+                p[7],
+                p[8],
+                Some(s.std),
+            ])
+        }
+        MetricValue::TimeWeighted(w) => Some([
+            Some(w.avg),
+            Some(w.min),
+            Some(w.max),
+            None,
+            None,
+            None,
+            None,
+            None,
+            Some(w.p50),
+            None,
+            Some(w.p90),
+            Some(w.p95),
+            Some(w.p99),
+            Some(w.std),
+        ]),
+        MetricValue::Scalar(_) => None,
+    }
+}
+
 pub fn render(summary: &MetricsSummary) -> String {
     let mut records: Vec<&MetricResult> = Vec::new();
     let mut scalars: Vec<&MetricResult> = Vec::new();
@@ -58,44 +102,8 @@ pub fn render(summary: &MetricsSummary) -> String {
         out.push_str(STAT_HEADER);
         out.push_str("\r\n");
         for r in &records {
-            let values = match r.display() {
-                MetricValue::Distribution(s) => {
-                    let p = s.percentiles.map(Some);
-                    [
-                        Some(s.avg),
-                        Some(s.min),
-                        Some(s.max),
-                        Some(s.sum),
-                        p[0],
-                        p[1],
-                        p[2],
-                        p[3],
-                        p[4],
-                        p[5],
-                        p[6],
-                        p[7],
-                        p[8],
-                        Some(s.std),
-                    ]
-                }
-                // Time-weighted: no sum and only the upper percentiles.
-                MetricValue::TimeWeighted(w) => [
-                    Some(w.avg),
-                    Some(w.min),
-                    Some(w.max),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    Some(w.p50),
-                    None,
-                    Some(w.p90),
-                    Some(w.p95),
-                    Some(w.p99),
-                    Some(w.std),
-                ],
-                MetricValue::Scalar(_) => continue,
+            let Some(values) = stat_columns(r) else {
+                continue;
             };
             out.push_str(&field(&metric_name(r)));
             for v in values {

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::csv::{field, number};
+use super::csv::{field, number, stat_columns};
 use super::json::{Object, metric_object};
 use crate::metrics::{MetricResult, MetricValue, TimeSlice};
 
@@ -53,48 +53,14 @@ pub fn render_json(slices: &[TimeSlice], input_config: &Value) -> String {
 
 /// The statistics of one result in display units, by name, in [`STAT_KEYS`] order.
 fn stats(r: &MetricResult) -> Vec<(&'static str, f64)> {
-    let values: [Option<f64>; 14] = match r.display() {
-        MetricValue::Distribution(s) => {
-            let p = s.percentiles.map(Some);
-            [
-                Some(s.avg),
-                Some(s.min),
-                Some(s.max),
-                Some(s.sum),
-                p[0],
-                p[1],
-                p[2],
-                p[3],
-                p[4],
-                p[5],
-                p[6],
-                p[7],
-                p[8],
-                Some(s.std),
-            ]
-        }
-        MetricValue::TimeWeighted(w) => [
-            Some(w.avg),
-            Some(w.min),
-            Some(w.max),
-            None,
-            None,
-            None,
-            None,
-            None,
-            Some(w.p50),
-            None,
-            Some(w.p90),
-            Some(w.p95),
-            Some(w.p99),
-            Some(w.std),
-        ],
-        MetricValue::Scalar(v) => {
-            let mut only_avg = [None; 14];
+    let values = stat_columns(r).unwrap_or_else(|| {
+        // A run-level value: `avg` only.
+        let mut only_avg = [None; 14];
+        if let MetricValue::Scalar(v) = r.display() {
             only_avg[0] = Some(v);
-            only_avg
         }
-    };
+        only_avg
+    });
     STAT_KEYS
         .into_iter()
         .zip(values)
