@@ -5,7 +5,8 @@ use crate::cli::{self};
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::ImageSampling;
 use crate::dataset::{DatasetSampling, ImageFormat};
-use crate::endpoint::EndpointType;
+use crate::endpoint::{EndpointType, ModelSelection};
+use crate::transport::ConnectionReuse;
 use crate::ui::UiType;
 
 impl From<cli::EndpointType> for EndpointType {
@@ -74,6 +75,25 @@ impl From<cli::dataset::DatasetSamplingStrategy> for DatasetSampling {
             cli::dataset::DatasetSamplingStrategy::Sequential => DatasetSampling::Sequential,
             cli::dataset::DatasetSamplingStrategy::Random => DatasetSampling::Random,
             cli::dataset::DatasetSamplingStrategy::Shuffle => DatasetSampling::Shuffle,
+        }
+    }
+}
+
+impl From<cli::load::ModelSelection> for ModelSelection {
+    fn from(v: cli::load::ModelSelection) -> Self {
+        match v {
+            cli::load::ModelSelection::RoundRobin => ModelSelection::RoundRobin,
+            cli::load::ModelSelection::Random => ModelSelection::Random,
+        }
+    }
+}
+
+impl From<cli::load::ConnectionReuse> for ConnectionReuse {
+    fn from(v: cli::load::ConnectionReuse) -> Self {
+        match v {
+            cli::load::ConnectionReuse::Pooled => ConnectionReuse::Pooled,
+            cli::load::ConnectionReuse::Never => ConnectionReuse::Never,
+            cli::load::ConnectionReuse::StickyUserSessions => ConnectionReuse::StickySessions,
         }
     }
 }

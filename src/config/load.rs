@@ -1,6 +1,6 @@
 //! Load-mode, stop-condition, warmup and cancellation flags, into `load::LoadOptions`.
 
-use crate::cli::{self, ArrivalMode, ProfileArgs};
+use crate::cli::{ArrivalMode, ProfileArgs};
 use crate::config::limits::{self as limits, Zero};
 use crate::endpoint::ModelSelection;
 use crate::load::schedule::ArrivalPattern;
@@ -358,15 +358,8 @@ pub(super) fn check_servers_and_models(
     )?;
     Ok(ServerOptions {
         models,
-        model_selection: match l.model_selection_strategy {
-            cli::load::ModelSelection::RoundRobin => ModelSelection::RoundRobin,
-            cli::load::ModelSelection::Random => ModelSelection::Random,
-        },
-        connection_reuse: match l.connection_reuse_strategy {
-            cli::load::ConnectionReuse::Pooled => ConnectionReuse::Pooled,
-            cli::load::ConnectionReuse::Never => ConnectionReuse::Never,
-            cli::load::ConnectionReuse::StickyUserSessions => ConnectionReuse::StickySessions,
-        },
+        model_selection: l.model_selection_strategy.into(),
+        connection_reuse: l.connection_reuse_strategy.into(),
         session_header,
     })
 }

@@ -15,6 +15,16 @@ pub enum ModelSelection {
     Random,
 }
 
+impl ModelSelection {
+    /// AIPerf's spelling of the strategy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelSelection::RoundRobin => "round_robin",
+            ModelSelection::Random => "random",
+        }
+    }
+}
+
 /// Hands out the model of each turn.
 pub struct ModelPicker {
     names: Vec<String>,

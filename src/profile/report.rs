@@ -11,12 +11,10 @@ use super::Outcome;
 use super::control::StopReason;
 use super::phases::Ran;
 use crate::config::{ProfileConfig, is_secret_header, redacted_command_line};
-use crate::endpoint::ModelSelection;
 use crate::export::{self, RunInfo};
 use crate::load::SendPlan;
 use crate::metrics::Collector;
 use crate::overhead::OverheadReport;
-use crate::transport::ConnectionReuse;
 
 /// Everything the exports need from the run.
 pub(super) struct Finished<'a> {
@@ -275,19 +273,12 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
     json!({
         "models": {
             "items": models,
-            "strategy": match cfg.model_selection {
-                ModelSelection::RoundRobin => "round_robin",
-                ModelSelection::Random => "random",
-            },
+            "strategy": cfg.model_selection.as_str(),
         },
         "endpoint": {
             "urls": urls,
             "url_strategy": "round_robin",
-            "connection_reuse_strategy": match cfg.connection_reuse {
-                ConnectionReuse::Pooled => "pooled",
-                ConnectionReuse::Never => "never",
-                ConnectionReuse::StickySessions => "sticky-user-sessions",
-            },
+            "connection_reuse_strategy": cfg.connection_reuse.as_str(),
             "type": cfg.endpoint_type.as_str(),
             "streaming": cfg.streaming,
             "timeout": cfg.request_timeout.as_secs_f64(),

@@ -75,6 +75,17 @@ pub enum ConnectionReuse {
     StickySessions,
 }
 
+impl ConnectionReuse {
+    /// AIPerf's spelling of the strategy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionReuse::Pooled => "pooled",
+            ConnectionReuse::Never => "never",
+            ConnectionReuse::StickySessions => "sticky-user-sessions",
+        }
+    }
+}
+
 /// The servers requests go to, taken in turn, and how many each got.
 struct Servers {
     uris: Vec<Uri>,
