@@ -400,27 +400,19 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
     // Assembled around the image data, as a whole body is (see `splice`).
     let images = splice::take_urls(&mut entry.images);
     let standalone = matches!(&entry.own, Some(OwnRequest::Messages(m)) if !m.delta);
-    if entry.own.is_some() {
-        return PreparedTurn {
-            message: Bytes::from(chat::turn_messages(&mut entry)),
-            tail: Bytes::from(tail),
-            input_tokens,
-            text,
-            num_images,
-            max_output_tokens,
-            delay,
-            standalone,
-            whole_body: false,
-        };
-    }
-    let mut message = chat::message(&mut entry);
-    let skeleton = serde_json::to_vec(&message).expect("serializes");
-    let message = match images {
-        None => skeleton,
-        Some(images) => splice::assemble(&skeleton, images).unwrap_or_else(|mut images| {
-            splice::restore_urls(&mut message, &mut images);
-            serde_json::to_vec(&message).expect("serializes")
-        }),
+    let message = if entry.own.is_some() {
+        // The row's own messages, sent as written.
+        chat::turn_messages(&mut entry)
+    } else {
+        let mut message = chat::message(&mut entry);
+        let skeleton = serde_json::to_vec(&message).expect("serializes");
+        match images {
+            None => skeleton,
+            Some(images) => splice::assemble(&skeleton, images).unwrap_or_else(|mut images| {
+                splice::restore_urls(&mut message, &mut images);
+                serde_json::to_vec(&message).expect("serializes")
+            }),
+        }
     };
     PreparedTurn {
         message: Bytes::from(message),
@@ -430,7 +422,7 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
         num_images,
         max_output_tokens,
         delay,
-        standalone: false,
+        standalone,
         whole_body: false,
     }
 }
