@@ -45,9 +45,7 @@ pub struct ProfileConfig {
     /// The model sent in every request (the first of `--model-names`).
     pub model: String,
     pub endpoint_type: EndpointType,
-    /// Full request URI: base URL + endpoint path (the first server's).
-    pub request_uri: Uri,
-    /// Every server's request URI (`--url` repeated), the first being `request_uri`.
+    /// Every server's request URI (`--url` repeated): base URL + endpoint path; never empty.
     pub request_uris: Vec<Uri>,
     /// Every `--model` name, the first being `model`.
     pub models: Vec<String>,
@@ -135,7 +133,6 @@ impl ProfileConfig {
         let endpoint_type = EndpointType::from(a.endpoint_type);
         let (request_uris, userinfo) =
             build_request_uris(&a.url, a.custom_endpoint.as_deref(), endpoint_type)?;
-        let request_uri = request_uris[0].clone();
         let servers = check_servers_and_models(a, endpoint_type)?;
         let mut warnings = Vec::new();
 
@@ -311,7 +308,6 @@ impl ProfileConfig {
             tokenizer: a.tokenizer.clone().unwrap_or_else(|| model.clone()),
             model,
             endpoint_type,
-            request_uri,
             request_uris,
             models: servers.models,
             model_selection: servers.model_selection,
@@ -350,13 +346,17 @@ impl ProfileConfig {
     /// Points the run at another base URL (used by `--mock-server`), keeping the path.
     pub fn set_base_url(&mut self, base: &str) -> Result<(), ConfigError> {
         let path = self
-            .request_uri
+            .request_uri()
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_string();
-        self.request_uri = build_request_uri(base, Some(&path), self.endpoint_type)?;
-        self.request_uris = vec![self.request_uri.clone()];
+        self.request_uris = vec![build_request_uri(base, Some(&path), self.endpoint_type)?];
         Ok(())
+    }
+
+    /// The first server's request URI.
+    pub fn request_uri(&self) -> &Uri {
+        &self.request_uris[0]
     }
 }
 
@@ -383,7 +383,7 @@ mod tests {
     fn defaults_follow_aiperf() {
         let c = parse(&[]).unwrap();
         assert_eq!(
-            c.request_uri.to_string(),
+            c.request_uri().to_string(),
             "http://localhost:8000/v1/chat/completions"
         );
         assert_eq!(c.concurrency, 1);
@@ -407,21 +407,24 @@ mod tests {
     #[test]
     fn url_forms() {
         let c = parse(&["--url", "https://h:1/v1/", "--endpoint-type", "completions"]).unwrap();
-        assert_eq!(c.request_uri.to_string(), "https://h:1/v1/completions");
+        assert_eq!(c.request_uri().to_string(), "https://h:1/v1/completions");
         let c = parse(&["-u", "127.0.0.1:9", "--endpoint", "custom/path"]).unwrap();
-        assert_eq!(c.request_uri.to_string(), "http://127.0.0.1:9/custom/path");
+        assert_eq!(
+            c.request_uri().to_string(),
+            "http://127.0.0.1:9/custom/path"
+        );
         let e = parse(&["-u", "ftp://x"]).unwrap_err().to_string();
         assert!(e.contains("--url") && e.contains("ftp"), "{e}");
         // A query stays after the endpoint path.
         let c = parse(&["-u", "h:1/?q=1"]).unwrap();
         assert_eq!(
-            c.request_uri.to_string(),
+            c.request_uri().to_string(),
             "http://h:1/v1/chat/completions?q=1"
         );
         let c = parse(&["-u", "http://h/v1?a=b", "--endpoint", "/v1/x?c=d"]).unwrap();
-        assert_eq!(c.request_uri.to_string(), "http://h/v1/x?c=d&a=b");
+        assert_eq!(c.request_uri().to_string(), "http://h/v1/x?c=d&a=b");
         let c = parse(&["-u", "[::1]:8000"]).unwrap();
-        assert_eq!(c.request_uri.port_u16(), Some(8000));
+        assert_eq!(c.request_uri().port_u16(), Some(8000));
         for bad_port in ["127.0.0.1:99999", "host:abc", "h:0", "[::1]:70000"] {
             let e = parse(&["-u", bad_port]).unwrap_err().to_string();
             assert!(e.contains("1 to 65535"), "{bad_port}: {e}");
@@ -705,7 +708,10 @@ mod tests {
     #[test]
     fn url_credentials_become_basic_auth_and_leave_the_uri() {
         let c = parse(&["--url", "http://me:p%40ss@h:9"]).unwrap();
-        assert_eq!(c.request_uri.to_string(), "http://h:9/v1/chat/completions");
+        assert_eq!(
+            c.request_uri().to_string(),
+            "http://h:9/v1/chat/completions"
+        );
         let auth = c
             .headers
             .iter()

@@ -168,7 +168,7 @@ fn start_mock_server(
 /// The HTTP client and the plan, shared by every request of the run.
 fn load_context(cfg: &ProfileConfig, plan: SendPlan) -> anyhow::Result<Arc<LoadContext>> {
     let client = HttpClient::new(
-        cfg.request_uri.clone(),
+        cfg.request_uri().clone(),
         cfg.api_key.as_deref(),
         &cfg.headers,
         cfg.request_timeout,
