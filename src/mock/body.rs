@@ -1,7 +1,9 @@
 //! The response body that releases output tokens on the latency schedule.
 //!
-//! Token `i` (0-based) is due at `received + ttft + i * itl`. Deadlines are computed from
-//! `received`, never from the previous wake-up, so timer lateness does not accumulate. A chunk
+//! Token `i` (0-based) is due at `admitted + ttft + i * itl`, `admitted` being when the
+//! request got its serving slot (when it was read, without `--max-concurrency`). Deadlines are
+//! computed from `admitted`, never from the previous wake-up, so timer lateness does not
+//! accumulate. A chunk
 //! whose deadline has passed is released at once; with `--fast` there is no schedule and no
 //! timer at all. Timestamps for `--record-requests` are taken just before a chunk is handed to
 //! hyper, which writes it to the socket right away.
@@ -323,6 +325,7 @@ mod tests {
             x_request_id: None,
             peer_port: None,
             received,
+            admitted: Some(received),
             first_token: None,
             last_token: None,
             text_tokens: 1,

@@ -6,7 +6,9 @@
 //! [`request`]), and tokens are released on an
 //! absolute TTFT/ITL schedule (see [`body`]). `--record-requests` writes the server's own
 //! timestamps for every request (see [`recorder`]), as ground truth for client measurements.
+//! `--max-concurrency` queues generation requests beyond K (see [`admission`]).
 
+pub mod admission;
 pub mod body;
 pub mod fault;
 pub mod image;
@@ -86,6 +88,11 @@ pub struct MockServerArgs {
     /// `ignore_eos`; 1 = always generate `max_tokens`.
     #[arg(long, default_value_t = 1.0, value_parser = eos_ratio)]
     pub eos_ratio: f64,
+    /// Serve at most K chat/completions requests at once; later ones wait in a
+    /// first-come-first-served queue and their time to first token starts when they are
+    /// admitted, so latency grows with load past K (default: no limit).
+    #[arg(long, value_name = "K", value_parser = admission::parse_max_concurrency)]
+    pub max_concurrency: Option<usize>,
     /// Runtime worker threads for the standalone server (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,
@@ -219,6 +226,7 @@ pub struct MockServer {
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
     recorder: Option<recorder::RecorderHandle>,
+    load: std::sync::Arc<admission::LoadGauges>,
 }
 
 /// How long `shutdown` waits for in-flight responses to finish.
@@ -227,6 +235,11 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 impl MockServer {
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Requests being served and requests queued for a slot (`--max-concurrency`), live.
+    pub fn load(&self) -> &admission::LoadGauges {
+        &self.load
     }
 
     /// `http://<ip>:<port>` without a trailing slash.

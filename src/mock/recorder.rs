@@ -29,6 +29,9 @@ pub struct RequestTrace {
     pub peer_port: Option<u16>,
     /// When the whole request body had been read.
     pub received: Instant,
+    /// When it got a serving slot (`--max-concurrency`; right after `received` without a
+    /// limit); `None` when it was rejected or its client left while it was queued.
+    pub admitted: Option<Instant>,
     /// When the first output token's bytes were handed to the connection.
     pub first_token: Option<Instant>,
     /// When the last output token's bytes were handed to the connection.
@@ -56,6 +59,7 @@ struct RecordLine<'a> {
     x_request_id: Option<&'a str>,
     peer_port: Option<u16>,
     received_ns: u64,
+    admitted_ns: Option<u64>,
     first_token_ns: Option<u64>,
     last_token_ns: Option<u64>,
     prompt_tokens: u64,
@@ -146,6 +150,7 @@ fn write_line(out: &mut impl Write, t: &RequestTrace, clock: &Clock) -> io::Resu
         x_request_id: t.x_request_id.as_deref(),
         peer_port: t.peer_port,
         received_ns: wall(t.received),
+        admitted_ns: t.admitted.map(wall),
         first_token_ns: t.first_token.map(wall),
         last_token_ns: t.last_token.map(wall),
         prompt_tokens: t.text_tokens + t.image_tokens + t.template_tokens,
@@ -184,6 +189,7 @@ mod tests {
                 x_request_id: Some(format!("r{i}")),
                 peer_port: None,
                 received,
+                admitted: Some(received + Duration::from_millis(2)),
                 first_token: Some(received + Duration::from_millis(20)),
                 last_token: Some(received + Duration::from_millis(30)),
                 text_tokens: 3,
@@ -210,6 +216,7 @@ mod tests {
         assert_eq!(l["image_sizes"], serde_json::json!([[512, 512]]));
         let received_ns = l["received_ns"].as_u64().unwrap();
         assert_eq!(received_ns, clock.wall_ns(5_000_000));
+        assert_eq!(l["admitted_ns"].as_u64().unwrap() - received_ns, 2_000_000);
         assert_eq!(
             l["first_token_ns"].as_u64().unwrap() - received_ns,
             20_000_000

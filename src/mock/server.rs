@@ -15,6 +15,7 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use bytes::Bytes;
 
+use super::admission::{Admission, SlotBody};
 use super::body::{Jitter, Schedule, ScheduledBody};
 use super::fault::{Fault, FaultRates, FaultyBody};
 use super::recorder::{self, Recorder, RequestTrace};
@@ -45,6 +46,8 @@ struct Shared {
     recorder: Option<Recorder>,
     faults: FaultRates,
     stall: Duration,
+    /// `--max-concurrency` queue, and the running/waiting counts a metrics page would show.
+    admission: Admission,
 }
 
 pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
@@ -86,6 +89,7 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         recorder,
         faults,
         stall: Duration::from_millis(args.faults.stall_ms),
+        admission: Admission::new(args.max_concurrency),
     });
 
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
@@ -98,6 +102,7 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
     });
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let load = shared.admission.gauges().clone();
     let app = router(shared);
     let task = tokio::spawn(async move {
         let app = app.into_make_service_with_connect_info::<SocketAddr>();
@@ -113,6 +118,7 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         stop: stop_tx,
         task,
         recorder: recorder_handle,
+        load,
     })
 }
 
@@ -242,15 +248,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
         prompt_tokens: accepted.prompt.prompt_tokens(),
         completion_tokens: accepted.output.tokens,
     };
-    let schedule = Schedule::new(
-        received,
-        shared.ttft,
-        shared.itl,
-        shared.ttft_jitter,
-        shared.itl_jitter,
-        shared.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15),
-    );
-    let trace = shared.recorder.as_ref().map(|r| {
+    let mut queued = QueuedTrace(shared.recorder.as_ref().map(|r| {
         let trace = RequestTrace {
             endpoint: api.as_str(),
             status: 200,
@@ -259,6 +257,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             x_request_id: x_request_id.clone(),
             peer_port,
             received,
+            admitted: None,
             first_token: None,
             last_token: None,
             text_tokens: accepted.prompt.text_tokens,
@@ -271,8 +270,24 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             error: None,
         };
         (Box::new(trace), r.clone())
-    });
+    }));
 
+    // Wait for a serving slot. If the client leaves meanwhile, hyper drops this future: the
+    // wait ends without taking a slot and the queued trace is recorded as abandoned.
+    let slot = shared.admission.admit().await;
+    let admitted = Instant::now();
+    let mut trace = queued.0.take();
+    if let Some((t, _)) = &mut trace {
+        t.admitted = Some(admitted);
+    }
+    let schedule = Schedule::new(
+        admitted,
+        shared.ttft,
+        shared.itl,
+        shared.ttft_jitter,
+        shared.itl_jitter,
+        shared.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    );
     let tokens = accepted.output.tokens;
     // Streamed faults strike once half the tokens (after the role chunk) have gone out.
     let strike = match api {
@@ -292,14 +307,17 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
         )
     };
     let body = match fault {
-        Some(f) => Body::new(FaultyBody::new(
-            body,
-            f,
-            accepted.stream,
-            if accepted.stream { strike } else { 0 },
-            shared.stall,
+        Some(f) => Body::new(SlotBody::new(
+            FaultyBody::new(
+                body,
+                f,
+                accepted.stream,
+                if accepted.stream { strike } else { 0 },
+                shared.stall,
+            ),
+            slot,
         )),
-        None => Body::new(body),
+        None => Body::new(SlotBody::new(body, slot)),
     };
     let mut resp = Response::new(body);
     resp.headers_mut()
@@ -308,6 +326,18 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
         resp.headers_mut().insert("x-request-id", id);
     }
     resp
+}
+
+/// A request's trace while it waits for a slot: recorded (never admitted, not completed) if
+/// the wait is dropped because the client left.
+struct QueuedTrace(Option<(Box<RequestTrace>, Recorder)>);
+
+impl Drop for QueuedTrace {
+    fn drop(&mut self) {
+        if let Some((trace, recorder)) = self.0.take() {
+            recorder.record(trace);
+        }
+    }
 }
 
 fn parse_chat(bytes: &[u8], shared: &Shared) -> Result<Accepted, String> {
@@ -363,6 +393,7 @@ fn record_rejection(
             x_request_id,
             peer_port,
             received,
+            admitted: None,
             first_token: None,
             last_token: None,
             text_tokens: 0,
@@ -405,6 +436,93 @@ fn error_response(status: StatusCode, kind: &str, message: &str) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    /// Opens a connection and sends one POST with a JSON body; the response is not read.
+    async fn send(addr: SocketAddr, path: &str, body: serde_json::Value) -> TcpStream {
+        let body = body.to_string();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        tcp.write_all(body.as_bytes()).await.unwrap();
+        tcp
+    }
+
+    /// Polls `cond` until it holds, failing after 5 s.
+    async fn eventually(what: &str, cond: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !cond() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn chat_and_completions_share_the_slots_and_leavers_free_them() {
+        let args = MockServerArgs {
+            max_concurrency: Some(1),
+            ttft: 20.0,
+            itl: 10.0,
+            ..MockServerArgs::in_process()
+        };
+        let server = super::super::start(args).await.unwrap();
+        let (addr, load) = (server.addr(), server.load());
+        let gauges = || (load.running(), load.waiting());
+
+        // A long stream holds the only slot.
+        let chat = |tokens: u64| {
+            serde_json::json!({"messages": [{"role": "user", "content": "hi"}],
+                               "max_tokens": tokens, "stream": true})
+        };
+        let long = send(addr, "/v1/chat/completions", chat(1000)).await;
+        eventually("the stream to run", || gauges() == (1, 0)).await;
+        // A completion queues behind it, then a chat request.
+        let completion = serde_json::json!({"prompt": "hi", "max_tokens": 1});
+        let leaver = send(addr, "/v1/completions", completion).await;
+        eventually("the completion to queue", || gauges() == (1, 1)).await;
+        let mut last = send(addr, "/v1/chat/completions", chat(1)).await;
+        eventually("the chat request to queue", || gauges() == (1, 2)).await;
+
+        // Health and model listing are not generation requests: they answer at once.
+        for path in ["/health", "/v1/models"] {
+            let mut tcp = TcpStream::connect(addr).await.unwrap();
+            let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+            tcp.write_all(head.as_bytes()).await.unwrap();
+            let mut buf = [0u8; 12];
+            tokio::time::timeout(Duration::from_secs(2), tcp.read_exact(&mut buf))
+                .await
+                .unwrap_or_else(|_| panic!("{path} waited for a slot"))
+                .unwrap();
+            assert_eq!(&buf, b"HTTP/1.1 200", "{path}");
+        }
+        assert_eq!(gauges(), (1, 2));
+
+        // The queued completion's client leaves: it drops out of the queue.
+        drop(leaver);
+        eventually("the leaver to drop out", || gauges() == (1, 1)).await;
+        // The streaming client leaves: its slot goes to the chat request, which finishes.
+        drop(long);
+        let mut reply = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), async {
+            let mut buf = [0u8; 4096];
+            // The chunked body ends with a zero-length chunk.
+            while !reply.ends_with(b"\r\n0\r\n\r\n") {
+                let n = last.read(&mut buf).await.unwrap();
+                assert!(n > 0, "connection closed early");
+                reply.extend_from_slice(&buf[..n]);
+            }
+        })
+        .await
+        .expect("the queued request was served once the slot was freed");
+        assert!(String::from_utf8_lossy(&reply).contains("data: [DONE]"));
+        eventually("every slot to be free", || gauges() == (0, 0)).await;
+        server.shutdown().await;
+    }
 
     #[test]
     fn response_ids_are_unique_and_shaped() {
