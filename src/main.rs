@@ -10,7 +10,16 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let cli = match Cli::parse_with_sources(&argv) {
+    // List-valued flags (`--concurrency 1,4,16`) are taken out before clap parses: each
+    // point of the sweep is parsed on its own.
+    let lists = match aiperf::sweep::find_lists(&argv) {
+        Ok(lists) => lists,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = match Cli::parse_with_sources(&lists.first) {
         Ok(cli) => cli,
         Err(e) => {
             if let Some(line) = negative_number_error(&e, &argv) {
@@ -21,7 +30,7 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Profile(args) => profile_exit(aiperf::profile::run(&args, &argv)),
+        Command::Profile(args) => profile_exit(aiperf::sweep::run(&argv, lists, &args)),
         Command::MockServer(args) => {
             if let Err(e) = args.fault_rates() {
                 eprintln!("error: {e}");
@@ -61,6 +70,10 @@ fn profile_exit(result: Result<Outcome, ProfileError>) -> ExitCode {
         Ok(Outcome::WriteFailed) => (
             1,
             "error: stopped early: profile_export.jsonl could not be written (see above); the console table counts every request".to_string(),
+        ),
+        Ok(Outcome::TooFewRuns) => (
+            1,
+            "error: only one run succeeded; the failed runs are listed above and no aggregate was written".to_string(),
         ),
         Ok(Outcome::Interrupted) => (
             130,

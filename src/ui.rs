@@ -136,8 +136,15 @@ impl LogDetail {
     }
 }
 
-/// Logs go to stderr and to `log_file`. `RUST_LOG` overrides the level.
+/// The file the log currently goes to. A sweep runs several profiles in one process, each
+/// with its own `logs/aiperf.log`: the subscriber is installed once and each run re-points it.
+static LOG_FILE: Mutex<Option<File>> = Mutex::new(None);
+
+/// Logs go to stderr and to `log_file` (replacing the previous log file, if any). `RUST_LOG`
+/// overrides the level; the level of the first call stays for the process.
 pub fn init_logging(detail: LogDetail, log_file: Option<&Path>) -> std::io::Result<()> {
+    let file = log_file.map(File::create).transpose()?;
+    *LOG_FILE.lock().map_err(|_| std::io::Error::other("log lock"))? = file;
     let level = detail.as_str();
     let filter = || {
         EnvFilter::try_from_default_env()
@@ -150,21 +157,13 @@ pub fn init_logging(detail: LogDetail, log_file: Option<&Path>) -> std::io::Resu
         .with_timer(WallTime)
         .with_target(false)
         .with_filter(filter());
-    let file_layer = match log_file {
-        Some(path) => {
-            let file = Arc::new(Mutex::new(File::create(path)?));
-            Some(
-                fmt::layer()
-                    .with_writer(move || SharedFile(file.clone()))
-                    .with_ansi(false)
-                    .with_timer(WallTime)
-                    .with_target(false)
-                    .with_filter(filter()),
-            )
-        }
-        None => None,
-    };
-    // A second init (tests running in one process) keeps the first subscriber.
+    let file_layer = fmt::layer()
+        .with_writer(|| CurrentLogFile)
+        .with_ansi(false)
+        .with_timer(WallTime)
+        .with_target(false)
+        .with_filter(filter());
+    // A second init (a sweep's next run, tests in one process) keeps the first subscriber.
     let _ = tracing_subscriber::registry()
         .with(stderr_layer)
         .with(file_layer)
@@ -172,20 +171,29 @@ pub fn init_logging(detail: LogDetail, log_file: Option<&Path>) -> std::io::Resu
     Ok(())
 }
 
-struct SharedFile(Arc<Mutex<File>>);
+/// Writes to [`LOG_FILE`]; nothing when no file is set.
+struct CurrentLogFile;
 
-impl std::io::Write for SharedFile {
+impl std::io::Write for CurrentLogFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
+        match LOG_FILE
             .lock()
             .map_err(|_| std::io::Error::other("log lock"))?
-            .write(buf)
+            .as_mut()
+        {
+            Some(f) => f.write(buf),
+            None => Ok(buf.len()),
+        }
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0
+        match LOG_FILE
             .lock()
             .map_err(|_| std::io::Error::other("log lock"))?
-            .flush()
+            .as_mut()
+        {
+            Some(f) => f.flush(),
+            None => Ok(()),
+        }
     }
 }
 

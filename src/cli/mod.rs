@@ -10,6 +10,7 @@ pub mod collectors;
 mod config_file;
 pub mod dataset;
 pub mod logging;
+pub mod multirun;
 pub mod output;
 pub mod service;
 mod spellings;
@@ -502,6 +503,10 @@ pub struct ProfileArgs {
     /// Several servers and models, connection reuse, session header, trace knobs.
     #[command(flatten)]
     pub load: load::LoadArgs,
+
+    /// Sweeps, repeated runs and the SLA search.
+    #[command(flatten)]
+    pub multirun: multirun::MultiRunArgs,
 
     /// The fields given on the command line (by field name), set by
     /// `Cli::parse_with_sources`.

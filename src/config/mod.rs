@@ -21,6 +21,7 @@ mod inputs;
 pub(crate) mod limits;
 mod load;
 mod logging;
+pub mod multirun;
 mod output;
 mod redact;
 

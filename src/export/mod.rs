@@ -7,6 +7,7 @@ pub mod json;
 pub mod jsonl;
 mod names;
 mod outputs;
+pub mod sweep_files;
 pub mod table;
 mod timeslices;
 mod trace;

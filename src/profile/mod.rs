@@ -50,6 +50,8 @@ pub enum Outcome {
     Terminated,
     /// `profile_export.jsonl` could not be written; the run stopped early.
     WriteFailed,
+    /// A sweep or repeated run where only one of several runs succeeded (no aggregate).
+    TooFewRuns,
 }
 
 /// Why a profile run could not run or finish; `main` maps each to an exit code.
@@ -68,7 +70,69 @@ pub enum ProfileError {
     Other(#[from] anyhow::Error),
 }
 
+impl Outcome {
+    /// Why a run that did not succeed failed, in a few words (for sweep and multi-run
+    /// summaries); `None` for a success.
+    pub fn failure(self) -> Option<&'static str> {
+        Some(match self {
+            Outcome::Success => return None,
+            Outcome::AllFailed => "every request failed",
+            Outcome::Interrupted => "interrupted (Ctrl-C)",
+            Outcome::ThresholdExceeded => {
+                "stopped early: failed requests exceeded --failed-request-threshold"
+            }
+            Outcome::ServerUnreachable => "stopped early: the server refused every connection",
+            Outcome::ServerLost => "stopped early: the server stopped answering",
+            Outcome::Terminated => "terminated (SIGTERM)",
+            Outcome::WriteFailed => "stopped early: profile_export.jsonl could not be written",
+            Outcome::TooFewRuns => "only one run succeeded",
+        })
+    }
+}
+
+/// What one run loaded that the next run of a sweep can reuse.
+#[derive(Default)]
+pub struct Reuse {
+    /// The tokenizer, keyed by (--tokenizer, --tokenizer-revision).
+    tokenizer: Option<(String, String, Arc<crate::tokenizer::Tokenizer>)>,
+}
+
+/// Where a run writes and what it records of its configuration, before it runs.
+pub struct RunFiles {
+    pub artifact_dir: std::path::PathBuf,
+    /// The summary JSON (`profile_export_aiperf.json` or the prefixed name).
+    pub summary_json: std::path::PathBuf,
+    /// The per-request records, when the export level writes them.
+    pub records_jsonl: Option<std::path::PathBuf>,
+    /// The resolved configuration in AIPerf's layout, secrets left out.
+    pub input_config: serde_json::Value,
+    pub model: String,
+}
+
+/// Checks the flags of one run and says where it will write, without running it.
+pub fn run_files(args: &ProfileArgs) -> Result<RunFiles, ConfigError> {
+    let cfg = ProfileConfig::from_args(args, false)?;
+    let names = &cfg.export.names;
+    Ok(RunFiles {
+        summary_json: cfg.artifact_dir.join(&names.json),
+        records_jsonl: (cfg.export.level == export::Level::Records)
+            .then(|| cfg.artifact_dir.join(&names.jsonl)),
+        input_config: report::input_config_json(&cfg),
+        model: cfg.model.clone(),
+        artifact_dir: cfg.artifact_dir,
+    })
+}
+
 pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError> {
+    run_reusing(args, argv, &mut Reuse::default())
+}
+
+/// One run; what `reuse` holds from an earlier run of the same process is not loaded again.
+pub fn run_reusing(
+    args: &ProfileArgs,
+    argv: &[String],
+    reuse: &mut Reuse,
+) -> Result<Outcome, ProfileError> {
     let started = Instant::now();
     let mut cfg = ProfileConfig::from_args(args, console_is_terminal())?;
     let goodput = match &cfg.goodput {
@@ -77,7 +141,7 @@ pub fn run(args: &ProfileArgs, argv: &[String]) -> Result<Outcome, ProfileError>
         None => Vec::new(),
     };
     start_logging(&cfg)?;
-    let prepared = prepare::prepare(&mut cfg)?;
+    let prepared = prepare::prepare(&mut cfg, &mut reuse.tokenizer)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -24,14 +24,29 @@ pub(super) struct Prepared {
 
 /// Builds what the run sends. Counts that depend on the drawn plan (conversations counted
 /// in turns, a schedule's window) are written back into `cfg.request_count`.
-pub(super) fn prepare(cfg: &mut ProfileConfig) -> Result<Prepared, ProfileError> {
-    let tok = tokenizer::resolve(&cfg.tokenizer, &cfg.tokenizer_revision)
-        .map_err(|e| ConfigError(format!("--tokenizer: '{}': {e:#}", cfg.tokenizer)))?;
-    if let Some(w) = &tok.warning {
-        warn!("{w}");
-    }
-    let tokenizer = Arc::new(tok.tokenizer);
-    info!("Using tokenizer: {}", tokenizer.name());
+/// `loaded` is the tokenizer an earlier run of this process loaded, reused when it is the
+/// same one (a sweep loads it once).
+pub(super) fn prepare(
+    cfg: &mut ProfileConfig,
+    loaded: &mut Option<(String, String, Arc<Tokenizer>)>,
+) -> Result<Prepared, ProfileError> {
+    let tokenizer = match loaded {
+        Some((name, revision, tok)) if *name == cfg.tokenizer && *revision == cfg.tokenizer_revision => {
+            info!("Using tokenizer: {} (loaded by an earlier run)", tok.name());
+            tok.clone()
+        }
+        _ => {
+            let tok = tokenizer::resolve(&cfg.tokenizer, &cfg.tokenizer_revision)
+                .map_err(|e| ConfigError(format!("--tokenizer: '{}': {e:#}", cfg.tokenizer)))?;
+            if let Some(w) = &tok.warning {
+                warn!("{w}");
+            }
+            let tokenizer = Arc::new(tok.tokenizer);
+            info!("Using tokenizer: {}", tokenizer.name());
+            *loaded = Some((cfg.tokenizer.clone(), cfg.tokenizer_revision.clone(), tokenizer.clone()));
+            tokenizer
+        }
+    };
 
     let s = &cfg.synthetic;
     if s.image_batch_size > 0 {

@@ -1,0 +1,209 @@
+//! Flags of sweeps (list-valued load flags), repeated runs and the SLA search.
+
+use clap::{Args, ValueEnum};
+
+/// `--sweep-type` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepType {
+    /// Every combination of the listed values (the last flag, in sorted order, varies fastest).
+    Grid,
+    /// The i-th value of every list together; all lists must have the same length.
+    Zip,
+}
+
+/// `--parameter-sweep-mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ParameterSweepMode {
+    /// Trial 1 of every point, then trial 2 of every point, ...
+    Repeated,
+    /// Every trial of point 1, then every trial of point 2, ...
+    Independent,
+}
+
+/// `--convergence-mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConvergenceMode {
+    /// Width of the confidence interval relative to the mean.
+    #[value(name = "ci-width", alias = "ci_width")]
+    CiWidth,
+    /// Coefficient of variation across runs.
+    Cv,
+    /// The latest run's per-request values look like the earlier runs' (two-sample KS test).
+    Distribution,
+}
+
+/// `--convergence-stat` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConvergenceStat {
+    Avg,
+    P50,
+    P90,
+    P95,
+    P99,
+    Min,
+    Max,
+}
+
+/// `--search-recipe` values this build runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchRecipe {
+    /// The highest concurrency at which every SLA (--ttft-sla-ms, --itl-sla-ms, --e2e-sla-ms,
+    /// --error-rate-sla, --search-sla) holds.
+    MaxConcurrencyUnderSla,
+    /// Concurrency on a log-spaced ladder; reports the first point whose latency degrades
+    /// past the first point's by --degradation-threshold.
+    ConcurrencyRamp,
+}
+
+/// `--search-style` values this build runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchStyle {
+    /// Double the concurrency until an SLA breaks, then bisect between the last pass and
+    /// the first breach.
+    Monotonic,
+    /// A log-spaced ladder of --concurrency-steps points, stopped at the first breach.
+    Grid,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MultiRunArgs {
+    /// Run the whole profile this many times (1-10) and report each metric's mean, spread
+    /// and confidence interval across runs (`aggregate/`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10), help_heading = "Multi-Run")]
+    pub num_profile_runs: u32,
+
+    /// Seconds to wait between repeated runs (0-86400).
+    #[arg(long, help_heading = "Multi-Run")]
+    pub profile_run_cooldown_seconds: Option<f64>,
+
+    /// Confidence level of the intervals across runs, between 0 and 1.
+    #[arg(long, default_value_t = 0.95, help_heading = "Multi-Run")]
+    pub confidence_level: f64,
+
+    /// Repeated runs after the first skip the warmup phase (the default).
+    #[arg(long, overrides_with = "no_profile_run_disable_warmup_after_first", help_heading = "Multi-Run")]
+    pub profile_run_disable_warmup_after_first: bool,
+
+    /// Every repeated run does its warmup.
+    #[arg(long, overrides_with = "profile_run_disable_warmup_after_first", help_heading = "Multi-Run")]
+    pub no_profile_run_disable_warmup_after_first: bool,
+
+    /// Without --random-seed, sweeps and repeated runs use seed 42 (the default), so every
+    /// run draws the same dataset.
+    #[arg(long, overrides_with = "no_set_consistent_seed", help_heading = "Multi-Run")]
+    pub set_consistent_seed: bool,
+
+    /// Sweeps and repeated runs without --random-seed draw fresh data each run.
+    #[arg(long, overrides_with = "set_consistent_seed", help_heading = "Multi-Run")]
+    pub no_set_consistent_seed: bool,
+
+    /// Each repeated run gets its own seed, derived from the base seed, the point and the run.
+    #[arg(long, overrides_with = "no_vary_seed_per_trial", help_heading = "Multi-Run")]
+    pub vary_seed_per_trial: bool,
+
+    /// Repeated runs of a point share its seed (the default).
+    #[arg(long, overrides_with = "vary_seed_per_trial", help_heading = "Multi-Run")]
+    pub no_vary_seed_per_trial: bool,
+
+    /// Stop repeating once this metric (e.g. `time_to_first_token`) has converged;
+    /// --num-profile-runs is then the most runs.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub convergence_metric: Option<String>,
+
+    /// Which statistic of --convergence-metric is watched.
+    #[arg(long, value_enum, default_value_t = ConvergenceStat::Avg, help_heading = "Multi-Run")]
+    pub convergence_stat: ConvergenceStat,
+
+    /// Converged below this (0-1): relative CI width (default 0.10), CV (0.05); for
+    /// `distribution`, converged above this KS p-value (0.05).
+    #[arg(long, help_heading = "Multi-Run")]
+    pub convergence_threshold: Option<f64>,
+
+    /// How convergence is judged.
+    #[arg(long, value_enum, default_value_t = ConvergenceMode::CiWidth, help_heading = "Multi-Run")]
+    pub convergence_mode: ConvergenceMode,
+
+    /// Seconds to wait between sweep points.
+    #[arg(long, default_value_t = 0.0, help_heading = "Multi-Run")]
+    pub parameter_sweep_cooldown_seconds: f64,
+
+    /// Every sweep point uses the base seed (default: base seed + point index).
+    #[arg(long, overrides_with = "no_parameter_sweep_same_seed", help_heading = "Multi-Run")]
+    pub parameter_sweep_same_seed: bool,
+
+    /// Sweep point i uses the base seed + i (the default).
+    #[arg(long, overrides_with = "parameter_sweep_same_seed", help_heading = "Multi-Run")]
+    pub no_parameter_sweep_same_seed: bool,
+
+    /// Order of a sweep with repeated runs: `repeated` (all points, then again) or
+    /// `independent` (every run of a point before the next point).
+    #[arg(long, value_enum, default_value_t = ParameterSweepMode::Repeated, help_heading = "Multi-Run")]
+    pub parameter_sweep_mode: ParameterSweepMode,
+
+    /// How several list-valued flags combine: `grid` (every combination) or `zip` (pairwise).
+    #[arg(long, value_enum, default_value_t = SweepType::Grid, help_heading = "Multi-Run")]
+    pub sweep_type: SweepType,
+
+    /// Do not print the sweep table after each point.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub no_sweep_table: bool,
+
+    /// Search for a load instead of listing it: `max-concurrency-under-sla` or
+    /// `concurrency-ramp`.
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub search_recipe: Option<SearchRecipe>,
+
+    /// How max-concurrency-under-sla searches: `monotonic` (double, then bisect; default)
+    /// or `grid` (a log-spaced ladder).
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub search_style: Option<SearchStyle>,
+
+    /// SLA: TTFT p95 must stay below this many ms.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub ttft_sla_ms: Option<f64>,
+
+    /// SLA: inter-token latency p95 must stay below this many ms.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub itl_sla_ms: Option<f64>,
+
+    /// Same as --itl-sla-ms.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub tpot_sla_ms: Option<f64>,
+
+    /// SLA: request latency p99 must stay below this many ms.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub e2e_sla_ms: Option<f64>,
+
+    /// SLA: the share of failed requests must stay below this (0-1).
+    #[arg(long, help_heading = "Multi-Run")]
+    pub error_rate_sla: Option<f64>,
+
+    /// More SLAs, `metric:stat:op:threshold` (op lt, le, gt, ge), e.g.
+    /// `time_to_first_token:p99:lt:2000` (display units); repeatable.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub search_sla: Vec<String>,
+
+    /// Lowest concurrency the search tries (default 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Multi-Run")]
+    pub concurrency_min: Option<u64>,
+
+    /// Highest concurrency the search tries (default 1000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Multi-Run")]
+    pub concurrency_max: Option<u64>,
+
+    /// Points on the log-spaced ladder of the grid style and concurrency-ramp (default 8).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Multi-Run")]
+    pub concurrency_steps: Option<u64>,
+
+    /// concurrency-ramp: relative rise over the first point that counts as degraded (0.20).
+    #[arg(long, help_heading = "Multi-Run")]
+    pub degradation_threshold: Option<f64>,
+
+    /// concurrency-ramp: the metric watched (request_latency).
+    #[arg(long, help_heading = "Multi-Run")]
+    pub degradation_metric_tag: Option<String>,
+
+    /// concurrency-ramp: the statistic watched (p99).
+    #[arg(long, help_heading = "Multi-Run")]
+    pub degradation_stat: Option<String>,
+}

@@ -1,0 +1,501 @@
+//! `aiperf profile` with list-valued flags (`--concurrency 1,4,16`), `--num-profile-runs N`
+//! or `--search-recipe`: one process runs every point and trial through the profile
+//! pipeline, then writes the aggregates. The tokenizer is loaded once; each run builds its
+//! own dataset and client (connections close between runs, so one point's queue cannot leak
+//! into the next).
+
+mod lists;
+mod plan;
+mod search;
+
+pub use lists::{Lists, find as find_lists};
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use self::lists::Variation;
+use self::plan::Layout;
+use self::search::SearchState;
+use crate::cli::{Cli, Command, ProfileArgs};
+use crate::config::ConfigError;
+use crate::config::multirun::{ConvergenceMode, MultiRunOptions};
+use crate::export::aggregate::{
+    self, ConfidenceAggregate, RunMetrics, RunOutcome, SweepAggregate, SweepCell, VariationMeta,
+};
+use crate::export::sweep_files::{RUN_CONFIG_FILE, write_json_file};
+use crate::metrics::confidence;
+use crate::profile::{self, Outcome, ProfileError, Reuse};
+
+/// Runs `aiperf profile`: a single run as before, or a sweep / repeated run / search.
+/// `argv` is the command line as typed; `lists` what [`find_lists`] found in it; `args` the
+/// flags parsed from the command line with each list's first value.
+pub fn run(argv: &[String], lists: Lists, args: &ProfileArgs) -> Result<Outcome, ProfileError> {
+    let opts = MultiRunOptions::from_args(args, lists.is_sweep())?;
+    if !lists.is_sweep() && !opts.is_multi_run() {
+        return profile::run(args, argv);
+    }
+    let mut sweep = Sweep::new(argv, &lists, args, opts)?;
+    sweep.run_all()?;
+    sweep.finish()
+}
+
+/// One point of the sweep: its flags, its runs so far.
+struct Point {
+    variation: Variation,
+    args: ProfileArgs,
+    runs: Vec<RunOutcome>,
+    /// Per-request values of the convergence metric, per successful run (distribution mode).
+    samples: Vec<Vec<f64>>,
+    converged: bool,
+}
+
+impl Point {
+    fn successes(&self) -> Vec<&RunMetrics> {
+        self.runs.iter().filter_map(|r| r.result.as_ref().ok()).collect()
+    }
+}
+
+struct Sweep<'a> {
+    argv: &'a [String],
+    first_argv: Vec<String>,
+    opts: MultiRunOptions,
+    base: PathBuf,
+    layout: Layout,
+    points: Vec<Point>,
+    search: Option<SearchState>,
+    base_seed: Option<u64>,
+    reuse: Reuse,
+    /// The last run: (point, trial0), for the pause before the next.
+    last: Option<(usize, u32)>,
+    /// Set when a run was interrupted: no more runs.
+    stopped: Option<Outcome>,
+    started: Instant,
+    /// Sum of the runs' own wall times (their benchmark and setup), for the overhead line.
+    in_runs: Duration,
+    model: String,
+}
+
+impl<'a> Sweep<'a> {
+    fn new(
+        argv: &'a [String],
+        lists: &Lists,
+        args: &ProfileArgs,
+        opts: MultiRunOptions,
+    ) -> Result<Sweep<'a>, ProfileError> {
+        let variations = lists.variations(opts.sweep_type).map_err(ConfigError)?;
+        // Every point's flags are checked before anything is sent.
+        let mut points = Vec::new();
+        for variation in variations {
+            let args = parse_point(&variation.argv)?;
+            profile::run_files(&args)?;
+            points.push(Point { variation, args, runs: Vec::new(), samples: Vec::new(), converged: false });
+        }
+        let files = profile::run_files(&points[0].args)?;
+        let search = opts.search.clone().map(SearchState::new);
+        let layout = match &search {
+            Some(s) if s.is_monotonic() => Layout::SearchIterations,
+            Some(_) => Layout::Points { trials: opts.runs, order: opts.order },
+            None if lists.is_sweep() => Layout::Points { trials: opts.runs, order: opts.order },
+            None => Layout::Repeats,
+        };
+        if search.is_some() {
+            // The search creates its points as it goes.
+            points.clear();
+        }
+        Ok(Sweep {
+            argv,
+            first_argv: lists.first.clone(),
+            base_seed: plan::base_seed(args.random_seed, &opts),
+            opts,
+            base: files.artifact_dir,
+            layout,
+            points,
+            search,
+            reuse: Reuse::default(),
+            last: None,
+            stopped: None,
+            started: Instant::now(),
+            in_runs: Duration::ZERO,
+            model: files.model,
+        })
+    }
+
+    fn run_all(&mut self) -> Result<(), ProfileError> {
+        let total = self.points.len() as u32 * self.opts.runs;
+        if self.search.is_none() {
+            info!(
+                "Sweep: {} point(s) x {} run(s) = {total} runs, written under {}",
+                self.points.len(),
+                self.opts.runs,
+                self.base.display()
+            );
+            for (p, t) in plan::order(self.points.len(), self.opts.runs, self.opts.order) {
+                if self.stopped.is_some() {
+                    break;
+                }
+                if self.points[p].converged {
+                    continue;
+                }
+                self.run_one(p, t)?;
+                self.check_convergence(p);
+                if self.point_done(p) {
+                    self.print_live_table();
+                }
+            }
+            return Ok(());
+        }
+        while self.stopped.is_none() {
+            let Some(c) = self.search.as_ref().and_then(SearchState::next) else {
+                break;
+            };
+            let mut argv = self.first_argv.clone();
+            argv.extend(["--concurrency".to_string(), c.to_string()]);
+            let index = self.points.len();
+            let variation = Variation {
+                index,
+                values: vec![("phases.profiling.concurrency", Value::from(c))],
+                argv,
+            };
+            let args = parse_point(&variation.argv)?;
+            self.points.push(Point { variation, args, runs: Vec::new(), samples: Vec::new(), converged: false });
+            info!("Search: trying concurrency {c}");
+            for t in 0..self.opts.runs {
+                if self.stopped.is_some() || self.points[index].converged {
+                    break;
+                }
+                self.run_one(index, t)?;
+                self.check_convergence(index);
+            }
+            if self.stopped.is_some() {
+                break;
+            }
+            let search = self.search.as_mut().expect("searching");
+            let tried = search.record(c, &self.points[index].successes());
+            match &tried.breach {
+                None => info!("Search: concurrency {c} meets the criteria"),
+                Some(why) => info!("Search: concurrency {c} does not: {why}"),
+            }
+            self.print_live_table();
+        }
+        Ok(())
+    }
+
+    /// Runs trial `trial0` of point `p`, after the pause the plan asks for.
+    fn run_one(&mut self, p: usize, trial0: u32) -> Result<(), ProfileError> {
+        if let Some(prev) = self.last {
+            let pause = plan::pause(&self.opts, prev, (p, trial0));
+            if !pause.is_zero() {
+                info!("Cooling down for {:.1} s", pause.as_secs_f64());
+                if let Some(signal) = sleep_unless_interrupted(pause) {
+                    self.stopped = Some(signal);
+                    return Ok(());
+                }
+            }
+        }
+        self.last = Some((p, trial0));
+        let point = &self.points[p];
+        let dir_name = point.variation.dir_name();
+        let dir = self.layout.run_dir(&self.base, p, &dir_name, trial0);
+        let label = self.layout.run_label(&dir_name, trial0);
+        let var_label = point.variation.label();
+        let seed = plan::run_seed(self.base_seed, &self.opts, p, &var_label, trial0);
+        let mut args = point.args.clone();
+        args.artifact_dir = Some(dir.clone());
+        args.random_seed = seed;
+        if trial0 > 0 && !self.opts.warmup_after_first {
+            drop_warmup(&mut args);
+        }
+        let files = profile::run_files(&args)?;
+        let run_config = json!({
+            "label": label,
+            "trial": trial0 + 1,
+            "seed": seed,
+            "variation": {
+                "index": point.variation.index,
+                "label": var_label,
+                "values": values_json(&point.variation),
+            },
+            "input_config": files.input_config,
+        });
+        write_json_file(&dir, RUN_CONFIG_FILE, &run_config)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", dir.join(RUN_CONFIG_FILE).display()))?;
+        info!(
+            "Run {label}{}: {}",
+            if var_label == "base" { String::new() } else { format!(" ({var_label})") },
+            dir.display()
+        );
+        let t0 = Instant::now();
+        let outcome = profile::run_reusing(&args, &point.variation.argv, &mut self.reuse);
+        self.in_runs += t0.elapsed();
+        let result = match outcome {
+            Err(ProfileError::Config(e)) => return Err(ProfileError::Config(e)),
+            Err(e) => Err(format!("{e:#}")),
+            Ok(o @ (Outcome::Interrupted | Outcome::Terminated)) => {
+                self.stopped = Some(o);
+                Err(o.failure().unwrap_or("interrupted").to_string())
+            }
+            Ok(o) => match (o.failure(), aggregate::read_run_metrics(&files.summary_json)) {
+                (None, metrics) => metrics,
+                (Some(why), _) => Err(why.to_string()),
+            },
+        };
+        if let Err(why) = &result {
+            warn!("Run {label} failed: {why}");
+        }
+        let samples = match (&result, &self.opts.convergence, &files.records_jsonl) {
+            (Ok(_), Some(c), Some(jsonl)) if c.mode == ConvergenceMode::Distribution => {
+                crate::export::jsonl::read_metric_values(jsonl, &c.metric).unwrap_or_default()
+            }
+            _ => Vec::new(),
+        };
+        let point = &mut self.points[p];
+        if result.is_ok() {
+            point.samples.push(samples);
+        }
+        point.runs.push(RunOutcome { label, result });
+        Ok(())
+    }
+
+    /// Marks point `p` converged when its runs so far meet the convergence criterion.
+    fn check_convergence(&mut self, p: usize) {
+        let Some(c) = &self.opts.convergence else {
+            return;
+        };
+        let point = &self.points[p];
+        let values: Vec<f64> = point
+            .successes()
+            .iter()
+            .filter_map(|m| m.get(&c.metric)?.stats.get(c.stat).copied())
+            .collect();
+        if values.len() < confidence::MIN_RUNS {
+            return;
+        }
+        let converged = match c.mode {
+            ConvergenceMode::CiWidth | ConvergenceMode::Cv => {
+                confidence::has_converged(c.mode, c.threshold, self.opts.confidence_level, &values)
+            }
+            ConvergenceMode::Distribution => {
+                let (latest, earlier) = point.samples.split_last().expect("two runs");
+                let earlier: Vec<f64> = earlier.iter().flatten().copied().collect();
+                confidence::distributions_match(&earlier, latest, c.threshold)
+            }
+        };
+        if converged {
+            info!(
+                "{} {} converged after {} runs ({:?}, threshold {})",
+                c.metric,
+                c.stat,
+                values.len(),
+                c.mode,
+                c.threshold
+            );
+            self.points[p].converged = true;
+        }
+    }
+
+    /// True when point `p` has run every trial it will run.
+    fn point_done(&self, p: usize) -> bool {
+        let point = &self.points[p];
+        point.converged || point.runs.len() as u32 >= self.opts.runs
+    }
+
+    fn cells(&self) -> Vec<SweepCell> {
+        self.points
+            .iter()
+            .filter(|p| !p.runs.is_empty())
+            .map(|p| SweepCell {
+                values: p.variation.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+                runs: p.runs.clone(),
+            })
+            .collect()
+    }
+
+    fn sweep_aggregate<'c>(&self, cells: &'c [SweepCell]) -> SweepAggregate<'c> {
+        SweepAggregate {
+            cells,
+            sweep_mode: self.opts.order.as_str().to_string(),
+            confidence_level: self.opts.confidence_level,
+            failed_runs: self.failed_runs(),
+        }
+    }
+
+    fn failed_runs(&self) -> Vec<(String, String)> {
+        self.points
+            .iter()
+            .flat_map(|p| {
+                let dir = p.variation.dir_name();
+                p.runs.iter().filter_map(move |r| {
+                    let why = r.result.as_ref().err()?;
+                    let label = match self.layout {
+                        Layout::Points { trials, .. } if trials > 1 => format!("{dir}/{}", r.label),
+                        _ => r.label.clone(),
+                    };
+                    Some((label, why.clone()))
+                })
+            })
+            .collect()
+    }
+
+    /// The sweep table, live, when several points have run (and the user wants it).
+    fn print_live_table(&self) {
+        use std::io::IsTerminal;
+        let multi_point = self.points.len() > 1;
+        if multi_point && self.opts.sweep_table && std::io::stdout().is_terminal() {
+            let cells = self.cells();
+            println!("{}", aggregate::sweep_table(&self.sweep_aggregate(&cells)));
+        }
+    }
+
+    /// Writes the aggregates, prints the summary and returns how the whole ended.
+    fn finish(self) -> Result<Outcome, ProfileError> {
+        let total: usize = self.points.iter().map(|p| p.runs.len()).sum();
+        let succeeded: usize = self.points.iter().map(|p| p.successes().len()).sum();
+        let failed = self.failed_runs();
+        if !failed.is_empty() {
+            let what = if self.layout == Layout::Repeats { "Failed runs" } else { "Some sweep points failed" };
+            warn!("{what}:");
+            for (label, why) in &failed {
+                warn!("  {label}: {why}");
+            }
+        }
+        println!("All runs complete: {succeeded}/{total} successful");
+        let sweep_files = self.write_aggregates(succeeded)?;
+        if let Some(s) = &self.search {
+            let dirs: Vec<String> = self
+                .points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let dir = self.layout.run_dir(&self.base, i, &p.variation.dir_name(), 0);
+                    dir.strip_prefix(&self.base).unwrap_or(&dir).display().to_string()
+                })
+                .collect();
+            let (name, body) = s.result_file(&dirs);
+            let dir = match self.layout {
+                Layout::SearchIterations => self.base.clone(),
+                _ => self.layout.sweep_aggregate_dir(&self.base).expect("a search has points"),
+            };
+            write_json_file(&dir, name, &body)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", dir.join(name).display()))?;
+            println!("{}", s.verdict());
+            println!("Search results: {}", dir.join(name).display());
+        }
+        if let Some(dir) = sweep_files {
+            println!("Sweep aggregate: {}", dir.display());
+        }
+        let wall = self.started.elapsed();
+        info!(
+            "{total} runs in {:.1} s; {:.2} s of it between runs",
+            wall.as_secs_f64(),
+            wall.saturating_sub(self.in_runs).as_secs_f64()
+        );
+        if let Some(o) = self.stopped {
+            return Ok(o);
+        }
+        Ok(match succeeded {
+            0 => Outcome::AllFailed,
+            1 if total > 1 => Outcome::TooFewRuns,
+            _ => Outcome::Success,
+        })
+    }
+
+    /// Per-point confidence aggregates and the sweep aggregate (with its console table);
+    /// AIPerf writes them only when at least two runs succeeded. Returns the sweep aggregate
+    /// directory, when written.
+    fn write_aggregates(&self, succeeded: usize) -> Result<Option<PathBuf>, ProfileError> {
+        if succeeded < 2 {
+            if succeeded == 1 {
+                warn!("Only one run succeeded: no aggregate is written (it needs two)");
+            }
+            return Ok(None);
+        }
+        let io = |dir: &Path, e: std::io::Error| anyhow::anyhow!("cannot write the aggregate in {}: {e}", dir.display());
+        let sweeping = self.layout != Layout::Repeats;
+        for (i, p) in self.points.iter().enumerate() {
+            if p.successes().is_empty() {
+                if sweeping {
+                    warn!("Point {} had no successful run: no aggregate for it", p.variation.label());
+                }
+                continue;
+            }
+            let agg = ConfidenceAggregate {
+                runs: &p.runs,
+                confidence_level: self.opts.confidence_level,
+                cooldown_seconds: self.opts.run_cooldown.as_secs_f64(),
+                variation: sweeping.then(|| VariationMeta {
+                    label: p.variation.label(),
+                    values: p.variation.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+                    sweep_mode: self.opts.order.as_str().to_string(),
+                    model: Some(self.model.clone()),
+                }),
+            };
+            let dir = self.layout.point_aggregate_dir(&self.base, i, &p.variation.dir_name());
+            aggregate::write_confidence_aggregate(&dir, &agg).map_err(|e| io(&dir, e))?;
+            if !sweeping {
+                println!("{}", aggregate::confidence_console(&agg));
+                println!("Aggregate: {}", dir.display());
+            }
+        }
+        let Some(dir) = self.layout.sweep_aggregate_dir(&self.base) else {
+            return Ok(None);
+        };
+        let cells = self.cells();
+        let agg = self.sweep_aggregate(&cells);
+        aggregate::write_sweep_aggregate(&dir, &agg).map_err(|e| io(&dir, e))?;
+        println!("{}", aggregate::sweep_table(&agg));
+        println!("{}", aggregate::best_configurations_console(&agg));
+        Ok(Some(dir))
+    }
+}
+
+/// Parses one point's command line (the same flags with one value per list).
+fn parse_point(argv: &[String]) -> Result<ProfileArgs, ConfigError> {
+    match Cli::parse_with_sources(argv) {
+        Ok(Cli { command: Command::Profile(args) }) => Ok(*args),
+        Ok(_) => Err(ConfigError("expected `aiperf profile`".into())),
+        Err(e) => Err(ConfigError(
+            e.render().to_string().trim().trim_start_matches("error: ").to_string(),
+        )),
+    }
+}
+
+/// Runs after the first of a point skip the warmup (`--profile-run-disable-warmup-after-first`).
+fn drop_warmup(args: &mut ProfileArgs) {
+    args.warmup_request_count = 0;
+    args.warmup_duration = None;
+    args.num_warmup_sessions = None;
+    args.warmup_grace_period = None;
+    args.warmup_concurrency = None;
+    args.warmup_request_rate = None;
+    args.warmup_arrival_pattern = None;
+    args.load.warmup_prefill_concurrency = None;
+}
+
+fn values_json(v: &Variation) -> Value {
+    Value::Object(v.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
+}
+
+/// Sleeps for `pause`; a Ctrl-C (or SIGTERM) cuts it short and is returned.
+fn sleep_unless_interrupted(pause: Duration) -> Option<Outcome> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    rt.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) =
+            (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+        else {
+            tokio::time::sleep(pause).await;
+            return None;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => None,
+            _ = int.recv() => Some(Outcome::Interrupted),
+            _ = term.recv() => Some(Outcome::Terminated),
+        }
+    })
+}
