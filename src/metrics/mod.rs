@@ -5,6 +5,7 @@
 //! writes one JSONL line per record, and keeps only the numbers the statistics need.
 
 pub mod catalog;
+pub mod confidence;
 mod collector;
 mod goodput;
 mod http_trace;
