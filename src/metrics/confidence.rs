@@ -57,7 +57,11 @@ impl RunLevelStats {
         }
         let mean = finite.iter().sum::<f64>() / n as f64;
         let std = sample_std(&finite, mean);
-        let cv = if mean == 0.0 { f64::INFINITY } else { std / mean };
+        let cv = if mean == 0.0 {
+            f64::INFINITY
+        } else {
+            std / mean
+        };
         let se = std / (n as f64).sqrt();
         let t = t_critical(level, n - 1);
         Some(RunLevelStats {
@@ -375,9 +379,24 @@ mod tests {
         assert!(!has_converged(ConvergenceMode::Cv, 0.009, 0.95, &tight));
         // Too few values, or a zero mean, never converge.
         assert!(!has_converged(ConvergenceMode::Cv, 0.05, 0.95, &[100.0]));
-        assert!(!has_converged(ConvergenceMode::Cv, 0.05, 0.95, &[100.0, f64::NAN]));
-        assert!(!has_converged(ConvergenceMode::CiWidth, 0.5, 0.95, &[-1.0, 1.0]));
-        assert!(!has_converged(ConvergenceMode::Distribution, 0.05, 0.95, &tight));
+        assert!(!has_converged(
+            ConvergenceMode::Cv,
+            0.05,
+            0.95,
+            &[100.0, f64::NAN]
+        ));
+        assert!(!has_converged(
+            ConvergenceMode::CiWidth,
+            0.5,
+            0.95,
+            &[-1.0, 1.0]
+        ));
+        assert!(!has_converged(
+            ConvergenceMode::Distribution,
+            0.05,
+            0.95,
+            &tight
+        ));
         assert_eq!(ConvergenceMode::CiWidth.default_threshold(), 0.10);
         assert_eq!(ConvergenceMode::Cv.default_threshold(), 0.05);
         assert_eq!(ConvergenceMode::Distribution.default_threshold(), 0.05);
@@ -408,13 +427,14 @@ mod tests {
             if mask.count_ones() as usize != m {
                 continue;
             }
-            let (x, y): (Vec<(usize, f64)>, Vec<(usize, f64)>) = pooled
-                .iter()
-                .copied()
-                .enumerate()
-                .partition(|(k, _)| mask & (1 << k) != 0);
-            let x: Vec<f64> = x.into_iter().map(|(_, v)| v).collect();
-            let y: Vec<f64> = y.into_iter().map(|(_, v)| v).collect();
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            for (k, v) in pooled.iter().enumerate() {
+                if mask & (1 << k) != 0 {
+                    x.push(*v);
+                } else {
+                    y.push(*v);
+                }
+            }
             all += 1;
             if ks_2samp(&x, &y).0 >= observed - 1e-12 {
                 hits += 1;
@@ -429,13 +449,19 @@ mod tests {
             (&[0.1, 0.5, 0.9, 1.3], &[0.2, 0.3, 1.5, 1.7, 2.2, 2.4]),
             (&[3.0, 1.0, 4.0, 1.5, 9.0], &[2.6, 5.3, 5.8, 9.7, 9.3]),
             (&[0.3, 0.4], &[0.1, 0.2, 0.5, 0.6, 0.7, 0.8, 0.9]),
-            (&[1.1, 2.2, 3.3, 4.4, 5.5, 6.6], &[1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0]),
+            (
+                &[1.1, 2.2, 3.3, 4.4, 5.5, 6.6],
+                &[1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0],
+            ),
             (&[10.0, 11.0, 12.0], &[1.0, 10.5, 20.0, 30.0]),
         ];
         for (a, b) in cases {
             let exact = ks_2samp(a, b).1;
             let brute = brute_force_p(a, b);
-            assert!(close(exact, brute, 1e-12), "{a:?} {b:?}: {exact} vs {brute}");
+            assert!(
+                close(exact, brute, 1e-12),
+                "{a:?} {b:?}: {exact} vs {brute}"
+            );
         }
     }
 

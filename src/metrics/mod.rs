@@ -5,8 +5,8 @@
 //! writes one JSONL line per record, and keeps only the numbers the statistics need.
 
 pub mod catalog;
-pub mod confidence;
 mod collector;
+pub mod confidence;
 mod goodput;
 mod http_trace;
 pub mod record_metrics;
