@@ -1,5 +1,6 @@
 //! Exports: console report, summary JSON and CSV, per-record JSONL.
 
+pub mod aggregate;
 pub mod console;
 pub mod csv;
 mod inputs;
@@ -8,6 +9,7 @@ pub mod jsonl;
 mod names;
 mod outputs;
 pub mod sweep_files;
+pub mod pyrepr;
 pub mod table;
 mod timeslices;
 mod trace;
@@ -30,7 +32,10 @@ pub const LOG_FILE: &str = "logs/aiperf.log";
 
 pub use inputs::write_inputs_json;
 pub use jsonl::{JsonlWriter, LineLayout};
-pub use names::{FileNames, Level, Options, prefix_base};
+pub use names::{
+    AGGREGATE_CSV_FILE, AGGREGATE_JSON_FILE, FileNames, Level, Options, SWEEP_CSV_FILE,
+    SWEEP_JSON_FILE, prefix_base,
+};
 pub use outputs::OutputsWriter;
 
 /// Written last, once every other artifact of the run is complete: tools that pick up

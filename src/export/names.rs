@@ -3,6 +3,13 @@
 
 use std::path::Path;
 
+/// The confidence aggregate of repeated runs (`--num-profile-runs`).
+pub const AGGREGATE_JSON_FILE: &str = "profile_export_aiperf_aggregate.json";
+pub const AGGREGATE_CSV_FILE: &str = "profile_export_aiperf_aggregate.csv";
+/// The sweep aggregate over all variations of a sweep.
+pub const SWEEP_JSON_FILE: &str = "profile_export_aiperf_sweep.json";
+pub const SWEEP_CSV_FILE: &str = "profile_export_aiperf_sweep.csv";
+
 /// How much a run writes (`--export-level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Level {

@@ -6,6 +6,7 @@
 
 pub mod catalog;
 mod collector;
+pub mod confidence;
 mod goodput;
 mod http_trace;
 pub mod record_metrics;
