@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tracing_subscriber::fmt::format::Writer;
@@ -144,7 +144,9 @@ static LOG_FILE: Mutex<Option<File>> = Mutex::new(None);
 /// overrides the level; the level of the first call stays for the process.
 pub fn init_logging(detail: LogDetail, log_file: Option<&Path>) -> std::io::Result<()> {
     let file = log_file.map(File::create).transpose()?;
-    *LOG_FILE.lock().map_err(|_| std::io::Error::other("log lock"))? = file;
+    *LOG_FILE
+        .lock()
+        .map_err(|_| std::io::Error::other("log lock"))? = file;
     let level = detail.as_str();
     let filter = || {
         EnvFilter::try_from_default_env()

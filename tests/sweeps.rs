@@ -12,7 +12,12 @@ use serde_json::Value;
 
 fn profile_ok(args: &[&str]) -> std::process::Output {
     let out = run_profile(args);
-    assert!(out.status.success(), "exit {:?}\n{}", out.status, stderr_text(&out));
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{}",
+        out.status,
+        stderr_text(&out)
+    );
     out
 }
 
@@ -31,7 +36,10 @@ fn dirs_in(dir: &Path) -> Vec<String> {
         .unwrap()
         .filter_map(|e| {
             let e = e.ok()?;
-            e.file_type().ok()?.is_dir().then(|| e.file_name().to_string_lossy().into_owned())
+            e.file_type()
+                .ok()?
+                .is_dir()
+                .then(|| e.file_name().to_string_lossy().into_owned())
         })
         .collect();
     names.sort();
@@ -46,12 +54,29 @@ fn a_concurrency_sweep_finds_the_knee_of_a_server_with_two_slots() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("sweep");
     let out = profile_ok(&[
-        "-m", "m", "--url", &mock.url, "--streaming", "--tokenizer", "builtin",
-        "--concurrency", "1,2,4,8", "--request-count", "24", "--osl", "4", "--isl", "20",
-        "--artifact-dir", base.to_str().unwrap(),
+        "-m",
+        "m",
+        "--url",
+        &mock.url,
+        "--streaming",
+        "--tokenizer",
+        "builtin",
+        "--concurrency",
+        "1,2,4,8",
+        "--request-count",
+        "24",
+        "--osl",
+        "4",
+        "--isl",
+        "20",
+        "--artifact-dir",
+        base.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("All runs complete: 4/4 successful"), "{stdout}");
+    assert!(
+        stdout.contains("All runs complete: 4/4 successful"),
+        "{stdout}"
+    );
 
     // Each point has its normal artifacts and run_config.json; seeds 42, 43, ... (AIPerf's
     // consistent seed plus the point index).
@@ -61,27 +86,54 @@ fn a_concurrency_sweep_finds_the_knee_of_a_server_with_two_slots() {
         assert_eq!(summary["request_count"]["avg"], 24.0, "{c}");
         let rc = read_json(&dir.join("run_config.json"));
         assert_eq!(rc["seed"], 42 + i as u64);
-        assert_eq!(rc["variation"]["values"]["phases.profiling.concurrency"], *c);
+        assert_eq!(
+            rc["variation"]["values"]["phases.profiling.concurrency"],
+            *c
+        );
         assert!(dir.join("logs/aiperf.log").exists());
-        let agg = read_json(&base.join(format!("aggregate/concurrency_{c}/profile_export_aiperf_aggregate.json")));
-        assert_eq!(agg["metadata"]["variation_label"], format!("phases.profiling.concurrency={c}"));
+        let agg = read_json(&base.join(format!(
+            "aggregate/concurrency_{c}/profile_export_aiperf_aggregate.json"
+        )));
+        assert_eq!(
+            agg["metadata"]["variation_label"],
+            format!("phases.profiling.concurrency={c}")
+        );
     }
 
     let sweep = read_json(&base.join("sweep_aggregate/profile_export_aiperf_sweep.json"));
     assert_eq!(sweep["aggregation_type"], "sweep");
     assert_eq!(sweep["num_successful_runs"], 4);
-    let rps = |c| cell(&sweep, "concurrency", c)["metrics"]["request_throughput"]["avg"].as_f64().unwrap();
-    let ttft = |c| cell(&sweep, "concurrency", c)["metrics"]["time_to_first_token"]["p50"].as_f64().unwrap();
+    let rps = |c| {
+        cell(&sweep, "concurrency", c)["metrics"]["request_throughput"]["avg"]
+            .as_f64()
+            .unwrap()
+    };
+    let ttft = |c| {
+        cell(&sweep, "concurrency", c)["metrics"]["time_to_first_token"]["p50"]
+            .as_f64()
+            .unwrap()
+    };
     // Below the knee throughput grows with concurrency...
     assert!(rps(2) > 1.5 * rps(1), "rps 1 {} 2 {}", rps(1), rps(2));
     // ...past it, it stays flat and requests queue.
     assert!(rps(8) < 1.35 * rps(2), "rps 2 {} 8 {}", rps(2), rps(8));
     assert!(ttft(8) > 2.0 * ttft(2), "ttft 2 {} 8 {}", ttft(2), ttft(8));
-    assert!(ttft(2) < 1.5 * ttft(1) + 20.0, "ttft 1 {} 2 {}", ttft(1), ttft(2));
+    assert!(
+        ttft(2) < 1.5 * ttft(1) + 20.0,
+        "ttft 1 {} 2 {}",
+        ttft(1),
+        ttft(2)
+    );
     // The sweep table: one row per point.
-    let table_rows = stdout.lines().filter(|l| l.contains("│") || l.contains('|')).count();
+    let table_rows = stdout
+        .lines()
+        .filter(|l| l.contains("│") || l.contains('|'))
+        .count();
     assert!(table_rows >= 4, "{stdout}");
-    assert!(base.join("sweep_aggregate/profile_export_aiperf_sweep.csv").exists());
+    assert!(
+        base.join("sweep_aggregate/profile_export_aiperf_sweep.csv")
+            .exists()
+    );
 }
 
 /// Three runs of one point: `profile_runs/run_000N`, and an aggregate whose interval holds
@@ -92,35 +144,75 @@ fn repeated_runs_report_a_confidence_interval_holding_every_run() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("rep");
     let out = profile_ok(&[
-        "-m", "m", "--url", &mock.url, "--streaming", "--tokenizer", "builtin",
-        "--concurrency", "2", "--request-count", "12", "--osl", "3", "--isl", "20",
-        "--warmup-request-count", "2", "--num-profile-runs", "3",
-        "--artifact-dir", base.to_str().unwrap(),
+        "-m",
+        "m",
+        "--url",
+        &mock.url,
+        "--streaming",
+        "--tokenizer",
+        "builtin",
+        "--concurrency",
+        "2",
+        "--request-count",
+        "12",
+        "--osl",
+        "3",
+        "--isl",
+        "20",
+        "--warmup-request-count",
+        "2",
+        "--num-profile-runs",
+        "3",
+        "--artifact-dir",
+        base.to_str().unwrap(),
     ]);
-    assert_eq!(dirs_in(&base.join("profile_runs")), ["run_0001", "run_0002", "run_0003"]);
+    assert_eq!(
+        dirs_in(&base.join("profile_runs")),
+        ["run_0001", "run_0002", "run_0003"]
+    );
     let runs: Vec<Value> = (1..=3)
-        .map(|i| read_json(&base.join(format!("profile_runs/run_{i:04}/profile_export_aiperf.json"))))
+        .map(|i| {
+            read_json(&base.join(format!(
+                "profile_runs/run_{i:04}/profile_export_aiperf.json"
+            )))
+        })
         .collect();
     let agg = read_json(&base.join("aggregate/profile_export_aiperf_aggregate.json"));
     assert_eq!(agg["metadata"]["aggregation_type"], "confidence");
     assert_eq!(agg["metadata"]["num_profile_runs"], 3);
     assert_eq!(agg["metadata"]["num_successful_runs"], 3);
-    assert_eq!(agg["metadata"]["run_labels"], serde_json::json!(["run_0001", "run_0002", "run_0003"]));
+    assert_eq!(
+        agg["metadata"]["run_labels"],
+        serde_json::json!(["run_0001", "run_0002", "run_0003"])
+    );
     for key in ["request_latency", "time_to_first_token"] {
         let m = &agg["metrics"][format!("{key}_avg")];
-        let values: Vec<f64> = runs.iter().map(|r| r[key]["avg"].as_f64().unwrap()).collect();
+        let values: Vec<f64> = runs
+            .iter()
+            .map(|r| r[key]["avg"].as_f64().unwrap())
+            .collect();
         let mean = values.iter().sum::<f64>() / 3.0;
-        assert!((m["mean"].as_f64().unwrap() - mean).abs() < 1e-6 * mean, "{key}: {m}");
+        assert!(
+            (m["mean"].as_f64().unwrap() - mean).abs() < 1e-6 * mean,
+            "{key}: {m}"
+        );
         for v in &values {
-            assert!(m["ci_low"].as_f64().unwrap() <= *v && *v <= m["ci_high"].as_f64().unwrap(), "{key} {v} outside {m}");
+            assert!(
+                m["ci_low"].as_f64().unwrap() <= *v && *v <= m["ci_high"].as_f64().unwrap(),
+                "{key} {v} outside {m}"
+            );
         }
         assert!((m["t_critical"].as_f64().unwrap() - 4.302652729911275).abs() < 1e-9);
     }
     // Only the first run warms up; all three draw the same dataset (seed 42).
-    let warm = |i: usize| read_json(&base.join(format!("profile_runs/run_{i:04}/profile_export_aiperf.json")))["input_config"]["phases"]
-        .as_array()
-        .unwrap()
-        .len();
+    let warm = |i: usize| {
+        read_json(&base.join(format!(
+            "profile_runs/run_{i:04}/profile_export_aiperf.json"
+        )))["input_config"]["phases"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
     assert_eq!((warm(1), warm(2)), (2, 1));
     for i in 1..=3 {
         let rc = read_json(&base.join(format!("profile_runs/run_{i:04}/run_config.json")));
@@ -128,28 +220,73 @@ fn repeated_runs_report_a_confidence_interval_holding_every_run() {
         assert_eq!(rc["trial"], i);
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("All runs complete: 3/3 successful"), "{stdout}");
+    assert!(
+        stdout.contains("All runs complete: 3/3 successful"),
+        "{stdout}"
+    );
 }
 
 #[test]
 fn zip_pairs_the_lists_and_grid_crosses_them() {
     let tmp = tempfile::tempdir().unwrap();
-    let common = ["-m", "m", "--mock-server", "--tokenizer", "builtin", "--request-count", "3"];
+    let common = [
+        "-m",
+        "m",
+        "--mock-server",
+        "--tokenizer",
+        "builtin",
+        "--request-count",
+        "3",
+    ];
     let zip = tmp.path().join("zip");
     let mut args = common.to_vec();
-    args.extend(["--isl", "20,40", "--osl", "3,6", "--sweep-type", "zip", "--artifact-dir", zip.to_str().unwrap()]);
+    args.extend([
+        "--isl",
+        "20,40",
+        "--osl",
+        "3,6",
+        "--sweep-type",
+        "zip",
+        "--artifact-dir",
+        zip.to_str().unwrap(),
+    ]);
     profile_ok(&args);
-    assert_eq!(dirs_in(&zip), ["aggregate", "mean_20__mean_3", "mean_40__mean_6", "sweep_aggregate"]);
+    assert_eq!(
+        dirs_in(&zip),
+        [
+            "aggregate",
+            "mean_20__mean_3",
+            "mean_40__mean_6",
+            "sweep_aggregate"
+        ]
+    );
     let grid = tmp.path().join("grid");
     let mut args = common.to_vec();
-    args.extend(["--isl", "20,40", "--osl", "3,6", "--artifact-dir", grid.to_str().unwrap()]);
+    args.extend([
+        "--isl",
+        "20,40",
+        "--osl",
+        "3,6",
+        "--artifact-dir",
+        grid.to_str().unwrap(),
+    ]);
     profile_ok(&args);
     assert_eq!(
         dirs_in(&grid),
-        ["aggregate", "mean_20__mean_3", "mean_20__mean_6", "mean_40__mean_3", "mean_40__mean_6", "sweep_aggregate"]
+        [
+            "aggregate",
+            "mean_20__mean_3",
+            "mean_20__mean_6",
+            "mean_40__mean_3",
+            "mean_40__mean_6",
+            "sweep_aggregate"
+        ]
     );
     let sweep = read_json(&grid.join("sweep_aggregate/profile_export_aiperf_sweep.json"));
-    assert_eq!(sweep["per_combination_metrics"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        sweep["per_combination_metrics"].as_array().unwrap().len(),
+        4
+    );
     // ISL and OSL share the leaf `mean`: the full paths name them.
     let names: Vec<&str> = sweep["metadata"]["sweep_parameters"]
         .as_array()
@@ -157,11 +294,31 @@ fn zip_pairs_the_lists_and_grid_crosses_them() {
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["datasets.main.prompts.isl.mean", "datasets.main.prompts.osl.mean"]);
+    assert_eq!(
+        names,
+        [
+            "datasets.main.prompts.isl.mean",
+            "datasets.main.prompts.osl.mean"
+        ]
+    );
     // Uneven zip lists are refused before anything runs.
-    let bad = run_profile(&["-m", "m", "--mock-server", "--isl", "1,2,3", "--osl", "3,6", "--sweep-type", "zip"]);
+    let bad = run_profile(&[
+        "-m",
+        "m",
+        "--mock-server",
+        "--isl",
+        "1,2,3",
+        "--osl",
+        "3,6",
+        "--sweep-type",
+        "zip",
+    ]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr_text(&bad).contains("same length"), "{}", stderr_text(&bad));
+    assert!(
+        stderr_text(&bad).contains("same length"),
+        "{}",
+        stderr_text(&bad)
+    );
 }
 
 /// The middle point asks for more than the server's context: every request of it fails. It
@@ -172,18 +329,36 @@ fn a_failed_point_is_recorded_and_the_sweep_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("f");
     let out = profile_ok(&[
-        "-m", "m", "--url", &mock.url, "--tokenizer", "builtin", "--request-count", "4",
-        "--osl", "4", "--isl", "50,900,60", "--artifact-dir", base.to_str().unwrap(),
+        "-m",
+        "m",
+        "--url",
+        &mock.url,
+        "--tokenizer",
+        "builtin",
+        "--request-count",
+        "4",
+        "--osl",
+        "4",
+        "--isl",
+        "50,900,60",
+        "--artifact-dir",
+        base.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("All runs complete: 2/3 successful"), "{stdout}");
+    assert!(
+        stdout.contains("All runs complete: 2/3 successful"),
+        "{stdout}"
+    );
     let sweep = read_json(&base.join("sweep_aggregate/profile_export_aiperf_sweep.json"));
     assert_eq!(sweep["num_profile_runs"], 3);
     assert_eq!(sweep["num_successful_runs"], 2);
     let failed = sweep["failed_runs"].as_array().unwrap();
     assert_eq!(failed.len(), 1, "{failed:?}");
     assert_eq!(failed[0]["label"], "mean_900");
-    assert!(failed[0]["error"].as_str().unwrap().contains("failed"), "{failed:?}");
+    assert!(
+        failed[0]["error"].as_str().unwrap().contains("failed"),
+        "{failed:?}"
+    );
     assert!(base.join("aggregate/mean_50").exists() && base.join("aggregate/mean_60").exists());
     assert!(!base.join("aggregate/mean_900").exists());
     // The failed point still wrote its own artifacts (its error summary).
@@ -198,9 +373,20 @@ fn ctrl_c_stops_the_sweep_and_keeps_the_finished_points() {
     let base = tmp.path().join("int");
     let mut child = Command::new(BIN)
         .args([
-            "profile", "-m", "m", "--mock-server", "--tokenizer", "builtin", "--request-count", "3",
-            "--concurrency", "1,2,3", "--parameter-sweep-cooldown-seconds", "30",
-            "--artifact-dir", base.to_str().unwrap(),
+            "profile",
+            "-m",
+            "m",
+            "--mock-server",
+            "--tokenizer",
+            "builtin",
+            "--request-count",
+            "3",
+            "--concurrency",
+            "1,2,3",
+            "--parameter-sweep-cooldown-seconds",
+            "30",
+            "--artifact-dir",
+            base.to_str().unwrap(),
         ])
         .env("HF_HUB_OFFLINE", "1")
         .stdout(Stdio::null())
@@ -216,9 +402,16 @@ fn ctrl_c_stops_the_sweep_and_keeps_the_finished_points() {
     // Into the cooldown.
     std::thread::sleep(Duration::from_millis(500));
     let sent = Instant::now();
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     let status = child.wait().unwrap();
-    assert!(sent.elapsed() < Duration::from_secs(15), "took {:?}", sent.elapsed());
+    assert!(
+        sent.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        sent.elapsed()
+    );
     assert_eq!(status.code(), Some(130));
     assert!(!base.join("concurrency_3").exists());
     let sweep = read_json(&base.join("sweep_aggregate/profile_export_aiperf_sweep.json"));
@@ -234,17 +427,44 @@ fn the_sla_search_finds_the_highest_concurrency_that_meets_it() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("search");
     let out = profile_ok(&[
-        "-m", "m", "--url", &mock.url, "--streaming", "--tokenizer", "builtin", "--osl", "5",
-        "--isl", "20", "--search-recipe", "max-concurrency-under-sla", "--ttft-sla-ms", "200",
-        "--concurrency-max", "16", "--artifact-dir", base.to_str().unwrap(),
+        "-m",
+        "m",
+        "--url",
+        &mock.url,
+        "--streaming",
+        "--tokenizer",
+        "builtin",
+        "--osl",
+        "5",
+        "--isl",
+        "20",
+        "--search-recipe",
+        "max-concurrency-under-sla",
+        "--ttft-sla-ms",
+        "200",
+        "--concurrency-max",
+        "16",
+        "--artifact-dir",
+        base.to_str().unwrap(),
     ]);
     let history = read_json(&base.join("search_history.json"));
     assert_eq!(history["max_feasible_concurrency"], 4, "{history:#}");
-    let tried: Vec<u64> = history["points"].as_array().unwrap().iter().map(|p| p["concurrency"].as_u64().unwrap()).collect();
+    let tried: Vec<u64> = history["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["concurrency"].as_u64().unwrap())
+        .collect();
     assert_eq!(&tried[..4], [1, 2, 4, 8], "{tried:?}");
-    assert!(base.join("search_iter_0001/profile_runs/run_0001/profile_export_aiperf.json").exists());
+    assert!(
+        base.join("search_iter_0001/profile_runs/run_0001/profile_export_aiperf.json")
+            .exists()
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("Highest concurrency meeting every SLA: 4"), "{stdout}");
+    assert!(
+        stdout.contains("Highest concurrency meeting every SLA: 4"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -252,16 +472,37 @@ fn bad_sweep_command_lines_are_refused_before_anything_runs() {
     let cases: &[(&[&str], &str)] = &[
         (&["--concurrency", "1,x"], "'x' is not a whole number"),
         (&["--num-profile-runs", "11"], "--num-profile-runs"),
-        (&["--profile-run-cooldown-seconds", "3"], "--num-profile-runs"),
+        (
+            &["--profile-run-cooldown-seconds", "3"],
+            "--num-profile-runs",
+        ),
         (&["--ttft-sla-ms", "100"], "--search-recipe"),
         (&["--concurrency", "1,0"], "--concurrency"),
-        (&["--search-recipe", "concurrency-ramp", "--concurrency", "4"], "drop --concurrency"),
+        (
+            &["--search-recipe", "concurrency-ramp", "--concurrency", "4"],
+            "drop --concurrency",
+        ),
     ];
     for (extra, want) in cases {
-        let mut args = vec!["-m", "m", "--mock-server", "--artifact-dir", "/nonexistent/never"];
+        let mut args = vec![
+            "-m",
+            "m",
+            "--mock-server",
+            "--artifact-dir",
+            "/nonexistent/never",
+        ];
         args.extend_from_slice(extra);
         let out = run_profile(&args);
-        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr_text(&out));
-        assert!(stderr_text(&out).contains(want), "{extra:?}: {}", stderr_text(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{extra:?}: {}",
+            stderr_text(&out)
+        );
+        assert!(
+            stderr_text(&out).contains(want),
+            "{extra:?}: {}",
+            stderr_text(&out)
+        );
     }
 }

@@ -81,28 +81,52 @@ pub struct MultiRunArgs {
     pub confidence_level: f64,
 
     /// Repeated runs after the first skip the warmup phase (the default).
-    #[arg(long, overrides_with = "no_profile_run_disable_warmup_after_first", help_heading = "Multi-Run")]
+    #[arg(
+        long,
+        overrides_with = "no_profile_run_disable_warmup_after_first",
+        help_heading = "Multi-Run"
+    )]
     pub profile_run_disable_warmup_after_first: bool,
 
     /// Every repeated run does its warmup.
-    #[arg(long, overrides_with = "profile_run_disable_warmup_after_first", help_heading = "Multi-Run")]
+    #[arg(
+        long,
+        overrides_with = "profile_run_disable_warmup_after_first",
+        help_heading = "Multi-Run"
+    )]
     pub no_profile_run_disable_warmup_after_first: bool,
 
     /// Without --random-seed, sweeps and repeated runs use seed 42 (the default), so every
     /// run draws the same dataset.
-    #[arg(long, overrides_with = "no_set_consistent_seed", help_heading = "Multi-Run")]
+    #[arg(
+        long,
+        overrides_with = "no_set_consistent_seed",
+        help_heading = "Multi-Run"
+    )]
     pub set_consistent_seed: bool,
 
     /// Sweeps and repeated runs without --random-seed draw fresh data each run.
-    #[arg(long, overrides_with = "set_consistent_seed", help_heading = "Multi-Run")]
+    #[arg(
+        long,
+        overrides_with = "set_consistent_seed",
+        help_heading = "Multi-Run"
+    )]
     pub no_set_consistent_seed: bool,
 
     /// Each repeated run gets its own seed, derived from the base seed, the point and the run.
-    #[arg(long, overrides_with = "no_vary_seed_per_trial", help_heading = "Multi-Run")]
+    #[arg(
+        long,
+        overrides_with = "no_vary_seed_per_trial",
+        help_heading = "Multi-Run"
+    )]
     pub vary_seed_per_trial: bool,
 
     /// Repeated runs of a point share its seed (the default).
-    #[arg(long, overrides_with = "vary_seed_per_trial", help_heading = "Multi-Run")]
+    #[arg(
+        long,
+        overrides_with = "vary_seed_per_trial",
+        help_heading = "Multi-Run"
+    )]
     pub no_vary_seed_per_trial: bool,
 
     /// Stop repeating once this metric (e.g. `time_to_first_token`) has converged;
@@ -128,11 +152,19 @@ pub struct MultiRunArgs {
     pub parameter_sweep_cooldown_seconds: f64,
 
     /// Every sweep point uses the base seed (default: base seed + point index).
-    #[arg(long, overrides_with = "no_parameter_sweep_same_seed", help_heading = "Multi-Run")]
+    #[arg(
+        long,
+        overrides_with = "no_parameter_sweep_same_seed",
+        help_heading = "Multi-Run"
+    )]
     pub parameter_sweep_same_seed: bool,
 
     /// Sweep point i uses the base seed + i (the default).
-    #[arg(long, overrides_with = "parameter_sweep_same_seed", help_heading = "Multi-Run")]
+    #[arg(
+        long,
+        overrides_with = "parameter_sweep_same_seed",
+        help_heading = "Multi-Run"
+    )]
     pub no_parameter_sweep_same_seed: bool,
 
     /// Order of a sweep with repeated runs: `repeated` (all points, then again) or

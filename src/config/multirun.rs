@@ -98,10 +98,22 @@ impl SlaOp {
 pub enum Search {
     /// The highest concurrency in `lo..=hi` at which every SLA holds; `ladder` = the grid
     /// style's steps (None: double, then bisect).
-    MaxConcurrencyUnderSla { slas: Vec<Sla>, lo: u64, hi: u64, ladder: Option<u64> },
+    MaxConcurrencyUnderSla {
+        slas: Vec<Sla>,
+        lo: u64,
+        hi: u64,
+        ladder: Option<u64>,
+    },
     /// A log-spaced ladder of `steps` concurrencies; the knee is the first point whose
     /// `metric` `stat` exceeds the first point's by more than `threshold` (relative).
-    ConcurrencyRamp { lo: u64, hi: u64, steps: u64, metric: String, stat: String, threshold: f64 },
+    ConcurrencyRamp {
+        lo: u64,
+        hi: u64,
+        steps: u64,
+        metric: String,
+        stat: String,
+        threshold: f64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +151,10 @@ impl MultiRunOptions {
             }
             Ok(())
         };
-        typed_with_one_run("profile_run_cooldown_seconds", "--profile-run-cooldown-seconds")?;
+        typed_with_one_run(
+            "profile_run_cooldown_seconds",
+            "--profile-run-cooldown-seconds",
+        )?;
         typed_with_one_run(
             "profile_run_disable_warmup_after_first",
             "--profile-run-disable-warmup-after-first",
@@ -187,7 +202,10 @@ impl MultiRunOptions {
                 (m.concurrency_max.is_some(), "--concurrency-max"),
                 (m.concurrency_steps.is_some(), "--concurrency-steps"),
                 (m.degradation_threshold.is_some(), "--degradation-threshold"),
-                (m.degradation_metric_tag.is_some(), "--degradation-metric-tag"),
+                (
+                    m.degradation_metric_tag.is_some(),
+                    "--degradation-metric-tag",
+                ),
                 (m.degradation_stat.is_some(), "--degradation-stat"),
             ];
             if let Some((_, flag)) = sla_flags.iter().find(|(given, _)| *given) {
@@ -273,7 +291,12 @@ fn convergence(a: &ProfileArgs) -> Result<Option<Convergence>, ConfigError> {
         ConvergenceStat::Min => "min",
         ConvergenceStat::Max => "max",
     };
-    Ok(Some(Convergence { metric: metric.clone(), stat, mode, threshold }))
+    Ok(Some(Convergence {
+        metric: metric.clone(),
+        stat,
+        mode,
+        threshold,
+    }))
 }
 
 fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError> {
@@ -392,7 +415,11 @@ fn slas(a: &ProfileArgs) -> Result<Vec<Sla>, ConfigError> {
         threshold,
     };
     let mut out = Vec::new();
-    for (value, flag) in [(m.ttft_sla_ms, "--ttft-sla-ms"), (itl, "--itl-sla-ms"), (m.e2e_sla_ms, "--e2e-sla-ms")] {
+    for (value, flag) in [
+        (m.ttft_sla_ms, "--ttft-sla-ms"),
+        (itl, "--itl-sla-ms"),
+        (m.e2e_sla_ms, "--e2e-sla-ms"),
+    ] {
         if let Some(v) = value
             && !(v > 0.0 && v.is_finite())
         {
@@ -420,7 +447,9 @@ fn slas(a: &ProfileArgs) -> Result<Vec<Sla>, ConfigError> {
         out.push(parse_search_sla(spec)?);
     }
     let streaming_only = ["time_to_first_token", "inter_token_latency"];
-    if let Some(s) = out.iter().find(|s| streaming_only.contains(&s.metric.as_str()))
+    if let Some(s) = out
+        .iter()
+        .find(|s| streaming_only.contains(&s.metric.as_str()))
         && !a.streaming
     {
         return Err(bad(format!(
@@ -453,7 +482,12 @@ fn parse_search_sla(spec: &str) -> Result<Sla, ConfigError> {
     if metric.is_empty() || stat.is_empty() || !threshold.is_finite() {
         return Err(usage());
     }
-    Ok(Sla { metric: metric.into(), stat: stat.into(), op, threshold })
+    Ok(Sla {
+        metric: metric.into(),
+        stat: stat.into(),
+        op,
+        threshold,
+    })
 }
 
 #[cfg(test)]
@@ -476,7 +510,10 @@ mod tests {
         assert_eq!(o.runs, 1);
         assert_eq!(o.confidence_level, 0.95);
         assert!(!o.warmup_after_first && o.consistent_seed && !o.vary_seed_per_trial);
-        assert_eq!((o.order, o.sweep_type), (SweepOrder::Repeated, SweepType::Grid));
+        assert_eq!(
+            (o.order, o.sweep_type),
+            (SweepOrder::Repeated, SweepType::Grid)
+        );
         assert!(o.sweep_table && !o.is_multi_run());
     }
 
@@ -484,18 +521,42 @@ mod tests {
     fn repeated_run_flags_need_repeated_runs() {
         let e = opts(&["--profile-run-cooldown-seconds", "5"], false).unwrap_err();
         assert!(e.to_string().contains("--num-profile-runs"), "{e}");
-        assert!(opts(&["--num-profile-runs", "3", "--profile-run-cooldown-seconds", "5"], false).is_ok());
+        assert!(
+            opts(
+                &[
+                    "--num-profile-runs",
+                    "3",
+                    "--profile-run-cooldown-seconds",
+                    "5"
+                ],
+                false
+            )
+            .is_ok()
+        );
         assert!(opts(&["--no-set-consistent-seed"], true).is_ok());
         assert!(opts(&["--no-set-consistent-seed"], false).is_err());
         let e = opts(&["--confidence-level", "1"], false).unwrap_err();
         assert!(e.to_string().contains("between 0 and 1"), "{e}");
         let e = opts(&["--convergence-metric", "request_latency"], false).unwrap_err();
         assert!(e.to_string().contains("--num-profile-runs"), "{e}");
-        let c = opts(&["--num-profile-runs", "5", "--convergence-metric", "request_latency", "--convergence-mode", "cv"], false)
-            .unwrap()
-            .convergence
-            .unwrap();
-        assert_eq!((c.mode, c.threshold, c.stat), (ConvergenceMode::Cv, 0.05, "avg"));
+        let c = opts(
+            &[
+                "--num-profile-runs",
+                "5",
+                "--convergence-metric",
+                "request_latency",
+                "--convergence-mode",
+                "cv",
+            ],
+            false,
+        )
+        .unwrap()
+        .convergence
+        .unwrap();
+        assert_eq!(
+            (c.mode, c.threshold, c.stat),
+            (ConvergenceMode::Cv, 0.05, "avg")
+        );
     }
 
     #[test]
@@ -504,22 +565,69 @@ mod tests {
         assert!(e.to_string().contains("--search-recipe"), "{e}");
         let e = opts(&["--search-recipe", "max-concurrency-under-sla"], false).unwrap_err();
         assert!(e.to_string().contains("needs an SLA"), "{e}");
-        let e = opts(&["--search-recipe", "max-concurrency-under-sla", "--ttft-sla-ms", "200"], false).unwrap_err();
+        let e = opts(
+            &[
+                "--search-recipe",
+                "max-concurrency-under-sla",
+                "--ttft-sla-ms",
+                "200",
+            ],
+            false,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("--streaming"), "{e}");
         let s = opts(
-            &["--search-recipe", "max-concurrency-under-sla", "--streaming", "--ttft-sla-ms", "200", "--error-rate-sla", "0.01", "--search-sla", "request_latency:p50:le:900", "--concurrency-max", "64"],
+            &[
+                "--search-recipe",
+                "max-concurrency-under-sla",
+                "--streaming",
+                "--ttft-sla-ms",
+                "200",
+                "--error-rate-sla",
+                "0.01",
+                "--search-sla",
+                "request_latency:p50:le:900",
+                "--concurrency-max",
+                "64",
+            ],
             false,
         )
         .unwrap()
         .search
         .unwrap();
-        let Search::MaxConcurrencyUnderSla { slas, lo, hi, ladder } = s else { panic!() };
+        let Search::MaxConcurrencyUnderSla {
+            slas,
+            lo,
+            hi,
+            ladder,
+        } = s
+        else {
+            panic!()
+        };
         assert_eq!((lo, hi, ladder), (1, 64, None));
         assert_eq!(slas.len(), 3);
-        assert_eq!((slas[0].stat.as_str(), slas[1].threshold, slas[2].op), ("p95", 1.0, SlaOp::Le));
-        let e = opts(&["--search-recipe", "concurrency-ramp", "--concurrency", "4"], false).unwrap_err();
+        assert_eq!(
+            (slas[0].stat.as_str(), slas[1].threshold, slas[2].op),
+            ("p95", 1.0, SlaOp::Le)
+        );
+        let e = opts(
+            &["--search-recipe", "concurrency-ramp", "--concurrency", "4"],
+            false,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("drop --concurrency"), "{e}");
-        let e = opts(&["--search-recipe", "max-concurrency-under-sla", "--e2e-sla-ms", "9", "--search-sla", "x:y"], false).unwrap_err();
+        let e = opts(
+            &[
+                "--search-recipe",
+                "max-concurrency-under-sla",
+                "--e2e-sla-ms",
+                "9",
+                "--search-sla",
+                "x:y",
+            ],
+            false,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("metric:stat:op:threshold"), "{e}");
     }
 }

@@ -31,7 +31,9 @@ pub(super) fn prepare(
     loaded: &mut Option<(String, String, Arc<Tokenizer>)>,
 ) -> Result<Prepared, ProfileError> {
     let tokenizer = match loaded {
-        Some((name, revision, tok)) if *name == cfg.tokenizer && *revision == cfg.tokenizer_revision => {
+        Some((name, revision, tok))
+            if *name == cfg.tokenizer && *revision == cfg.tokenizer_revision =>
+        {
             info!("Using tokenizer: {} (loaded by an earlier run)", tok.name());
             tok.clone()
         }
@@ -43,7 +45,11 @@ pub(super) fn prepare(
             }
             let tokenizer = Arc::new(tok.tokenizer);
             info!("Using tokenizer: {}", tokenizer.name());
-            *loaded = Some((cfg.tokenizer.clone(), cfg.tokenizer_revision.clone(), tokenizer.clone()));
+            *loaded = Some((
+                cfg.tokenizer.clone(),
+                cfg.tokenizer_revision.clone(),
+                tokenizer.clone(),
+            ));
             tokenizer
         }
     };

@@ -25,21 +25,81 @@ struct SweepFlag {
 /// AIPerf's list-valued flags, plus the image size and count that vision users sweep most
 /// (paths under `datasets.main.images`, ours).
 const SWEEP_FLAGS: &[SweepFlag] = &[
-    SweepFlag { id: "concurrency", path: "phases.profiling.concurrency", kind: Kind::Int },
-    SweepFlag { id: "prefill_concurrency", path: "phases.profiling.prefill_concurrency", kind: Kind::Int },
-    SweepFlag { id: "request_rate", path: "phases.profiling.rate", kind: Kind::Float },
-    SweepFlag { id: "request_count", path: "phases.profiling.requests", kind: Kind::Int },
-    SweepFlag { id: "benchmark_duration", path: "phases.profiling.duration", kind: Kind::Float },
-    SweepFlag { id: "conversation_num", path: "phases.profiling.sessions", kind: Kind::Int },
-    SweepFlag { id: "num_users", path: "phases.profiling.users", kind: Kind::Int },
-    SweepFlag { id: "isl_mean", path: "datasets.main.prompts.isl.mean", kind: Kind::Int },
-    SweepFlag { id: "isl_stddev", path: "datasets.main.prompts.isl.stddev", kind: Kind::Float },
-    SweepFlag { id: "osl_mean", path: "datasets.main.prompts.osl.mean", kind: Kind::Int },
-    SweepFlag { id: "osl_stddev", path: "datasets.main.prompts.osl.stddev", kind: Kind::Float },
-    SweepFlag { id: "conversation_turn_mean", path: "datasets.main.turns.mean", kind: Kind::Int },
-    SweepFlag { id: "image_width_mean", path: "datasets.main.images.width_mean", kind: Kind::Int },
-    SweepFlag { id: "image_height_mean", path: "datasets.main.images.height_mean", kind: Kind::Int },
-    SweepFlag { id: "image_batch_size", path: "datasets.main.images.batch_size", kind: Kind::Int },
+    SweepFlag {
+        id: "concurrency",
+        path: "phases.profiling.concurrency",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "prefill_concurrency",
+        path: "phases.profiling.prefill_concurrency",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "request_rate",
+        path: "phases.profiling.rate",
+        kind: Kind::Float,
+    },
+    SweepFlag {
+        id: "request_count",
+        path: "phases.profiling.requests",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "benchmark_duration",
+        path: "phases.profiling.duration",
+        kind: Kind::Float,
+    },
+    SweepFlag {
+        id: "conversation_num",
+        path: "phases.profiling.sessions",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "num_users",
+        path: "phases.profiling.users",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "isl_mean",
+        path: "datasets.main.prompts.isl.mean",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "isl_stddev",
+        path: "datasets.main.prompts.isl.stddev",
+        kind: Kind::Float,
+    },
+    SweepFlag {
+        id: "osl_mean",
+        path: "datasets.main.prompts.osl.mean",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "osl_stddev",
+        path: "datasets.main.prompts.osl.stddev",
+        kind: Kind::Float,
+    },
+    SweepFlag {
+        id: "conversation_turn_mean",
+        path: "datasets.main.turns.mean",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "image_width_mean",
+        path: "datasets.main.images.width_mean",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "image_height_mean",
+        path: "datasets.main.images.height_mean",
+        kind: Kind::Int,
+    },
+    SweepFlag {
+        id: "image_batch_size",
+        path: "datasets.main.images.batch_size",
+        kind: Kind::Int,
+    },
 ];
 
 /// One list found on the command line.
@@ -148,23 +208,37 @@ fn python_float(f: f64) -> String {
 pub fn find(argv: &[String]) -> Result<Lists, String> {
     let cmd = Cli::command();
     let Some(profile) = cmd.find_subcommand("profile") else {
-        return Ok(Lists { first: argv.to_vec(), params: Vec::new() });
+        return Ok(Lists {
+            first: argv.to_vec(),
+            params: Vec::new(),
+        });
     };
     let Some(start) = argv.iter().position(|a| a == "profile") else {
-        return Ok(Lists { first: argv.to_vec(), params: Vec::new() });
+        return Ok(Lists {
+            first: argv.to_vec(),
+            params: Vec::new(),
+        });
     };
     let longs: Vec<(&SweepFlag, Vec<String>)> = SWEEP_FLAGS
         .iter()
         .filter_map(|f| {
             let arg = profile.get_arguments().find(|a| a.get_id() == f.id)?;
             let mut names: Vec<String> = arg.get_long().map(str::to_string).into_iter().collect();
-            names.extend(arg.get_all_aliases().unwrap_or_default().into_iter().map(str::to_string));
+            names.extend(
+                arg.get_all_aliases()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(str::to_string),
+            );
             Some((f, names))
         })
         .collect();
     let flag_of = |token: &str| -> Option<&SweepFlag> {
         let name = token.strip_prefix("--")?.replace('_', "-");
-        longs.iter().find(|(_, names)| names.contains(&name)).map(|(f, _)| *f)
+        longs
+            .iter()
+            .find(|(_, names)| names.contains(&name))
+            .map(|(f, _)| *f)
     };
 
     let mut first = argv.to_vec();
@@ -198,7 +272,9 @@ pub fn find(argv: &[String]) -> Result<Lists, String> {
                 .map(str::to_string)
                 .collect();
             if raw.is_empty() {
-                return Err(format!("{flag} '{value}': the list has no values; give e.g. {flag} 1,4,16"));
+                return Err(format!(
+                    "{flag} '{value}': the list has no values; give e.g. {flag} 1,4,16"
+                ));
             }
             let values = raw
                 .iter()
@@ -214,7 +290,13 @@ pub fn find(argv: &[String]) -> Result<Lists, String> {
             if params.iter().any(|p: &ListParam| p.path == f.path) {
                 return Err(format!("{flag}: given twice as a list; give one list"));
             }
-            params.push(ListParam { path: f.path, raw, values, at, inline });
+            params.push(ListParam {
+                path: f.path,
+                raw,
+                values,
+                at,
+                inline,
+            });
         }
         i = at + 1;
     }
@@ -227,7 +309,11 @@ pub fn find(argv: &[String]) -> Result<Lists, String> {
 fn typed(kind: Kind, raw: &str) -> Option<Value> {
     match kind {
         Kind::Int => crate::cli::whole_number(raw).ok().map(Value::from),
-        Kind::Float => raw.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from),
+        Kind::Float => raw
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .map(Value::from),
     }
 }
 
@@ -284,7 +370,11 @@ impl Lists {
                     argv[p.at] = format!("{}{}", p.inline.as_deref().unwrap_or(""), p.raw[k]);
                     values.push((p.path, p.values[k].clone()));
                 }
-                Variation { index, values, argv }
+                Variation {
+                    index,
+                    values,
+                    argv,
+                }
             })
             .collect())
     }
@@ -300,16 +390,33 @@ mod tests {
 
     #[test]
     fn grid_sorts_by_path_and_varies_the_last_fastest() {
-        let lists = find(&argv("aiperf profile -m m --request-rate 5,7 --concurrency=10,20")).unwrap();
+        let lists = find(&argv(
+            "aiperf profile -m m --request-rate 5,7 --concurrency=10,20",
+        ))
+        .unwrap();
         let v = lists.variations(SweepType::Grid).unwrap();
         let labels: Vec<String> = v.iter().map(Variation::dir_name).collect();
         assert_eq!(
             labels,
-            ["concurrency_10__rate_5.0", "concurrency_10__rate_7.0", "concurrency_20__rate_5.0", "concurrency_20__rate_7.0"]
+            [
+                "concurrency_10__rate_5.0",
+                "concurrency_10__rate_7.0",
+                "concurrency_20__rate_5.0",
+                "concurrency_20__rate_7.0"
+            ]
         );
-        assert_eq!(v[1].label(), "phases.profiling.concurrency=10, phases.profiling.rate=7.0");
-        assert_eq!(v[3].argv, argv("aiperf profile -m m --request-rate 7 --concurrency=20"));
-        assert_eq!(lists.first, argv("aiperf profile -m m --request-rate 5 --concurrency=10"));
+        assert_eq!(
+            v[1].label(),
+            "phases.profiling.concurrency=10, phases.profiling.rate=7.0"
+        );
+        assert_eq!(
+            v[3].argv,
+            argv("aiperf profile -m m --request-rate 7 --concurrency=20")
+        );
+        assert_eq!(
+            lists.first,
+            argv("aiperf profile -m m --request-rate 5 --concurrency=10")
+        );
     }
 
     #[test]
@@ -327,7 +434,10 @@ mod tests {
 
     #[test]
     fn single_values_and_other_flags_are_not_sweeps() {
-        let lists = find(&argv("aiperf profile --concurrency 10, --extra-inputs a:1,b:2 -m a,b")).unwrap();
+        let lists = find(&argv(
+            "aiperf profile --concurrency 10, --extra-inputs a:1,b:2 -m a,b",
+        ))
+        .unwrap();
         assert!(!lists.is_sweep());
         assert_eq!(lists.first[3], "10");
         // Duplicates are kept (AIPerf runs them all).
@@ -337,11 +447,23 @@ mod tests {
 
     #[test]
     fn aliases_and_bad_elements() {
-        let lists = find(&argv("aiperf profile --num-requests 10,20 --image-batch-size 1,2")).unwrap();
+        let lists = find(&argv(
+            "aiperf profile --num-requests 10,20 --image-batch-size 1,2",
+        ))
+        .unwrap();
         let paths: Vec<&str> = lists.params.iter().map(|p| p.path).collect();
-        assert_eq!(paths, ["datasets.main.images.batch_size", "phases.profiling.requests"]);
+        assert_eq!(
+            paths,
+            [
+                "datasets.main.images.batch_size",
+                "phases.profiling.requests"
+            ]
+        );
         let e = find(&argv("aiperf profile --concurrency 1,x")).unwrap_err();
-        assert!(e.contains("--concurrency '1,x': 'x' is not a whole number"), "{e}");
+        assert!(
+            e.contains("--concurrency '1,x': 'x' is not a whole number"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub fn run(argv: &[String], lists: Lists, args: &ProfileArgs) -> Result<Outcome,
     if !lists.is_sweep() && !opts.is_multi_run() {
         return profile::run(args, argv);
     }
-    let mut sweep = Sweep::new(argv, &lists, args, opts)?;
+    let mut sweep = Sweep::new(&lists, args, opts)?;
     sweep.run_all()?;
     sweep.finish()
 }
@@ -54,12 +54,14 @@ struct Point {
 
 impl Point {
     fn successes(&self) -> Vec<&RunMetrics> {
-        self.runs.iter().filter_map(|r| r.result.as_ref().ok()).collect()
+        self.runs
+            .iter()
+            .filter_map(|r| r.result.as_ref().ok())
+            .collect()
     }
 }
 
-struct Sweep<'a> {
-    argv: &'a [String],
+struct Sweep {
     first_argv: Vec<String>,
     opts: MultiRunOptions,
     base: PathBuf,
@@ -78,27 +80,38 @@ struct Sweep<'a> {
     model: String,
 }
 
-impl<'a> Sweep<'a> {
+impl Sweep {
     fn new(
-        argv: &'a [String],
         lists: &Lists,
         args: &ProfileArgs,
         opts: MultiRunOptions,
-    ) -> Result<Sweep<'a>, ProfileError> {
+    ) -> Result<Sweep, ProfileError> {
         let variations = lists.variations(opts.sweep_type).map_err(ConfigError)?;
         // Every point's flags are checked before anything is sent.
         let mut points = Vec::new();
         for variation in variations {
             let args = parse_point(&variation.argv)?;
             profile::run_files(&args)?;
-            points.push(Point { variation, args, runs: Vec::new(), samples: Vec::new(), converged: false });
+            points.push(Point {
+                variation,
+                args,
+                runs: Vec::new(),
+                samples: Vec::new(),
+                converged: false,
+            });
         }
         let files = profile::run_files(&points[0].args)?;
         let search = opts.search.clone().map(SearchState::new);
         let layout = match &search {
             Some(s) if s.is_monotonic() => Layout::SearchIterations,
-            Some(_) => Layout::Points { trials: opts.runs, order: opts.order },
-            None if lists.is_sweep() => Layout::Points { trials: opts.runs, order: opts.order },
+            Some(_) => Layout::Points {
+                trials: opts.runs,
+                order: opts.order,
+            },
+            None if lists.is_sweep() => Layout::Points {
+                trials: opts.runs,
+                order: opts.order,
+            },
             None => Layout::Repeats,
         };
         if search.is_some() {
@@ -106,7 +119,6 @@ impl<'a> Sweep<'a> {
             points.clear();
         }
         Ok(Sweep {
-            argv,
             first_argv: lists.first.clone(),
             base_seed: plan::base_seed(args.random_seed, &opts),
             opts,
@@ -160,7 +172,13 @@ impl<'a> Sweep<'a> {
                 argv,
             };
             let args = parse_point(&variation.argv)?;
-            self.points.push(Point { variation, args, runs: Vec::new(), samples: Vec::new(), converged: false });
+            self.points.push(Point {
+                variation,
+                args,
+                runs: Vec::new(),
+                samples: Vec::new(),
+                converged: false,
+            });
             info!("Search: trying concurrency {c}");
             for t in 0..self.opts.runs {
                 if self.stopped.is_some() || self.points[index].converged {
@@ -220,11 +238,16 @@ impl<'a> Sweep<'a> {
             },
             "input_config": files.input_config,
         });
-        write_json_file(&dir, RUN_CONFIG_FILE, &run_config)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", dir.join(RUN_CONFIG_FILE).display()))?;
+        write_json_file(&dir, RUN_CONFIG_FILE, &run_config).map_err(|e| {
+            anyhow::anyhow!("cannot write {}: {e}", dir.join(RUN_CONFIG_FILE).display())
+        })?;
         info!(
             "Run {label}{}: {}",
-            if var_label == "base" { String::new() } else { format!(" ({var_label})") },
+            if var_label == "base" {
+                String::new()
+            } else {
+                format!(" ({var_label})")
+            },
             dir.display()
         );
         let t0 = Instant::now();
@@ -237,7 +260,10 @@ impl<'a> Sweep<'a> {
                 self.stopped = Some(o);
                 Err(o.failure().unwrap_or("interrupted").to_string())
             }
-            Ok(o) => match (o.failure(), aggregate::read_run_metrics(&files.summary_json)) {
+            Ok(o) => match (
+                o.failure(),
+                aggregate::read_run_metrics(&files.summary_json),
+            ) {
                 (None, metrics) => metrics,
                 (Some(why), _) => Err(why.to_string()),
             },
@@ -307,7 +333,12 @@ impl<'a> Sweep<'a> {
             .iter()
             .filter(|p| !p.runs.is_empty())
             .map(|p| SweepCell {
-                values: p.variation.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+                values: p
+                    .variation
+                    .values
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect(),
                 runs: p.runs.clone(),
             })
             .collect()
@@ -355,7 +386,11 @@ impl<'a> Sweep<'a> {
         let succeeded: usize = self.points.iter().map(|p| p.successes().len()).sum();
         let failed = self.failed_runs();
         if !failed.is_empty() {
-            let what = if self.layout == Layout::Repeats { "Failed runs" } else { "Some sweep points failed" };
+            let what = if self.layout == Layout::Repeats {
+                "Failed runs"
+            } else {
+                "Some sweep points failed"
+            };
             warn!("{what}:");
             for (label, why) in &failed {
                 warn!("  {label}: {why}");
@@ -369,14 +404,22 @@ impl<'a> Sweep<'a> {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| {
-                    let dir = self.layout.run_dir(&self.base, i, &p.variation.dir_name(), 0);
-                    dir.strip_prefix(&self.base).unwrap_or(&dir).display().to_string()
+                    let dir = self
+                        .layout
+                        .run_dir(&self.base, i, &p.variation.dir_name(), 0);
+                    dir.strip_prefix(&self.base)
+                        .unwrap_or(&dir)
+                        .display()
+                        .to_string()
                 })
                 .collect();
             let (name, body) = s.result_file(&dirs);
             let dir = match self.layout {
                 Layout::SearchIterations => self.base.clone(),
-                _ => self.layout.sweep_aggregate_dir(&self.base).expect("a search has points"),
+                _ => self
+                    .layout
+                    .sweep_aggregate_dir(&self.base)
+                    .expect("a search has points"),
             };
             write_json_file(&dir, name, &body)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", dir.join(name).display()))?;
@@ -412,12 +455,17 @@ impl<'a> Sweep<'a> {
             }
             return Ok(None);
         }
-        let io = |dir: &Path, e: std::io::Error| anyhow::anyhow!("cannot write the aggregate in {}: {e}", dir.display());
+        let io = |dir: &Path, e: std::io::Error| {
+            anyhow::anyhow!("cannot write the aggregate in {}: {e}", dir.display())
+        };
         let sweeping = self.layout != Layout::Repeats;
         for (i, p) in self.points.iter().enumerate() {
             if p.successes().is_empty() {
                 if sweeping {
-                    warn!("Point {} had no successful run: no aggregate for it", p.variation.label());
+                    warn!(
+                        "Point {} had no successful run: no aggregate for it",
+                        p.variation.label()
+                    );
                 }
                 continue;
             }
@@ -427,12 +475,19 @@ impl<'a> Sweep<'a> {
                 cooldown_seconds: self.opts.run_cooldown.as_secs_f64(),
                 variation: sweeping.then(|| VariationMeta {
                     label: p.variation.label(),
-                    values: p.variation.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+                    values: p
+                        .variation
+                        .values
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.clone()))
+                        .collect(),
                     sweep_mode: self.opts.order.as_str().to_string(),
                     model: Some(self.model.clone()),
                 }),
             };
-            let dir = self.layout.point_aggregate_dir(&self.base, i, &p.variation.dir_name());
+            let dir = self
+                .layout
+                .point_aggregate_dir(&self.base, i, &p.variation.dir_name());
             aggregate::write_confidence_aggregate(&dir, &agg).map_err(|e| io(&dir, e))?;
             if !sweeping {
                 println!("{}", aggregate::confidence_console(&agg));
@@ -454,10 +509,16 @@ impl<'a> Sweep<'a> {
 /// Parses one point's command line (the same flags with one value per list).
 fn parse_point(argv: &[String]) -> Result<ProfileArgs, ConfigError> {
     match Cli::parse_with_sources(argv) {
-        Ok(Cli { command: Command::Profile(args) }) => Ok(*args),
+        Ok(Cli {
+            command: Command::Profile(args),
+        }) => Ok(*args),
         Ok(_) => Err(ConfigError("expected `aiperf profile`".into())),
         Err(e) => Err(ConfigError(
-            e.render().to_string().trim().trim_start_matches("error: ").to_string(),
+            e.render()
+                .to_string()
+                .trim()
+                .trim_start_matches("error: ")
+                .to_string(),
         )),
     }
 }
@@ -475,7 +536,12 @@ fn drop_warmup(args: &mut ProfileArgs) {
 }
 
 fn values_json(v: &Variation) -> Value {
-    Value::Object(v.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
+    Value::Object(
+        v.values
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    )
 }
 
 /// Sleeps for `pause`; a Ctrl-C (or SIGTERM) cuts it short and is returned.
@@ -486,9 +552,10 @@ fn sleep_unless_interrupted(pause: Duration) -> Option<Outcome> {
         .ok()?;
     rt.block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut int), Ok(mut term)) =
-            (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-        else {
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
             tokio::time::sleep(pause).await;
             return None;
         };

@@ -28,11 +28,17 @@ impl Layout {
         match self {
             Layout::Repeats => base.join("profile_runs").join(format!("run_{n:04}")),
             Layout::Points { trials: 1, .. } => base.join(dir_name),
-            Layout::Points { order: SweepOrder::Repeated, .. } => base
+            Layout::Points {
+                order: SweepOrder::Repeated,
+                ..
+            } => base
                 .join("profile_runs")
                 .join(format!("trial_{n:04}"))
                 .join(dir_name),
-            Layout::Points { order: SweepOrder::Independent, .. } => base
+            Layout::Points {
+                order: SweepOrder::Independent,
+                ..
+            } => base
                 .join(dir_name)
                 .join("profile_runs")
                 .join(format!("trial_{n:04}")),
@@ -58,11 +64,14 @@ impl Layout {
     pub fn point_aggregate_dir(self, base: &Path, point: usize, dir_name: &str) -> PathBuf {
         match self {
             Layout::Repeats => base.join("aggregate"),
-            Layout::Points { trials, order: SweepOrder::Independent } if trials > 1 => {
-                base.join(dir_name).join("aggregate")
-            }
+            Layout::Points {
+                trials,
+                order: SweepOrder::Independent,
+            } if trials > 1 => base.join(dir_name).join("aggregate"),
             Layout::Points { .. } => base.join("aggregate").join(dir_name),
-            Layout::SearchIterations => base.join(format!("search_iter_{:04}", point + 1)).join("aggregate"),
+            Layout::SearchIterations => base
+                .join(format!("search_iter_{:04}", point + 1))
+                .join("aggregate"),
         }
     }
 
@@ -70,9 +79,10 @@ impl Layout {
     pub fn sweep_aggregate_dir(self, base: &Path) -> Option<PathBuf> {
         match self {
             Layout::Repeats => None,
-            Layout::Points { trials, order: SweepOrder::Repeated } if trials > 1 => {
-                Some(base.join("aggregate").join("sweep_aggregate"))
-            }
+            Layout::Points {
+                trials,
+                order: SweepOrder::Repeated,
+            } if trials > 1 => Some(base.join("aggregate").join("sweep_aggregate")),
             Layout::Points { .. } | Layout::SearchIterations => Some(base.join("sweep_aggregate")),
         }
     }
@@ -121,7 +131,11 @@ pub fn run_seed(
     if opts.vary_seed_per_trial {
         return Some(trial_seed(base, label, trial0));
     }
-    Some(if opts.same_seed { base } else { base.wrapping_add(point as u64) })
+    Some(if opts.same_seed {
+        base
+    } else {
+        base.wrapping_add(point as u64)
+    })
 }
 
 /// AIPerf's per-trial seed: the first 8 bytes (big-endian) of
@@ -160,28 +174,73 @@ mod tests {
     fn directories_follow_aiperf() {
         let b = Path::new("b");
         let r = Layout::Repeats;
-        assert_eq!(r.run_dir(b, 0, "x", 1), Path::new("b/profile_runs/run_0002"));
+        assert_eq!(
+            r.run_dir(b, 0, "x", 1),
+            Path::new("b/profile_runs/run_0002")
+        );
         assert_eq!(r.point_aggregate_dir(b, 0, "x"), Path::new("b/aggregate"));
         assert_eq!(r.sweep_aggregate_dir(b), None);
-        let one = Layout::Points { trials: 1, order: SweepOrder::Repeated };
-        assert_eq!(one.run_dir(b, 1, "concurrency_4", 0), Path::new("b/concurrency_4"));
-        assert_eq!(one.point_aggregate_dir(b, 1, "concurrency_4"), Path::new("b/aggregate/concurrency_4"));
-        assert_eq!(one.sweep_aggregate_dir(b).unwrap(), Path::new("b/sweep_aggregate"));
-        let rep = Layout::Points { trials: 2, order: SweepOrder::Repeated };
-        assert_eq!(rep.run_dir(b, 0, "c", 1), Path::new("b/profile_runs/trial_0002/c"));
-        assert_eq!(rep.sweep_aggregate_dir(b).unwrap(), Path::new("b/aggregate/sweep_aggregate"));
-        let ind = Layout::Points { trials: 2, order: SweepOrder::Independent };
-        assert_eq!(ind.run_dir(b, 0, "c", 0), Path::new("b/c/profile_runs/trial_0001"));
-        assert_eq!(ind.point_aggregate_dir(b, 0, "c"), Path::new("b/c/aggregate"));
-        assert_eq!(ind.sweep_aggregate_dir(b).unwrap(), Path::new("b/sweep_aggregate"));
+        let one = Layout::Points {
+            trials: 1,
+            order: SweepOrder::Repeated,
+        };
+        assert_eq!(
+            one.run_dir(b, 1, "concurrency_4", 0),
+            Path::new("b/concurrency_4")
+        );
+        assert_eq!(
+            one.point_aggregate_dir(b, 1, "concurrency_4"),
+            Path::new("b/aggregate/concurrency_4")
+        );
+        assert_eq!(
+            one.sweep_aggregate_dir(b).unwrap(),
+            Path::new("b/sweep_aggregate")
+        );
+        let rep = Layout::Points {
+            trials: 2,
+            order: SweepOrder::Repeated,
+        };
+        assert_eq!(
+            rep.run_dir(b, 0, "c", 1),
+            Path::new("b/profile_runs/trial_0002/c")
+        );
+        assert_eq!(
+            rep.sweep_aggregate_dir(b).unwrap(),
+            Path::new("b/aggregate/sweep_aggregate")
+        );
+        let ind = Layout::Points {
+            trials: 2,
+            order: SweepOrder::Independent,
+        };
+        assert_eq!(
+            ind.run_dir(b, 0, "c", 0),
+            Path::new("b/c/profile_runs/trial_0001")
+        );
+        assert_eq!(
+            ind.point_aggregate_dir(b, 0, "c"),
+            Path::new("b/c/aggregate")
+        );
+        assert_eq!(
+            ind.sweep_aggregate_dir(b).unwrap(),
+            Path::new("b/sweep_aggregate")
+        );
         let s = Layout::SearchIterations;
-        assert_eq!(s.run_dir(b, 2, "c", 0), Path::new("b/search_iter_0003/profile_runs/run_0001"));
+        assert_eq!(
+            s.run_dir(b, 2, "c", 0),
+            Path::new("b/search_iter_0003/profile_runs/run_0001")
+        );
     }
 
     #[test]
     fn run_order() {
-        assert_eq!(order(2, 2, SweepOrder::Repeated), [(0, 0), (1, 0), (0, 1), (1, 1)]);
-        assert_eq!(order(2, 2, SweepOrder::Independent), [(0, 0), (0, 1), (1, 0), (1, 1)]);
+        assert_eq!(
+            order(2, 2, SweepOrder::Repeated),
+            [(0, 0), (1, 0), (0, 1), (1, 1)]
+        );
+        assert_eq!(
+            order(2, 2, SweepOrder::Independent),
+            [(0, 0), (0, 1), (1, 0), (1, 1)]
+        );
     }
 
     #[test]

@@ -57,7 +57,11 @@ pub fn judge_slas(concurrency: u64, runs: &[&RunMetrics], slas: &[Sla]) -> Tried
             None => {}
         }
     }
-    Tried { concurrency, breach, values }
+    Tried {
+        concurrency,
+        breach,
+        values,
+    }
 }
 
 /// Where a search stands.
@@ -71,25 +75,40 @@ pub struct SearchState {
 impl SearchState {
     pub fn new(search: Search) -> SearchState {
         let ladder = match &search {
-            Search::MaxConcurrencyUnderSla { lo, hi, ladder: Some(steps), .. } => {
-                log_ladder(*lo, *hi, *steps)
-            }
+            Search::MaxConcurrencyUnderSla {
+                lo,
+                hi,
+                ladder: Some(steps),
+                ..
+            } => log_ladder(*lo, *hi, *steps),
             Search::ConcurrencyRamp { lo, hi, steps, .. } => log_ladder(*lo, *hi, *steps),
             Search::MaxConcurrencyUnderSla { .. } => Vec::new(),
         };
-        SearchState { search, ladder, tried: Vec::new() }
+        SearchState {
+            search,
+            ladder,
+            tried: Vec::new(),
+        }
     }
 
     /// True for the bisecting search (its own directory layout).
     pub fn is_monotonic(&self) -> bool {
-        matches!(self.search, Search::MaxConcurrencyUnderSla { ladder: None, .. })
+        matches!(
+            self.search,
+            Search::MaxConcurrencyUnderSla { ladder: None, .. }
+        )
     }
 
     /// Judges the point just run.
     pub fn record(&mut self, concurrency: u64, runs: &[&RunMetrics]) -> &Tried {
         let tried = match &self.search {
             Search::MaxConcurrencyUnderSla { slas, .. } => judge_slas(concurrency, runs, slas),
-            Search::ConcurrencyRamp { metric, stat, threshold, .. } => {
+            Search::ConcurrencyRamp {
+                metric,
+                stat,
+                threshold,
+                ..
+            } => {
                 let key = format!("{metric}_{stat}");
                 let value = mean_of(runs, metric, stat);
                 let baseline = self
@@ -106,7 +125,11 @@ impl SearchState {
                     )),
                     _ => None,
                 };
-                Tried { concurrency, breach, values: value.map(|v| (key, v)).into_iter().collect() }
+                Tried {
+                    concurrency,
+                    breach,
+                    values: value.map(|v| (key, v)).into_iter().collect(),
+                }
             }
         };
         self.tried.push(tried);
@@ -172,15 +195,20 @@ impl SearchState {
 
     /// The search's result file: (file name, contents).
     pub fn result_file(&self, dirs: &[String]) -> (&'static str, Value) {
-        use crate::export::sweep_files::{DEGRADATION_KNEE_FILE, SEARCH_HISTORY_FILE, SLA_BREACH_FILE};
+        use crate::export::sweep_files::{
+            DEGRADATION_KNEE_FILE, SEARCH_HISTORY_FILE, SLA_BREACH_FILE,
+        };
         let points: Vec<Value> = self
             .tried
             .iter()
             .zip(dirs)
             .enumerate()
             .map(|(i, (t, dir))| {
-                let values: serde_json::Map<String, Value> =
-                    t.values.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                let values: serde_json::Map<String, Value> = t
+                    .values
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect();
                 json!({
                     "iteration": i + 1,
                     "concurrency": t.concurrency,
@@ -193,7 +221,12 @@ impl SearchState {
             .collect();
         let breach = self.first_breach().map(|t| t.concurrency);
         match &self.search {
-            Search::MaxConcurrencyUnderSla { slas, lo, hi, ladder } => {
+            Search::MaxConcurrencyUnderSla {
+                slas,
+                lo,
+                hi,
+                ladder,
+            } => {
                 let slas: Vec<Value> = slas
                     .iter()
                     .map(|s| json!({"metric_tag": s.metric, "stat": s.stat, "op": s.op.as_str(), "threshold": s.threshold}))
@@ -208,10 +241,19 @@ impl SearchState {
                     "first_breach_concurrency": breach,
                     "points": points,
                 });
-                let file = if ladder.is_some() { SLA_BREACH_FILE } else { SEARCH_HISTORY_FILE };
+                let file = if ladder.is_some() {
+                    SLA_BREACH_FILE
+                } else {
+                    SEARCH_HISTORY_FILE
+                };
                 (file, body)
             }
-            Search::ConcurrencyRamp { metric, stat, threshold, .. } => (
+            Search::ConcurrencyRamp {
+                metric,
+                stat,
+                threshold,
+                ..
+            } => (
                 DEGRADATION_KNEE_FILE,
                 json!({
                     "recipe": "concurrency-ramp",
@@ -230,22 +272,24 @@ impl SearchState {
     /// One line saying what the search found.
     pub fn verdict(&self) -> String {
         match &self.search {
-            Search::MaxConcurrencyUnderSla { .. } => match (self.best_pass(), self.first_breach()) {
-                (Some(c), Some(b)) => format!(
-                    "Highest concurrency meeting every SLA: {c} (at {}: {})",
-                    b.concurrency,
-                    b.breach.as_deref().unwrap_or("")
-                ),
-                (Some(c), None) => format!(
-                    "Highest concurrency meeting every SLA: {c} (every point tried met them; raise --concurrency-max to look further)"
-                ),
-                (None, Some(b)) => format!(
-                    "No concurrency met every SLA: at {}: {}",
-                    b.concurrency,
-                    b.breach.as_deref().unwrap_or("")
-                ),
-                (None, None) => "The search ran no point".to_string(),
-            },
+            Search::MaxConcurrencyUnderSla { .. } => {
+                match (self.best_pass(), self.first_breach()) {
+                    (Some(c), Some(b)) => format!(
+                        "Highest concurrency meeting every SLA: {c} (at {}: {})",
+                        b.concurrency,
+                        b.breach.as_deref().unwrap_or("")
+                    ),
+                    (Some(c), None) => format!(
+                        "Highest concurrency meeting every SLA: {c} (every point tried met them; raise --concurrency-max to look further)"
+                    ),
+                    (None, Some(b)) => format!(
+                        "No concurrency met every SLA: at {}: {}",
+                        b.concurrency,
+                        b.breach.as_deref().unwrap_or("")
+                    ),
+                    (None, None) => "The search ran no point".to_string(),
+                }
+            }
             Search::ConcurrencyRamp { .. } => match self.first_breach() {
                 Some(b) => format!(
                     "Degradation knee at concurrency {}: {}",
@@ -268,13 +312,21 @@ mod tests {
         let mut m = RunMetrics::new();
         m.insert(
             "time_to_first_token".into(),
-            MetricSummary { unit: "ms".into(), stats: [("p95".to_string(), ttft_p95)].into_iter().collect() },
+            MetricSummary {
+                unit: "ms".into(),
+                stats: [("p95".to_string(), ttft_p95)].into_iter().collect(),
+            },
         );
         m
     }
 
     fn sla(ms: f64) -> Sla {
-        Sla { metric: "time_to_first_token".into(), stat: "p95".into(), op: SlaOp::Lt, threshold: ms }
+        Sla {
+            metric: "time_to_first_token".into(),
+            stat: "p95".into(),
+            op: SlaOp::Lt,
+            threshold: ms,
+        }
     }
 
     /// A server whose TTFT p95 is 10 ms per request in flight beyond 8.
@@ -284,7 +336,12 @@ mod tests {
 
     #[test]
     fn monotonic_doubles_then_bisects_to_the_boundary() {
-        let mut s = SearchState::new(Search::MaxConcurrencyUnderSla { slas: vec![sla(100.0)], lo: 1, hi: 1000, ladder: None });
+        let mut s = SearchState::new(Search::MaxConcurrencyUnderSla {
+            slas: vec![sla(100.0)],
+            lo: 1,
+            hi: 1000,
+            ladder: None,
+        });
         let mut seen = Vec::new();
         while let Some(c) = s.next() {
             seen.push(c);
@@ -299,7 +356,12 @@ mod tests {
 
     #[test]
     fn grid_stops_at_the_first_breach_and_ramp_finds_the_knee() {
-        let mut s = SearchState::new(Search::MaxConcurrencyUnderSla { slas: vec![sla(100.0)], lo: 1, hi: 1000, ladder: Some(8) });
+        let mut s = SearchState::new(Search::MaxConcurrencyUnderSla {
+            slas: vec![sla(100.0)],
+            lo: 1,
+            hi: 1000,
+            ladder: Some(8),
+        });
         let mut seen = Vec::new();
         while let Some(c) = s.next() {
             seen.push(c);
@@ -308,7 +370,12 @@ mod tests {
         assert_eq!(seen, [1, 3, 7, 19]);
         assert_eq!(s.best_pass(), Some(7));
         let mut r = SearchState::new(Search::ConcurrencyRamp {
-            lo: 1, hi: 64, steps: 7, metric: "time_to_first_token".into(), stat: "p95".into(), threshold: 0.2,
+            lo: 1,
+            hi: 64,
+            steps: 7,
+            metric: "time_to_first_token".into(),
+            stat: "p95".into(),
+            threshold: 0.2,
         });
         while let Some(c) = r.next() {
             r.record(c, &[&metrics(ttft_at(c))]);
@@ -323,7 +390,12 @@ mod tests {
 
     #[test]
     fn failed_points_and_lowest_breach() {
-        let mut s = SearchState::new(Search::MaxConcurrencyUnderSla { slas: vec![sla(10.0)], lo: 2, hi: 8, ladder: None });
+        let mut s = SearchState::new(Search::MaxConcurrencyUnderSla {
+            slas: vec![sla(10.0)],
+            lo: 2,
+            hi: 8,
+            ladder: None,
+        });
         assert_eq!(s.next(), Some(2));
         assert_eq!(s.record(2, &[]).breach.as_deref(), Some("every run failed"));
         assert_eq!(s.next(), None);
