@@ -506,3 +506,140 @@ fn bad_sweep_command_lines_are_refused_before_anything_runs() {
         );
     }
 }
+
+/// A sweep with repeats: AIPerf's `repeated` layout (trial directories holding every point)
+/// and `independent` layout (point directories holding their trials), per-trial seeds.
+#[test]
+fn sweeps_and_repeats_combine_in_both_orders() {
+    let tmp = tempfile::tempdir().unwrap();
+    let common = [
+        "-m",
+        "m",
+        "--mock-server",
+        "--tokenizer",
+        "builtin",
+        "--request-count",
+        "3",
+        "--concurrency",
+        "1,2",
+        "--num-profile-runs",
+        "2",
+    ];
+    let rep = tmp.path().join("rep");
+    let mut args = common.to_vec();
+    args.extend([
+        "--vary-seed-per-trial",
+        "--artifact-dir",
+        rep.to_str().unwrap(),
+    ]);
+    profile_ok(&args);
+    assert_eq!(
+        dirs_in(&rep.join("profile_runs")),
+        ["trial_0001", "trial_0002"]
+    );
+    assert_eq!(
+        dirs_in(&rep.join("profile_runs/trial_0002")),
+        ["concurrency_1", "concurrency_2"]
+    );
+    assert_eq!(
+        dirs_in(&rep.join("aggregate")),
+        ["concurrency_1", "concurrency_2", "sweep_aggregate"]
+    );
+    // Per-trial seeds: SHA-256 of "42:variation:<label>:trial:<n>", different for every run.
+    let seed = |t: u32, c: u32| {
+        read_json(&rep.join(format!(
+            "profile_runs/trial_{t:04}/concurrency_{c}/run_config.json"
+        )))["seed"]
+            .as_u64()
+            .unwrap()
+    };
+    let seeds = [seed(1, 1), seed(2, 1), seed(1, 2), seed(2, 2)];
+    for (i, a) in seeds.iter().enumerate() {
+        assert!(seeds[i + 1..].iter().all(|b| a != b), "{seeds:?}");
+    }
+    let sweep = read_json(&rep.join("aggregate/sweep_aggregate/profile_export_aiperf_sweep.json"));
+    assert_eq!(sweep["metadata"]["num_trials_per_value"], 2);
+    assert!(
+        cell(&sweep, "concurrency", 2)["metrics"]["request_latency_avg"]["ci_low"].is_number(),
+        "{sweep:#}"
+    );
+    let agg = read_json(&rep.join("aggregate/concurrency_2/profile_export_aiperf_aggregate.json"));
+    assert_eq!(
+        agg["metadata"]["run_labels"],
+        serde_json::json!(["trial_0001", "trial_0002"])
+    );
+
+    let ind = tmp.path().join("ind");
+    let mut args = common.to_vec();
+    args.extend([
+        "--parameter-sweep-mode",
+        "independent",
+        "--artifact-dir",
+        ind.to_str().unwrap(),
+    ]);
+    profile_ok(&args);
+    assert_eq!(
+        dirs_in(&ind),
+        ["concurrency_1", "concurrency_2", "sweep_aggregate"]
+    );
+    assert_eq!(
+        dirs_in(&ind.join("concurrency_2")),
+        ["aggregate", "profile_runs"]
+    );
+    assert_eq!(
+        dirs_in(&ind.join("concurrency_2/profile_runs")),
+        ["trial_0001", "trial_0002"]
+    );
+    // Without --vary-seed-per-trial both trials of a point share its seed (42 + index).
+    let s = |c: u32, t: u32| {
+        read_json(&ind.join(format!(
+            "concurrency_{c}/profile_runs/trial_{t:04}/run_config.json"
+        )))["seed"]
+            .clone()
+    };
+    assert_eq!([s(1, 1), s(1, 2), s(2, 1), s(2, 2)], [42, 42, 43, 43]);
+}
+
+/// `--convergence-metric`: repeats stop once the metric is stable (a steady mock converges
+/// by the CV criterion after the minimum of two runs).
+#[test]
+fn repeats_stop_once_the_metric_has_converged() {
+    let mock = MockChild::spawn(&["--ttft", "30", "--itl", "2"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("conv");
+    let out = profile_ok(&[
+        "-m",
+        "m",
+        "--url",
+        &mock.url,
+        "--tokenizer",
+        "builtin",
+        "--request-count",
+        "6",
+        "--osl",
+        "3",
+        "--num-profile-runs",
+        "6",
+        "--convergence-metric",
+        "request_latency",
+        "--convergence-mode",
+        "cv",
+        "--convergence-threshold",
+        "0.3",
+        "--artifact-dir",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        dirs_in(&base.join("profile_runs")),
+        ["run_0001", "run_0002"],
+        "{}",
+        stderr_text(&out)
+    );
+    let agg = read_json(&base.join("aggregate/profile_export_aiperf_aggregate.json"));
+    assert_eq!(agg["metadata"]["num_profile_runs"], 2);
+    assert!(
+        stderr_text(&out).contains("converged after 2 runs"),
+        "{}",
+        stderr_text(&out)
+    );
+}

@@ -257,7 +257,7 @@ pub struct ProfileArgs {
     pub tokenizer_trust_remote_code: bool,
 
     // ----- Prompt -----
-    /// Mean number of tokens in the synthetic prompt text.
+    /// Mean number of tokens in the synthetic prompt text. A list (128,1024) sweeps it.
     #[arg(long = "synthetic-input-tokens-mean", visible_aliases = ["prompt-input-tokens-mean", "isl"], default_value_t = 550, value_parser = whole_number, help_heading = "Prompt")]
     pub isl_mean: u64,
 
@@ -266,7 +266,7 @@ pub struct ProfileArgs {
     pub isl_stddev: f64,
 
     /// Mean number of output tokens to ask for (sent as max_completion_tokens); unset lets
-    /// the server decide.
+    /// the server decide. A list (64,256) sweeps it.
     #[arg(long = "output-tokens-mean", visible_aliases = ["prompt-output-tokens-mean", "osl"], value_parser = whole_number, help_heading = "Prompt")]
     pub osl_mean: Option<u64>,
 
@@ -275,19 +275,19 @@ pub struct ProfileArgs {
     pub osl_stddev: Option<f64>,
 
     // ----- Image -----
-    /// Mean image width in pixels (0 disables images).
+    /// Mean image width in pixels (0 disables images). A list (256,512,1024) sweeps it.
     #[arg(long, default_value_t = 0.0, help_heading = "Image")]
     pub image_width_mean: f64,
     /// Standard deviation of the image width.
     #[arg(long, help_heading = "Image")]
     pub image_width_stddev: Option<f64>,
-    /// Mean image height in pixels (0 disables images).
+    /// Mean image height in pixels (0 disables images). A list sweeps it.
     #[arg(long, default_value_t = 0.0, help_heading = "Image")]
     pub image_height_mean: f64,
     /// Standard deviation of the image height.
     #[arg(long, help_heading = "Image")]
     pub image_height_stddev: Option<f64>,
-    /// Images per request.
+    /// Images per request. A list (1,2,4) sweeps it.
     #[arg(long, visible_aliases = ["batch-size-image"], default_value_t = 1, help_heading = "Image")]
     pub image_batch_size: usize,
     /// Image encoding: `jpeg` (the default; quality 85 with full-resolution colour, as AIPerf
@@ -296,11 +296,13 @@ pub struct ProfileArgs {
     pub image_format: ImageFormat,
 
     // ----- Load -----
-    /// Requests kept in flight (closed loop). Default 1.
+    /// Requests kept in flight (closed loop). Default 1. A list (1,4,16,64) runs one profile
+    /// per value: a sweep (see Multi-Run).
     #[arg(long, value_parser = whole_number, help_heading = "Load Generator")]
     pub concurrency: Option<u64>,
 
-    /// Requests to send in the profiling phase. Default max(10, 2 x concurrency).
+    /// Requests to send in the profiling phase. Default max(10, 2 x concurrency). A list
+    /// sweeps it.
     #[arg(long, visible_aliases = ["num-requests"], value_parser = whole_number, help_heading = "Load Generator")]
     pub request_count: Option<u64>,
 
@@ -391,7 +393,7 @@ pub struct ProfileArgs {
     // ----- Load modes -----
     /// Open loop: requests per second, sent on schedule whether or not replies came back
     /// (fractions allowed). With --concurrency as well, the rate is a ceiling on arrivals
-    /// and --concurrency a cap on requests in flight.
+    /// and --concurrency a cap on requests in flight. A list (5,10,20) sweeps it.
     #[arg(long, help_heading = "Load Generator")]
     pub request_rate: Option<f64>,
 
@@ -420,7 +422,7 @@ pub struct ProfileArgs {
     #[arg(long, help_heading = "Fixed Schedule")]
     pub fixed_schedule_end_offset: Option<u64>,
 
-    /// Stop issuing requests this many seconds after profiling starts.
+    /// Stop issuing requests this many seconds after profiling starts. A list sweeps it.
     #[arg(long, help_heading = "Load Generator")]
     pub benchmark_duration: Option<f64>,
 

@@ -95,6 +95,12 @@ impl Outcome {
 pub struct Reuse {
     /// The tokenizer, keyed by (--tokenizer, --tokenizer-revision).
     tokenizer: Option<(String, String, Arc<crate::tokenizer::Tokenizer>)>,
+    /// The last request bodies built, keyed by every option they are made from.
+    dataset: Option<(
+        String,
+        Vec<crate::endpoint::PreparedConversation>,
+        crate::dataset::DatasetSampling,
+    )>,
 }
 
 /// Where a run writes and what it records of its configuration, before it runs.
@@ -141,7 +147,7 @@ pub fn run_reusing(
         None => Vec::new(),
     };
     start_logging(&cfg)?;
-    let prepared = prepare::prepare(&mut cfg, &mut reuse.tokenizer)?;
+    let prepared = prepare::prepare(&mut cfg, reuse)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -6,9 +6,10 @@ use std::time::Instant;
 
 use tracing::{info, warn};
 
-use super::ProfileError;
+use super::{ProfileError, Reuse};
 use crate::config::{ConfigError, ProfileConfig};
-use crate::endpoint::{self, BodyOptions, ModelPicker};
+use crate::dataset::DatasetSampling;
+use crate::endpoint::{self, BodyOptions, ModelPicker, PreparedConversation};
 use crate::load::SendPlan;
 use crate::tokenizer::{self, Tokenizer};
 use crate::{dataset, ui};
@@ -24,13 +25,14 @@ pub(super) struct Prepared {
 
 /// Builds what the run sends. Counts that depend on the drawn plan (conversations counted
 /// in turns, a schedule's window) are written back into `cfg.request_count`.
-/// `loaded` is the tokenizer an earlier run of this process loaded, reused when it is the
-/// same one (a sweep loads it once).
+/// What `reuse` holds from an earlier run of this process (a sweep's) is used again: the
+/// tokenizer when it is the same one, the request bodies when every option they are built
+/// from, seed included, is the same (repeated runs of a point).
 pub(super) fn prepare(
     cfg: &mut ProfileConfig,
-    loaded: &mut Option<(String, String, Arc<Tokenizer>)>,
+    reuse: &mut Reuse,
 ) -> Result<Prepared, ProfileError> {
-    let tokenizer = match loaded {
+    let tokenizer = match &reuse.tokenizer {
         Some((name, revision, tok))
             if *name == cfg.tokenizer && *revision == cfg.tokenizer_revision =>
         {
@@ -45,7 +47,7 @@ pub(super) fn prepare(
             }
             let tokenizer = Arc::new(tok.tokenizer);
             info!("Using tokenizer: {}", tokenizer.name());
-            *loaded = Some((
+            reuse.tokenizer = Some((
                 cfg.tokenizer.clone(),
                 cfg.tokenizer_revision.clone(),
                 tokenizer.clone(),
@@ -54,33 +56,40 @@ pub(super) fn prepare(
         }
     };
 
-    let s = &cfg.synthetic;
-    if s.image_batch_size > 0 {
-        info!(
-            "Generating synthetic images: {} per request, {}x{} px (stddev {}x{}), format {:?}",
-            s.image_batch_size,
-            s.image_width_mean,
-            s.image_height_mean,
-            s.image_width_stddev,
-            s.image_height_stddev,
-            s.image_format
-        );
-    }
     let t_dataset = Instant::now();
-    let dataset_bar = ui::DatasetBar::new(cfg.ui);
-    let dataset = dataset::build(&cfg.synthetic, &cfg.inputs, &tokenizer, &dataset_bar);
-    dataset_bar.finish();
-    let dataset = dataset?;
-    let sampling = dataset.sampling;
     let body_opts = BodyOptions {
         model: cfg.model.clone(),
         streaming: cfg.streaming,
         use_legacy_max_tokens: cfg.use_legacy_max_tokens,
         extra_inputs: cfg.extra_inputs.clone(),
     };
-    let models = ModelPicker::new(cfg.models.clone(), cfg.model_selection, cfg.random_seed);
-    let conversations =
-        endpoint::prepare_dataset_with_models(cfg.endpoint_type, dataset, &body_opts, models)?;
+    // Everything the bodies are made from; with a seed, the same key gives the same bytes.
+    let key = cfg.synthetic.seed.map(|_| {
+        format!(
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}",
+            cfg.synthetic,
+            cfg.inputs,
+            body_opts,
+            cfg.endpoint_type,
+            cfg.models,
+            cfg.model_selection,
+            cfg.random_seed,
+            tokenizer.name()
+        )
+    });
+    let (conversations, sampling) = match (&key, &reuse.dataset) {
+        (Some(k), Some((built, conversations, sampling))) if k == built => {
+            info!("Reusing the dataset of an earlier run (same options and seed)");
+            (conversations.clone(), *sampling)
+        }
+        _ => {
+            let built = build_conversations(cfg, &tokenizer, &body_opts)?;
+            if let Some(k) = key {
+                reuse.dataset = Some((k, built.0.clone(), built.1));
+            }
+            built
+        }
+    };
     let warmup_sessions = cfg.load.warmup.sessions.unwrap_or(0);
     let total_sends = cfg.warmup_request_count + warmup_sessions + cfg.request_count;
     let mut plan =
@@ -119,6 +128,35 @@ pub(super) fn prepare(
         schedule,
         warmup_requests,
     })
+}
+
+/// Builds the dataset (prompts, images) and turns it into request bodies.
+fn build_conversations(
+    cfg: &ProfileConfig,
+    tokenizer: &Arc<Tokenizer>,
+    body_opts: &BodyOptions,
+) -> Result<(Vec<PreparedConversation>, DatasetSampling), ProfileError> {
+    let s = &cfg.synthetic;
+    if s.image_batch_size > 0 {
+        info!(
+            "Generating synthetic images: {} per request, {}x{} px (stddev {}x{}), format {:?}",
+            s.image_batch_size,
+            s.image_width_mean,
+            s.image_height_mean,
+            s.image_width_stddev,
+            s.image_height_stddev,
+            s.image_format
+        );
+    }
+    let dataset_bar = ui::DatasetBar::new(cfg.ui);
+    let dataset = dataset::build(&cfg.synthetic, &cfg.inputs, tokenizer, &dataset_bar);
+    dataset_bar.finish();
+    let dataset = dataset?;
+    let sampling = dataset.sampling;
+    let models = ModelPicker::new(cfg.models.clone(), cfg.model_selection, cfg.random_seed);
+    let conversations =
+        endpoint::prepare_dataset_with_models(cfg.endpoint_type, dataset, body_opts, models)?;
+    Ok((conversations, sampling))
 }
 
 /// The send offsets of a replayed trace, within `--fixed-schedule-*-offset`.
