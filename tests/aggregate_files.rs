@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use aiperf::api::{
     ConfidenceAggregate, NO_METRICS, RunOutcome, STAT_KEYS, SweepAggregate, SweepCell,
-    VariationMeta, best_configurations_console, confidence_console, read_run_metrics, sweep_table,
-    write_confidence_aggregate, write_sweep_aggregate,
+    VariationMeta, best_configurations_console, confidence_console, distributions_match,
+    read_record_values, read_run_metrics, sweep_table, write_confidence_aggregate,
+    write_sweep_aggregate,
 };
 use serde::Deserialize;
 use serde::de::{MapAccess, SeqAccess, Visitor};
@@ -705,4 +706,23 @@ fn aggregates_two_live_runs() {
         .unwrap();
     assert!(close(m, (ttft[0] + ttft[1]) / 2.0), "{m} {ttft:?}");
     assert!(ttft.iter().all(|t| *t >= 5.0), "{ttft:?}");
+
+    // The distribution criterion reads per-request values from each run's JSONL: every
+    // request got 8 output tokens, so the two runs' lengths match; their TTFTs (5 ms at
+    // the mock) do not match their output lengths.
+    let jsonl = |i: usize| {
+        tmp.path()
+            .join(format!("profile_runs/run_000{i}/profile_export.jsonl"))
+    };
+    let osl1 = read_record_values(&jsonl(1), "output_sequence_length").unwrap();
+    let osl2 = read_record_values(&jsonl(2), "output_sequence_length").unwrap();
+    assert_eq!((osl1.len(), osl2.len()), (6, 10));
+    assert!(
+        osl1.iter().chain(&osl2).all(|v| *v == 8.0),
+        "{osl1:?} {osl2:?}"
+    );
+    assert!(distributions_match(&osl1, &osl2, 0.05));
+    let ttft2 = read_record_values(&jsonl(2), "time_to_first_token").unwrap();
+    assert_eq!(ttft2.len(), 10);
+    assert!(!distributions_match(&osl1, &ttft2, 0.05));
 }
