@@ -287,14 +287,13 @@ fn percent0(v: f64) -> String {
     format!("{:.0}%", v * 100.0)
 }
 
-/// A number as Python's `{:>12.4f}` writes it (`nan`, `inf` spelled out).
+/// A number as Python's `{:.4f}` writes it (`nan`, `inf` spelled out).
 fn fixed4(v: f64) -> String {
-    let text = if v.is_finite() {
+    if v.is_finite() {
         format!("{v:.4}")
     } else {
         pyrepr::float(v)
-    };
-    format!("{text:>12}")
+    }
 }
 
 /// The summary printed after repeated runs: run counts, failures, and for the key
@@ -344,12 +343,16 @@ pub fn confidence_console(agg: &ConfidenceAggregate) -> String {
         lines.extend([
             String::new(),
             format!("{} ({stat_name}):", pyrepr::title(&tag.replace('_', " "))),
-            format!("  Mean:    {} {unit}", fixed4(s.mean)),
-            format!("  Std Dev: {} {unit}", fixed4(s.std)),
-            format!("  Min:     {} {unit}", fixed4(s.min)),
-            format!("  Max:     {} {unit}", fixed4(s.max)),
+            format!("  Mean:    {:>12} {unit}", fixed4(s.mean)),
+            format!("  Std Dev: {:>12} {unit}", fixed4(s.std)),
+            format!("  Min:     {:>12} {unit}", fixed4(s.min)),
+            format!("  Max:     {:>12} {unit}", fixed4(s.max)),
             format!("  CV:      {cv:>12}"),
-            format!("  {level} CI: [{:.4}, {:.4}] {unit}", s.ci_low, s.ci_high),
+            format!(
+                "  {level} CI: [{}, {}] {unit}",
+                fixed4(s.ci_low),
+                fixed4(s.ci_high)
+            ),
         ]);
     }
     if shown == 0 {
@@ -497,5 +500,31 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  90% CI: ["));
+    }
+
+    #[test]
+    fn console_spells_undefined_figures_like_python() {
+        // The TTFT p99 is in one of two runs: no mean, no interval.
+        let runs = vec![
+            run(
+                "run_0001",
+                &[("time_to_first_token", "ms", &[("p99", 20.0)])],
+            ),
+            run("run_0002", &[("request_latency", "ms", &[("avg", 50.0)])]),
+        ];
+        let agg = ConfidenceAggregate {
+            runs: &runs,
+            confidence_level: 0.95,
+            cooldown_seconds: 0.0,
+            variation: None,
+        };
+        let text = confidence_console(&agg);
+        assert!(
+            text.contains("\nTime To First Token (P99):\n  Mean:             nan ms\n"),
+            "{text}"
+        );
+        assert!(text.contains("  Min:          20.0000 ms\n"), "{text}");
+        assert!(text.contains("  CV:              nan%\n"), "{text}");
+        assert!(text.contains("  95% CI: [nan, nan] ms\n"), "{text}");
     }
 }
