@@ -30,8 +30,8 @@ pub use crate::record::{
 // Statistics and files across repeated runs and sweeps (the run driver and its tests).
 pub use crate::export::aggregate::{
     ConfidenceAggregate, MetricSummary, NO_METRICS, RunMetrics, RunOutcome, SweepAggregate,
-    SweepCell, VariationMeta, best_configurations_console, confidence_console, read_run_metrics,
-    sweep_table, write_confidence_aggregate, write_sweep_aggregate,
+    SweepCell, VariationMeta, best_configurations_console, confidence_console, read_record_values,
+    read_run_metrics, sweep_table, write_confidence_aggregate, write_sweep_aggregate,
 };
 pub use crate::export::{AGGREGATE_CSV_FILE, AGGREGATE_JSON_FILE, SWEEP_CSV_FILE, SWEEP_JSON_FILE};
 pub use crate::metrics::confidence::{

@@ -41,6 +41,30 @@ pub struct VariationMeta {
     pub model: Option<String>,
 }
 
+/// A metadata value: plain JSON, or a mapping whose keys keep the caller's order
+/// (serde_json's own map would sort them).
+enum MetaValue {
+    Plain(Value),
+    Mapping(Vec<(String, Value)>),
+}
+
+impl MetaValue {
+    fn json(&self) -> Json {
+        match self {
+            MetaValue::Plain(v) => Json::Value(v.clone()),
+            MetaValue::Mapping(pairs) => pairs_json(pairs),
+        }
+    }
+
+    /// As Python's `str()` writes it in the CSV.
+    fn python(&self) -> String {
+        match self {
+            MetaValue::Plain(v) => pyrepr::str(v),
+            MetaValue::Mapping(pairs) => pyrepr::dict(pairs),
+        }
+    }
+}
+
 /// One `<metric>_<stat>` across runs.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct KeyStats {
@@ -116,23 +140,23 @@ impl ConfidenceAggregate<'_> {
     }
 
     /// The metadata after the run counts, in AIPerf's key order (the CSV's rows too).
-    fn extra_metadata(&self) -> Vec<(&'static str, Value)> {
+    fn extra_metadata(&self) -> Vec<(&'static str, MetaValue)> {
+        let plain = MetaValue::Plain;
         let labels: Vec<Value> = self.successful().map(|r| r.label.clone().into()).collect();
         let mut meta = vec![
-            ("confidence_level", Value::from(self.confidence_level)),
-            ("run_labels", Value::Array(labels)),
+            ("confidence_level", plain(self.confidence_level.into())),
+            ("run_labels", plain(Value::Array(labels))),
         ];
         if self.num_successful() == 1 {
-            meta.push(("single_run", Value::Bool(true)));
+            meta.push(("single_run", plain(Value::Bool(true))));
         }
-        meta.push(("cooldown_seconds", Value::from(self.cooldown_seconds)));
+        meta.push(("cooldown_seconds", plain(self.cooldown_seconds.into())));
         if let Some(v) = &self.variation {
-            meta.push(("variation_label", v.label.clone().into()));
-            let values = v.values.iter().map(|(k, v)| (k.clone(), v.clone()));
-            meta.push(("variation_values", Value::Object(values.collect())));
-            meta.push(("sweep_mode", v.sweep_mode.clone().into()));
+            meta.push(("variation_label", plain(v.label.clone().into())));
+            meta.push(("variation_values", MetaValue::Mapping(v.values.clone())));
+            meta.push(("sweep_mode", plain(v.sweep_mode.clone().into())));
             if let Some(model) = &v.model {
-                meta.push(("model", model.clone().into()));
+                meta.push(("model", plain(model.clone().into())));
             }
         }
         meta
@@ -145,11 +169,7 @@ impl ConfidenceAggregate<'_> {
             .with("num_successful_runs", self.num_successful())
             .with("failed_runs", failed_runs_json(self.failed()));
         for (key, value) in self.extra_metadata() {
-            // variation_values keeps the caller's path order (serde_json's map would sort).
-            match (&self.variation, key) {
-                (Some(v), "variation_values") => meta.put(key, pairs_json(&v.values)),
-                _ => meta.put(key, value),
-            }
+            meta.put(key, value.json());
         }
         let mut metrics = Json::object();
         for (key, k) in key_stats(self.runs, self.confidence_level) {
@@ -225,11 +245,8 @@ impl ConfidenceAggregate<'_> {
             csv_line(&mut out, &[name, value]);
         }
         for (key, value) in self.extra_metadata() {
-            let text = match (&self.variation, key) {
-                (Some(v), "variation_values") => pyrepr::dict(&v.values),
-                _ => pyrepr::str(&value),
-            };
-            csv_line(&mut out, &[pyrepr::title(&key.replace('_', " ")), text]);
+            let name = pyrepr::title(&key.replace('_', " "));
+            csv_line(&mut out, &[name, value.python()]);
         }
         out
     }
@@ -270,14 +287,13 @@ fn percent0(v: f64) -> String {
     format!("{:.0}%", v * 100.0)
 }
 
-/// A number as Python's `{:>12.4f}` writes it (`nan`, `inf` spelled out).
+/// A number as Python's `{:.4f}` writes it (`nan`, `inf` spelled out).
 fn fixed4(v: f64) -> String {
-    let text = if v.is_finite() {
+    if v.is_finite() {
         format!("{v:.4}")
     } else {
         pyrepr::float(v)
-    };
-    format!("{text:>12}")
+    }
 }
 
 /// The summary printed after repeated runs: run counts, failures, and for the key
@@ -327,12 +343,16 @@ pub fn confidence_console(agg: &ConfidenceAggregate) -> String {
         lines.extend([
             String::new(),
             format!("{} ({stat_name}):", pyrepr::title(&tag.replace('_', " "))),
-            format!("  Mean:    {} {unit}", fixed4(s.mean)),
-            format!("  Std Dev: {} {unit}", fixed4(s.std)),
-            format!("  Min:     {} {unit}", fixed4(s.min)),
-            format!("  Max:     {} {unit}", fixed4(s.max)),
+            format!("  Mean:    {:>12} {unit}", fixed4(s.mean)),
+            format!("  Std Dev: {:>12} {unit}", fixed4(s.std)),
+            format!("  Min:     {:>12} {unit}", fixed4(s.min)),
+            format!("  Max:     {:>12} {unit}", fixed4(s.max)),
             format!("  CV:      {cv:>12}"),
-            format!("  {level} CI: [{:.4}, {:.4}] {unit}", s.ci_low, s.ci_high),
+            format!(
+                "  {level} CI: [{}, {}] {unit}",
+                fixed4(s.ci_low),
+                fixed4(s.ci_high)
+            ),
         ]);
     }
     if shown == 0 {
@@ -480,5 +500,31 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("  90% CI: ["));
+    }
+
+    #[test]
+    fn console_spells_undefined_figures_like_python() {
+        // The TTFT p99 is in one of two runs: no mean, no interval.
+        let runs = vec![
+            run(
+                "run_0001",
+                &[("time_to_first_token", "ms", &[("p99", 20.0)])],
+            ),
+            run("run_0002", &[("request_latency", "ms", &[("avg", 50.0)])]),
+        ];
+        let agg = ConfidenceAggregate {
+            runs: &runs,
+            confidence_level: 0.95,
+            cooldown_seconds: 0.0,
+            variation: None,
+        };
+        let text = confidence_console(&agg);
+        assert!(
+            text.contains("\nTime To First Token (P99):\n  Mean:             nan ms\n"),
+            "{text}"
+        );
+        assert!(text.contains("  Min:          20.0000 ms\n"), "{text}");
+        assert!(text.contains("  CV:              nan%\n"), "{text}");
+        assert!(text.contains("  95% CI: [nan, nan] ms\n"), "{text}");
     }
 }

@@ -5,6 +5,7 @@
 //! [`read_run_metrics`]) or its failure; this module computes and writes the rest.
 
 mod confidence;
+mod records;
 mod sweep;
 mod sweep_table;
 
@@ -17,6 +18,7 @@ use serde_json::Value;
 pub use confidence::{
     ConfidenceAggregate, VariationMeta, confidence_console, write_confidence_aggregate,
 };
+pub use records::read_record_values;
 pub use sweep::{SweepAggregate, SweepCell, best_configurations_console, write_sweep_aggregate};
 pub use sweep_table::sweep_table;
 
