@@ -287,23 +287,6 @@ pub fn format_line(
     out.extend_from_slice(b"}\n");
 }
 
-/// The `value` of metric `tag` of every profiling request without an error, read back from
-/// a `profile_export.jsonl` (the distribution convergence test pools them across runs).
-pub fn read_metric_values(path: &Path, tag: &str) -> std::io::Result<Vec<f64>> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(text
-        .lines()
-        .filter_map(|line| {
-            let v: serde_json::Value = serde_json::from_str(line).ok()?;
-            let profiling = v["metadata"]["benchmark_phase"] == "profiling";
-            if !profiling || !v["error"].is_null() {
-                return None;
-            }
-            v["metrics"][tag]["value"].as_f64()
-        })
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -273,7 +273,7 @@ impl Sweep {
         }
         let samples = match (&result, &self.opts.convergence, &files.records_jsonl) {
             (Ok(_), Some(c), Some(jsonl)) if c.mode == ConvergenceMode::Distribution => {
-                crate::export::jsonl::read_metric_values(jsonl, &c.metric).unwrap_or_default()
+                aggregate::read_record_values(jsonl, &c.metric).unwrap_or_default()
             }
             _ => Vec::new(),
         };
