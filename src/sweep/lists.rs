@@ -148,6 +148,14 @@ impl Variation {
             .join(", ")
     }
 
+    /// The (path, value) pairs, owned.
+    pub fn owned_values(&self) -> Vec<(String, Value)> {
+        self.values
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
+
     /// `concurrency_10__rate_5.0`: the point's directory name.
     pub fn dir_name(&self) -> String {
         let name = self

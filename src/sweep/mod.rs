@@ -333,12 +333,7 @@ impl Sweep {
             .iter()
             .filter(|p| !p.runs.is_empty())
             .map(|p| SweepCell {
-                values: p
-                    .variation
-                    .values
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.clone()))
-                    .collect(),
+                values: p.variation.owned_values(),
                 runs: p.runs.clone(),
             })
             .collect()
@@ -475,12 +470,7 @@ impl Sweep {
                 cooldown_seconds: self.opts.run_cooldown.as_secs_f64(),
                 variation: sweeping.then(|| VariationMeta {
                     label: p.variation.label(),
-                    values: p
-                        .variation
-                        .values
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.clone()))
-                        .collect(),
+                    values: p.variation.owned_values(),
                     sweep_mode: self.opts.order.as_str().to_string(),
                     model: Some(self.model.clone()),
                 }),
@@ -536,12 +526,7 @@ fn drop_warmup(args: &mut ProfileArgs) {
 }
 
 fn values_json(v: &Variation) -> Value {
-    Value::Object(
-        v.values
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-    )
+    Value::Object(v.owned_values().into_iter().collect())
 }
 
 /// Sleeps for `pause`; a Ctrl-C (or SIGTERM) cuts it short and is returned.
