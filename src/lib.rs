@@ -23,6 +23,7 @@ mod metrics;
 mod mock;
 mod overhead;
 mod record;
+mod scrape;
 mod stats;
 mod timer;
 mod tokenizer;

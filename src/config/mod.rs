@@ -92,6 +92,17 @@ pub struct ProfileConfig {
     pub warnings: Vec<String>,
     /// Flags accepted that have no effect in this build (one info line each).
     pub accepted_without_effect: Vec<String>,
+    /// Scrape the server's Prometheus `/metrics` (None: off).
+    pub server_metrics: Option<ScrapeOptions>,
+    /// Scrape DCGM exporters for GPU telemetry (None: off).
+    pub gpu_telemetry: Option<ScrapeOptions>,
+}
+
+/// Which Prometheus endpoints a side collector scrapes, and how often.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrapeOptions {
+    pub urls: Vec<String>,
+    pub timing: crate::scrape::ScrapeTiming,
 }
 
 /// What the run does about failures, interruption and a server that is not up yet.
@@ -335,6 +346,8 @@ impl ProfileConfig {
             ui,
             log_detail: logging::log_detail(a),
             accepted_without_effect: logging::accepted_without_effect(a),
+            server_metrics: None,
+            gpu_telemetry: None,
             random_seed,
             inputs: input_options(a)?,
 

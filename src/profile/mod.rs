@@ -4,6 +4,7 @@
 
 mod collect;
 mod control;
+mod observe;
 mod phases;
 mod prepare;
 mod report;
@@ -183,6 +184,10 @@ pub fn run_reusing(
         "Ready to send after {:.1} ms",
         started.elapsed().as_secs_f64() * 1e3
     );
+    let observers = {
+        let _in_runtime = runtime.enter();
+        observe::Observers::start(&cfg, ctx.clock)
+    };
     let overhead = OverheadMonitor::start();
     let ran = phases::run(
         &runtime,
@@ -192,6 +197,7 @@ pub fn run_reusing(
         prepared.warmup_requests,
         &collection,
     );
+    let observed = runtime.block_on(observers.finish());
     let collector = collection.finish()?;
     let per_server = ctx.client.requests_per_server();
     if per_server.len() > 1 {
@@ -212,6 +218,7 @@ pub fn run_reusing(
         stop_reason: control.reason(),
         retried: ctx.client.retried_requests(),
         template: template_json,
+        observed,
     };
     let outcome = report::finish(finished, collector)?;
     if let Some(server) = mock_server {

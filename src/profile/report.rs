@@ -29,6 +29,8 @@ pub(super) struct Finished<'a> {
     pub retried: u64,
     /// How Image Token Count left out the chat template's tokens.
     pub template: serde_json::Value,
+    /// What the side collectors scraped (server metrics, GPU telemetry).
+    pub observed: super::observe::Observed,
 }
 
 /// Computes the statistics, writes `inputs.json` and the summary exports, prints the
@@ -44,6 +46,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         stop_reason,
         retried,
         template,
+        observed: _observed,
     } = run;
     let sent = ran.sent;
     match stop_reason {

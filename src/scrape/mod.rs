@@ -1,0 +1,240 @@
+//! Prometheus scraping beside the load: the server's `/metrics` and DCGM exporters. Each
+//! endpoint gets its own task and its own connection (never the request path's), every scrape
+//! is bounded in time, and each is stamped on the run's clock at its first response byte, so
+//! server and GPU series share the client records' time axis.
+
+pub mod parse;
+
+pub use parse::{Family, Kind, Series, Value};
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::Uri;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::clock::Clock;
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
+
+/// One successful scrape.
+#[derive(Debug, Clone)]
+pub struct Scrape {
+    /// Run-clock ns (monotonic since the run's anchor) when the request was sent.
+    pub sent_ns: u64,
+    /// Run-clock ns when the first byte of the response came.
+    pub first_byte_ns: u64,
+    /// Run-clock ns when the body was complete.
+    pub done_ns: u64,
+    pub families: Arc<Vec<Family>>,
+}
+
+/// Everything scraped from one endpoint.
+#[derive(Debug, Clone)]
+pub struct EndpointLog {
+    pub url: String,
+    pub scrapes: Vec<Scrape>,
+    /// Scrapes that failed (refused, timed out, not 2xx).
+    pub failures: u64,
+    /// Why the first failure failed, for the one line a user sees.
+    pub first_error: Option<String>,
+}
+
+/// Scrapes a set of endpoints every `interval` until [`Scraper::finish`].
+pub struct Scraper {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<EndpointLog>>,
+}
+
+/// How often and how long.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScrapeTiming {
+    pub interval: Duration,
+    /// The most one scrape may take (connect, headers and body).
+    pub timeout: Duration,
+}
+
+impl Scraper {
+    /// Starts one task per URL on the current tokio runtime; the first scrape is immediate.
+    pub fn start(urls: &[String], timing: ScrapeTiming, clock: Clock) -> anyhow::Result<Scraper> {
+        let client = client()?;
+        let (stop, stopped) = watch::channel(false);
+        let tasks = urls
+            .iter()
+            .map(|url| {
+                let uri: Uri = url.parse().map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+                Ok(tokio::spawn(scrape_loop(
+                    client.clone(),
+                    url.clone(),
+                    uri,
+                    timing,
+                    clock.clone(),
+                    stopped.clone(),
+                )))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Scraper { stop, tasks })
+    }
+
+    /// Takes one last scrape of every endpoint, stops, and returns what was scraped.
+    pub async fn finish(self) -> Vec<EndpointLog> {
+        let _ = self.stop.send(true);
+        let mut out = Vec::new();
+        for t in self.tasks {
+            if let Ok(log) = t.await {
+                out.push(log);
+            }
+        }
+        out
+    }
+}
+
+fn client() -> anyhow::Result<HttpsClient> {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())?
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(1)
+        .build(connector))
+}
+
+async fn scrape_loop(
+    client: HttpsClient,
+    url: String,
+    uri: Uri,
+    timing: ScrapeTiming,
+    clock: Clock,
+    mut stopped: watch::Receiver<bool>,
+) -> EndpointLog {
+    let mut log = EndpointLog {
+        url,
+        scrapes: Vec::new(),
+        failures: 0,
+        first_error: None,
+    };
+    let mut tick = tokio::time::interval(timing.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let last = *stopped.borrow();
+        match tokio::time::timeout(timing.timeout, scrape_once(&client, &uri, &clock)).await {
+            Ok(Ok(s)) => log.scrapes.push(s),
+            Ok(Err(e)) => fail(&mut log, e),
+            Err(_) => fail(
+                &mut log,
+                format!("no answer within {:.1} s", timing.timeout.as_secs_f64()),
+            ),
+        }
+        if last {
+            return log;
+        }
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stopped.changed() => {}
+        }
+    }
+}
+
+fn fail(log: &mut EndpointLog, why: String) {
+    log.failures += 1;
+    log.first_error.get_or_insert(why);
+}
+
+async fn scrape_once(client: &HttpsClient, uri: &Uri, clock: &Clock) -> Result<Scrape, String> {
+    let sent_ns = clock.now_ns();
+    let response = client
+        .get(uri.clone())
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let first_byte_ns = clock.now_ns();
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("reading the body: {e}"))?
+        .to_bytes();
+    let done_ns = clock.now_ns();
+    if !status.is_success() {
+        return Err(format!("HTTP {status}"));
+    }
+    let text = String::from_utf8_lossy(&body);
+    let started = Instant::now();
+    let families = parse::parse(&text);
+    tracing::trace!(
+        "Scraped {} families from {uri} ({} bytes, parsed in {:?})",
+        families.len(),
+        body.len(),
+        started.elapsed()
+    );
+    Ok(Scrape {
+        sent_ns,
+        first_byte_ns,
+        done_ns,
+        families: Arc::new(families),
+    })
+}
+
+/// `http://h:8000` -> `http://h:8000/metrics`: the scheme added when missing, a trailing `/`
+/// dropped, `/metrics` appended unless the URL ends with it (AIPerf's rule).
+pub fn metrics_url(base: &str) -> String {
+    let with_scheme = if base.starts_with("http://") || base.starts_with("https://") {
+        base.to_string()
+    } else {
+        format!("http://{base}")
+    };
+    let trimmed = with_scheme.trim_end_matches('/');
+    if trimmed.ends_with("/metrics") {
+        trimmed.to_string()
+    } else {
+        format!("{trimmed}/metrics")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_urls_follow_aiperf() {
+        assert_eq!(metrics_url("http://h:8000"), "http://h:8000/metrics");
+        assert_eq!(metrics_url("http://h:8000/v1/"), "http://h:8000/v1/metrics");
+        assert_eq!(metrics_url("node1:8081"), "http://node1:8081/metrics");
+        assert_eq!(metrics_url("https://h/metrics"), "https://h/metrics");
+    }
+
+    #[tokio::test]
+    async fn an_endpoint_that_refuses_is_logged_once_per_scrape_and_finish_is_prompt() {
+        let scraper = Scraper::start(
+            &["http://127.0.0.1:1/metrics".to_string()],
+            ScrapeTiming {
+                interval: Duration::from_millis(20),
+                timeout: Duration::from_secs(1),
+            },
+            Clock::new(),
+        )
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let logs = scraper.finish().await;
+        assert_eq!(logs.len(), 1);
+        assert!(logs[0].scrapes.is_empty());
+        assert!(logs[0].failures >= 2, "{:?}", logs[0]);
+        assert!(
+            logs[0]
+                .first_error
+                .as_deref()
+                .unwrap()
+                .contains("cannot connect")
+        );
+    }
+}
