@@ -1,5 +1,6 @@
-//! The Prometheus text exposition format (and the OpenMetrics text that servers send in its
-//! place) into metric families, with the `prometheus-parse` crate doing the line work.
+//! The Prometheus text exposition format (and the OpenMetrics text servers send in its
+//! place) into metric families. Hand-written: the `prometheus-parse` crate rejects metric
+//! names with `:`, which every vLLM and SGLang metric has (`vllm:num_requests_running`).
 
 use std::collections::BTreeMap;
 
@@ -64,99 +65,196 @@ pub struct Family {
 /// Parses one exposition. Lines the format does not allow are skipped (a server that
 /// writes one bad line still gives the rest); families come out sorted by name.
 pub fn parse(text: &str) -> Vec<Family> {
-    // OpenMetrics ends with `# EOF` and may add `_created` samples; the crate reads the rest.
-    let lines = text
-        .lines()
-        .filter(|l| l.trim() != "# EOF")
-        .map(|l| Ok::<_, std::io::Error>(l.to_string()));
-    let Ok(scrape) = prometheus_parse::Scrape::parse(lines) else {
-        return Vec::new();
-    };
+    let mut kinds: BTreeMap<String, Kind> = BTreeMap::new();
+    let mut helps: BTreeMap<String, String> = BTreeMap::new();
     let mut families: BTreeMap<String, Family> = BTreeMap::new();
-    for s in scrape.samples {
-        let (kind, value) = match s.value {
-            prometheus_parse::Value::Counter(v) => (Kind::Counter, Value::Scalar(v)),
-            prometheus_parse::Value::Gauge(v) => (Kind::Gauge, Value::Scalar(v)),
-            prometheus_parse::Value::Untyped(v) => (Kind::Unknown, Value::Scalar(v)),
-            prometheus_parse::Value::Histogram(buckets) => (
-                Kind::Histogram,
-                Value::Histogram {
-                    buckets: buckets
-                        .iter()
-                        .map(|b| (le_text(b.less_than), b.count))
-                        .collect(),
-                    sum: 0.0,
-                    count: 0.0,
-                },
-            ),
-            prometheus_parse::Value::Summary(quantiles) => (
-                Kind::Summary,
-                Value::Summary {
-                    quantiles: quantiles
-                        .iter()
-                        .map(|q| (q.quantile.to_string(), q.count))
-                        .collect(),
-                    sum: 0.0,
-                    count: 0.0,
-                },
-            ),
-        };
-        let labels: BTreeMap<String, String> = s
-            .labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let family = families.entry(s.metric.clone()).or_insert_with(|| Family {
-            name: s.metric.clone(),
-            kind,
-            help: scrape.docs.get(&s.metric).cloned().unwrap_or_default(),
-            series: Vec::new(),
-        });
-        family.series.push(Series { labels, value });
-    }
-    // The crate reports `_sum` and `_count` of histograms and summaries as plain samples of
-    // their own names; fold them into their family.
-    let names: Vec<String> = families.keys().cloned().collect();
-    for name in names {
-        for (suffix, is_sum) in [("_sum", true), ("_count", false)] {
-            let Some(base) = name.strip_suffix(suffix) else {
-                continue;
-            };
-            let is_aggregate = families
-                .get(base)
-                .is_some_and(|f| matches!(f.kind, Kind::Histogram | Kind::Summary));
-            if !is_aggregate {
-                continue;
-            }
-            let part = families.remove(&name).expect("listed above");
-            let family = families.get_mut(base).expect("checked above");
-            for p in part.series {
-                let Value::Scalar(v) = p.value else { continue };
-                if let Some(series) = family.series.iter_mut().find(|s| s.labels == p.labels) {
-                    match &mut series.value {
-                        Value::Histogram { sum, count, .. } | Value::Summary { sum, count, .. } => {
-                            if is_sum {
-                                *sum = v;
-                            } else {
-                                *count = v;
-                            }
-                        }
-                        Value::Scalar(_) => {}
-                    }
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(comment) = line.strip_prefix('#') {
+            let mut words = comment.trim_start().splitn(3, ' ');
+            match (words.next(), words.next(), words.next()) {
+                (Some("TYPE"), Some(name), Some(kind)) => {
+                    kinds.insert(name.to_string(), kind_of(kind.trim()));
                 }
+                (Some("HELP"), Some(name), help) => {
+                    helps.insert(name.to_string(), unescape(help.unwrap_or("").trim()));
+                }
+                _ => {}
             }
+            continue;
+        }
+        let Some((name, labels, value)) = sample_line(line) else {
+            continue;
+        };
+        let (family_name, part) = family_of(&name, &kinds);
+        let kind = kinds.get(&family_name).copied().unwrap_or(Kind::Unknown);
+        if part == Part::Created {
+            continue;
+        }
+        let family = families
+            .entry(family_name.clone())
+            .or_insert_with(|| Family {
+                help: helps.get(&family_name).cloned().unwrap_or_default(),
+                name: family_name.clone(),
+                kind,
+                series: Vec::new(),
+            });
+        add_sample(family, part, labels, value);
+    }
+    for f in families.values_mut() {
+        if f.help.is_empty() {
+            f.help = helps.get(&f.name).cloned().unwrap_or_default();
         }
     }
     families.into_values().collect()
 }
 
-/// A bucket bound as Prometheus writes it (`0.1`, `+Inf`).
-fn le_text(v: f64) -> String {
-    if v == f64::INFINITY {
-        "+Inf".to_string()
-    } else {
-        format!("{v}")
+/// Which part of its family a sample is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Value,
+    Bucket,
+    Sum,
+    Count,
+    Created,
+}
+
+/// The family a sample name belongs to: itself, or its base for `_bucket`/`_sum`/`_count`
+/// of a histogram or summary, `_total`/`_created` of an OpenMetrics counter.
+fn family_of(name: &str, kinds: &BTreeMap<String, Kind>) -> (String, Part) {
+    if kinds.contains_key(name) {
+        return (name.to_string(), Part::Value);
     }
+    for (suffix, part) in [
+        ("_bucket", Part::Bucket),
+        ("_sum", Part::Sum),
+        ("_count", Part::Count),
+        ("_total", Part::Value),
+        ("_created", Part::Created),
+    ] {
+        if let Some(base) = name.strip_suffix(suffix)
+            && let Some(kind) = kinds.get(base)
+        {
+            let fits = match part {
+                Part::Bucket => *kind == Kind::Histogram,
+                Part::Sum | Part::Count => matches!(kind, Kind::Histogram | Kind::Summary),
+                Part::Value => *kind == Kind::Counter,
+                Part::Created => true,
+            };
+            if fits {
+                return (base.to_string(), part);
+            }
+        }
+    }
+    (name.to_string(), Part::Value)
+}
+
+fn add_sample(family: &mut Family, part: Part, mut labels: BTreeMap<String, String>, v: f64) {
+    let bound = match part {
+        Part::Bucket => labels.remove("le"),
+        Part::Value if family.kind == Kind::Summary => labels.remove("quantile"),
+        _ => None,
+    };
+    let series = match family.series.iter().position(|s| s.labels == labels) {
+        Some(i) => &mut family.series[i],
+        None => {
+            let value = match family.kind {
+                Kind::Histogram => Value::Histogram {
+                    buckets: Vec::new(),
+                    sum: 0.0,
+                    count: 0.0,
+                },
+                Kind::Summary => Value::Summary {
+                    quantiles: Vec::new(),
+                    sum: 0.0,
+                    count: 0.0,
+                },
+                _ => Value::Scalar(0.0),
+            };
+            family.series.push(Series { labels, value });
+            family.series.last_mut().expect("just pushed")
+        }
+    };
+    match (&mut series.value, part) {
+        (Value::Scalar(x), _) => *x = v,
+        (Value::Histogram { buckets, .. }, Part::Bucket) => {
+            buckets.push((bound.unwrap_or_default(), v));
+        }
+        (Value::Summary { quantiles, .. }, Part::Value) => {
+            quantiles.push((bound.unwrap_or_default(), v));
+        }
+        (Value::Histogram { sum, .. } | Value::Summary { sum, .. }, Part::Sum) => *sum = v,
+        (Value::Histogram { count, .. } | Value::Summary { count, .. }, Part::Count) => *count = v,
+        _ => {}
+    }
+}
+
+fn kind_of(s: &str) -> Kind {
+    match s {
+        "counter" => Kind::Counter,
+        "gauge" => Kind::Gauge,
+        "histogram" => Kind::Histogram,
+        "summary" => Kind::Summary,
+        _ => Kind::Unknown,
+    }
+}
+
+/// `name{k="v",...} value [timestamp]` -> (name, labels, value).
+fn sample_line(line: &str) -> Option<(String, BTreeMap<String, String>, f64)> {
+    let name_end = line
+        .find(|c: char| c == '{' || c.is_whitespace())
+        .unwrap_or(line.len());
+    let name = &line[..name_end];
+    if name.is_empty() {
+        return None;
+    }
+    let mut rest = &line[name_end..];
+    let mut labels = BTreeMap::new();
+    if let Some(inner) = rest.strip_prefix('{') {
+        let (parsed, after) = label_set(inner)?;
+        labels = parsed;
+        rest = after;
+    }
+    let value = rest.split_whitespace().next()?;
+    let value = match value {
+        "+Inf" | "Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        v => v.parse().ok()?,
+    };
+    Some((name.to_string(), labels, value))
+}
+
+/// `k="v",k2="v2"}` -> the labels and what follows the `}`.
+fn label_set(mut s: &str) -> Option<(BTreeMap<String, String>, &str)> {
+    let mut labels = BTreeMap::new();
+    loop {
+        s = s.trim_start_matches([' ', ',']);
+        if let Some(after) = s.strip_prefix('}') {
+            return Some((labels, after));
+        }
+        let eq = s.find('=')?;
+        let key = s[..eq].trim().to_string();
+        s = s[eq + 1..].trim_start().strip_prefix('"')?;
+        let mut value = String::new();
+        let mut chars = s.char_indices();
+        let end = loop {
+            let (i, c) = chars.next()?;
+            match c {
+                '\\' => match chars.next()?.1 {
+                    'n' => value.push('\n'),
+                    other => value.push(other),
+                },
+                '"' => break i,
+                c => value.push(c),
+            }
+        };
+        labels.insert(key, value);
+        s = &s[end + 1..];
+    }
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("\\n", "\n").replace("\\\\", "\\")
 }
 
 #[cfg(test)]
@@ -214,6 +312,28 @@ vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.75
         );
         assert_eq!((*sum, *count), (0.75, 6.0));
         assert!(!f[2].series[0].labels.contains_key("le"));
+    }
+
+    #[test]
+    fn escapes_summaries_openmetrics_counters_and_untyped() {
+        let text = "# TYPE rpc summary\nrpc{quantile=\"0.5\"} 0.2\nrpc{quantile=\"0.99\"} 0.9\nrpc_sum 10\nrpc_count 40\n\
+# TYPE reqs counter\nreqs_total{path=\"a\\\"b\\\\c\",} 7\nreqs_created 1.7e9\nbare_metric 3 1700000000000\nbad line here\n";
+        let f = parse(text);
+        let names: Vec<&str> = f.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["bare_metric", "reqs", "rpc"]);
+        assert_eq!(f[0].kind, Kind::Unknown);
+        assert_eq!(f[1].series[0].labels["path"], "a\"b\\c");
+        assert_eq!(f[1].series[0].value, Value::Scalar(7.0));
+        let Value::Summary {
+            quantiles,
+            sum,
+            count,
+        } = &f[2].series[0].value
+        else {
+            panic!()
+        };
+        assert_eq!(quantiles.len(), 2);
+        assert_eq!((*sum, *count), (10.0, 40.0));
     }
 
     #[test]
