@@ -11,6 +11,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,7 @@ use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal};
 
+use super::metrics::{MockMetrics, Served};
 use super::recorder::{Recorder, RequestTrace};
 use super::response::ChunkWriter;
 use crate::timer::{self, PreciseSleep};
@@ -141,6 +143,8 @@ pub struct ScheduledBody {
     /// Present when requests are recorded; handed to the recorder when the body is dropped,
     /// so a response the client abandoned is recorded too.
     trace: Trace,
+    /// Counted into `/metrics` at the first token and at completion.
+    served: Option<(Arc<MockMetrics>, Served)>,
 }
 
 impl ScheduledBody {
@@ -162,6 +166,7 @@ impl ScheduledBody {
             },
             sleep: None,
             trace,
+            served: None,
         }
     }
 
@@ -174,6 +179,27 @@ impl ScheduledBody {
             },
             sleep: None,
             trace,
+            served: None,
+        }
+    }
+}
+
+impl ScheduledBody {
+    /// Counts this response into the mock's `/metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<MockMetrics>, served: Served) -> Self {
+        self.served = Some((metrics, served));
+        self
+    }
+
+    fn count_first_token(&mut self) {
+        if let Some((m, s)) = &mut self.served {
+            m.first_token(s);
+        }
+    }
+
+    fn count_completed(&mut self) {
+        if let Some((m, s)) = &mut self.served {
+            m.completed(s);
         }
     }
 }
@@ -241,11 +267,15 @@ impl Body for ScheduledBody {
                     *next += 1;
                     let chunk = writer.token_chunk(i, *next == *tokens);
                     stamp_tokens(&mut this.trace, 1);
+                    if i == 0 {
+                        this.count_first_token();
+                    }
                     return ready(chunk);
                 }
                 match tail.take() {
                     Some(t) => {
                         mark_completed(&mut this.trace);
+                        this.count_completed();
                         ready(t)
                     }
                     None => Poll::Ready(None),
@@ -263,6 +293,7 @@ impl Body for ScheduledBody {
                 let (b, n) = (body.take().expect("checked above"), *tokens);
                 stamp_tokens(&mut this.trace, n);
                 mark_completed(&mut this.trace);
+                this.count_completed();
                 ready(b)
             }
         }

@@ -12,6 +12,7 @@ pub mod admission;
 pub mod body;
 pub mod fault;
 pub mod image;
+pub mod metrics;
 pub mod recorder;
 pub mod request;
 pub mod response;

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use super::admission::{Admission, SlotBody};
 use super::body::{Jitter, Schedule, ScheduledBody};
 use super::fault::{Fault, FaultRates, FaultyBody};
+use super::metrics::{MockMetrics, Served};
 use super::recorder::{self, Recorder, RequestTrace};
 use super::request::{
     ChatCosts, ChatRequest, CompletionRequest, GenerationParams, OutputPlan, PromptStats,
@@ -48,6 +49,8 @@ struct Shared {
     stall: Duration,
     /// `--max-concurrency` queue, and the running/waiting counts a metrics page would show.
     admission: Admission,
+    /// What `GET /metrics` shows.
+    metrics: Arc<MockMetrics>,
 }
 
 pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
@@ -90,6 +93,7 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         faults,
         stall: Duration::from_millis(args.faults.stall_ms),
         admission: Admission::new(args.max_concurrency),
+        metrics: Arc::new(MockMetrics::new(&args.model, args.max_concurrency)),
     });
 
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
@@ -128,6 +132,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))
         .route("/health", get(health))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(shared)
@@ -139,6 +144,16 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, req: Request) -> Re
 
 async fn completions(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     handle(shared, req, Api::Completions).await
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let text = shared.metrics.render(shared.admission.gauges());
+    let mut resp = Response::new(Body::from(text));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    resp
 }
 
 async fn health() -> StatusCode {
@@ -294,6 +309,13 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
         Api::Chat => 1 + tokens / 2,
         Api::Completions => tokens / 2,
     };
+    let served = Served {
+        received,
+        prompt_tokens: usage.prompt_tokens,
+        image_tokens: accepted.prompt.image_tokens,
+        completion_tokens: usage.completion_tokens,
+        first_token_seen: false,
+    };
     let (body, content_type) = if accepted.stream {
         let writer = ChunkWriter::new(&header, accepted.output.finish_reason);
         let tail = writer.tail(accepted.include_usage.then_some(usage));
@@ -306,6 +328,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             "application/json",
         )
     };
+    let body = body.with_metrics(shared.metrics.clone(), served);
     let body = match fault {
         Some(f) => Body::new(SlotBody::new(
             FaultyBody::new(
