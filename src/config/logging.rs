@@ -36,9 +36,6 @@ tokenizer.json is loaded"
     if a.collectors.no_gpu_telemetry {
         lines.push("--no-gpu-telemetry: this build collects no GPU telemetry".into());
     }
-    if a.collectors.no_server_metrics {
-        lines.push("--no-server-metrics: this build scrapes no server metrics".into());
-    }
     lines
 }
 

@@ -15,6 +15,7 @@ use crate::endpoint::{EndpointType, ModelSelection};
 use crate::transport::ConnectionReuse;
 use crate::ui::{LogDetail, UiType};
 
+mod collectors;
 mod endpoint;
 mod enums;
 mod inputs;
@@ -94,6 +95,8 @@ pub struct ProfileConfig {
     pub accepted_without_effect: Vec<String>,
     /// Scrape the server's Prometheus `/metrics` (None: off).
     pub server_metrics: Option<ScrapeOptions>,
+    /// How many of `server_metrics.urls` come first from `--url` (replaced by `set_base_url`).
+    pub server_metrics_from_url: usize,
     /// Scrape DCGM exporters for GPU telemetry (None: off).
     pub gpu_telemetry: Option<ScrapeOptions>,
 }
@@ -313,6 +316,16 @@ impl ProfileConfig {
         };
 
         let failures = check_failures_and_inputs(a)?;
+        let interval_env = std::env::var(collectors::INTERVAL_ENV).ok();
+        let (server_metrics, server_metrics_formats) =
+            collectors::server_metrics(&a.collectors, &a.url, interval_env.as_deref())?;
+        let server_metrics_from_url = {
+            let mut seen: Vec<String> = a.url.iter().map(|u| collectors::server_metrics_url_of(u)).collect();
+            seen.dedup();
+            seen.len()
+        };
+        let mut export = output::export_options(&a.output)?;
+        export.server_metrics_formats = server_metrics_formats;
         check_image_flags_used(a, images_on)?;
         warnings.extend(unused_flag_warnings(a, &synthetic.turns));
 
@@ -342,11 +355,12 @@ impl ProfileConfig {
             warmup_request_count: a.warmup_request_count,
             goodput: a.goodput.clone(),
             artifact_dir,
-            export: output::export_options(&a.output)?,
+            export,
             ui,
             log_detail: logging::log_detail(a),
             accepted_without_effect: logging::accepted_without_effect(a),
-            server_metrics: None,
+            server_metrics,
+            server_metrics_from_url,
             gpu_telemetry: None,
             random_seed,
             inputs: input_options(a)?,
@@ -365,6 +379,15 @@ impl ProfileConfig {
             .map_or("/", |p| p.as_str())
             .to_string();
         self.request_uris = vec![build_request_uri(base, Some(&path), self.endpoint_type)?];
+        // The default scrape endpoints follow the server.
+        if let Some(sm) = &mut self.server_metrics {
+            let n = self.server_metrics_from_url.min(sm.urls.len());
+            sm.urls.drain(..n);
+            let url = collectors::server_metrics_url_of(base);
+            sm.urls.retain(|u| *u != url);
+            sm.urls.insert(0, url);
+            self.server_metrics_from_url = 1;
+        }
         Ok(())
     }
 

@@ -53,6 +53,8 @@ pub fn export_options(a: &OutputArgs) -> Result<Options, ConfigError> {
             .as_deref()
             .map(slice_duration_ns)
             .transpose()?,
+        // Set from the collector flags in `ProfileConfig::from_args`.
+        server_metrics_formats: Default::default(),
     })
 }
 

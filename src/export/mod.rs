@@ -9,6 +9,7 @@ pub mod jsonl;
 mod names;
 mod outputs;
 pub mod pyrepr;
+mod server_metrics;
 pub mod sweep_files;
 pub mod table;
 mod timeslices;
@@ -37,6 +38,10 @@ pub use names::{
     SWEEP_JSON_FILE, prefix_base,
 };
 pub use outputs::OutputsWriter;
+pub use server_metrics::{
+    ServerMetricsFormats, ServerMetricsRun, render_console as render_server_metrics,
+    write_server_metrics,
+};
 
 /// Written last, once every other artifact of the run is complete: tools that pick up
 /// results wait for it.

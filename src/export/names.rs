@@ -33,6 +33,8 @@ pub struct Options {
     pub show_trace_timing: bool,
     /// `--slice-duration` in ns: write the time-slice files.
     pub slice_duration_ns: Option<u64>,
+    /// `--server-metrics-formats`.
+    pub server_metrics_formats: super::ServerMetricsFormats,
 }
 
 /// Names of the files that follow `--profile-export-prefix`.
@@ -44,6 +46,8 @@ pub struct FileNames {
     pub console: String,
     pub timeslices_json: String,
     pub timeslices_csv: String,
+    /// The server-metrics files' name without its ending (`.json`, `.csv`, `.jsonl`).
+    pub server_metrics: String,
 }
 
 impl Default for FileNames {
@@ -55,6 +59,7 @@ impl Default for FileNames {
             console: super::CONSOLE_FILE.into(),
             timeslices_json: super::TIMESLICES_JSON_FILE.into(),
             timeslices_csv: super::TIMESLICES_CSV_FILE.into(),
+            server_metrics: "server_metrics_export".into(),
         }
     }
 }
@@ -99,6 +104,7 @@ impl FileNames {
             console: format!("{base}_console.txt"),
             timeslices_json: format!("{base}_timeslices.json"),
             timeslices_csv: format!("{base}_timeslices.csv"),
+            server_metrics: format!("{base}_server_metrics"),
         }
     }
 }

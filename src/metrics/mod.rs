@@ -10,6 +10,7 @@ pub mod confidence;
 mod goodput;
 mod http_trace;
 pub mod record_metrics;
+pub mod server_metrics;
 mod sweep;
 pub(crate) mod template_overhead;
 

@@ -8,6 +8,7 @@ mod observe;
 mod phases;
 mod prepare;
 mod report;
+mod server_metrics;
 mod template_probe;
 
 pub use template_probe::PROBE_REQUEST_ID;
@@ -196,6 +197,7 @@ pub fn run_reusing(
         prepared.schedule,
         prepared.warmup_requests,
         &collection,
+        &observers,
     );
     let observed = runtime.block_on(observers.finish());
     let collector = collection.finish()?;

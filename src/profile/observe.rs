@@ -2,7 +2,7 @@
 //! and the GPUs' DCGM exporters. They scrape on their own connections from before the
 //! warmup until after the profiling phase, on the run's clock.
 
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::config::ProfileConfig;
@@ -10,6 +10,7 @@ use crate::scrape::{EndpointLog, ScrapeTiming, Scraper};
 
 /// The running collectors.
 pub(super) struct Observers {
+    clock: Clock,
     server: Option<Scraper>,
     gpu: Option<Scraper>,
 }
@@ -21,6 +22,8 @@ pub(crate) struct Observed {
     pub server: Vec<EndpointLog>,
     /// DCGM exporters (`--gpu-telemetry`).
     pub gpu: Vec<EndpointLog>,
+    /// The run clock the scrapes were stamped on (None when nothing ran).
+    pub clock: Option<Clock>,
 }
 
 impl Observers {
@@ -36,14 +39,22 @@ impl Observers {
                 .ok()
         };
         Observers {
-            server: cfg
-                .server_metrics
-                .as_ref()
-                .and_then(|o| start("Server metrics", &o.urls, o.timing)),
+            clock,
+            server: cfg.server_metrics.as_ref().and_then(|o| {
+                let urls = reachable_server_metrics(&o.urls, o.timing.timeout, clock);
+                start("Server metrics", &urls, o.timing)
+            }),
             gpu: cfg
                 .gpu_telemetry
                 .as_ref()
                 .and_then(|o| start("GPU telemetry", &o.urls, o.timing)),
+        }
+    }
+
+    /// A scrape of every server endpoint now, waited for: the boundary sample of a phase.
+    pub fn mark_phase_boundary(&self, runtime: &tokio::runtime::Runtime) {
+        if let Some(s) = &self.server {
+            runtime.block_on(s.scrape_now());
         }
     }
 
@@ -57,6 +68,30 @@ impl Observers {
             Some(s) => s.finish().await,
             None => Vec::new(),
         };
-        Observed { server, gpu }
+        Observed {
+            server,
+            gpu,
+            clock: Some(self.clock),
+        }
     }
+}
+
+/// The server-metrics endpoints that answer a first scrape; each one that does not is named
+/// in one info line (a server without `/metrics` is common and not an error).
+fn reachable_server_metrics(
+    urls: &[String],
+    timeout: std::time::Duration,
+    clock: Clock,
+) -> Vec<String> {
+    let probed = tokio::runtime::Handle::current().block_on(crate::scrape::probe(urls, timeout, clock));
+    urls.iter()
+        .zip(probed)
+        .filter_map(|(url, r)| match r {
+            Ok(()) => Some(url.clone()),
+            Err(why) => {
+                info!("Server metrics not available at {url}: {why}");
+                None
+            }
+        })
+        .collect()
 }

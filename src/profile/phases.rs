@@ -8,9 +8,11 @@ use std::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::collect::Collection;
+use super::observe::Observers;
 use crate::config::ProfileConfig;
 use crate::load::pacing::PacingReport;
 use crate::load::{self, LoadContext, Pacing, PhaseSpec};
+use crate::metrics::server_metrics::Window;
 use crate::record::Phase;
 
 /// What the phases did.
@@ -20,6 +22,9 @@ pub(super) struct Ran {
     pub pacing: Option<PacingReport>,
     pub start_wall_ns: u64,
     pub end_wall_ns: u64,
+    /// The phases' spans on the run clock, for the server-side series scraped beside them.
+    pub warmup_window: Option<Window>,
+    pub profiling_window: Window,
 }
 
 /// Runs the warmup (when asked for) and profiling, sending finished records to `records`.
@@ -30,6 +35,7 @@ pub(super) fn run(
     schedule: Option<Arc<[u64]>>,
     warmup_requests: u64,
     collection: &Collection,
+    observers: &Observers,
 ) -> Ran {
     let records = collection.records.clone();
     let clock = ctx.clock;
@@ -43,11 +49,18 @@ pub(super) fn run(
         },
     };
     let mut sent = 0;
+    let mut warmup_window = None;
     if let Some(warmup) = warmup_spec(cfg, &pacing, warmup_requests) {
+        observers.mark_phase_boundary(runtime);
+        let start_ns = clock.now_ns();
         let started = Instant::now();
         sent += runtime
             .block_on(load::run_phase(ctx.clone(), warmup, records.clone()))
             .sent;
+        warmup_window = Some(Window {
+            start_ns,
+            end_ns: clock.now_ns(),
+        });
         debug!(
             "Warmup phase: {sent} sent in {:.3} s",
             started.elapsed().as_secs_f64()
@@ -76,8 +89,15 @@ pub(super) fn run(
         ramps: cfg.load.ramps,
         prefill_concurrency: cfg.load.prefill_concurrency,
     };
+    // Server counters of the profiling phase start from a scrape taken after the warmup.
+    observers.mark_phase_boundary(runtime);
+    let profiling_start_ns = clock.now_ns();
     let started = Instant::now();
     let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, records));
+    let profiling_window = Window {
+        start_ns: profiling_start_ns,
+        end_ns: clock.now_ns(),
+    };
     debug!(
         "Profiling phase: {} sent in {:.3} s",
         result.sent,
@@ -88,6 +108,8 @@ pub(super) fn run(
         pacing: result.pacing,
         start_wall_ns,
         end_wall_ns: clock.wall_ns(clock.now_ns()),
+        warmup_window,
+        profiling_window,
     }
 }
 

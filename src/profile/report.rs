@@ -46,7 +46,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         stop_reason,
         retried,
         template,
-        observed: _observed,
+        observed,
     } = run;
     let sent = ran.sent;
     match stop_reason {
@@ -108,6 +108,10 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         };
         let inputs = export::write_inputs_json(&cfg.artifact_dir, plan);
         let mut console_text = export::render_console(&summary, &info);
+        let server_metrics = super::server_metrics::summarise(cfg, &ran, &observed, &summary);
+        if let Some(sm) = &server_metrics {
+            console_text.push_str(&sm.console);
+        }
         if cfg.export.show_trace_timing {
             console_text.push_str(&export::render_trace_timing(&summary));
         }
@@ -138,6 +142,11 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         // The table is shown even when the files could not be written (a full disk).
         inputs.context("cannot write inputs.json")?;
         let paths = paths.context("cannot write the summary exports")?;
+        let server_files = match &server_metrics {
+            Some(sm) => super::server_metrics::write(cfg, &info, &ran, &observed, sm)
+                .context("cannot write the server metrics files")?,
+            None => Vec::new(),
+        };
         // Last, and only when every artifact above is complete (the per-record files were
         // closed when the collector finished; after a failed write they are cut short).
         if stop_reason != Some(StopReason::WriteFailed) {
@@ -150,6 +159,9 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         if let Some((json_path, csv_path)) = &paths.timeslices {
             let _ = writeln!(out, "Timeslices: {}", json_path.display());
             let _ = writeln!(out, "Timeslices CSV: {}", csv_path.display());
+        }
+        for p in &server_files {
+            let _ = writeln!(out, "Server Metrics Export: {}", p.display());
         }
         let _ = writeln!(
             out,

@@ -16,7 +16,7 @@ use hyper::Uri;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
@@ -50,6 +50,9 @@ pub struct EndpointLog {
 pub struct Scraper {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<EndpointLog>>,
+    /// Asks each endpoint's task for a scrape now (see [`Scraper::scrape_now`]).
+    marks: Vec<mpsc::UnboundedSender<oneshot::Sender<()>>>,
+    timeout: Duration,
 }
 
 /// How often and how long.
@@ -65,10 +68,13 @@ impl Scraper {
     pub fn start(urls: &[String], timing: ScrapeTiming, clock: Clock) -> anyhow::Result<Scraper> {
         let client = client()?;
         let (stop, stopped) = watch::channel(false);
+        let mut marks = Vec::new();
         let tasks = urls
             .iter()
             .map(|url| {
                 let uri: Uri = url.parse().map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+                let (mark, marked) = mpsc::unbounded_channel();
+                marks.push(mark);
                 Ok(tokio::spawn(scrape_loop(
                     client.clone(),
                     url.clone(),
@@ -76,10 +82,35 @@ impl Scraper {
                     timing,
                     clock.clone(),
                     stopped.clone(),
+                    marked,
                 )))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Scraper { stop, tasks })
+        Ok(Scraper {
+            stop,
+            tasks,
+            marks,
+            timeout: timing.timeout,
+        })
+    }
+
+    /// Scrapes every endpoint now and waits until each scrape ended (at most the scrape
+    /// timeout): a sample at a phase boundary, so that the phase's counters start there.
+    pub async fn scrape_now(&self) {
+        let acks: Vec<_> = self
+            .marks
+            .iter()
+            .filter_map(|m| {
+                let (ack, acked) = oneshot::channel();
+                m.send(ack).ok().map(|_| acked)
+            })
+            .collect();
+        let all = async {
+            for a in acks {
+                let _ = a.await;
+            }
+        };
+        let _ = tokio::time::timeout(self.timeout, all).await;
     }
 
     /// Takes one last scrape of every endpoint, stops, and returns what was scraped.
@@ -116,6 +147,7 @@ async fn scrape_loop(
     timing: ScrapeTiming,
     clock: Clock,
     mut stopped: watch::Receiver<bool>,
+    mut marked: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
 ) -> EndpointLog {
     let mut log = EndpointLog {
         url,
@@ -125,6 +157,7 @@ async fn scrape_loop(
     };
     let mut tick = tokio::time::interval(timing.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut waiting: Vec<oneshot::Sender<()>> = Vec::new();
     loop {
         let last = *stopped.borrow();
         match tokio::time::timeout(timing.timeout, scrape_once(&client, &uri, &clock)).await {
@@ -135,12 +168,16 @@ async fn scrape_loop(
                 format!("no answer within {:.1} s", timing.timeout.as_secs_f64()),
             ),
         }
+        for ack in waiting.drain(..) {
+            let _ = ack.send(());
+        }
         if last {
             return log;
         }
         tokio::select! {
             _ = tick.tick() => {}
             _ = stopped.changed() => {}
+            Some(ack) = marked.recv() => waiting.push(ack),
         }
     }
 }
@@ -183,6 +220,28 @@ async fn scrape_once(client: &HttpsClient, uri: &Uri, clock: &Clock) -> Result<S
         done_ns,
         families: Arc::new(families),
     })
+}
+
+/// One scrape of each URL at once, each bounded by `timeout`: `Err(why)` for those that
+/// answered no metrics (refused, not 2xx, timed out). Run before collecting, so an endpoint
+/// that is not there is named once and left alone.
+pub async fn probe(urls: &[String], timeout: Duration, clock: Clock) -> Vec<Result<(), String>> {
+    let client = match client() {
+        Ok(c) => c,
+        Err(e) => return urls.iter().map(|_| Err(format!("{e:#}"))).collect(),
+    };
+    let one = |url: &String| {
+        let client = client.clone();
+        let url = url.clone();
+        async move {
+            let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
+            match tokio::time::timeout(timeout, scrape_once(&client, &uri, &clock)).await {
+                Ok(r) => r.map(|_| ()),
+                Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
+            }
+        }
+    };
+    futures_util::future::join_all(urls.iter().map(one)).await
 }
 
 /// `http://h:8000` -> `http://h:8000/metrics`: the scheme added when missing, a trailing `/`

@@ -1,0 +1,160 @@
+//! `--server-metrics`, `--no-server-metrics` and `--server-metrics-formats`: which
+//! Prometheus endpoints are scraped during the run, how often, and which files are written.
+
+use std::time::Duration;
+
+use super::{ConfigError, ScrapeOptions, bad};
+use crate::cli::collectors::CollectorArgs;
+use crate::export::ServerMetricsFormats;
+use crate::scrape::{ScrapeTiming, metrics_url};
+
+/// The environment variable that sets the scrape interval in seconds (AIPerf's name).
+pub const INTERVAL_ENV: &str = "AIPERF_SERVER_METRICS_COLLECTION_INTERVAL";
+/// AIPerf's default scrape interval.
+const DEFAULT_INTERVAL: Duration = Duration::from_millis(333);
+/// The most one scrape may take. AIPerf allows 30 s; 5 s keeps a hung endpoint from
+/// holding up the start of a run for long, and a healthy one answers in milliseconds.
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The `/metrics` URL of a `--url` value: its query left out, then AIPerf's normalisation.
+pub fn server_metrics_url_of(base: &str) -> String {
+    metrics_url(base.trim().split('?').next().unwrap_or(""))
+}
+
+/// The scrape configuration (`None`: off) and the files to write.
+pub(super) fn server_metrics(
+    a: &CollectorArgs,
+    urls: &[String],
+    interval_env: Option<&str>,
+) -> Result<(Option<ScrapeOptions>, ServerMetricsFormats), ConfigError> {
+    let formats = formats(a.server_metrics_formats.as_deref())?;
+    if a.no_server_metrics {
+        if a.server_metrics.is_some() {
+            return Err(bad(
+                "--no-server-metrics and --server-metrics contradict each other; keep one \
+                 (--server-metrics adds endpoints to the default, --no-server-metrics scrapes none)",
+            ));
+        }
+        return Ok((None, formats));
+    }
+    let interval = match interval_env {
+        None => DEFAULT_INTERVAL,
+        Some(v) => match v.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && (0.01..=3600.0).contains(&s) => Duration::from_secs_f64(s),
+            _ => {
+                return Err(bad(format!(
+                    "{INTERVAL_ENV}={v:?}: not a scrape interval; give seconds between 0.01 and \
+                     3600, e.g. 0.333 (the default) or 1"
+                )));
+            }
+        },
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |u: String| {
+        if !out.contains(&u) {
+            out.push(u);
+        }
+    };
+    for u in urls {
+        push(server_metrics_url_of(u));
+    }
+    for item in a.server_metrics.iter().flatten() {
+        let item = item.trim();
+        // AIPerf's rule: only items that look like a URL or host:port are endpoints.
+        if item.starts_with("http") || item.contains(':') {
+            push(metrics_url(item));
+        } else if !item.is_empty() {
+            return Err(bad(format!(
+                "--server-metrics {item:?}: not an endpoint; give host:port or a URL such as \
+                 http://node1:8081/metrics"
+            )));
+        }
+    }
+    let timing = ScrapeTiming {
+        interval,
+        timeout: SCRAPE_TIMEOUT,
+    };
+    Ok((Some(ScrapeOptions { urls: out, timing }), formats))
+}
+
+fn formats(given: Option<&[String]>) -> Result<ServerMetricsFormats, ConfigError> {
+    let Some(given) = given else {
+        return Ok(ServerMetricsFormats::default());
+    };
+    let mut f = ServerMetricsFormats {
+        json: false,
+        csv: false,
+        jsonl: false,
+    };
+    for v in given {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "json" => f.json = true,
+            "csv" => f.csv = true,
+            "jsonl" => f.jsonl = true,
+            "parquet" => {
+                return Err(bad(
+                    "--server-metrics-formats parquet: this build writes no Parquet files; use \
+                     json, csv and/or jsonl (jsonl has every scrape, for your own analysis)",
+                ));
+            }
+            other => {
+                return Err(bad(format!(
+                    "--server-metrics-formats {other:?}: unknown format; give json, csv or jsonl"
+                )));
+            }
+        }
+    }
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(sm: Option<&[&str]>, no: bool, formats: Option<&[&str]>) -> CollectorArgs {
+        let v = |x: Option<&[&str]>| x.map(|s| s.iter().map(|s| s.to_string()).collect());
+        CollectorArgs {
+            server_metrics: v(sm),
+            no_server_metrics: no,
+            server_metrics_formats: v(formats),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn endpoints_default_to_every_url_and_extras_are_normalised_and_deduplicated() {
+        let urls = vec!["localhost:8000".to_string(), "http://h:9000/v1/".to_string()];
+        let (o, f) = server_metrics(
+            &args(Some(&["node1:8081", "http://localhost:8000"]), false, None),
+            &urls,
+            None,
+        )
+        .unwrap();
+        let o = o.unwrap();
+        assert_eq!(
+            o.urls,
+            [
+                "http://localhost:8000/metrics",
+                "http://h:9000/v1/metrics",
+                "http://node1:8081/metrics"
+            ]
+        );
+        assert_eq!(o.timing.interval, Duration::from_millis(333));
+        assert!(f.json && f.csv && !f.jsonl);
+        let (o, _) = server_metrics(&args(None, false, None), &urls, Some("1")).unwrap();
+        assert_eq!(o.unwrap().timing.interval, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn contradictions_and_bad_values_are_refused() {
+        let u = vec!["localhost:8000".to_string()];
+        let e = |a: CollectorArgs, env: Option<&str>| server_metrics(&a, &u, env).unwrap_err().0;
+        assert!(e(args(Some(&[]), true, None), None).contains("--no-server-metrics"));
+        assert!(e(args(None, false, Some(&["parquet"])), None).contains("Parquet"));
+        assert!(e(args(None, false, Some(&["xml"])), None).contains("unknown format"));
+        assert!(e(args(None, false, None), Some("0")).contains(INTERVAL_ENV));
+        assert!(e(args(Some(&["nohost"]), false, None), None).contains("not an endpoint"));
+        let (o, _) = server_metrics(&args(None, true, None), &u, None).unwrap();
+        assert!(o.is_none());
+    }
+}

@@ -1,0 +1,581 @@
+//! The server-metrics files (`server_metrics_export.json`/`.csv`/`.jsonl`, AIPerf's schema
+//! 1.1 layout) and the console's `Server Metrics` table with the client-vs-server fidelity
+//! lines.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use super::console::format_number;
+use super::table::{Justify, Table};
+use crate::clock::Clock;
+use crate::metrics::server_metrics::{
+    GAUGE_PERCENTILES, HISTOGRAM_PERCENTILES, MetricSummary, SeriesStats, Window,
+};
+use crate::metrics::{MetricValue, MetricsSummary};
+use crate::scrape::{EndpointLog, Kind, Value as Sample};
+
+/// `--server-metrics-formats`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerMetricsFormats {
+    pub json: bool,
+    pub csv: bool,
+    pub jsonl: bool,
+}
+
+impl Default for ServerMetricsFormats {
+    fn default() -> Self {
+        ServerMetricsFormats {
+            json: true,
+            csv: true,
+            jsonl: false,
+        }
+    }
+}
+
+/// What the files are made of.
+pub struct ServerMetricsRun<'a> {
+    pub benchmark_id: &'a str,
+    pub clock: Clock,
+    pub configured: &'a [String],
+    pub logs: &'a [EndpointLog],
+    pub profiling_window: Window,
+    pub warmup_window: Option<Window>,
+    pub profiling: &'a [MetricSummary],
+    pub warmup: Option<&'a [MetricSummary]>,
+    pub input_config: Value,
+}
+
+/// Writes the asked formats as `<base>.json` and so on; returns the paths written.
+pub fn write_server_metrics(
+    dir: &Path,
+    base: &str,
+    formats: ServerMetricsFormats,
+    run: &ServerMetricsRun,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    if formats.json {
+        let p = dir.join(format!("{base}.json"));
+        let text = serde_json::to_string_pretty(&to_json(run)).expect("JSON of plain values");
+        super::write_atomically(&p, &text)?;
+        out.push(p);
+    }
+    if formats.csv {
+        let p = dir.join(format!("{base}.csv"));
+        super::write_atomically(&p, &to_csv(run))?;
+        out.push(p);
+    }
+    if formats.jsonl {
+        let p = dir.join(format!("{base}.jsonl"));
+        write_jsonl(&p, run)?;
+        out.push(p);
+    }
+    Ok(out)
+}
+
+
+fn to_json(run: &ServerMetricsRun) -> Value {
+    let wall = |ns: u64| run.clock.wall_ns(ns);
+    let mut endpoint_info = Map::new();
+    for log in run.logs {
+        let s = &log.scrapes;
+        let (Some(first), Some(last)) = (s.first(), s.last()) else {
+            continue;
+        };
+        let updates: Vec<u64> = unique(s).map(|x| x.first_byte_ns).collect();
+        let intervals: Vec<f64> = updates
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as f64 / 1e6)
+            .collect();
+        let mut sorted = intervals.clone();
+        sorted.sort_by(f64::total_cmp);
+        let avg_latency =
+            s.iter().map(|x| (x.done_ns - x.sent_ns) as f64).sum::<f64>() / s.len() as f64 / 1e6;
+        endpoint_info.insert(
+            log.url.clone(),
+            json!({
+                "total_fetches": s.len() as u64 + log.failures,
+                "first_fetch_ns": wall(first.first_byte_ns),
+                "last_fetch_ns": wall(last.first_byte_ns),
+                "avg_fetch_latency_ms": avg_latency,
+                "unique_updates": updates.len(),
+                "first_update_ns": updates.first().map(|t| wall(*t)),
+                "last_update_ns": updates.last().map(|t| wall(*t)),
+                "duration_seconds": (last.first_byte_ns - first.first_byte_ns) as f64 / 1e9,
+                "avg_update_interval_ms": (!intervals.is_empty())
+                    .then(|| intervals.iter().sum::<f64>() / intervals.len() as f64),
+                "median_update_interval_ms": (!sorted.is_empty())
+                    .then(|| crate::stats::percentile_sorted(&sorted, 50.0)),
+            }),
+        );
+    }
+    let successful: Vec<&String> = run
+        .logs
+        .iter()
+        .filter(|l| !l.scrapes.is_empty())
+        .map(|l| &l.url)
+        .collect();
+    let window = |w: Window| json!({"start_ns": wall(w.start_ns), "end_ns": wall(w.end_ns)});
+    let mut phases = Map::new();
+    phases.insert("profiling".into(), window(run.profiling_window));
+    if let Some(w) = run.warmup_window {
+        phases.insert("warmup".into(), window(w));
+    }
+    let mut doc = json!({
+        "schema_version": "1.1",
+        "aiperf_version": "0.13.0",
+        "benchmark_id": run.benchmark_id,
+        "summary": {
+            "endpoints_configured": run.configured,
+            "endpoints_successful": successful,
+            "start_time": crate::clock::iso8601_utc(wall(run.profiling_window.start_ns)),
+            "end_time": crate::clock::iso8601_utc(wall(run.profiling_window.end_ns)),
+            "endpoint_info": endpoint_info,
+            "phase_time_ranges": phases,
+        },
+        "metrics_phase": "profiling",
+        "metrics": metrics_json(run.profiling),
+    });
+    if let Some(w) = run.warmup {
+        doc["warmup_metrics"] = metrics_json(w);
+    }
+    doc["input_config"] = run.input_config.clone();
+    doc
+}
+
+/// Scrapes that differ from the one before (AIPerf writes no duplicates).
+fn unique(s: &[crate::scrape::Scrape]) -> impl Iterator<Item = &crate::scrape::Scrape> {
+    s.iter()
+        .enumerate()
+        .filter(|(i, x)| *i == 0 || s[i - 1].families != x.families)
+        .map(|(_, x)| x)
+}
+
+fn metrics_json(metrics: &[MetricSummary]) -> Value {
+    let mut out = Map::new();
+    for m in metrics {
+        let series: Vec<Value> = m
+            .series
+            .iter()
+            .map(|s| {
+                json!({
+                    "endpoint_url": s.endpoint_url,
+                    "labels": s.labels,
+                    "stats": stats_json(&s.stats),
+                })
+            })
+            .collect();
+        let mut entry = json!({"type": m.kind.as_str(), "description": m.help});
+        if let Some(u) = m.unit {
+            entry["unit"] = u.into();
+        }
+        entry["series"] = series.into();
+        out.insert(m.name.clone(), entry);
+    }
+    Value::Object(out)
+}
+
+fn stats_json(s: &SeriesStats) -> Value {
+    let mut o = Map::new();
+    match s {
+        SeriesStats::Gauge {
+            avg,
+            min,
+            max,
+            std,
+            percentiles,
+        } => {
+            for (k, v) in [("avg", avg), ("min", min), ("max", max), ("std", std)] {
+                o.insert(k.into(), json!(v));
+            }
+            for ((k, _), v) in GAUGE_PERCENTILES.iter().zip(percentiles) {
+                o.insert((*k).into(), json!(v));
+            }
+        }
+        SeriesStats::Counter { total, rate } => {
+            o.insert("total".into(), json!(total));
+            o.insert("rate".into(), json!(rate));
+        }
+        SeriesStats::Histogram {
+            count,
+            sum,
+            avg,
+            count_rate,
+            sum_rate,
+            buckets,
+            estimates,
+        } => {
+            o.insert("count".into(), json!(count));
+            if *count > 0.0 {
+                o.insert("sum".into(), json!(sum));
+                o.insert("avg".into(), json!(avg));
+                o.insert("count_rate".into(), json!(count_rate));
+                o.insert("sum_rate".into(), json!(sum_rate));
+                for ((k, _), v) in HISTOGRAM_PERCENTILES.iter().zip(estimates) {
+                    o.insert((*k).into(), json!(v));
+                }
+            }
+            if let Some(b) = buckets {
+                let m: Map<String, Value> =
+                    b.iter().map(|(le, c)| (le.clone(), json!(c))).collect();
+                o.insert("buckets".into(), Value::Object(m));
+            }
+        }
+    }
+    Value::Object(o)
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn num(v: f64) -> String {
+    format!("{v}")
+}
+
+fn endpoint_short(url: &str) -> &str {
+    let u = url.split("://").nth(1).unwrap_or(url);
+    u.strip_suffix("/metrics").unwrap_or(u)
+}
+
+fn to_csv(run: &ServerMetricsRun) -> String {
+    let mut out = format!(
+        "# schema_version: 1.0\n# benchmark_id: {}\n# Note: Same benchmark_id and version appear in JSON and Parquet exports\n#\n",
+        run.benchmark_id
+    );
+    let sections: [(&[Kind], Vec<&str>); 4] = [
+        (
+            &[Kind::Gauge],
+            ["avg", "min", "max", "std"]
+                .into_iter()
+                .chain(GAUGE_PERCENTILES.iter().map(|(k, _)| *k))
+                .collect(),
+        ),
+        (
+            &[Kind::Counter],
+            vec!["total", "rate", "rate_avg", "rate_min", "rate_max", "rate_std"],
+        ),
+        (
+            &[Kind::Histogram],
+            ["count", "count_rate", "sum", "sum_rate", "avg"]
+                .into_iter()
+                .chain(HISTOGRAM_PERCENTILES.iter().map(|(k, _)| *k))
+                .collect(),
+        ),
+        (
+            &[Kind::Unknown],
+            ["avg", "min", "max", "std"]
+                .into_iter()
+                .chain(GAUGE_PERCENTILES.iter().map(|(k, _)| *k))
+                .collect(),
+        ),
+    ];
+    let mut first = true;
+    for (kinds, columns) in sections {
+        let metrics: Vec<&MetricSummary> = run
+            .profiling
+            .iter()
+            .filter(|m| kinds.contains(&m.kind) && !m.name.ends_with("_info"))
+            .collect();
+        if metrics.is_empty() {
+            continue;
+        }
+        if !first {
+            out.push('\n');
+        }
+        first = false;
+        let labels: BTreeSet<&String> = metrics
+            .iter()
+            .flat_map(|m| m.series.iter().flat_map(|s| s.labels.keys()))
+            .collect();
+        let mut header = vec!["Endpoint", "Type", "Metric", "Unit"];
+        header.extend(&columns);
+        header.extend(labels.iter().map(|s| s.as_str()));
+        if kinds == [Kind::Histogram] {
+            header.push("buckets");
+        }
+        header.push("Description");
+        let _ = writeln!(out, "{}", header.iter().map(|h| csv_field(h)).collect::<Vec<_>>().join(","));
+        for m in metrics {
+            for s in &m.series {
+                let mut row = vec![
+                    endpoint_short(&s.endpoint_url).to_string(),
+                    m.kind.as_str().to_string(),
+                    m.name.clone(),
+                    m.unit.unwrap_or("").to_string(),
+                ];
+                let stats = stats_json(&s.stats);
+                for c in &columns {
+                    row.push(stats.get(*c).and_then(|v| v.as_f64()).map_or(String::new(), num));
+                }
+                for l in &labels {
+                    row.push(s.labels.get(*l).cloned().unwrap_or_default());
+                }
+                if let SeriesStats::Histogram { buckets, .. } = &s.stats {
+                    row.push(buckets.as_ref().map_or(String::new(), |b| {
+                        b.iter()
+                            .map(|(le, c)| format!("{le}={}", num(*c)))
+                            .collect::<Vec<_>>()
+                            .join(";")
+                    }));
+                }
+                row.push(m.help.clone());
+                let _ = writeln!(out, "{}", row.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
+            }
+        }
+    }
+    let infos: Vec<&MetricSummary> = run
+        .profiling
+        .iter()
+        .filter(|m| m.kind == Kind::Gauge && m.name.ends_with("_info"))
+        .collect();
+    if !infos.is_empty() {
+        if !first {
+            out.push('\n');
+        }
+        out.push_str("Endpoint,Metric,Key,Value,Description\n");
+        for m in infos {
+            for s in &m.series {
+                for (k, v) in &s.labels {
+                    let row = [endpoint_short(&s.endpoint_url), &m.name, k, v, &m.help];
+                    let _ = writeln!(out, "{}", row.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn phase_of(run: &ServerMetricsRun, t: u64) -> Option<&'static str> {
+    if let Some(w) = run.warmup_window
+        && t >= w.start_ns
+        && t < w.end_ns
+    {
+        return Some("warmup");
+    }
+    let w = run.profiling_window;
+    (t >= w.start_ns && t <= w.end_ns).then_some("profiling")
+}
+
+fn write_jsonl(path: &Path, run: &ServerMetricsRun) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for log in run.logs {
+        for s in unique(&log.scrapes) {
+            let mut metrics = Map::new();
+            for fam in s.families.iter().filter(|f| crate::metrics::server_metrics::is_kept(f)) {
+                let series: Vec<Value> = fam
+                    .series
+                    .iter()
+                    .map(|x| match &x.value {
+                        Sample::Scalar(v) => json!({"labels": x.labels, "value": v}),
+                        Sample::Histogram {
+                            buckets,
+                            sum,
+                            count,
+                        } => {
+                            let b: Map<String, Value> =
+                                buckets.iter().map(|(le, c)| (le.clone(), json!(c))).collect();
+                            json!({"labels": x.labels, "buckets": b, "sum": sum, "count": count})
+                        }
+                        Sample::Summary { sum, count, .. } => {
+                            json!({"labels": x.labels, "sum": sum, "count": count})
+                        }
+                    })
+                    .collect();
+                metrics.insert(fam.name.clone(), series.into());
+            }
+            let line = json!({
+                "endpoint_url": log.url,
+                "timestamp_ns": run.clock.wall_ns(s.first_byte_ns),
+                "endpoint_latency_ns": s.done_ns - s.sent_ns,
+                "request_sent_ns": run.clock.wall_ns(s.sent_ns),
+                "first_byte_ns": run.clock.wall_ns(s.first_byte_ns),
+                "benchmark_phase": phase_of(run, s.first_byte_ns),
+                "metrics": metrics,
+            });
+            serde_json::to_writer(&mut f, &line)?;
+            f.write_all(b"\n")?;
+        }
+    }
+    f.flush()
+}
+
+/// The families shown in the console, by the names servers publish them under:
+/// (name, what the row says). A counter shows its rate, a histogram its mean.
+const CONSOLE_FAMILIES: &[(&str, &str)] = &[
+    ("vllm:num_requests_running", "Requests running"),
+    ("vllm:num_requests_waiting", "Requests waiting"),
+    ("vllm:kv_cache_usage_perc", "KV-cache usage (0-1)"),
+    ("vllm:gpu_cache_usage_perc", "KV-cache usage (0-1)"),
+    ("vllm:prompt_tokens_total", "Prompt tokens/sec"),
+    ("vllm:generation_tokens_total", "Generation tokens/sec"),
+    ("vllm:mm_image_tokens_total", "Image tokens/sec"),
+    ("vllm:num_preemptions_total", "Preemptions/sec"),
+    ("vllm:time_to_first_token_seconds", "Server TTFT (s)"),
+    ("vllm:e2e_request_latency_seconds", "Server e2e latency (s)"),
+    ("sglang:num_running_reqs", "Requests running"),
+    ("sglang:num_queue_reqs", "Requests waiting"),
+    ("sglang:token_usage", "KV-cache usage (0-1)"),
+    ("sglang:cache_hit_rate", "Prefix cache hit rate"),
+    ("sglang:prompt_tokens_total", "Prompt tokens/sec"),
+    ("sglang:generation_tokens_total", "Generation tokens/sec"),
+    ("sglang:time_to_first_token_seconds", "Server TTFT (s)"),
+    ("sglang:e2e_request_latency_seconds", "Server e2e latency (s)"),
+    ("llamacpp:requests_processing", "Requests running"),
+    ("llamacpp:requests_deferred", "Requests waiting"),
+    ("llamacpp:kv_cache_usage_ratio", "KV-cache usage (0-1)"),
+    ("llamacpp:prompt_tokens_total", "Prompt tokens/sec"),
+    ("llamacpp:tokens_predicted_total", "Generation tokens/sec"),
+];
+
+/// One row's figures: avg, min, max, p50, p99 where they apply.
+fn row_values(s: &SeriesStats) -> [Option<f64>; 5] {
+    match s {
+        SeriesStats::Gauge {
+            avg,
+            min,
+            max,
+            percentiles,
+            ..
+        } => [Some(*avg), Some(*min), Some(*max), Some(percentiles[4]), Some(percentiles[8])],
+        SeriesStats::Counter { rate, .. } => [Some(*rate), None, None, None, None],
+        SeriesStats::Histogram { avg, estimates, .. } => [
+            *avg,
+            None,
+            None,
+            estimates.first().copied(),
+            estimates.get(3).copied(),
+        ],
+    }
+}
+
+fn find<'a>(metrics: &'a [MetricSummary], name: &str) -> Option<&'a MetricSummary> {
+    metrics.iter().find(|m| m.name == name)
+}
+
+/// The `Server Metrics` console table and the fidelity lines; empty when no known family
+/// was scraped.
+pub fn render_console(metrics: &[MetricSummary], client: &MetricsSummary, width: usize) -> String {
+    let several = metrics
+        .iter()
+        .flat_map(|m| m.series.iter().map(|s| &s.endpoint_url))
+        .collect::<BTreeSet<_>>()
+        .len()
+        > 1;
+    let mut table = Table::new("NVIDIA AIPerf | Server Metrics").column("Metric", Justify::Left);
+    for stat in ["avg", "min", "max", "p50", "p99"] {
+        table = table.column(stat, Justify::Right);
+    }
+    let shown = |v: Option<f64>| v.map_or("N/A".to_string(), format_number);
+    let mut row = |label: String, v: [Option<f64>; 5]| {
+        let mut cells = vec![label];
+        cells.extend(v.iter().map(|x| shown(*x)));
+        table.row(cells);
+    };
+    for (name, label) in CONSOLE_FAMILIES {
+        let Some(m) = find(metrics, name) else {
+            continue;
+        };
+        for s in &m.series {
+            let mut l = label.to_string();
+            if several {
+                l = format!("{l} [{}]", endpoint_short(&s.endpoint_url));
+            }
+            row(l, row_values(&s.stats));
+        }
+    }
+    // vLLM's prefix cache: hits / queries over the window.
+    for prefix in ["vllm:prefix_cache", "vllm:gpu_prefix_cache"] {
+        let total = |n: &str| {
+            find(metrics, &format!("{prefix}_{n}_total")).map(|m| {
+                m.series
+                    .iter()
+                    .map(|s| match s.stats {
+                        SeriesStats::Counter { total, .. } => total,
+                        _ => 0.0,
+                    })
+                    .sum::<f64>()
+            })
+        };
+        if let (Some(h), Some(q)) = (total("hits"), total("queries")) {
+            row(
+                "Prefix cache hit rate".into(),
+                [(q > 0.0).then(|| h / q), None, None, None, None],
+            );
+            break;
+        }
+    }
+    let mut out = String::new();
+    if !table.is_empty() {
+        out = format!("\n{}", table.render(width));
+    }
+    for line in fidelity_lines(metrics, client) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Client vs server over the same window: TTFT and request latency, the client's figures
+/// next to the server's histogram (mean and estimated p50/p99), and what lies between them
+/// (network and client overhead).
+pub fn fidelity_lines(metrics: &[MetricSummary], client: &MetricsSummary) -> Vec<String> {
+    let pairs = [
+        ("TTFT", "time_to_first_token", "time_to_first_token_seconds"),
+        ("Request latency", "request_latency", "e2e_request_latency_seconds"),
+    ];
+    let mut out = Vec::new();
+    for (what, tag, suffix) in pairs {
+        let Some(MetricValue::Distribution(c)) = client.get(tag).map(|r| &r.value) else {
+            continue;
+        };
+        let server = metrics
+            .iter()
+            .find(|m| m.name.ends_with(suffix) && m.kind == Kind::Histogram);
+        let Some(server) = server else { continue };
+        // Over every series (several servers or engines): the pooled mean.
+        let (mut count, mut sum) = (0.0, 0.0);
+        let mut est = None;
+        for s in &server.series {
+            if let SeriesStats::Histogram {
+                count: n,
+                sum: t,
+                estimates,
+                ..
+            } = &s.stats
+            {
+                count += n;
+                sum += t;
+                if est.is_none() && estimates.len() == 4 {
+                    est = Some((estimates[0], estimates[3]));
+                }
+            }
+        }
+        if count <= 0.0 {
+            continue;
+        }
+        let ms = |ns: f64| ns / 1e6;
+        let s_avg = sum / count * 1e3;
+        let (s50, s99) = est.map_or((f64::NAN, f64::NAN), |(a, b)| (a * 1e3, b * 1e3));
+        out.push(format!(
+            "{what} client vs server ({}, {} requests): client avg {:.2} / p50 {:.2} / p99 {:.2} ms; server avg {:.2} / p50~{:.2} / p99~{:.2} ms; client - server avg {:.2} ms (network + client)",
+            server.name,
+            count,
+            ms(c.avg),
+            ms(c.p50()),
+            ms(c.p99()),
+            s_avg,
+            s50,
+            s99,
+            ms(c.avg) - s_avg
+        ));
+    }
+    out
+}

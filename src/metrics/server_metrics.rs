@@ -1,0 +1,498 @@
+//! Statistics of scraped Prometheus series over one phase's window (AIPerf's server-metrics
+//! summary): gauges over the samples in the window, counters and histograms as the change
+//! between a reference sample (the last at or before the window start) and a closing sample
+//! (the first at or after the window end: the scrape taken when the phase ended).
+//!
+//! Histogram percentiles are estimated by linear interpolation inside the delta buckets, as
+//! Prometheus' `histogram_quantile` does; AIPerf fits a learned per-bucket mean instead, so
+//! its estimates can differ within a bucket.
+
+use std::collections::BTreeMap;
+
+use crate::scrape::{EndpointLog, Family, Kind, Scrape, Value};
+use crate::stats::percentile_sorted;
+
+/// The percentiles of gauge statistics.
+pub const GAUGE_PERCENTILES: [(&str, f64); 9] = [
+    ("p1", 1.0),
+    ("p5", 5.0),
+    ("p10", 10.0),
+    ("p25", 25.0),
+    ("p50", 50.0),
+    ("p75", 75.0),
+    ("p90", 90.0),
+    ("p95", 95.0),
+    ("p99", 99.0),
+];
+/// The percentiles estimated from histogram buckets.
+pub const HISTOGRAM_PERCENTILES: [(&str, f64); 4] = [
+    ("p50_estimate", 50.0),
+    ("p90_estimate", 90.0),
+    ("p95_estimate", 95.0),
+    ("p99_estimate", 99.0),
+];
+
+/// A phase's time span on the run clock (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// One series' statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SeriesStats {
+    Gauge {
+        avg: f64,
+        min: f64,
+        max: f64,
+        std: f64,
+        /// In the order of [`GAUGE_PERCENTILES`].
+        percentiles: Vec<f64>,
+    },
+    Counter {
+        total: f64,
+        rate: f64,
+    },
+    Histogram {
+        count: f64,
+        sum: f64,
+        avg: Option<f64>,
+        count_rate: f64,
+        sum_rate: f64,
+        /// Cumulative delta count per bucket, by upper bound as written (Prometheus'
+        /// shape); `None` when a bucket went down (a reset).
+        buckets: Option<Vec<(String, f64)>>,
+        /// In the order of [`HISTOGRAM_PERCENTILES`]; empty when the count is 0.
+        estimates: Vec<f64>,
+    },
+}
+
+/// One (endpoint, label set) of a family.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesSummary {
+    pub endpoint_url: String,
+    pub labels: BTreeMap<String, String>,
+    pub stats: SeriesStats,
+}
+
+/// One family over every endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricSummary {
+    pub name: String,
+    pub kind: Kind,
+    pub help: String,
+    pub unit: Option<&'static str>,
+    pub series: Vec<SeriesSummary>,
+}
+
+/// Families left out, as AIPerf leaves them out: creation stamps, uptimes, summaries.
+pub fn is_kept(f: &Family) -> bool {
+    !(f.name.ends_with("_created")
+        || f.name.ends_with("_uptime")
+        || f.name.contains("_uptime_")
+        || f.kind == Kind::Summary
+        || f.series.is_empty())
+}
+
+/// The summaries of every kept family scraped in `window`, sorted by name, series by
+/// endpoint then labels.
+pub fn summarise(logs: &[EndpointLog], window: Window) -> Vec<MetricSummary> {
+    let mut out: BTreeMap<String, MetricSummary> = BTreeMap::new();
+    for log in logs {
+        let Some(samples) = Samples::of(&log.scrapes, window) else {
+            continue;
+        };
+        let mut names: Vec<&Family> = samples.closing.families.iter().collect();
+        names.retain(|f| is_kept(f));
+        for fam in names {
+            let entry = out
+                .entry(fam.name.clone())
+                .or_insert_with(|| MetricSummary {
+                    name: fam.name.clone(),
+                    kind: fam.kind,
+                    help: fam.help.clone(),
+                    unit: unit_of(&fam.name, &fam.help),
+                    series: Vec::new(),
+                });
+            for s in &fam.series {
+                let stats = match fam.kind {
+                    Kind::Counter => counter(&samples, &fam.name, &s.labels),
+                    Kind::Histogram => histogram(&samples, &fam.name, &s.labels),
+                    _ => gauge(&samples, &fam.name, &s.labels),
+                };
+                if let Some(stats) = stats {
+                    entry.series.push(SeriesSummary {
+                        endpoint_url: log.url.clone(),
+                        labels: s.labels.clone(),
+                        stats,
+                    });
+                }
+            }
+        }
+    }
+    let mut v: Vec<MetricSummary> = out.into_values().filter(|m| !m.series.is_empty()).collect();
+    for m in &mut v {
+        m.series.sort_by(|a, b| {
+            (&a.endpoint_url, label_text(&a.labels)).cmp(&(&b.endpoint_url, label_text(&b.labels)))
+        });
+    }
+    v
+}
+
+/// Names of summary-type families seen (skipped), for one info line.
+pub fn skipped_summaries(logs: &[EndpointLog]) -> Vec<String> {
+    let mut names: Vec<String> = logs
+        .iter()
+        .filter_map(|l| l.scrapes.last())
+        .flat_map(|s| s.families.iter())
+        .filter(|f| f.kind == Kind::Summary)
+        .map(|f| f.name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+pub fn label_text(labels: &BTreeMap<String, String>) -> String {
+    labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The scrapes of one endpoint that matter for a window.
+struct Samples<'a> {
+    reference: &'a Scrape,
+    inside: Vec<&'a Scrape>,
+    closing: &'a Scrape,
+}
+
+impl<'a> Samples<'a> {
+    fn of(scrapes: &'a [Scrape], w: Window) -> Option<Samples<'a>> {
+        let at = |s: &Scrape| s.first_byte_ns;
+        let inside: Vec<&Scrape> = scrapes
+            .iter()
+            .filter(|s| at(s) >= w.start_ns && at(s) <= w.end_ns)
+            .collect();
+        let reference = scrapes
+            .iter()
+            .rev()
+            .find(|s| at(s) <= w.start_ns)
+            .or_else(|| inside.first().copied())?;
+        let closing = scrapes
+            .iter()
+            .find(|s| at(s) >= w.end_ns)
+            .or_else(|| inside.last().copied())
+            .unwrap_or(reference);
+        Some(Samples {
+            reference,
+            inside,
+            closing,
+        })
+    }
+}
+
+fn find<'a>(s: &'a Scrape, name: &str, labels: &BTreeMap<String, String>) -> Option<&'a Value> {
+    let fam = s.families.iter().find(|f| f.name == name)?;
+    fam.series
+        .iter()
+        .find(|x| &x.labels == labels)
+        .map(|x| &x.value)
+}
+
+fn scalar(v: Option<&Value>) -> Option<f64> {
+    match v {
+        Some(Value::Scalar(x)) if x.is_finite() => Some(*x),
+        _ => None,
+    }
+}
+
+fn gauge(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Option<SeriesStats> {
+    let mut values: Vec<f64> = s
+        .inside
+        .iter()
+        .filter_map(|sc| scalar(find(sc, name, labels)))
+        .collect();
+    if values.is_empty() {
+        values.extend(scalar(find(s.closing, name, labels)));
+    }
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len() as f64;
+    let avg = values.iter().sum::<f64>() / n;
+    let std = if values.len() > 1 {
+        (values.iter().map(|v| (v - avg).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    Some(SeriesStats::Gauge {
+        avg,
+        min: values[0],
+        max: values[values.len() - 1],
+        std,
+        percentiles: GAUGE_PERCENTILES
+            .iter()
+            .map(|(_, p)| percentile_sorted(&values, *p))
+            .collect(),
+    })
+}
+
+fn seconds_between(a: &Scrape, b: &Scrape) -> f64 {
+    b.first_byte_ns.saturating_sub(a.first_byte_ns) as f64 / 1e9
+}
+
+fn per_second(v: f64, secs: f64) -> f64 {
+    if secs > 0.0 { v / secs } else { 0.0 }
+}
+
+fn counter(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Option<SeriesStats> {
+    let last = scalar(find(s.closing, name, labels))?;
+    // A series that appeared during the window started from zero.
+    let first = scalar(find(s.reference, name, labels)).unwrap_or(0.0);
+    let total = (last - first).max(0.0);
+    Some(SeriesStats::Counter {
+        total,
+        rate: per_second(total, seconds_between(s.reference, s.closing)),
+    })
+}
+
+fn histogram(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Option<SeriesStats> {
+    let Some(Value::Histogram {
+        buckets,
+        sum,
+        count,
+    }) = find(s.closing, name, labels)
+    else {
+        return None;
+    };
+    let (ref_buckets, ref_sum, ref_count) = match find(s.reference, name, labels) {
+        Some(Value::Histogram {
+            buckets,
+            sum,
+            count,
+        }) => (buckets.as_slice(), *sum, *count),
+        _ => (&[][..], 0.0, 0.0),
+    };
+    let cumulative: Vec<(String, f64)> = buckets
+        .iter()
+        .map(|(le, c)| {
+            let before = ref_buckets
+                .iter()
+                .find(|(l, _)| l == le)
+                .map_or(0.0, |(_, c)| *c);
+            (le.clone(), c - before)
+        })
+        .collect();
+    let count_delta = (count - ref_count).max(0.0);
+    let sum_delta = sum - ref_sum;
+    let secs = seconds_between(s.reference, s.closing);
+    let buckets_ok = cumulative.iter().all(|(_, c)| *c >= 0.0)
+        && cumulative.windows(2).all(|w| w[0].1 <= w[1].1);
+    let estimates = if count_delta > 0.0 && buckets_ok {
+        HISTOGRAM_PERCENTILES
+            .iter()
+            .filter_map(|(_, p)| estimate(&cumulative, *p / 100.0))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Some(SeriesStats::Histogram {
+        count: count_delta,
+        sum: sum_delta,
+        avg: (count_delta > 0.0).then(|| sum_delta / count_delta),
+        count_rate: per_second(count_delta, secs),
+        sum_rate: per_second(sum_delta, secs),
+        buckets: buckets_ok.then_some(cumulative),
+        estimates,
+    })
+}
+
+/// The `q` quantile from cumulative bucket counts: linear inside the bucket holding the
+/// rank, from the previous bound (0 for the first); in the `+Inf` bucket, the last finite
+/// bound.
+pub fn estimate(cumulative: &[(String, f64)], q: f64) -> Option<f64> {
+    let total = cumulative.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    let rank = q * total;
+    let mut prev_bound = 0.0;
+    let mut prev_count = 0.0;
+    for (le, c) in cumulative {
+        let bound: f64 = if le == "+Inf" {
+            f64::INFINITY
+        } else {
+            le.parse().ok()?
+        };
+        if *c >= rank && *c > prev_count {
+            if bound.is_infinite() {
+                return Some(prev_bound);
+            }
+            let lower = if prev_bound < bound { prev_bound } else { 0.0 };
+            return Some(lower + (bound - lower) * (rank - prev_count) / (c - prev_count));
+        }
+        if bound.is_finite() {
+            prev_bound = bound;
+        }
+        prev_count = *c;
+    }
+    Some(prev_bound)
+}
+
+/// A unit from the help text or the name (AIPerf infers one the same way).
+pub fn unit_of(name: &str, help: &str) -> Option<&'static str> {
+    let h = help.to_ascii_lowercase();
+    if h.contains("(0-1)") || h.contains("1 means 100") {
+        return Some("ratio");
+    }
+    if h.contains("in seconds") {
+        return Some("seconds");
+    }
+    let n = name.trim_end_matches("_total");
+    [
+        ("_seconds", "seconds"),
+        ("_ms", "milliseconds"),
+        ("_bytes", "bytes"),
+        ("_tokens", "tokens"),
+        ("_requests", "requests"),
+        ("_ratio", "ratio"),
+        ("_percent", "percent"),
+        ("_perc", "percent"),
+    ]
+    .iter()
+    .find(|(suffix, _)| n.ends_with(suffix))
+    .map(|(_, u)| *u)
+    .or_else(|| name.ends_with("_total").then_some("count"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scrape::parse::parse;
+    use std::sync::Arc;
+
+    fn scrape(at: u64, text: &str) -> Scrape {
+        Scrape {
+            sent_ns: at,
+            first_byte_ns: at,
+            done_ns: at,
+            families: Arc::new(parse(text)),
+        }
+    }
+
+    fn log(scrapes: Vec<Scrape>) -> EndpointLog {
+        EndpointLog {
+            url: "http://h:1/metrics".into(),
+            scrapes,
+            failures: 0,
+            first_error: None,
+        }
+    }
+
+    const H: &str = "# TYPE t histogram\n";
+
+    #[test]
+    fn counters_take_the_reference_before_the_window_and_the_closing_scrape_after() {
+        let c = |v: u64| format!("# TYPE c counter\nc_total {v}\n# TYPE g gauge\ng 1\n");
+        let l = log(vec![
+            scrape(0, &c(5)),
+            scrape(1_000_000_000, &c(10)),
+            scrape(2_000_000_000, &c(40)),
+            scrape(3_000_000_000, &c(70)),
+            scrape(4_000_000_000, &c(100)),
+        ]);
+        let w = Window {
+            start_ns: 1_500_000_000,
+            end_ns: 2_500_000_000,
+        };
+        let m = summarise(&[l], w);
+        let c = m.iter().find(|m| m.name == "c_total").unwrap();
+        assert_eq!(
+            c.series[0].stats,
+            SeriesStats::Counter {
+                total: 60.0,
+                rate: 30.0
+            }
+        );
+    }
+
+    #[test]
+    fn gauges_use_the_samples_inside_with_sample_std() {
+        let g = |v: f64| format!("# TYPE g gauge\ng{{a=\"x\"}} {v}\n");
+        let l = log((0..6).map(|i| scrape(i * 10, &g(i as f64))).collect());
+        let m = summarise(&[l], Window {
+            start_ns: 10,
+            end_ns: 40,
+        });
+        match &m[0].series[0].stats {
+            SeriesStats::Gauge {
+                avg,
+                min,
+                max,
+                std,
+                percentiles,
+            } => {
+                assert_eq!((*avg, *min, *max), (2.5, 1.0, 4.0));
+                assert!((std - 1.2909944).abs() < 1e-6);
+                assert_eq!(percentiles[4], 2.5);
+            }
+            s => panic!("{s:?}"),
+        }
+    }
+
+    #[test]
+    fn histograms_give_delta_buckets_and_interpolated_estimates() {
+        let before = format!(
+            "{H}t_bucket{{le=\"0.1\"}} 1\nt_bucket{{le=\"0.5\"}} 2\nt_bucket{{le=\"+Inf\"}} 2\nt_sum 0.3\nt_count 2\n"
+        );
+        let after = format!(
+            "{H}t_bucket{{le=\"0.1\"}} 1\nt_bucket{{le=\"0.5\"}} 12\nt_bucket{{le=\"+Inf\"}} 12\nt_sum 3.3\nt_count 12\n"
+        );
+        let l = log(vec![scrape(0, &before), scrape(1_000_000_000, &after)]);
+        let m = summarise(&[l], Window {
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+        });
+        match &m[0].series[0].stats {
+            SeriesStats::Histogram {
+                count,
+                sum,
+                avg,
+                buckets,
+                estimates,
+                count_rate,
+                ..
+            } => {
+                assert_eq!(*count, 10.0);
+                assert!((sum - 3.0).abs() < 1e-9);
+                assert!((avg.unwrap() - 0.3).abs() < 1e-9);
+                assert_eq!(*count_rate, 10.0);
+                let b = buckets.as_ref().unwrap();
+                assert_eq!(b[1], ("0.5".to_string(), 10.0));
+                // All 10 in (0.1, 0.5]: the median is halfway.
+                assert!((estimates[0] - 0.3).abs() < 1e-9, "{estimates:?}");
+            }
+            s => panic!("{s:?}"),
+        }
+    }
+
+    #[test]
+    fn estimate_in_the_inf_bucket_is_the_last_bound() {
+        let c = vec![("1".to_string(), 1.0), ("+Inf".to_string(), 10.0)];
+        assert_eq!(estimate(&c, 0.99), Some(1.0));
+        assert_eq!(estimate(&c, 0.05), Some(0.5));
+    }
+
+    #[test]
+    fn units_from_help_and_name() {
+        assert_eq!(unit_of("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."), Some("ratio"));
+        assert_eq!(unit_of("vllm:e2e_request_latency_seconds", ""), Some("seconds"));
+        assert_eq!(unit_of("vllm:prompt_tokens_total", ""), Some("tokens"));
+        assert_eq!(unit_of("vllm:num_preemptions_total", ""), Some("count"));
+        assert_eq!(unit_of("vllm:num_requests_running", ""), None);
+    }
+}

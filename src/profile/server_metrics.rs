@@ -1,0 +1,91 @@
+//! The end of a run's server-metrics collection: statistics per phase, the console table and
+//! the files.
+
+use std::path::PathBuf;
+
+use tracing::info;
+
+use super::observe::Observed;
+use super::phases::Ran;
+use crate::config::ProfileConfig;
+use crate::export::{self, RunInfo, ServerMetricsRun};
+use crate::metrics::MetricsSummary;
+use crate::metrics::server_metrics::{self, MetricSummary};
+
+/// What was made of the scrapes.
+pub(super) struct ServerMetrics {
+    pub profiling: Vec<MetricSummary>,
+    pub warmup: Option<Vec<MetricSummary>>,
+    /// The console table and fidelity lines (may be empty).
+    pub console: String,
+}
+
+/// `None` when scraping was off or no endpoint answered (then no file is written).
+pub(super) fn summarise(
+    cfg: &ProfileConfig,
+    ran: &Ran,
+    observed: &Observed,
+    client: &MetricsSummary,
+) -> Option<ServerMetrics> {
+    cfg.server_metrics.as_ref()?;
+    if observed.server.iter().all(|l| l.scrapes.is_empty()) {
+        return None;
+    }
+    for log in observed.server.iter().filter(|l| l.failures > 0) {
+        info!(
+            "Server metrics: {} of {} scrapes of {} failed (first: {})",
+            log.failures,
+            log.failures + log.scrapes.len() as u64,
+            log.url,
+            log.first_error.as_deref().unwrap_or("?")
+        );
+    }
+    let skipped = server_metrics::skipped_summaries(&observed.server);
+    if !skipped.is_empty() {
+        info!(
+            "Server metrics: summary-type families are not summarised: {}",
+            skipped.join(", ")
+        );
+    }
+    let profiling = server_metrics::summarise(&observed.server, ran.profiling_window);
+    let warmup = ran
+        .warmup_window
+        .map(|w| server_metrics::summarise(&observed.server, w));
+    let console =
+        export::render_server_metrics(&profiling, client, export::console::CONSOLE_WIDTH);
+    Some(ServerMetrics {
+        profiling,
+        warmup,
+        console,
+    })
+}
+
+/// Writes the asked files; returns their paths.
+pub(super) fn write(
+    cfg: &ProfileConfig,
+    info: &RunInfo,
+    ran: &Ran,
+    observed: &Observed,
+    sm: &ServerMetrics,
+) -> std::io::Result<Vec<PathBuf>> {
+    let (Some(options), Some(clock)) = (&cfg.server_metrics, observed.clock) else {
+        return Ok(Vec::new());
+    };
+    let run = ServerMetricsRun {
+        benchmark_id: &info.benchmark_id,
+        clock,
+        configured: &options.urls,
+        logs: &observed.server,
+        profiling_window: ran.profiling_window,
+        warmup_window: ran.warmup_window,
+        profiling: &sm.profiling,
+        warmup: sm.warmup.as_deref(),
+        input_config: info.input_config.clone(),
+    };
+    export::write_server_metrics(
+        &cfg.artifact_dir,
+        &cfg.export.names.server_metrics,
+        cfg.export.server_metrics_formats,
+        &run,
+    )
+}
