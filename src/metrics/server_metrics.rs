@@ -410,7 +410,7 @@ mod tests {
             end_ns: 2_500_000_000,
         };
         let m = summarise(&[l], w);
-        let c = m.iter().find(|m| m.name == "c_total").unwrap();
+        let c = m.iter().find(|m| m.name == "c").unwrap();
         assert_eq!(
             c.series[0].stats,
             SeriesStats::Counter {
@@ -494,5 +494,83 @@ mod tests {
         assert_eq!(unit_of("vllm:prompt_tokens_total", ""), Some("tokens"));
         assert_eq!(unit_of("vllm:num_preemptions_total", ""), Some("count"));
         assert_eq!(unit_of("vllm:num_requests_running", ""), None);
+    }
+
+    const VLLM: &str = include_str!("../../tests/fixtures/prometheus/vllm.txt");
+    const SGLANG: &str = include_str!("../../tests/fixtures/prometheus/sglang.txt");
+    const LLAMACPP: &str = include_str!("../../tests/fixtures/prometheus/llamacpp.txt");
+
+    #[test]
+    fn vllm_fixture_families_and_window_deltas() {
+        let fams = parse(VLLM);
+        let get = |n: &str| fams.iter().find(|f| f.name == n).expect(n);
+        assert_eq!(get("vllm:num_requests_running").kind, Kind::Gauge);
+        assert_eq!(
+            get("vllm:num_requests_running").series[0].labels["model_name"],
+            "Qwen/Qwen2-VL-2B-Instruct"
+        );
+        assert_eq!(get("vllm:request_success_total").series.len(), 2);
+        assert!(!is_kept(get("vllm:prompt_tokens_created")));
+        match &get("vllm:time_to_first_token_seconds").series[0].value {
+            Value::Histogram { buckets, count, sum } => {
+                assert_eq!(buckets.len(), 4);
+                assert_eq!((*count, *sum), (100.0, 3.1));
+            }
+            v => panic!("{v:?}"),
+        }
+        let later = VLLM
+            .replace("} 52000.0", "} 53000.0")
+            .replace("le=\"0.04\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 90.0", "le=\"0.04\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 100.0")
+            .replace("le=\"+Inf\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 100.0\nvllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 100.0", "le=\"+Inf\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 110.0\nvllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 110.0");
+        let l = log(vec![scrape(0, VLLM), scrape(2_000_000_000, &later)]);
+        let m = summarise(&[l], Window {
+            start_ns: 0,
+            end_ns: 2_000_000_000,
+        });
+        let by = |n: &str| &m.iter().find(|x| x.name == n).expect(n).series[0].stats;
+        assert_eq!(
+            by("vllm:prompt_tokens_total"),
+            &SeriesStats::Counter {
+                total: 1000.0,
+                rate: 500.0
+            }
+        );
+        match by("vllm:time_to_first_token_seconds") {
+            SeriesStats::Histogram {
+                count, estimates, ..
+            } => {
+                assert_eq!(*count, 10.0);
+                // All ten new ones in (0.02, 0.04]: p50 halfway.
+                assert!((estimates[0] - 0.03).abs() < 1e-9, "{estimates:?}");
+            }
+            s => panic!("{s:?}"),
+        }
+        assert!(m.iter().all(|x| x.name != "vllm:prompt_tokens_created"));
+    }
+
+    #[test]
+    fn sglang_summaries_are_skipped_and_histograms_read_in_any_order() {
+        let l = log(vec![scrape(0, SGLANG)]);
+        assert_eq!(skipped_summaries(&[l.clone()]), ["sglang:func_latency_seconds"]);
+        let m = summarise(&[l], Window {
+            start_ns: 0,
+            end_ns: 0,
+        });
+        assert!(m.iter().all(|x| x.kind != Kind::Summary));
+        let names: Vec<&str> = m.iter().map(|x| x.name.as_str()).collect();
+        assert!(names.contains(&"sglang:token_usage"), "{names:?}");
+        assert!(names.contains(&"sglang:time_to_first_token_seconds"));
+    }
+
+    #[test]
+    fn llamacpp_unlabelled_series_and_escaped_label_values() {
+        let fams = parse(LLAMACPP);
+        let get = |n: &str| fams.iter().find(|f| f.name == n).expect(n);
+        assert_eq!(get("llamacpp:prompt_tokens_total").kind, Kind::Counter);
+        assert!(get("llamacpp:kv_cache_usage_ratio").series[0].labels.is_empty());
+        let info = &get("build_info").series[0].labels;
+        assert_eq!(info["path"], r"C:\models\m.gguf");
+        assert_eq!(info["note"], "say \"hi\"\nbye");
+        assert_eq!(get("build_info").kind, Kind::Unknown);
     }
 }
