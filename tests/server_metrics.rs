@@ -79,12 +79,18 @@ fn mock_metrics_match_the_runs_own_token_counts_and_the_fidelity_line_is_printed
     let records = read_jsonl(&dir.join("run1.jsonl"));
     assert_eq!(doc["schema_version"], "1.1");
     let url = doc["summary"]["endpoints_configured"][0].as_str().unwrap();
-    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/metrics"), "{url}");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/metrics"),
+        "{url}"
+    );
     assert_eq!(doc["summary"]["endpoints_successful"][0], url);
 
     // Counters over the profiling window equal what the client was charged, exactly;
     // the warmup's own window likewise.
-    for (section, phase, n) in [("metrics", "profiling", 12.0), ("warmup_metrics", "warmup", 4.0)] {
+    for (section, phase, n) in [
+        ("metrics", "profiling", 12.0),
+        ("warmup_metrics", "warmup", 4.0),
+    ] {
         let prompt = phase_sum(&records, phase, "usage_prompt_tokens");
         let completion = phase_sum(&records, phase, "usage_completion_tokens");
         assert!(prompt > 0.0);
@@ -102,11 +108,20 @@ fn mock_metrics_match_the_runs_own_token_counts_and_the_fidelity_line_is_printed
             "vllm:time_to_first_token_seconds",
             "vllm:e2e_request_latency_seconds",
         ] {
-            assert_eq!(stats(&doc, section, h)["count"].as_f64(), Some(n), "{section} {h}");
+            assert_eq!(
+                stats(&doc, section, h)["count"].as_f64(),
+                Some(n),
+                "{section} {h}"
+            );
         }
     }
     // 64x64 images cost Qwen2-VL's 4 tokens each... at least some image tokens were counted.
-    assert!(stats(&doc, "metrics", "vllm:mm_image_tokens_total")["total"].as_f64().unwrap() > 0.0);
+    assert!(
+        stats(&doc, "metrics", "vllm:mm_image_tokens_total")["total"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
 
     // The server stamps its TTFT before the client can see the token.
     let summary = read_json(&dir.join("run1.json"));
@@ -117,16 +132,25 @@ fn mock_metrics_match_the_runs_own_token_counts_and_the_fidelity_line_is_printed
         server_ttft_ms <= client_ttft_ms,
         "server {server_ttft_ms} client {client_ttft_ms}"
     );
-    assert!(stdout.contains("NVIDIA AIPerf | Server Metrics"), "{stdout}");
+    assert!(
+        stdout.contains("NVIDIA AIPerf | Server Metrics"),
+        "{stdout}"
+    );
     let line = stdout
         .lines()
         .find(|l| l.starts_with("TTFT client vs server"))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(line.contains("12 requests"), "{line}");
-    assert!(stdout.contains("Request latency client vs server"), "{stdout}");
+    assert!(
+        stdout.contains("Request latency client vs server"),
+        "{stdout}"
+    );
 
     let csv = std::fs::read_to_string(dir.join("run1_server_metrics.csv")).unwrap();
-    assert!(csv.starts_with("# schema_version: 1.0\n# benchmark_id: "), "{csv}");
+    assert!(
+        csv.starts_with("# schema_version: 1.0\n# benchmark_id: "),
+        "{csv}"
+    );
     assert!(csv.contains("\nEndpoint,Type,Metric,Unit,avg,min,max,std,p1,"));
     assert!(csv.contains("\nEndpoint,Type,Metric,Unit,total,rate,"));
     assert!(csv.contains(",counter,vllm:prompt_tokens_total,tokens,"));
@@ -194,7 +218,10 @@ fn a_server_without_metrics_gives_one_info_line_and_no_file() {
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
         lines[0].contains("INFO")
-            && lines[0].contains(&format!("Server metrics not available at {}/metrics: HTTP 404", server.url)),
+            && lines[0].contains(&format!(
+                "Server metrics not available at {}/metrics: HTTP 404",
+                server.url
+            )),
         "{}",
         lines[0]
     );
@@ -216,7 +243,8 @@ fn a_metrics_endpoint_that_hangs_delays_the_run_by_the_scrape_timeout_at_most() 
     let stderr = stderr_text(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("Server metrics not available at") && stderr.contains("no answer within 5.0 s"),
+        stderr.contains("Server metrics not available at")
+            && stderr.contains("no answer within 5.0 s"),
         "{stderr}"
     );
     // 5 s of probe timeout plus a short run, with room for a loaded machine.
@@ -230,7 +258,13 @@ fn no_server_metrics_sends_no_scrape_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let out = profile_in(
         tmp.path(),
-        &["--url", &server.url, "--request-count", "3", "--no-server-metrics"],
+        &[
+            "--url",
+            &server.url,
+            "--request-count",
+            "3",
+            "--no-server-metrics",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
     assert_eq!(metrics_gets(&server), 0);

@@ -1,6 +1,6 @@
-//! Switches for AIPerf's side collectors. This build has neither collector yet, so turning
-//! one off changes nothing; the flags are accepted so that AIPerf command lines run
-//! unchanged, and `--help` says so.
+//! Switches for AIPerf's side collectors: the server's Prometheus metrics (scraped by
+//! default) and GPU telemetry (not collected by this build yet: `--no-gpu-telemetry` is
+//! accepted so that AIPerf command lines run unchanged, and `--help` says so).
 
 use clap::Args;
 

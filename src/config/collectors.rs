@@ -123,7 +123,10 @@ mod tests {
 
     #[test]
     fn endpoints_default_to_every_url_and_extras_are_normalised_and_deduplicated() {
-        let urls = vec!["localhost:8000".to_string(), "http://h:9000/v1/".to_string()];
+        let urls = vec![
+            "localhost:8000".to_string(),
+            "http://h:9000/v1/".to_string(),
+        ];
         let (o, f) = server_metrics(
             &args(Some(&["node1:8081", "http://localhost:8000"]), false, None),
             &urls,

@@ -320,7 +320,11 @@ impl ProfileConfig {
         let (server_metrics, server_metrics_formats) =
             collectors::server_metrics(&a.collectors, &a.url, interval_env.as_deref())?;
         let server_metrics_from_url = {
-            let mut seen: Vec<String> = a.url.iter().map(|u| collectors::server_metrics_url_of(u)).collect();
+            let mut seen: Vec<String> = a
+                .url
+                .iter()
+                .map(|u| collectors::server_metrics_url_of(u))
+                .collect();
             seen.dedup();
             seen.len()
         };

@@ -76,7 +76,6 @@ pub fn write_server_metrics(
     Ok(out)
 }
 
-
 fn to_json(run: &ServerMetricsRun) -> Value {
     let wall = |ns: u64| run.clock.wall_ns(ns);
     let mut endpoint_info = Map::new();
@@ -92,8 +91,12 @@ fn to_json(run: &ServerMetricsRun) -> Value {
             .collect();
         let mut sorted = intervals.clone();
         sorted.sort_by(f64::total_cmp);
-        let avg_latency =
-            s.iter().map(|x| (x.done_ns - x.sent_ns) as f64).sum::<f64>() / s.len() as f64 / 1e6;
+        let avg_latency = s
+            .iter()
+            .map(|x| (x.done_ns - x.sent_ns) as f64)
+            .sum::<f64>()
+            / s.len() as f64
+            / 1e6;
         endpoint_info.insert(
             log.url.clone(),
             json!({
@@ -260,7 +263,9 @@ fn to_csv(run: &ServerMetricsRun) -> String {
         ),
         (
             &[Kind::Counter],
-            vec!["total", "rate", "rate_avg", "rate_min", "rate_max", "rate_std"],
+            vec![
+                "total", "rate", "rate_avg", "rate_min", "rate_max", "rate_std",
+            ],
         ),
         (
             &[Kind::Histogram],
@@ -302,7 +307,15 @@ fn to_csv(run: &ServerMetricsRun) -> String {
             header.push("buckets");
         }
         header.push("Description");
-        let _ = writeln!(out, "{}", header.iter().map(|h| csv_field(h)).collect::<Vec<_>>().join(","));
+        let _ = writeln!(
+            out,
+            "{}",
+            header
+                .iter()
+                .map(|h| csv_field(h))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
         for m in metrics {
             for s in &m.series {
                 let mut row = vec![
@@ -313,7 +326,12 @@ fn to_csv(run: &ServerMetricsRun) -> String {
                 ];
                 let stats = stats_json(&s.stats);
                 for c in &columns {
-                    row.push(stats.get(*c).and_then(|v| v.as_f64()).map_or(String::new(), num));
+                    row.push(
+                        stats
+                            .get(*c)
+                            .and_then(|v| v.as_f64())
+                            .map_or(String::new(), num),
+                    );
                 }
                 for l in &labels {
                     row.push(s.labels.get(*l).cloned().unwrap_or_default());
@@ -327,7 +345,14 @@ fn to_csv(run: &ServerMetricsRun) -> String {
                     }));
                 }
                 row.push(m.help.clone());
-                let _ = writeln!(out, "{}", row.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    row.iter()
+                        .map(|f| csv_field(f))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
             }
         }
     }
@@ -345,7 +370,14 @@ fn to_csv(run: &ServerMetricsRun) -> String {
             for s in &m.series {
                 for (k, v) in &s.labels {
                     let row = [endpoint_short(&s.endpoint_url), &m.name, k, v, &m.help];
-                    let _ = writeln!(out, "{}", row.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        row.iter()
+                            .map(|f| csv_field(f))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    );
                 }
             }
         }
@@ -369,7 +401,11 @@ fn write_jsonl(path: &Path, run: &ServerMetricsRun) -> std::io::Result<()> {
     for log in run.logs {
         for s in unique(&log.scrapes) {
             let mut metrics = Map::new();
-            for fam in s.families.iter().filter(|f| crate::metrics::server_metrics::is_kept(f)) {
+            for fam in s
+                .families
+                .iter()
+                .filter(|f| crate::metrics::server_metrics::is_kept(f))
+            {
                 let series: Vec<Value> = fam
                     .series
                     .iter()
@@ -380,8 +416,10 @@ fn write_jsonl(path: &Path, run: &ServerMetricsRun) -> std::io::Result<()> {
                             sum,
                             count,
                         } => {
-                            let b: Map<String, Value> =
-                                buckets.iter().map(|(le, c)| (le.clone(), json!(c))).collect();
+                            let b: Map<String, Value> = buckets
+                                .iter()
+                                .map(|(le, c)| (le.clone(), json!(c)))
+                                .collect();
                             json!({"labels": x.labels, "buckets": b, "sum": sum, "count": count})
                         }
                         Sample::Summary { sum, count, .. } => {
@@ -427,7 +465,10 @@ const CONSOLE_FAMILIES: &[(&str, &str)] = &[
     ("sglang:prompt_tokens_total", "Prompt tokens/sec"),
     ("sglang:generation_tokens_total", "Generation tokens/sec"),
     ("sglang:time_to_first_token_seconds", "Server TTFT (s)"),
-    ("sglang:e2e_request_latency_seconds", "Server e2e latency (s)"),
+    (
+        "sglang:e2e_request_latency_seconds",
+        "Server e2e latency (s)",
+    ),
     ("llamacpp:requests_processing", "Requests running"),
     ("llamacpp:requests_deferred", "Requests waiting"),
     ("llamacpp:kv_cache_usage_ratio", "KV-cache usage (0-1)"),
@@ -444,7 +485,13 @@ fn row_values(s: &SeriesStats) -> [Option<f64>; 5] {
             max,
             percentiles,
             ..
-        } => [Some(*avg), Some(*min), Some(*max), Some(percentiles[4]), Some(percentiles[8])],
+        } => [
+            Some(*avg),
+            Some(*min),
+            Some(*max),
+            Some(percentiles[4]),
+            Some(percentiles[8]),
+        ],
         SeriesStats::Counter { rate, .. } => [Some(*rate), None, None, None, None],
         SeriesStats::Histogram { avg, estimates, .. } => [
             *avg,
@@ -529,7 +576,11 @@ pub fn render_console(metrics: &[MetricSummary], client: &MetricsSummary, width:
 pub fn fidelity_lines(metrics: &[MetricSummary], client: &MetricsSummary) -> Vec<String> {
     let pairs = [
         ("TTFT", "time_to_first_token", "time_to_first_token_seconds"),
-        ("Request latency", "request_latency", "e2e_request_latency_seconds"),
+        (
+            "Request latency",
+            "request_latency",
+            "e2e_request_latency_seconds",
+        ),
     ];
     let mut out = Vec::new();
     for (what, tag, suffix) in pairs {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::scrape::{EndpointLog, Family, Kind, Scrape, Value};
+use crate::scrape::{EndpointLog, Family, Kind, Scrape, Series, Value};
 use crate::stats::percentile_sorted;
 
 /// The percentiles of gauge statistics.
@@ -198,7 +198,7 @@ fn find<'a>(s: &'a Scrape, name: &str, labels: &BTreeMap<String, String>) -> Opt
     let fam = s.families.iter().find(|f| f.name == name)?;
     fam.series
         .iter()
-        .find(|x| &x.labels == labels)
+        .find(|x: &&Series| &x.labels == labels)
         .map(|x| &x.value)
 }
 
@@ -424,10 +424,13 @@ mod tests {
     fn gauges_use_the_samples_inside_with_sample_std() {
         let g = |v: f64| format!("# TYPE g gauge\ng{{a=\"x\"}} {v}\n");
         let l = log((0..6).map(|i| scrape(i * 10, &g(i as f64))).collect());
-        let m = summarise(&[l], Window {
-            start_ns: 10,
-            end_ns: 40,
-        });
+        let m = summarise(
+            &[l],
+            Window {
+                start_ns: 10,
+                end_ns: 40,
+            },
+        );
         match &m[0].series[0].stats {
             SeriesStats::Gauge {
                 avg,
@@ -453,10 +456,13 @@ mod tests {
             "{H}t_bucket{{le=\"0.1\"}} 1\nt_bucket{{le=\"0.5\"}} 12\nt_bucket{{le=\"+Inf\"}} 12\nt_sum 3.3\nt_count 12\n"
         );
         let l = log(vec![scrape(0, &before), scrape(1_000_000_000, &after)]);
-        let m = summarise(&[l], Window {
-            start_ns: 0,
-            end_ns: 1_000_000_000,
-        });
+        let m = summarise(
+            &[l],
+            Window {
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+            },
+        );
         match &m[0].series[0].stats {
             SeriesStats::Histogram {
                 count,
@@ -489,8 +495,17 @@ mod tests {
 
     #[test]
     fn units_from_help_and_name() {
-        assert_eq!(unit_of("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."), Some("ratio"));
-        assert_eq!(unit_of("vllm:e2e_request_latency_seconds", ""), Some("seconds"));
+        assert_eq!(
+            unit_of(
+                "vllm:kv_cache_usage_perc",
+                "KV-cache usage. 1 means 100 percent usage."
+            ),
+            Some("ratio")
+        );
+        assert_eq!(
+            unit_of("vllm:e2e_request_latency_seconds", ""),
+            Some("seconds")
+        );
         assert_eq!(unit_of("vllm:prompt_tokens_total", ""), Some("tokens"));
         assert_eq!(unit_of("vllm:num_preemptions_total", ""), Some("count"));
         assert_eq!(unit_of("vllm:num_requests_running", ""), None);
@@ -512,7 +527,11 @@ mod tests {
         assert_eq!(get("vllm:request_success_total").series.len(), 2);
         assert!(!is_kept(get("vllm:prompt_tokens_created")));
         match &get("vllm:time_to_first_token_seconds").series[0].value {
-            Value::Histogram { buckets, count, sum } => {
+            Value::Histogram {
+                buckets,
+                count,
+                sum,
+            } => {
                 assert_eq!(buckets.len(), 4);
                 assert_eq!((*count, *sum), (100.0, 3.1));
             }
@@ -523,10 +542,13 @@ mod tests {
             .replace("le=\"0.04\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 90.0", "le=\"0.04\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 100.0")
             .replace("le=\"+Inf\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 100.0\nvllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 100.0", "le=\"+Inf\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 110.0\nvllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 110.0");
         let l = log(vec![scrape(0, VLLM), scrape(2_000_000_000, &later)]);
-        let m = summarise(&[l], Window {
-            start_ns: 0,
-            end_ns: 2_000_000_000,
-        });
+        let m = summarise(
+            &[l],
+            Window {
+                start_ns: 0,
+                end_ns: 2_000_000_000,
+            },
+        );
         let by = |n: &str| &m.iter().find(|x| x.name == n).expect(n).series[0].stats;
         assert_eq!(
             by("vllm:prompt_tokens_total"),
@@ -551,11 +573,17 @@ mod tests {
     #[test]
     fn sglang_summaries_are_skipped_and_histograms_read_in_any_order() {
         let l = log(vec![scrape(0, SGLANG)]);
-        assert_eq!(skipped_summaries(&[l.clone()]), ["sglang:func_latency_seconds"]);
-        let m = summarise(&[l], Window {
-            start_ns: 0,
-            end_ns: 0,
-        });
+        assert_eq!(
+            skipped_summaries(std::slice::from_ref(&l)),
+            ["sglang:func_latency_seconds"]
+        );
+        let m = summarise(
+            &[l],
+            Window {
+                start_ns: 0,
+                end_ns: 0,
+            },
+        );
         assert!(m.iter().all(|x| x.kind != Kind::Summary));
         let names: Vec<&str> = m.iter().map(|x| x.name.as_str()).collect();
         assert!(names.contains(&"sglang:token_usage"), "{names:?}");
@@ -567,7 +595,11 @@ mod tests {
         let fams = parse(LLAMACPP);
         let get = |n: &str| fams.iter().find(|f| f.name == n).expect(n);
         assert_eq!(get("llamacpp:prompt_tokens_total").kind, Kind::Counter);
-        assert!(get("llamacpp:kv_cache_usage_ratio").series[0].labels.is_empty());
+        assert!(
+            get("llamacpp:kv_cache_usage_ratio").series[0]
+                .labels
+                .is_empty()
+        );
         let info = &get("build_info").series[0].labels;
         assert_eq!(info["path"], r"C:\models\m.gguf");
         assert_eq!(info["note"], "say \"hi\"\nbye");

@@ -21,8 +21,8 @@ const TTFT_BOUNDS: &[f64] = &[
 ];
 /// vLLM's bucket bounds (seconds) for `vllm:e2e_request_latency_seconds`.
 const E2E_BOUNDS: &[f64] = &[
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-    240.0, 480.0, 960.0, 1920.0, 7680.0,
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+    480.0, 960.0, 1920.0, 7680.0,
 ];
 /// The KV-cache share shown without `--max-concurrency` is running / this (vLLM's default
 /// `max_num_seqs`).
@@ -115,10 +115,7 @@ impl MockMetrics {
 
     /// The exposition in Prometheus text format 0.0.4.
     pub fn render(&self, load: &LoadGauges) -> String {
-        let labels = format!(
-            "model_name=\"{}\",engine=\"0\"",
-            escape_label(&self.model)
-        );
+        let labels = format!("model_name=\"{}\",engine=\"0\"", escape_label(&self.model));
         let mut out = String::new();
         let running = load.running();
         let gauge = |out: &mut String, name: &str, help: &str, v: f64| {
@@ -181,7 +178,10 @@ impl MockMetrics {
             let mut cumulative = 0;
             for (i, n) in h.counts.iter().enumerate() {
                 cumulative += n;
-                let le = h.bounds.get(i).map_or("+Inf".to_string(), |b| format!("{b:?}"));
+                let le = h
+                    .bounds
+                    .get(i)
+                    .map_or("+Inf".to_string(), |b| format!("{b:?}"));
                 let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
             }
             let _ = writeln!(out, "{name}_sum{{{labels}}} {:?}", h.sum);

@@ -21,6 +21,7 @@ pub(crate) struct Observed {
     /// The server's `/metrics` (`--server-metrics`).
     pub server: Vec<EndpointLog>,
     /// DCGM exporters (`--gpu-telemetry`).
+    #[allow(dead_code)] // no GPU telemetry report yet
     pub gpu: Vec<EndpointLog>,
     /// The run clock the scrapes were stamped on (None when nothing ran).
     pub clock: Option<Clock>,
@@ -83,7 +84,8 @@ fn reachable_server_metrics(
     timeout: std::time::Duration,
     clock: Clock,
 ) -> Vec<String> {
-    let probed = tokio::runtime::Handle::current().block_on(crate::scrape::probe(urls, timeout, clock));
+    let probed =
+        tokio::runtime::Handle::current().block_on(crate::scrape::probe(urls, timeout, clock));
     urls.iter()
         .zip(probed)
         .filter_map(|(url, r)| match r {

@@ -51,8 +51,7 @@ pub(super) fn summarise(
     let warmup = ran
         .warmup_window
         .map(|w| server_metrics::summarise(&observed.server, w));
-    let console =
-        export::render_server_metrics(&profiling, client, export::console::CONSOLE_WIDTH);
+    let console = export::render_server_metrics(&profiling, client, export::console::CONSOLE_WIDTH);
     Some(ServerMetrics {
         profiling,
         warmup,

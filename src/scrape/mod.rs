@@ -80,7 +80,7 @@ impl Scraper {
                     url.clone(),
                     uri,
                     timing,
-                    clock.clone(),
+                    clock,
                     stopped.clone(),
                     marked,
                 )))
