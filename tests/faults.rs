@@ -790,7 +790,14 @@ fn the_grace_period_bounds_the_exit_when_the_collector_lags() {
         &server.url,
         &dir,
         "100000",
-        &["--interrupt-grace-period", "1", "--concurrency", "4"],
+        // Only the chat requests reach the server (no /metrics probe).
+        &[
+            "--interrupt-grace-period",
+            "1",
+            "--concurrency",
+            "4",
+            "--no-server-metrics",
+        ],
     );
     wait_for_line(&lines, "Profiling:");
     std::thread::sleep(Duration::from_millis(5000));

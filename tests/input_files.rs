@@ -25,6 +25,8 @@ fn run_file(content: &[u8], kind: &str, extra: &[&str]) -> (String, RecordingSer
             kind,
         ])
         .args(["--artifact-dir", tmp.path().join("run").to_str().unwrap()])
+        // Only the file's requests reach the server (no /metrics scrapes).
+        .arg("--no-server-metrics")
         .args(extra)
         .env("HF_HUB_OFFLINE", "1")
         .stdout(Stdio::null())

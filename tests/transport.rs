@@ -75,6 +75,8 @@ fn profile(url: &str, count: usize, streaming: bool, extra: &[&str]) -> Run {
     if !extra.contains(&"--concurrency") {
         args.extend_from_slice(&["--concurrency", "1"]);
     }
+    // Only the chat requests reach the server (no /metrics scrapes).
+    args.push("--no-server-metrics");
     args.extend_from_slice(extra);
     let out = run_profile(&args);
     let records = read_jsonl(&dir.join("profile_export.jsonl"));

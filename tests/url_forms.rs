@@ -28,8 +28,13 @@ fn first_request_line(url: &str) -> String {
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr_text(&out));
+    // The first chat request (a /metrics scrape may come before it).
     let heads = server.heads();
-    heads[0].lines().next().unwrap().to_string()
+    let first = heads
+        .iter()
+        .find(|h| h.starts_with("POST"))
+        .expect("a POST");
+    first.lines().next().unwrap().to_string()
 }
 
 #[test]

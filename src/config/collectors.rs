@@ -16,9 +16,20 @@ const DEFAULT_INTERVAL: Duration = Duration::from_millis(333);
 /// holding up the start of a run for long, and a healthy one answers in milliseconds.
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The `/metrics` URL of a `--url` value: its query left out, then AIPerf's normalisation.
+/// The `/metrics` URL of a `--url` value: its query and credentials left out (scrapes carry
+/// none, and the URL is shown in logs and files), then AIPerf's normalisation.
 pub fn server_metrics_url_of(base: &str) -> String {
-    metrics_url(base.trim().split('?').next().unwrap_or(""))
+    let base = base.trim().split('?').next().unwrap_or("");
+    let (scheme, rest) = match base.split_once("://") {
+        Some((s, r)) => (format!("{s}://"), r),
+        None => (String::new(), base),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    metrics_url(&format!("{scheme}{rest}"))
 }
 
 /// The scrape configuration (`None`: off) and the files to write.
@@ -144,6 +155,10 @@ mod tests {
         );
         assert_eq!(o.timing.interval, Duration::from_millis(333));
         assert!(f.json && f.csv && !f.jsonl);
+        assert_eq!(
+            server_metrics_url_of("http://me:p%40ss@h:1/v1?k=v"),
+            "http://h:1/v1/metrics"
+        );
         let (o, _) = server_metrics(&args(None, false, None), &urls, Some("1")).unwrap();
         assert_eq!(o.unwrap().timing.interval, Duration::from_secs(1));
     }

@@ -236,6 +236,9 @@ pub async fn probe(urls: &[String], timeout: Duration, clock: Clock) -> Vec<Resu
         async move {
             let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
             match tokio::time::timeout(timeout, scrape_once(&client, &uri, &clock)).await {
+                Ok(Ok(s)) if s.families.is_empty() => {
+                    Err("the answer holds no Prometheus metrics".to_string())
+                }
                 Ok(r) => r.map(|_| ()),
                 Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
             }
