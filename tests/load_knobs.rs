@@ -303,6 +303,8 @@ fn the_session_header_carries_the_session_id() {
             "2",
             "--conversation-turn-mean",
             "2",
+            // Only the chat requests reach the server (no /metrics scrapes).
+            "--no-server-metrics",
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));

@@ -63,6 +63,8 @@ fn vision_run(extra: &[&str]) -> Run {
         "builtin",
         "--artifact-dir",
         dir.to_str().unwrap(),
+        // AIPerf's console has no server-metrics table; the fixture is its layout.
+        "--no-server-metrics",
     ];
     args.extend_from_slice(extra);
     let out = run_profile(&args);
