@@ -287,3 +287,36 @@ fn contradicting_or_unsupported_flags_exit_2() {
         assert!(stderr_text(&out).contains(says), "{}", stderr_text(&out));
     }
 }
+
+#[test]
+fn a_metrics_endpoint_that_hangs_mid_run_holds_up_the_end_by_one_timeout_at_most() {
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let server = chat_server(move || {
+        if asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 1 {
+            std::thread::sleep(Duration::from_secs(120));
+        }
+        let body = "# TYPE up gauge\nup 1\n";
+        Reply::new(
+            vec![
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+                .into_bytes(),
+            ],
+            After::KeepOpen,
+        )
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = profile_in(tmp.path(), &["--url", &server.url, "--request-count", "4"]);
+    let took = started.elapsed();
+    let stderr = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("no answer within 5.0 s"), "{stderr}");
+    // One timeout at the profiling boundary and one at the end, plus a short run.
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    // The scrape before the hang is in the files.
+    let doc = read_json(&tmp.path().join("out/server_metrics_export.json"));
+    assert!(doc["metrics"]["up"].is_object(), "{doc}");
+}
