@@ -7,6 +7,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 use serde_json::{Map, Value};
 
+pub use self::gpu_telemetry::GpuTelemetryOptions;
 use self::limits::Zero;
 use crate::cli::ProfileArgs;
 use crate::dataset::InputOptions;
@@ -17,6 +18,7 @@ use crate::ui::{LogDetail, UiType};
 
 mod endpoint;
 mod enums;
+mod gpu_telemetry;
 mod inputs;
 pub(crate) mod limits;
 mod load;
@@ -95,7 +97,7 @@ pub struct ProfileConfig {
     /// Scrape the server's Prometheus `/metrics` (None: off).
     pub server_metrics: Option<ScrapeOptions>,
     /// Scrape DCGM exporters for GPU telemetry (None: off).
-    pub gpu_telemetry: Option<ScrapeOptions>,
+    pub gpu_telemetry: Option<GpuTelemetryOptions>,
 }
 
 /// Which Prometheus endpoints a side collector scrapes, and how often.
@@ -347,7 +349,7 @@ impl ProfileConfig {
             log_detail: logging::log_detail(a),
             accepted_without_effect: logging::accepted_without_effect(a),
             server_metrics: None,
-            gpu_telemetry: None,
+            gpu_telemetry: gpu_telemetry::gpu_telemetry(a)?,
             random_seed,
             inputs: input_options(a)?,
 

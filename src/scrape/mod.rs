@@ -3,6 +3,7 @@
 //! is bounded in time, and each is stamped on the run's clock at its first response byte, so
 //! server and GPU series share the client records' time axis.
 
+pub mod dcgm;
 pub mod parse;
 
 pub use parse::{Family, Kind, Series, Value};
@@ -127,15 +128,27 @@ async fn scrape_loop(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let last = *stopped.borrow();
-        match tokio::time::timeout(timing.timeout, scrape_once(&client, &uri, &clock)).await {
-            Ok(Ok(s)) => log.scrapes.push(s),
-            Ok(Err(e)) => fail(&mut log, e),
-            Err(_) => fail(
-                &mut log,
-                format!("no answer within {:.1} s", timing.timeout.as_secs_f64()),
-            ),
-        }
-        if last {
+        let answered =
+            match tokio::time::timeout(timing.timeout, scrape_once(&client, &uri, &clock)).await {
+                Ok(Ok(s)) => {
+                    log.scrapes.push(s);
+                    true
+                }
+                Ok(Err(e)) => {
+                    fail(&mut log, e);
+                    false
+                }
+                Err(_) => {
+                    fail(
+                        &mut log,
+                        format!("no answer within {:.1} s", timing.timeout.as_secs_f64()),
+                    );
+                    false
+                }
+            };
+        // A scrape that failed while the run was ending is the last one: an endpoint that
+        // swallows packets then holds up the end of the run by one timeout at most.
+        if last || (!answered && *stopped.borrow()) {
             return log;
         }
         tokio::select! {
