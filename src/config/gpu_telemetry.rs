@@ -9,8 +9,10 @@ use crate::cli::ProfileArgs;
 use crate::scrape::{ScrapeTiming, metrics_url};
 
 /// Exporters tried on every run: dcgm-exporter's port and Dynamo's.
-pub const DEFAULT_DCGM_ENDPOINTS: [&str; 2] =
-    ["http://localhost:9400/metrics", "http://localhost:9401/metrics"];
+pub const DEFAULT_DCGM_ENDPOINTS: [&str; 2] = [
+    "http://localhost:9400/metrics",
+    "http://localhost:9401/metrics",
+];
 /// Replaces [`DEFAULT_DCGM_ENDPOINTS`] (a comma list; empty: none).
 pub const DEFAULT_ENDPOINTS_ENV: &str = "AIPERF_GPU_DEFAULT_DCGM_ENDPOINTS";
 
@@ -164,7 +166,11 @@ mod tests {
         // Zero items: telemetry on, defaults only.
         let o = gpu_telemetry(&args(&["--gpu-telemetry"])).unwrap().unwrap();
         assert_eq!(o.scrape.urls.len(), 2);
-        assert!(gpu_telemetry(&args(&["--no-gpu-telemetry"])).unwrap().is_none());
+        assert!(
+            gpu_telemetry(&args(&["--no-gpu-telemetry"]))
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -180,8 +186,12 @@ mod tests {
             let e = gpu_telemetry(&args(&["--gpu-telemetry", item])).unwrap_err();
             assert!(e.0.contains(item) && e.0.contains(says), "{item}: {}", e.0);
         }
-        let e = gpu_telemetry(&args(&["--gpu-telemetry", "h:1", "--no-gpu-telemetry"]))
-            .unwrap_err();
-        assert!(e.0.contains("--no-gpu-telemetry cannot be combined"), "{}", e.0);
+        let e =
+            gpu_telemetry(&args(&["--gpu-telemetry", "h:1", "--no-gpu-telemetry"])).unwrap_err();
+        assert!(
+            e.0.contains("--no-gpu-telemetry cannot be combined"),
+            "{}",
+            e.0
+        );
     }
 }

@@ -44,6 +44,7 @@ pub struct FileNames {
     pub console: String,
     pub timeslices_json: String,
     pub timeslices_csv: String,
+    pub gpu_telemetry_jsonl: String,
 }
 
 impl Default for FileNames {
@@ -55,6 +56,7 @@ impl Default for FileNames {
             console: super::CONSOLE_FILE.into(),
             timeslices_json: super::TIMESLICES_JSON_FILE.into(),
             timeslices_csv: super::TIMESLICES_CSV_FILE.into(),
+            gpu_telemetry_jsonl: super::GPU_TELEMETRY_JSONL_FILE.into(),
         }
     }
 }
@@ -99,6 +101,7 @@ impl FileNames {
             console: format!("{base}_console.txt"),
             timeslices_json: format!("{base}_timeslices.json"),
             timeslices_csv: format!("{base}_timeslices.csv"),
+            gpu_telemetry_jsonl: format!("{base}_gpu_telemetry.jsonl"),
         }
     }
 }
@@ -130,6 +133,11 @@ mod tests {
         assert_eq!(
             (n.timeslices_json.as_str(), n.timeslices_csv.as_str()),
             ("run1_timeslices.json", "run1_timeslices.csv")
+        );
+        assert_eq!(n.gpu_telemetry_jsonl, "run1_gpu_telemetry.jsonl");
+        assert_eq!(
+            FileNames::default().gpu_telemetry_jsonl,
+            "gpu_telemetry_export.jsonl"
         );
         let d = FileNames::default();
         assert_eq!(

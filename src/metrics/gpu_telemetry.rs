@@ -3,6 +3,7 @@
 //! before the window. The window's end is open so the scrape taken after the last request
 //! counts.
 
+use crate::clock::Clock;
 use crate::scrape::EndpointLog;
 use crate::scrape::dcgm::{GPU_METRICS, GpuIdentity, GpuMetric, GpuReading, readings};
 use crate::stats::Stats;
@@ -81,11 +82,13 @@ impl EndpointTelemetry {
 }
 
 /// Telemetry of a run: the endpoints shown (the user's, and defaults that answered).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct GpuTelemetry {
     pub endpoints: Vec<EndpointTelemetry>,
     /// Run-clock ns when profiling started and ended.
     pub window_ns: (u64, u64),
+    /// The run's clock, to turn run-clock ns into wall-clock ns.
+    pub clock: Clock,
 }
 
 impl GpuTelemetry {
@@ -121,12 +124,13 @@ impl GpuTelemetry {
     }
 }
 
-/// Summarises the scrapes of each endpoint over the window starting at `window_start_ns`.
+/// Summarises the scrapes of each endpoint over the profiling window (run-clock ns).
 /// Endpoints that gave no GPU data and for which `quiet(url)` holds are left out.
 pub fn summarize(
     logs: &[EndpointLog],
     quiet: impl Fn(&str) -> bool,
     window_ns: (u64, u64),
+    clock: Clock,
 ) -> GpuTelemetry {
     let endpoints = logs
         .iter()
@@ -136,6 +140,7 @@ pub fn summarize(
     GpuTelemetry {
         endpoints,
         window_ns,
+        clock,
     }
 }
 
@@ -318,6 +323,7 @@ mod tests {
             &[good, silent, named],
             |u| u.contains("localhost"),
             (10, 30),
+            Clock::new(),
         );
         assert_eq!(t.endpoints.len(), 2);
         assert_eq!(t.endpoints[0].host_port(), "h:9400");
@@ -330,7 +336,10 @@ mod tests {
         };
         assert_eq!((p.avg, p.min, p.max), (200.0, 100.0, 300.0));
         // 5e9 mJ at the end, 1e9 mJ just before the window: 4 MJ.
-        assert_eq!(gpu.get("nvidia_energy_consumption"), Some(Summary::Counter(4.0)));
+        assert_eq!(
+            gpu.get("nvidia_energy_consumption"),
+            Some(Summary::Counter(4.0))
+        );
         assert_eq!(t.total_energy_j(), Some(4e6));
         assert_eq!(t.average_power_w(), Some(200.0));
     }

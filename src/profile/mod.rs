@@ -219,6 +219,7 @@ pub fn run_reusing(
         retried: ctx.client.retried_requests(),
         template: template_json,
         observed,
+        clock: ctx.clock,
     };
     let outcome = report::finish(finished, collector)?;
     if let Some(server) = mock_server {

@@ -20,6 +20,8 @@ pub(super) struct Ran {
     pub pacing: Option<PacingReport>,
     pub start_wall_ns: u64,
     pub end_wall_ns: u64,
+    /// Run-clock ns when profiling (after any warmup) started and ended.
+    pub profiling_ns: (u64, u64),
 }
 
 /// Runs the warmup (when asked for) and profiling, sending finished records to `records`.
@@ -77,7 +79,9 @@ pub(super) fn run(
         prefill_concurrency: cfg.load.prefill_concurrency,
     };
     let started = Instant::now();
+    let profiling_start_ns = clock.now_ns();
     let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, records));
+    let profiling_end_ns = clock.now_ns();
     debug!(
         "Profiling phase: {} sent in {:.3} s",
         result.sent,
@@ -87,7 +91,8 @@ pub(super) fn run(
         sent: sent + result.sent,
         pacing: result.pacing,
         start_wall_ns,
-        end_wall_ns: clock.wall_ns(clock.now_ns()),
+        end_wall_ns: clock.wall_ns(profiling_end_ns),
+        profiling_ns: (profiling_start_ns, profiling_end_ns),
     }
 }
 

@@ -5,7 +5,9 @@ use std::io::Write;
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use tracing::{info, warn};
+use std::sync::Arc;
+
+use tracing::{debug, info, warn};
 
 use super::Outcome;
 use super::control::StopReason;
@@ -14,6 +16,7 @@ use crate::config::{ProfileConfig, is_secret_header, redacted_command_line};
 use crate::export::{self, RunInfo};
 use crate::load::SendPlan;
 use crate::metrics::Collector;
+use crate::metrics::gpu_telemetry::{self, GpuTelemetry};
 use crate::overhead::OverheadReport;
 
 /// Everything the exports need from the run.
@@ -31,6 +34,8 @@ pub(super) struct Finished<'a> {
     pub template: serde_json::Value,
     /// What the side collectors scraped (server metrics, GPU telemetry).
     pub observed: super::observe::Observed,
+    /// The run's clock (the scrapes are stamped on it).
+    pub clock: crate::clock::Clock,
 }
 
 /// Computes the statistics, writes `inputs.json` and the summary exports, prints the
@@ -46,7 +51,8 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         stop_reason,
         retried,
         template,
-        observed: _observed,
+        observed,
+        clock,
     } = run;
     let sent = ran.sent;
     match stop_reason {
@@ -88,6 +94,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             "{retried} requests were sent again on a new connection: the server had closed the kept-alive connection before they reached it"
         );
     }
+    let gpu_telemetry = gpu_telemetry(cfg, &observed, ran.profiling_ns, clock);
     if sent == 0 {
         warn!("No request was sent; no results were written");
     } else {
@@ -105,11 +112,16 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             streaming: cfg.streaming,
             load_pacing: ran.pacing.as_ref().map(|p| p.to_json()),
             client_overhead: Some(overhead),
+            gpu_telemetry: gpu_telemetry.clone(),
         };
         let inputs = export::write_inputs_json(&cfg.artifact_dir, plan);
         let mut console_text = export::render_console(&summary, &info);
         if cfg.export.show_trace_timing {
             console_text.push_str(&export::render_trace_timing(&summary));
+        }
+        if let Some(t) = &gpu_telemetry {
+            let output_tokens = summary.get("total_output_tokens").map(|r| r.display_avg());
+            console_text.push_str(&export::render_gpu_telemetry(t, output_tokens));
         }
         if let Some(p) = &ran.pacing {
             info!(
@@ -147,6 +159,9 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         info!("Results saved to: {}", cfg.artifact_dir.display());
         let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
         let _ = writeln!(out, "JSON Export: {}", paths.json.display());
+        if let Some(path) = &paths.gpu_telemetry {
+            let _ = writeln!(out, "GPU Telemetry: {}", path.display());
+        }
         if let Some((json_path, csv_path)) = &paths.timeslices {
             let _ = writeln!(out, "Timeslices: {}", json_path.display());
             let _ = writeln!(out, "Timeslices CSV: {}", csv_path.display());
@@ -168,6 +183,37 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         None if summary.request_count == 0 => Outcome::AllFailed,
         None => Outcome::Success,
     })
+}
+
+/// GPU telemetry over the profiling window, when an exporter gave data. Endpoints the user
+/// named that gave none get a warning; the default ones a debug line only.
+fn gpu_telemetry(
+    cfg: &ProfileConfig,
+    observed: &super::observe::Observed,
+    profiling_ns: (u64, u64),
+    clock: crate::clock::Clock,
+) -> Option<Arc<GpuTelemetry>> {
+    let options = cfg.gpu_telemetry.as_ref()?;
+    for log in observed.gpu.iter().filter(|l| l.scrapes.is_empty()) {
+        let why = log.first_error.as_deref().unwrap_or("no answer");
+        if options.is_quiet(&log.url) {
+            debug!("GPU telemetry: no DCGM exporter at {} ({why})", log.url);
+        } else {
+            warn!("GPU telemetry: no data from {} ({why})", log.url);
+        }
+    }
+    let t = gpu_telemetry::summarize(&observed.gpu, |u| options.is_quiet(u), profiling_ns, clock);
+    for e in t
+        .endpoints
+        .iter()
+        .filter(|e| !e.scrapes.is_empty() && !e.has_data())
+    {
+        warn!(
+            "GPU telemetry: {} answered but published no DCGM GPU metrics",
+            e.url
+        );
+    }
+    t.has_data().then(|| Arc::new(t))
 }
 
 /// Before the run: `--osl` asks for an output length, but a server stops at its

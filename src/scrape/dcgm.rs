@@ -178,8 +178,7 @@ pub fn readings(families: &[Family]) -> Vec<GpuReading> {
         let base = family.name.strip_suffix("_total").unwrap_or(&family.name);
         let metric = GPU_METRICS.iter().position(|m| m.field == base);
         for series in &family.series {
-            let Some(index) = series.labels.get("gpu").and_then(|g| g.parse::<u32>().ok())
-            else {
+            let Some(index) = series.labels.get("gpu").and_then(|g| g.parse::<u32>().ok()) else {
                 continue;
             };
             let reading = gpus.entry(index).or_insert_with(|| GpuReading {
@@ -213,7 +212,10 @@ fn fill_identity(gpu: &mut GpuIdentity, labels: &BTreeMap<String, String>) {
     fill(&mut gpu.pci_bus_id, get("pci_bus_id"));
     fill(&mut gpu.device, get("device"));
     // Newer exporters spell it in lower case.
-    fill(&mut gpu.hostname, get("Hostname").or_else(|| get("hostname")));
+    fill(
+        &mut gpu.hostname,
+        get("Hostname").or_else(|| get("hostname")),
+    );
     fill(&mut gpu.namespace, get("namespace"));
     fill(&mut gpu.pod_name, get("pod"));
 }
@@ -239,7 +241,10 @@ mod tests {
         assert_eq!(energy.kind, Kind::Counter);
         assert_eq!(energy.help, "Total energy consumption since boot (in mJ).");
         assert_eq!(energy.series.len(), 2);
-        assert_eq!(energy.series[0].labels["modelName"], "NVIDIA H100 80GB HBM3");
+        assert_eq!(
+            energy.series[0].labels["modelName"],
+            "NVIDIA H100 80GB HBM3"
+        );
         let power = families
             .iter()
             .find(|f| f.name == "DCGM_FI_DEV_POWER_USAGE")
@@ -271,7 +276,10 @@ mod tests {
         // 245112830416 mJ = 245.112830416 MJ.
         assert!(close(value(g0, "nvidia_energy_consumption"), 245.112830416));
         // 72621 MiB = 76.148... GB.
-        assert!(close(value(g0, "nvidia_memory_used"), 72621.0 * 1.048576e-3));
+        assert!(close(
+            value(g0, "nvidia_memory_used"),
+            72621.0 * 1.048576e-3
+        ));
         assert!(close(value(g0, "nvidia_sm_utilization"), 51.25));
         // 1.5e6 ns = 1500 us.
         assert!(close(value(g0, "nvidia_power_violation"), 1500.0));
