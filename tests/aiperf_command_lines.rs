@@ -254,11 +254,12 @@ fn service_flags_are_accepted_and_named_once_each() {
     }
     for flag in [
         "--tokenizer-trust-remote-code: no Python code is run",
-        "--no-gpu-telemetry: this build collects no GPU telemetry",
         "--no-server-metrics: this build scrapes no server metrics",
     ] {
         assert_eq!(stderr.matches(flag).count(), 1, "{flag}: {stderr}");
     }
+    // --no-gpu-telemetry has an effect now: no line about it.
+    assert!(!stderr.contains("--no-gpu-telemetry"), "{stderr}");
 }
 
 #[test]

@@ -128,27 +128,21 @@ async fn scrape_loop(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let last = *stopped.borrow();
-        let answered =
-            match tokio::time::timeout(timing.timeout, scrape_once(&client, &uri, &clock)).await {
-                Ok(Ok(s)) => {
-                    log.scrapes.push(s);
-                    true
-                }
-                Ok(Err(e)) => {
-                    fail(&mut log, e);
-                    false
-                }
-                Err(_) => {
-                    fail(
-                        &mut log,
-                        format!("no answer within {:.1} s", timing.timeout.as_secs_f64()),
-                    );
-                    false
-                }
-            };
+        let scraped_before = log.scrapes.len();
+        match tokio::time::timeout(timing.timeout, scrape_once(&client, &uri, &clock)).await {
+            Ok(Ok(s)) => log.scrapes.push(s),
+            Ok(Err(e)) => fail(&mut log, e),
+            Err(_) => fail(
+                &mut log,
+                format!("no answer within {:.1} s", timing.timeout.as_secs_f64()),
+            ),
+        }
+        if last {
+            return log;
+        }
         // A scrape that failed while the run was ending is the last one: an endpoint that
         // swallows packets then holds up the end of the run by one timeout at most.
-        if last || (!answered && *stopped.borrow()) {
+        if log.scrapes.len() == scraped_before && *stopped.borrow() {
             return log;
         }
         tokio::select! {
