@@ -375,6 +375,27 @@ fn no_exporter_anywhere_leaves_no_trace_and_a_named_one_is_reported() {
     );
     assert!(!run.stdout.contains("GPU Telemetry Summary"));
     assert!(!run.dir.join("gpu_telemetry_export.jsonl").exists());
+
+    // One that answers with other metrics: a warning that says so.
+    let other = RawServer::start(|_| {
+        let body = "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.5\n";
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
+        Reply::new(
+            vec![head.into_bytes(), body.as_bytes().to_vec()],
+            After::KeepOpen,
+        )
+    });
+    let run = profile(&mock, Some(""), &["--gpu-telemetry", &other.url]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "GPU telemetry: {}/metrics answered but published no DCGM GPU metrics",
+            other.url
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("GPU Telemetry Summary"));
 }
 
 #[test]

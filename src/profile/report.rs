@@ -194,24 +194,27 @@ fn gpu_telemetry(
     clock: crate::clock::Clock,
 ) -> Option<Arc<GpuTelemetry>> {
     let options = cfg.gpu_telemetry.as_ref()?;
-    for log in observed.gpu.iter().filter(|l| l.scrapes.is_empty()) {
+    for log in &observed.gpu {
+        let answered = !log.scrapes.is_empty();
         let why = log.first_error.as_deref().unwrap_or("no answer");
-        if options.is_quiet(&log.url) {
-            debug!("GPU telemetry: no DCGM exporter at {} ({why})", log.url);
-        } else {
-            warn!("GPU telemetry: no data from {} ({why})", log.url);
+        match (options.is_quiet(&log.url), answered) {
+            (true, false) => debug!("GPU telemetry: no DCGM exporter at {} ({why})", log.url),
+            (false, false) => warn!("GPU telemetry: no data from {} ({why})", log.url),
+            _ => {}
         }
     }
     let t = gpu_telemetry::summarize(&observed.gpu, |u| options.is_quiet(u), profiling_ns, clock);
-    for e in t
-        .endpoints
-        .iter()
-        .filter(|e| !e.scrapes.is_empty() && !e.has_data())
-    {
-        warn!(
-            "GPU telemetry: {} answered but published no DCGM GPU metrics",
-            e.url
-        );
+    for e in t.endpoints.iter().filter(|e| !e.has_data()) {
+        let answered = observed
+            .gpu
+            .iter()
+            .any(|l| l.url == e.url && !l.scrapes.is_empty());
+        if answered {
+            warn!(
+                "GPU telemetry: {} answered but published no DCGM GPU metrics",
+                e.url
+            );
+        }
     }
     t.has_data().then(|| Arc::new(t))
 }
