@@ -4,6 +4,7 @@
 
 mod collect;
 mod control;
+mod gpu_telemetry;
 mod observe;
 mod phases;
 mod prepare;

@@ -5,9 +5,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use serde_json::{Value, json};
-use std::sync::Arc;
-
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::Outcome;
 use super::control::StopReason;
@@ -16,7 +14,6 @@ use crate::config::{ProfileConfig, is_secret_header, redacted_command_line};
 use crate::export::{self, RunInfo};
 use crate::load::SendPlan;
 use crate::metrics::Collector;
-use crate::metrics::gpu_telemetry::{self, GpuTelemetry};
 use crate::overhead::OverheadReport;
 
 /// Everything the exports need from the run.
@@ -94,7 +91,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             "{retried} requests were sent again on a new connection: the server had closed the kept-alive connection before they reached it"
         );
     }
-    let gpu_telemetry = gpu_telemetry(cfg, &observed, ran.profiling_ns, clock);
+    let gpu_telemetry = super::gpu_telemetry::summarise(cfg, &observed, ran.profiling_ns, clock);
     if sent == 0 {
         warn!("No request was sent; no results were written");
     } else {
@@ -183,40 +180,6 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         None if summary.request_count == 0 => Outcome::AllFailed,
         None => Outcome::Success,
     })
-}
-
-/// GPU telemetry over the profiling window, when an exporter gave data. Endpoints the user
-/// named that gave none get a warning; the default ones a debug line only.
-fn gpu_telemetry(
-    cfg: &ProfileConfig,
-    observed: &super::observe::Observed,
-    profiling_ns: (u64, u64),
-    clock: crate::clock::Clock,
-) -> Option<Arc<GpuTelemetry>> {
-    let options = cfg.gpu_telemetry.as_ref()?;
-    for log in &observed.gpu {
-        let answered = !log.scrapes.is_empty();
-        let why = log.first_error.as_deref().unwrap_or("no answer");
-        match (options.is_quiet(&log.url), answered) {
-            (true, false) => debug!("GPU telemetry: no DCGM exporter at {} ({why})", log.url),
-            (false, false) => warn!("GPU telemetry: no data from {} ({why})", log.url),
-            _ => {}
-        }
-    }
-    let t = gpu_telemetry::summarize(&observed.gpu, |u| options.is_quiet(u), profiling_ns, clock);
-    for e in t.endpoints.iter().filter(|e| !e.has_data()) {
-        let answered = observed
-            .gpu
-            .iter()
-            .any(|l| l.url == e.url && !l.scrapes.is_empty());
-        if answered {
-            warn!(
-                "GPU telemetry: {} answered but published no DCGM GPU metrics",
-                e.url
-            );
-        }
-    }
-    t.has_data().then(|| Arc::new(t))
 }
 
 /// Before the run: `--osl` asks for an output length, but a server stops at its
