@@ -252,12 +252,11 @@ fn service_flags_are_accepted_and_named_once_each() {
             .count();
         assert_eq!(named, 1, "{flag}: {stderr}");
     }
-    for flag in [
-        "--tokenizer-trust-remote-code: no Python code is run",
-        "--no-gpu-telemetry: this build collects no GPU telemetry",
-    ] {
+    for flag in ["--tokenizer-trust-remote-code: no Python code is run"] {
         assert_eq!(stderr.matches(flag).count(), 1, "{flag}: {stderr}");
     }
+    // --no-gpu-telemetry has an effect now: no line about it.
+    assert!(!stderr.contains("--no-gpu-telemetry"), "{stderr}");
 }
 
 #[test]

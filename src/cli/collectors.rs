@@ -1,13 +1,17 @@
-//! Switches for AIPerf's side collectors: the server's Prometheus metrics (scraped by
-//! default) and GPU telemetry (not collected by this build yet: `--no-gpu-telemetry` is
-//! accepted so that AIPerf command lines run unchanged, and `--help` says so).
+//! Switches for AIPerf's side collectors: the server's Prometheus `/metrics` and GPU
+//! telemetry from DCGM exporters (both on by default, as in AIPerf).
 
 use clap::Args;
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct CollectorArgs {
-    /// Turn off GPU telemetry collection. This build does not collect GPU telemetry yet, so
-    /// the flag changes nothing today.
+    /// DCGM exporter endpoints to scrape for GPU telemetry, besides the defaults
+    /// (localhost:9400 and :9401, tried silently). `host:port` or a URL; `/metrics` is added
+    /// when missing. Given alone, it only asks for telemetry (already on by default).
+    #[arg(long, num_args = 0.., value_name = "URL", help_heading = "GPU Telemetry")]
+    pub gpu_telemetry: Option<Vec<String>>,
+
+    /// Turn off GPU telemetry: no DCGM exporter is scraped.
     #[arg(long, help_heading = "GPU Telemetry")]
     pub no_gpu_telemetry: bool,
 

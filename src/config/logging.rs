@@ -33,9 +33,6 @@ tokenizer.json is loaded"
                 .into(),
         );
     }
-    if a.collectors.no_gpu_telemetry {
-        lines.push("--no-gpu-telemetry: this build collects no GPU telemetry".into());
-    }
     lines
 }
 
@@ -91,15 +88,13 @@ mod tests {
             "8",
             "--record-processors",
             "2",
-            "--no-gpu-telemetry",
         ]));
-        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(lines.len(), 3, "{lines:?}");
         assert!(lines[0].starts_with("Ignoring --zmq-host:"), "{lines:?}");
         assert!(lines[1].starts_with("Ignoring --workers-max:"), "{lines:?}");
         assert!(
             lines[2].starts_with("Ignoring --record-processor-service-count:"),
             "{lines:?}"
         );
-        assert!(lines[3].starts_with("--no-gpu-telemetry:"), "{lines:?}");
     }
 }

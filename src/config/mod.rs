@@ -7,6 +7,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 use serde_json::{Map, Value};
 
+pub use self::gpu_telemetry::GpuTelemetryOptions;
 use self::limits::Zero;
 use crate::cli::ProfileArgs;
 use crate::dataset::InputOptions;
@@ -18,6 +19,7 @@ use crate::ui::{LogDetail, UiType};
 mod collectors;
 mod endpoint;
 mod enums;
+mod gpu_telemetry;
 mod inputs;
 pub(crate) mod limits;
 mod load;
@@ -98,7 +100,7 @@ pub struct ProfileConfig {
     /// How many of `server_metrics.urls` come first from `--url` (replaced by `set_base_url`).
     pub server_metrics_from_url: usize,
     /// Scrape DCGM exporters for GPU telemetry (None: off).
-    pub gpu_telemetry: Option<ScrapeOptions>,
+    pub gpu_telemetry: Option<GpuTelemetryOptions>,
 }
 
 /// Which Prometheus endpoints a side collector scrapes, and how often.
@@ -365,7 +367,7 @@ impl ProfileConfig {
             accepted_without_effect: logging::accepted_without_effect(a),
             server_metrics,
             server_metrics_from_url,
-            gpu_telemetry: None,
+            gpu_telemetry: gpu_telemetry::gpu_telemetry(a)?,
             random_seed,
             inputs: input_options(a)?,
 

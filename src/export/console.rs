@@ -291,6 +291,7 @@ mod tests {
             streaming: true,
             load_pacing: None,
             client_overhead: None,
+            gpu_telemetry: None,
         }
     }
 

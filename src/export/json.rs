@@ -43,6 +43,7 @@ pub(super) struct Object(Vec<(&'static str, Node)>);
 pub(super) enum Node {
     Value(Value),
     Object(Object),
+    Telemetry(super::gpu_telemetry::TelemetryData),
 }
 
 impl Serialize for Object {
@@ -60,6 +61,7 @@ impl Serialize for Node {
         match self {
             Node::Value(v) => v.serialize(s),
             Node::Object(o) => o.serialize(s),
+            Node::Telemetry(t) => t.serialize(s),
         }
     }
 }
@@ -143,6 +145,10 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo) -> String {
         }
     }
     doc.put("input_config", info.input_config.clone());
+    if let Some(t) = &info.gpu_telemetry {
+        let data = super::gpu_telemetry::telemetry_data(t);
+        doc.0.push(("telemetry_data", Node::Telemetry(data)));
+    }
     doc.put("was_cancelled", json!(info.was_cancelled));
     doc.put("is_complete", json!(info.is_complete));
     let errors: Vec<Value> = summary

@@ -3,6 +3,7 @@
 pub mod aggregate;
 pub mod console;
 pub mod csv;
+mod gpu_telemetry;
 mod inputs;
 pub mod json;
 pub mod jsonl;
@@ -27,6 +28,8 @@ pub const JSONL_FILE: &str = "profile_export.jsonl";
 /// Per-window metrics (`--slice-duration`).
 pub const TIMESLICES_JSON_FILE: &str = "profile_export_aiperf_timeslices.json";
 pub const TIMESLICES_CSV_FILE: &str = "profile_export_aiperf_timeslices.csv";
+/// One line per GPU per scrape of the DCGM exporters.
+pub const GPU_TELEMETRY_JSONL_FILE: &str = "gpu_telemetry_export.jsonl";
 pub const INPUTS_FILE: &str = "inputs.json";
 /// The run's log, under the artifact directory.
 pub const LOG_FILE: &str = "logs/aiperf.log";
@@ -76,6 +79,8 @@ pub struct RunInfo {
     pub load_pacing: Option<serde_json::Value>,
     /// The client's own cost over the run (`client_overhead` in the JSON export).
     pub client_overhead: Option<crate::overhead::OverheadReport>,
+    /// GPU telemetry, when any exporter gave data.
+    pub gpu_telemetry: Option<std::sync::Arc<crate::metrics::gpu_telemetry::GpuTelemetry>>,
 }
 
 /// Where [`write_summary`] put its files.
@@ -86,12 +91,25 @@ pub struct ExportPaths {
     pub console_txt: PathBuf,
     /// The time-slice JSON and CSV, when the run had time slices.
     pub timeslices: Option<(PathBuf, PathBuf)>,
+    /// The GPU telemetry JSONL, when there was telemetry.
+    pub gpu_telemetry: Option<PathBuf>,
 }
 
 /// Renders the console report (metrics table, then the error summary table when there
 /// were errors) as plain text.
 pub fn render_console(summary: &MetricsSummary, info: &RunInfo) -> String {
     console::render(summary, info, console::CONSOLE_WIDTH)
+}
+
+/// The GPU telemetry tables (empty without telemetry data); `output_tokens` is the run's
+/// total output token count, for the energy per token.
+pub fn render_gpu_telemetry(
+    t: &crate::metrics::gpu_telemetry::GpuTelemetry,
+    output_tokens: Option<f64>,
+) -> String {
+    // Wider than the metrics tables: the labels carry AIPerf's "NVIDIA" prefix and the
+    // clocks four digits, and a wrapped label is hard to read.
+    gpu_telemetry::render_console(t, output_tokens, 120)
 }
 
 /// The `--show-trace-timing` table of the HTTP timing metrics (empty without any).
@@ -143,9 +161,20 @@ pub fn write_summary_named(
                 dir.join(&names.timeslices_csv),
             )
         }),
+        gpu_telemetry: info
+            .gpu_telemetry
+            .as_ref()
+            .map(|_| dir.join(&names.gpu_telemetry_jsonl)),
     };
     write_atomically(&paths.json, &json::render(summary, info))?;
-    write_atomically(&paths.csv, &csv::render(summary))?;
+    let mut csv_text = csv::render(summary);
+    if let Some(t) = &info.gpu_telemetry {
+        csv_text.push_str(&gpu_telemetry::render_csv(t));
+    }
+    write_atomically(&paths.csv, &csv_text)?;
+    if let (Some(path), Some(t)) = (&paths.gpu_telemetry, &info.gpu_telemetry) {
+        gpu_telemetry::write_jsonl(path, t)?;
+    }
     write_atomically(&paths.console_txt, console_text)?;
     if let Some((json_path, csv_path)) = &paths.timeslices {
         let text = timeslices::render_json(&summary.timeslices, &info.input_config);
@@ -240,6 +269,7 @@ mod tests {
             streaming: true,
             load_pacing: None,
             client_overhead: None,
+            gpu_telemetry: None,
         }
     }
 

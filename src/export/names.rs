@@ -48,6 +48,7 @@ pub struct FileNames {
     pub timeslices_csv: String,
     /// The server-metrics files' name without its ending (`.json`, `.csv`, `.jsonl`).
     pub server_metrics: String,
+    pub gpu_telemetry_jsonl: String,
 }
 
 impl Default for FileNames {
@@ -60,6 +61,7 @@ impl Default for FileNames {
             timeslices_json: super::TIMESLICES_JSON_FILE.into(),
             timeslices_csv: super::TIMESLICES_CSV_FILE.into(),
             server_metrics: "server_metrics_export".into(),
+            gpu_telemetry_jsonl: super::GPU_TELEMETRY_JSONL_FILE.into(),
         }
     }
 }
@@ -105,6 +107,7 @@ impl FileNames {
             timeslices_json: format!("{base}_timeslices.json"),
             timeslices_csv: format!("{base}_timeslices.csv"),
             server_metrics: format!("{base}_server_metrics"),
+            gpu_telemetry_jsonl: format!("{base}_gpu_telemetry.jsonl"),
         }
     }
 }
@@ -136,6 +139,11 @@ mod tests {
         assert_eq!(
             (n.timeslices_json.as_str(), n.timeslices_csv.as_str()),
             ("run1_timeslices.json", "run1_timeslices.csv")
+        );
+        assert_eq!(n.gpu_telemetry_jsonl, "run1_gpu_telemetry.jsonl");
+        assert_eq!(
+            FileNames::default().gpu_telemetry_jsonl,
+            "gpu_telemetry_export.jsonl"
         );
         let d = FileNames::default();
         assert_eq!(

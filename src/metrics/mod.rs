@@ -8,6 +8,7 @@ pub mod catalog;
 mod collector;
 pub mod confidence;
 mod goodput;
+pub mod gpu_telemetry;
 mod http_trace;
 pub mod record_metrics;
 pub mod server_metrics;

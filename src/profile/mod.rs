@@ -4,6 +4,7 @@
 
 mod collect;
 mod control;
+mod gpu_telemetry;
 mod observe;
 mod phases;
 mod prepare;
@@ -221,6 +222,7 @@ pub fn run_reusing(
         retried: ctx.client.retried_requests(),
         template: template_json,
         observed,
+        clock: ctx.clock,
     };
     let outcome = report::finish(finished, collector)?;
     if let Some(server) = mock_server {

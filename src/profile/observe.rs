@@ -48,7 +48,7 @@ impl Observers {
             gpu: cfg
                 .gpu_telemetry
                 .as_ref()
-                .and_then(|o| start("GPU telemetry", &o.urls, o.timing)),
+                .and_then(|o| start("GPU telemetry", &o.scrape.urls, o.scrape.timing)),
         }
     }
 

@@ -31,6 +31,8 @@ pub(super) struct Finished<'a> {
     pub template: serde_json::Value,
     /// What the side collectors scraped (server metrics, GPU telemetry).
     pub observed: super::observe::Observed,
+    /// The run's clock (the scrapes are stamped on it).
+    pub clock: crate::clock::Clock,
 }
 
 /// Computes the statistics, writes `inputs.json` and the summary exports, prints the
@@ -47,6 +49,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         retried,
         template,
         observed,
+        clock,
     } = run;
     let sent = ran.sent;
     match stop_reason {
@@ -88,6 +91,12 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             "{retried} requests were sent again on a new connection: the server had closed the kept-alive connection before they reached it"
         );
     }
+    let gpu_telemetry = super::gpu_telemetry::summarise(
+        cfg,
+        &observed,
+        (ran.profiling_window.start_ns, ran.profiling_window.end_ns),
+        clock,
+    );
     if sent == 0 {
         warn!("No request was sent; no results were written");
     } else {
@@ -105,6 +114,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             streaming: cfg.streaming,
             load_pacing: ran.pacing.as_ref().map(|p| p.to_json()),
             client_overhead: Some(overhead),
+            gpu_telemetry: gpu_telemetry.clone(),
         };
         let inputs = export::write_inputs_json(&cfg.artifact_dir, plan);
         let mut console_text = export::render_console(&summary, &info);
@@ -114,6 +124,10 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         }
         if cfg.export.show_trace_timing {
             console_text.push_str(&export::render_trace_timing(&summary));
+        }
+        if let Some(t) = &gpu_telemetry {
+            let output_tokens = summary.get("total_output_tokens").map(|r| r.display_avg());
+            console_text.push_str(&export::render_gpu_telemetry(t, output_tokens));
         }
         if let Some(p) = &ran.pacing {
             info!(
@@ -156,6 +170,9 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         info!("Results saved to: {}", cfg.artifact_dir.display());
         let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
         let _ = writeln!(out, "JSON Export: {}", paths.json.display());
+        if let Some(path) = &paths.gpu_telemetry {
+            let _ = writeln!(out, "GPU Telemetry: {}", path.display());
+        }
         if let Some((json_path, csv_path)) = &paths.timeslices {
             let _ = writeln!(out, "Timeslices: {}", json_path.display());
             let _ = writeln!(out, "Timeslices CSV: {}", csv_path.display());

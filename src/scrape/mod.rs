@@ -3,6 +3,7 @@
 //! is bounded in time, and each is stamped on the run's clock at its first response byte, so
 //! server and GPU series share the client records' time axis.
 
+pub mod dcgm;
 pub mod parse;
 
 pub use parse::{Family, Kind, Series, Value};

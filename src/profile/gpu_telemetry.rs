@@ -1,0 +1,45 @@
+//! The GPU telemetry of a run: the DCGM exporters' scrapes summarised over the profiling
+//! window, and what the user hears about exporters that gave nothing.
+
+use std::sync::Arc;
+
+use tracing::{debug, warn};
+
+use super::observe::Observed;
+use crate::clock::Clock;
+use crate::config::ProfileConfig;
+use crate::metrics::gpu_telemetry::{self, GpuTelemetry};
+
+/// GPU telemetry over the profiling window, when an exporter gave data. Endpoints the user
+/// named that gave none get a warning; the default ones a debug line only.
+pub(super) fn summarise(
+    cfg: &ProfileConfig,
+    observed: &Observed,
+    profiling_ns: (u64, u64),
+    clock: Clock,
+) -> Option<Arc<GpuTelemetry>> {
+    let options = cfg.gpu_telemetry.as_ref()?;
+    for log in &observed.gpu {
+        let answered = !log.scrapes.is_empty();
+        let why = log.first_error.as_deref().unwrap_or("no answer");
+        match (options.is_quiet(&log.url), answered) {
+            (true, false) => debug!("GPU telemetry: no DCGM exporter at {} ({why})", log.url),
+            (false, false) => warn!("GPU telemetry: no data from {} ({why})", log.url),
+            _ => {}
+        }
+    }
+    let t = gpu_telemetry::summarize(&observed.gpu, |u| options.is_quiet(u), profiling_ns, clock);
+    for e in t.endpoints.iter().filter(|e| !e.has_data()) {
+        let answered = observed
+            .gpu
+            .iter()
+            .any(|l| l.url == e.url && !l.scrapes.is_empty());
+        if answered {
+            warn!(
+                "GPU telemetry: {} answered but published no DCGM GPU metrics",
+                e.url
+            );
+        }
+    }
+    t.has_data().then(|| Arc::new(t))
+}
