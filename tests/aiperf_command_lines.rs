@@ -252,11 +252,11 @@ fn service_flags_are_accepted_and_named_once_each() {
             .count();
         assert_eq!(named, 1, "{flag}: {stderr}");
     }
-    for flag in ["--tokenizer-trust-remote-code: no Python code is run"] {
-        assert_eq!(stderr.matches(flag).count(), 1, "{flag}: {stderr}");
-    }
-    // --no-gpu-telemetry has an effect now: no line about it.
+    let flag = "--tokenizer-trust-remote-code: no Python code is run";
+    assert_eq!(stderr.matches(flag).count(), 1, "{flag}: {stderr}");
+    // The collector switches have an effect now: no line about them.
     assert!(!stderr.contains("--no-gpu-telemetry"), "{stderr}");
+    assert!(!stderr.contains("--no-server-metrics"), "{stderr}");
 }
 
 #[test]
