@@ -90,7 +90,7 @@ fn vision_profile_against_the_mock_matches_the_server() {
     // Timing: generous bounds for a loaded 2-core machine running a debug build; the tight
     // figures are measured by the benches in release.
     let ttft_p50 = summary["time_to_first_token"]["p50"].as_f64().unwrap();
-    assert!((19.9..30.0).contains(&ttft_p50), "TTFT p50 {ttft_p50} ms");
+    assert!((19.9..40.0).contains(&ttft_p50), "TTFT p50 {ttft_p50} ms");
     let itl_avg = summary["inter_token_latency"]["avg"].as_f64().unwrap();
     assert!((4.9..5.6).contains(&itl_avg), "ITL avg {itl_avg} ms");
     assert_eq!(summary["time_to_first_token"]["unit"], "ms");
