@@ -10,7 +10,6 @@ use crate::scrape::{EndpointLog, ScrapeTiming, Scraper};
 
 /// The running collectors.
 pub(super) struct Observers {
-    clock: Clock,
     server: Option<Scraper>,
     gpu: Option<Scraper>,
 }
@@ -21,10 +20,7 @@ pub(crate) struct Observed {
     /// The server's `/metrics` (`--server-metrics`).
     pub server: Vec<EndpointLog>,
     /// DCGM exporters (`--gpu-telemetry`).
-    #[allow(dead_code)] // no GPU telemetry report yet
     pub gpu: Vec<EndpointLog>,
-    /// The run clock the scrapes were stamped on (None when nothing ran).
-    pub clock: Option<Clock>,
 }
 
 impl Observers {
@@ -40,7 +36,6 @@ impl Observers {
                 .ok()
         };
         Observers {
-            clock,
             server: cfg.server_metrics.as_ref().and_then(|o| {
                 let urls = reachable_server_metrics(&o.urls, o.timing.timeout, clock);
                 start("Server metrics", &urls, o.timing)
@@ -69,11 +64,7 @@ impl Observers {
             Some(s) => s.finish().await,
             None => Vec::new(),
         };
-        Observed {
-            server,
-            gpu,
-            clock: Some(self.clock),
-        }
+        Observed { server, gpu }
     }
 }
 

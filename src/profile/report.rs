@@ -157,7 +157,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         inputs.context("cannot write inputs.json")?;
         let paths = paths.context("cannot write the summary exports")?;
         let server_files = match &server_metrics {
-            Some(sm) => super::server_metrics::write(cfg, &info, &ran, &observed, sm)
+            Some(sm) => super::server_metrics::write(cfg, &info, &ran, &observed, sm, clock)
                 .context("cannot write the server metrics files")?,
             None => Vec::new(),
         };

@@ -66,8 +66,9 @@ pub(super) fn write(
     ran: &Ran,
     observed: &Observed,
     sm: &ServerMetrics,
+    clock: crate::clock::Clock,
 ) -> std::io::Result<Vec<PathBuf>> {
-    let (Some(options), Some(clock)) = (&cfg.server_metrics, observed.clock) else {
+    let Some(options) = &cfg.server_metrics else {
         return Ok(Vec::new());
     };
     let run = ServerMetricsRun {
