@@ -216,13 +216,16 @@ async fn scrape_once(client: &HttpsClient, uri: &Uri, clock: &Clock) -> Result<S
     if !status.is_success() {
         return Err(format!("HTTP {status}"));
     }
-    let text = String::from_utf8_lossy(&body);
+    // Parsed on the blocking pool, not on the runtime workers that send the requests.
+    let size = body.len();
     let started = Instant::now();
-    let families = parse::parse(&text);
+    let families =
+        tokio::task::spawn_blocking(move || parse::parse(&String::from_utf8_lossy(&body)))
+            .await
+            .map_err(|e| format!("parsing: {e}"))?;
     tracing::trace!(
-        "Scraped {} families from {uri} ({} bytes, parsed in {:?})",
+        "Scraped {} families from {uri} ({size} bytes, parsed in {:?})",
         families.len(),
-        body.len(),
         started.elapsed()
     );
     Ok(Scrape {
