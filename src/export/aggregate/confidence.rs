@@ -72,6 +72,28 @@ pub(super) struct KeyStats {
     pub unit: String,
 }
 
+impl KeyStats {
+    /// `{mean, std, min, max, cv, [se,] ci_low, ci_high, [t_critical,] unit}`: the confidence
+    /// aggregate's entry with `detail`, the multi-trial sweep cell's without.
+    pub(super) fn json(&self, detail: bool) -> Json {
+        let s = &self.stats;
+        let mut entry = Json::object()
+            .with("mean", s.mean)
+            .with("std", s.std)
+            .with("min", s.min)
+            .with("max", s.max)
+            .with("cv", s.cv);
+        if detail {
+            entry = entry.with("se", s.se);
+        }
+        entry = entry.with("ci_low", s.ci_low).with("ci_high", s.ci_high);
+        if detail {
+            entry = entry.with("t_critical", s.t_critical);
+        }
+        entry.with("unit", self.unit.as_str())
+    }
+}
+
 /// Every `<metric>_<stat>` of the successful runs, sorted by key (AIPerf's order is a
 /// set's, i.e. arbitrary). One successful run gives the degenerate point form; several
 /// give [`RunLevelStats::across_runs`] over the runs that have the value.
@@ -173,19 +195,7 @@ impl ConfidenceAggregate<'_> {
         }
         let mut metrics = Json::object();
         for (key, k) in key_stats(self.runs, self.confidence_level) {
-            let s = k.stats;
-            let entry = Json::object()
-                .with("mean", s.mean)
-                .with("std", s.std)
-                .with("min", s.min)
-                .with("max", s.max)
-                .with("cv", s.cv)
-                .with("se", s.se)
-                .with("ci_low", s.ci_low)
-                .with("ci_high", s.ci_high)
-                .with("t_critical", s.t_critical)
-                .with("unit", k.unit.as_str());
-            metrics.put(&key, entry);
+            metrics.put(&key, k.json(true));
         }
         Json::object()
             .with("schema_version", SCHEMA_VERSION)

@@ -141,17 +141,7 @@ impl<'a> CellStats<'a> {
             }
             CellStats::ByKey(k) => {
                 for (key, e) in k {
-                    let s = e.stats;
-                    let entry = Json::object()
-                        .with("mean", s.mean)
-                        .with("std", s.std)
-                        .with("min", s.min)
-                        .with("max", s.max)
-                        .with("cv", s.cv)
-                        .with("ci_low", s.ci_low)
-                        .with("ci_high", s.ci_high)
-                        .with("unit", e.unit.as_str());
-                    out.put(key, entry);
+                    out.put(key, e.json(false));
                 }
             }
         }
