@@ -8,6 +8,8 @@
 
 pub mod api;
 pub mod cli;
+pub mod kube;
+pub mod merge;
 pub mod profile;
 pub mod sweep;
 

@@ -9,7 +9,13 @@ use aiperf::profile::{Outcome, ProfileError};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().collect();
+    let argv = match aiperf::cli::shard::expand_args_file(std::env::args().collect()) {
+        Ok(argv) => argv,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     // List-valued flags (`--concurrency 1,4,16`) are taken out before clap parses: each
     // point of the sweep is parsed on its own.
     let lists = match aiperf::sweep::find_lists(&argv) {
@@ -31,6 +37,24 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Profile(args) => profile_exit(aiperf::sweep::run(&argv, lists, &args)),
+        Command::Merge(args) => match aiperf::merge::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(aiperf::merge::MergeError::Input(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            Err(aiperf::merge::MergeError::Other(e)) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+        Command::Kube(args) => match aiperf::kube::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::MockServer(args) => {
             if let Err(e) = args.fault_rates() {
                 eprintln!("error: {e}");

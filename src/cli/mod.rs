@@ -13,6 +13,7 @@ pub mod logging;
 pub mod multirun;
 pub mod output;
 pub mod service;
+pub mod shard;
 mod spellings;
 
 pub use logging::LogLevel;
@@ -147,6 +148,11 @@ pub enum Command {
     Profile(Box<ProfileArgs>),
     /// Run the built-in OpenAI-compatible mock server.
     MockServer(crate::mock::MockServerArgs),
+    /// Merge the artifacts of sharded runs (--shard-index/--shard-count) into one run's,
+    /// every metric recomputed from the union of the per-request records.
+    Merge(shard::MergeArgs),
+    /// Kubernetes manifests that run a sharded benchmark as an Indexed Job.
+    Kube(shard::KubeArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -509,6 +515,10 @@ pub struct ProfileArgs {
     /// Sweeps, repeated runs and the SLA search.
     #[command(flatten)]
     pub multirun: multirun::MultiRunArgs,
+
+    /// Shards of one plan over several load generators, and a shared start time.
+    #[command(flatten)]
+    pub shard: shard::ShardArgs,
 
     /// The fields given on the command line (by field name), set by
     /// `Cli::parse_with_sources`.

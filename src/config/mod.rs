@@ -27,11 +27,13 @@ mod logging;
 pub mod multirun;
 mod output;
 mod redact;
+mod shard;
 
 use self::endpoint::*;
 use self::inputs::*;
 pub use self::load::*;
 pub use self::redact::*;
+pub use self::shard::ShardOptions;
 use crate::dataset::custom::first_record_has_timestamp;
 pub use crate::load::{LoadOptions, WarmupOptions};
 
@@ -101,6 +103,8 @@ pub struct ProfileConfig {
     pub server_metrics_from_url: usize,
     /// Scrape DCGM exporters for GPU telemetry (None: off).
     pub gpu_telemetry: Option<GpuTelemetryOptions>,
+    /// This run's part of a plan shared by several load generators, and its start time.
+    pub shard: ShardOptions,
 }
 
 /// Which Prometheus endpoints a side collector scrapes, and how often.
@@ -162,6 +166,7 @@ impl ProfileConfig {
         let concurrency = a.concurrency.unwrap_or(1);
         check_counts(a)?;
         let load = check_load_modes(a)?;
+        let shard = shard::check_shard(a, &load, concurrency)?;
         if let (true, Some(n)) = (load.fixed_schedule, a.request_count) {
             warnings.push(format!(
                 "--request-count {n} is ignored: a fixed schedule sends every entry of the input file in its window"
@@ -374,6 +379,7 @@ impl ProfileConfig {
             failures,
             load,
             warnings,
+            shard,
         })
     }
 

@@ -292,6 +292,7 @@ mod tests {
             load_pacing: None,
             client_overhead: None,
             gpu_telemetry: None,
+            extra: Vec::new(),
         }
     }
 

@@ -190,6 +190,9 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo) -> String {
     if let Some(overhead) = &info.client_overhead {
         doc.put("client_overhead", json!(overhead));
     }
+    for (key, value) in &info.extra {
+        doc.put(key, value.clone());
+    }
     let mut text = serde_json::to_string_pretty(&doc).expect("JSON into memory");
     text.push('\n');
     text

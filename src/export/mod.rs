@@ -9,6 +9,7 @@ pub mod json;
 pub mod jsonl;
 mod names;
 mod outputs;
+pub mod read;
 pub mod pyrepr;
 mod server_metrics;
 pub mod sweep_files;
@@ -81,6 +82,9 @@ pub struct RunInfo {
     pub client_overhead: Option<crate::overhead::OverheadReport>,
     /// GPU telemetry, when any exporter gave data.
     pub gpu_telemetry: Option<std::sync::Arc<crate::metrics::gpu_telemetry::GpuTelemetry>>,
+    /// Top-level keys outside AIPerf's schema, written last (a shard's `shard` block, a
+    /// merge's `merged_shards`); AIPerf's parsers ignore them.
+    pub extra: Vec<(&'static str, serde_json::Value)>,
 }
 
 /// Where [`write_summary`] put its files.
@@ -270,6 +274,7 @@ mod tests {
             load_pacing: None,
             client_overhead: None,
             gpu_telemetry: None,
+            extra: Vec::new(),
         }
     }
 

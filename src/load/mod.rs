@@ -7,10 +7,12 @@ pub mod pacing;
 mod phase;
 pub mod ramp;
 pub mod schedule;
+pub mod shard;
 
 pub use options::{LoadOptions, UserCentric, WarmupOptions};
 pub use phase::{Cancellation, Pacing, PhaseSpec, run_phase};
 pub use ramp::Ramps;
+pub use shard::Shard;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 

@@ -17,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::pacing::{PacingReport, SendSample};
 use super::ramp::{self, Ramps};
 use super::schedule::{ArrivalPattern, Arrivals};
+use super::shard::Shard;
 use super::{LoadContext, UserCentric};
 use crate::endpoint::TurnScript;
 use crate::hash::splitmix64;
@@ -73,6 +74,12 @@ pub struct PhaseSpec {
     pub ramps: Ramps,
     /// `--prefill-concurrency`: most requests sent but still without their first token.
     pub prefill_concurrency: Option<u64>,
+    /// This load generator's part of a plan shared by several (`None`: all of it). Counts
+    /// and sessions above are the whole plan's; `concurrency` is already this shard's.
+    pub shard: Option<Shard>,
+    /// Start at this instant (a `--start-at` shared by the shards) instead of at once; a
+    /// schedule's offsets count from it.
+    pub start: Option<Instant>,
 }
 
 /// What a phase did.
@@ -112,7 +119,10 @@ pub async fn run_phase(
     spec: PhaseSpec,
     records: UnboundedSender<RequestRecord>,
 ) -> PhaseResult {
-    let started = Instant::now();
+    if let Some(at) = spec.start {
+        timer::sleep_until(at).await;
+    }
+    let started = spec.start.unwrap_or_else(Instant::now);
     let issue_until = spec.duration.map(|d| started + d);
     let open_loop = !matches!(spec.pacing, Pacing::ClosedLoop);
     let slots = match (open_loop, spec.concurrency) {
@@ -126,7 +136,9 @@ pub async fn run_phase(
         Pacing::Rate { rate, .. } => Some(*rate),
         Pacing::Users(users) => Some(users.qps),
         _ => None,
-    };
+    }
+    // A shard's target is its part of the rate.
+    .map(|r| r / spec.shard.map_or(1.0, |s| s.count as f64));
     let prefill = spec
         .prefill_concurrency
         .map(|n| Arc::new(Semaphore::new(n as usize)));
@@ -177,8 +189,11 @@ pub async fn run_phase(
     }
 
     let claimed = run.claimed.load(Ordering::SeqCst);
-    let sent =
-        run.spec.count.map_or(claimed, |c| claimed.min(c)) - run.dropped.load(Ordering::SeqCst);
+    let count = match run.spec.shard {
+        Some(shard) => run.spec.count.map(|c| shard.share_of(c)),
+        None => run.spec.count,
+    };
+    let sent = count.map_or(claimed, |c| claimed.min(c)) - run.dropped.load(Ordering::SeqCst);
     let samples = std::mem::take(&mut *run.samples.lock().unwrap_or_else(|e| e.into_inner()));
     PhaseResult {
         sent,
@@ -195,11 +210,74 @@ impl PhaseRun {
         if self.issue_until.is_some_and(|end| Instant::now() >= end) {
             return None;
         }
-        let i = self.claimed.fetch_add(1, Ordering::SeqCst);
+        let i = self.global(self.claimed.fetch_add(1, Ordering::SeqCst));
         if self.spec.count.is_some_and(|c| i >= c) {
             return None;
         }
         Some(self.spec.first_send + i)
+    }
+
+    /// The plan-wide index of this shard's `local`-th send (the same without shards).
+    fn global(&self, local: u64) -> u64 {
+        self.spec.shard.map_or(local, |s| s.global(local))
+    }
+
+    /// A shard takes whole conversations (by session id) rather than every N-th send:
+    /// multi-turn conversations and replayed traces.
+    fn split_by_session(&self) -> bool {
+        matches!(self.spec.pacing, Pacing::Fixed { .. }) || self.ctx.plan.is_multi_turn()
+    }
+
+    /// Whether the plan's conversation number `session` is this shard's.
+    fn owns_session(&self, shard: Shard, session: u64) -> bool {
+        let plan = &self.ctx.plan;
+        match self.spec.pacing {
+            // A trace's own session ids, the same whatever the seed.
+            Pacing::Fixed { .. } => {
+                shard.owns_session(&plan.conversation_ids[plan.entry_of_session(session)])
+            }
+            _ => shard.owns_session(&plan.correlation_id(session)),
+        }
+    }
+
+    /// Whether arrival `k` of the phase's schedule is this shard's.
+    fn owns_arrival(&self, k: u64) -> bool {
+        match self.spec.shard {
+            None => true,
+            Some(shard) if self.split_by_session() => {
+                self.owns_session(shard, self.spec.first_send + k)
+            }
+            Some(shard) => shard.owns_index(k),
+        }
+    }
+
+    /// A sharded conversation: its plan-wide number (`arrival` for a schedule, else the
+    /// next one this shard owns) and its first send number.
+    fn start_sharded(&self, shard: Shard, arrival: Option<u64>) -> Option<(u64, u64)> {
+        let base = self.spec.first_send;
+        let past_limit = |g: u64| self.spec.sessions.is_some_and(|max| g >= max);
+        if !self.split_by_session() {
+            let send = self.claim()?;
+            let g = send - base;
+            return (!past_limit(g)).then_some((base + g, send));
+        }
+        let g = match arrival {
+            Some(k) => k,
+            None => loop {
+                let g = self.sessions_started.fetch_add(1, Ordering::SeqCst);
+                if past_limit(g) || self.is_over() {
+                    return None;
+                }
+                if self.owns_session(shard, base + g) {
+                    break g;
+                }
+            },
+        };
+        if past_limit(g) {
+            return None;
+        }
+        let send = self.claim()?;
+        Some((base + g, send))
     }
 
     /// True when no more request can be issued (stopped, past the duration, count reached).
@@ -209,12 +287,15 @@ impl PhaseRun {
             || self
                 .spec
                 .count
-                .is_some_and(|c| self.claimed.load(Ordering::SeqCst) >= c)
+                .is_some_and(|c| self.global(self.claimed.load(Ordering::SeqCst)) >= c)
     }
 
     /// Starts a conversation: its session number and its first send number, unless the
     /// phase is over or has started all of its sessions.
-    fn start_conversation(&self) -> Option<(u64, u64)> {
+    fn start_conversation(&self, arrival: Option<u64>) -> Option<(u64, u64)> {
+        if let Some(shard) = self.spec.shard {
+            return self.start_sharded(shard, arrival);
+        }
         if let Some(max) = self.spec.sessions
             && self.sessions_started.fetch_add(1, Ordering::SeqCst) >= max
         {
@@ -532,7 +613,7 @@ async fn run_closed_loop(run: Arc<PhaseRun>) {
             while Instant::now() < opens && !run.is_over() {
                 timer::sleep_until(opens.min(Instant::now() + Duration::from_millis(50))).await;
             }
-            while let Some((session, send)) = run.start_conversation() {
+            while let Some((session, send)) = run.start_conversation(None) {
                 let ended = run
                     .clone()
                     .conversation(session, send, SendTiming::default(), None, None)
@@ -567,20 +648,35 @@ async fn run_open_loop(run: Arc<PhaseRun>) {
     };
     let ctx = run.ctx.clone();
     // A little lead so that the first arrival is met by the timer, not late from setup.
-    let t0 = Instant::now() + Duration::from_millis(1);
+    let t0 = run
+        .spec
+        .start
+        .unwrap_or_else(|| Instant::now() + Duration::from_millis(1));
     let mut waited_until: Option<Instant> = None;
     let mut tasks = tokio::task::JoinSet::new();
-    for offset in offsets {
+    for (k, offset) in offsets.enumerate() {
         let due = t0 + Duration::from_nanos(offset);
         if run.issue_until.is_some_and(|end| due >= end) {
             break;
+        }
+        // Another shard's arrival: skipped, unless the plan's limits end here.
+        if !run.owns_arrival(k as u64) {
+            let k = k as u64;
+            let single = !run.split_by_session();
+            if run.spec.sessions.is_some_and(|m| k >= m)
+                || (single && run.spec.count.is_some_and(|c| k >= c))
+                || ctx.stop.load(Ordering::Relaxed)
+            {
+                break;
+            }
+            continue;
         }
         // Sleep in bounded steps so that Ctrl-C is noticed during long trace gaps.
         while Instant::now() < due && !ctx.stop.load(Ordering::Relaxed) {
             let step = Instant::now() + Duration::from_millis(100);
             timer::sleep_until(due.min(step)).await;
         }
-        let Some((session, send)) = run.start_conversation() else {
+        let Some((session, send)) = run.start_conversation(Some(k as u64)) else {
             break;
         };
         let behind = waited_until.is_some_and(|w| w > due);
@@ -623,7 +719,7 @@ async fn run_users(run: Arc<PhaseRun>, users: UserCentric) {
                     let step = Instant::now() + Duration::from_millis(100);
                     timer::sleep_until(due.min(step)).await;
                 }
-                let Some((session, send)) = run.start_conversation() else {
+                let Some((session, send)) = run.start_conversation(None) else {
                     break;
                 };
                 let (permit, slot_wait_ns) = run.slot(due, false).await;

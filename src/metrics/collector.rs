@@ -178,6 +178,27 @@ impl MetricsSummary {
     }
 }
 
+/// What the statistics need of a record besides its metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordFacts<'a> {
+    pub start_wall_ns: u64,
+    pub end_wall_ns: u64,
+    pub error: Option<&'a ErrorDetails>,
+    /// The output length the request asked for (`--osl`), for the OSL mismatch count.
+    pub requested_output_tokens: Option<u64>,
+}
+
+impl<'a> RecordFacts<'a> {
+    pub fn of(record: &'a RequestRecord) -> Self {
+        RecordFacts {
+            start_wall_ns: record.start_wall_ns,
+            end_wall_ns: record.end_wall_ns,
+            error: record.error.as_ref(),
+            requested_output_tokens: record.input.requested_output_tokens,
+        }
+    }
+}
+
 /// Where the collector hands each record and its metrics: the per-record export in a run.
 pub trait RecordSink: Send {
     fn write(&mut self, record: &RequestRecord, metrics: &RecordMetrics) -> std::io::Result<()>;
@@ -326,7 +347,13 @@ impl Collector {
             );
         }
         let written = self.write_line(record, &m);
+        self.add_metrics(&RecordFacts::of(record), &m);
+        written
+    }
 
+    /// Counts one profiling record given its metrics: what `add` does after computing
+    /// them, and what `aiperf merge` does with the records it reads back.
+    pub fn add_metrics(&mut self, record: &RecordFacts, m: &RecordMetrics) {
         for (id, v) in m.scalars() {
             self.values[id as usize].push(v);
         }
@@ -335,7 +362,7 @@ impl Collector {
         if let Some(gaps) = &m.inter_chunk_latency {
             self.values[icl].extend_from_slice(gaps);
         }
-        let mut counts = self.count_mismatches(record, &m);
+        let mut counts = self.count_mismatches(record, m);
 
         // A response ends at its last content response (start + latency), as AIPerf's
         // max_response_timestamp; a failed request ends when it failed.
@@ -356,12 +383,12 @@ impl Collector {
             end: end_wall,
             input_tokens: m
                 .get(MetricId::InputSequenceLength)
-                .filter(|_| record.is_valid()),
+                .filter(|_| record.error.is_none()),
             output_tokens: m.get(MetricId::OutputSequenceLength),
             gaps: gaps_from..self.values[icl].len(),
         });
 
-        match &record.error {
+        match record.error {
             None => {
                 counts.requests = 1;
                 if self.goodput_enabled && self.objectives.iter().all(|o| o.passes(m.get(o.def.id)))
@@ -388,19 +415,18 @@ impl Collector {
             self.slice_entries.push(SliceEntry {
                 start: record.start_wall_ns,
                 values: m.scalars().collect(),
-                inter_chunk_latency: m.inter_chunk_latency.unwrap_or_default(),
+                inter_chunk_latency: m.inter_chunk_latency.clone().unwrap_or_default(),
                 counts,
             });
         }
-        written
     }
 
     /// OSL mismatches (AIPerf's `osl_mismatch_count`) and usage discrepancies
     /// (`usage_discrepancy_count`) of one valid record.
-    fn count_mismatches(&mut self, record: &RequestRecord, m: &RecordMetrics) -> Counts {
+    fn count_mismatches(&mut self, record: &RecordFacts, m: &RecordMetrics) -> Counts {
         let mut counts = Counts::default();
         if let (Some(asked), Some(got)) = (
-            record.input.requested_output_tokens,
+            record.requested_output_tokens,
             m.get(MetricId::OutputSequenceLength),
         ) && asked > 0
         {

@@ -18,7 +18,9 @@ pub(crate) mod template_overhead;
 pub use catalog::{ConsoleGroup, MetricId};
 #[cfg(test)]
 pub use collector::ErrorCount;
-pub use collector::{Collector, MetricResult, MetricValue, MetricsSummary, RecordSink, TimeSlice};
+pub use collector::{
+    Collector, MetricResult, MetricValue, MetricsSummary, RecordFacts, RecordSink, TimeSlice,
+};
 pub use goodput::{GoodputSlo, parse_goodput};
 pub use record_metrics::{RecordMetrics, RecordOptions};
 pub use template_overhead::{EntryRequest, TemplateOverhead};

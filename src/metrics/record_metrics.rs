@@ -49,6 +49,22 @@ impl RecordMetrics {
         self.scalars[id as usize] = value;
     }
 
+    /// Metrics read back from a per-record export, where they are in display units (ms,
+    /// tokens/sec, ...): each scaled back to base units.
+    pub fn from_display(
+        values: impl IntoIterator<Item = (MetricId, f64)>,
+        inter_chunk_latency: Option<Vec<f64>>,
+    ) -> RecordMetrics {
+        let mut m = RecordMetrics::default();
+        for (id, v) in values {
+            m.set(id, Some(v * id.def().scale));
+        }
+        let scale = MetricId::InterChunkLatency.def().scale;
+        m.inter_chunk_latency =
+            inter_chunk_latency.map(|gaps| gaps.into_iter().map(|g| g * scale).collect());
+        m
+    }
+
     /// Scalar values present, in catalogue order.
     pub fn scalars(&self) -> impl Iterator<Item = (MetricId, f64)> + '_ {
         crate::metrics::catalog::CATALOG

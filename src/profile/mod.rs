@@ -10,6 +10,7 @@ mod phases;
 mod prepare;
 mod report;
 mod server_metrics;
+pub mod shard;
 mod template_probe;
 
 pub use template_probe::PROBE_REQUEST_ID;
@@ -190,12 +191,13 @@ pub fn run_reusing(
         let _in_runtime = runtime.enter();
         observe::Observers::start(&cfg, ctx.clock)
     };
+    let start = runtime.block_on(shard::prepare(&cfg));
     let overhead = OverheadMonitor::start();
     let ran = phases::run(
         &runtime,
         &cfg,
         &ctx,
-        prepared.schedule,
+        (prepared.schedule, start.as_ref().and_then(|s| s.at)),
         prepared.warmup_requests,
         &collection,
         &observers,
@@ -223,6 +225,7 @@ pub fn run_reusing(
         template: template_json,
         observed,
         clock: ctx.clock,
+        start,
     };
     let outcome = report::finish(finished, collector)?;
     if let Some(server) = mock_server {

@@ -22,6 +22,9 @@ pub(super) struct Ran {
     pub pacing: Option<PacingReport>,
     pub start_wall_ns: u64,
     pub end_wall_ns: u64,
+    /// When the first phase started (a shared `--start-at`, or at once): the origin of
+    /// its schedule.
+    pub schedule_start_wall_ns: u64,
     /// The phases' spans on the run clock, for the server-side series scraped beside them.
     pub warmup_window: Option<Window>,
     pub profiling_window: Window,
@@ -32,7 +35,8 @@ pub(super) fn run(
     runtime: &tokio::runtime::Runtime,
     cfg: &ProfileConfig,
     ctx: &Arc<LoadContext>,
-    schedule: Option<Arc<[u64]>>,
+    // A trace's send offsets, and the shared start (`--start-at`) of the first phase.
+    (schedule, start): (Option<Arc<[u64]>>, Option<Instant>),
     warmup_requests: u64,
     collection: &Collection,
     observers: &Observers,
@@ -40,6 +44,7 @@ pub(super) fn run(
     let records = collection.records.clone();
     let clock = ctx.clock;
     let start_wall_ns = clock.wall_ns(clock.now_ns());
+    let schedule_start_wall_ns = start.map_or(start_wall_ns, |at| clock.wall_ns(clock.ns_of(at)));
     let pacing = match (schedule, cfg.load.rate) {
         (Some(offsets_ns), _) => Pacing::Fixed { offsets_ns },
         (None, Some((rate, pattern))) => Pacing::Rate { rate, pattern },
@@ -50,7 +55,11 @@ pub(super) fn run(
     };
     let mut sent = 0;
     let mut warmup_window = None;
-    if let Some(warmup) = warmup_spec(cfg, &pacing, warmup_requests) {
+    let shard = cfg.shard.shard;
+    // The shared start goes to the first phase.
+    let mut start = start;
+    if let Some(mut warmup) = warmup_spec(cfg, &pacing, warmup_requests) {
+        warmup.start = start.take();
         observers.mark_phase_boundary(runtime);
         let start_ns = clock.now_ns();
         let started = Instant::now();
@@ -71,13 +80,18 @@ pub(super) fn run(
     let cap = match pacing {
         Pacing::ClosedLoop => Some(cfg.concurrency),
         _ => cfg.load.concurrency_given.then_some(cfg.concurrency),
-    };
+    }
+    .map(|c| shard_share(cfg, c));
     if !ctx.stop.load(Ordering::Relaxed) {
         log_profiling(cfg, ctx, &pacing, cap);
     }
     let profiling = PhaseSpec {
         phase: Phase::Profiling,
-        first_send: sent,
+        // A shard numbers its sends as the whole plan does: after every shard's warmup.
+        first_send: match shard {
+            Some(_) if cfg.warmup_request_count > 0 => cfg.warmup_request_count,
+            _ => sent,
+        },
         count: cfg.load.count_limit(cfg.request_count),
         sessions: cfg.load.sessions,
         duration: cfg.load.duration,
@@ -87,7 +101,9 @@ pub(super) fn run(
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed,
         ramps: cfg.load.ramps,
-        prefill_concurrency: cfg.load.prefill_concurrency,
+        prefill_concurrency: cfg.load.prefill_concurrency.map(|c| shard_share(cfg, c)),
+        shard,
+        start,
     };
     // Server counters of the profiling phase start from a scrape taken after the warmup.
     observers.mark_phase_boundary(runtime);
@@ -108,6 +124,7 @@ pub(super) fn run(
         pacing: result.pacing,
         start_wall_ns,
         end_wall_ns: clock.wall_ns(clock.now_ns()),
+        schedule_start_wall_ns,
         warmup_window,
         profiling_window,
     }
@@ -147,6 +164,7 @@ fn warmup_spec(cfg: &ProfileConfig, pacing: &Pacing, requests: u64) -> Option<Ph
             .concurrency
             .or(cfg.load.concurrency_given.then_some(cfg.concurrency)),
     };
+    let concurrency = concurrency.map(|c| shard_share(cfg, c));
     Some(PhaseSpec {
         phase: Phase::Warmup,
         first_send: 0,
@@ -160,8 +178,19 @@ fn warmup_spec(cfg: &ProfileConfig, pacing: &Pacing, requests: u64) -> Option<Ph
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed ^ 0x3a7e_0001,
         ramps: cfg.load.ramps,
-        prefill_concurrency: w.prefill_concurrency.or(cfg.load.prefill_concurrency),
+        prefill_concurrency: w
+            .prefill_concurrency
+            .or(cfg.load.prefill_concurrency)
+            .map(|c| shard_share(cfg, c)),
+        shard: cfg.shard.shard,
+        start: None,
     })
+}
+
+/// This shard's part of a cap on requests in flight (the whole cap without shards); at
+/// least 1, as `config` refuses caps below the shard count.
+fn shard_share(cfg: &ProfileConfig, cap: u64) -> u64 {
+    cfg.shard.shard.map_or(cap, |s| s.share_of(cap).max(1))
 }
 
 /// One line saying how profiling will run and what stops it.

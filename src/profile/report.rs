@@ -33,6 +33,8 @@ pub(super) struct Finished<'a> {
     pub observed: super::observe::Observed,
     /// The run's clock (the scrapes are stamped on it).
     pub clock: crate::clock::Clock,
+    /// A sharded (or `--start-at`) run's start: what its `shard` block reports.
+    pub start: Option<super::shard::Start>,
 }
 
 /// Computes the statistics, writes `inputs.json` and the summary exports, prints the
@@ -50,6 +52,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         template,
         observed,
         clock,
+        start,
     } = run;
     let sent = ran.sent;
     match stop_reason {
@@ -115,6 +118,15 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             load_pacing: ran.pacing.as_ref().map(|p| p.to_json()),
             client_overhead: Some(overhead),
             gpu_telemetry: gpu_telemetry.clone(),
+            extra: match &start {
+                Some(start) => {
+                    let input_config = input_config_json(cfg);
+                    let schedule_start = ran.schedule_start_wall_ns;
+                    let block = super::shard::block(cfg, &input_config, start, schedule_start);
+                    vec![("shard", block)]
+                }
+                None => Vec::new(),
+            },
         };
         let inputs = export::write_inputs_json(&cfg.artifact_dir, plan);
         let mut console_text = export::render_console(&summary, &info);

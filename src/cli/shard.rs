@@ -1,0 +1,135 @@
+//! Flags for running one plan from several load generators (shards), merging their
+//! results, and generating the Kubernetes Job that runs them. Parsing only; `config` checks
+//! the shard flags.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+/// Environment variable a Kubernetes Indexed Job sets to each pod's index.
+pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+/// Environment variable for the number of shards (set once in a Job template).
+pub const COUNT_ENV: &str = "AIPERF_SHARD_COUNT";
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct ShardArgs {
+    /// This load generator's shard, 0-based (default: $JOB_COMPLETION_INDEX, which a
+    /// Kubernetes Indexed Job sets). Needs --shard-count.
+    #[arg(long, env = INDEX_ENV, value_name = "I", help_heading = "Sharding")]
+    pub shard_index: Option<u64>,
+
+    /// How many load generators share the plan (default: $AIPERF_SHARD_COUNT). Each builds
+    /// the same plan from the same seed and sends its part: every N-th arrival of a
+    /// --request-rate, --concurrency / N streams, whole conversations (multi-turn, traces)
+    /// by a hash of their session id. `aiperf merge` puts the results back together.
+    #[arg(long, env = COUNT_ENV, value_name = "N", help_heading = "Sharding")]
+    pub shard_count: Option<u64>,
+
+    /// Wait until this time, then start (RFC 3339 such as 2026-12-03T18:00:00Z, or Unix
+    /// epoch seconds, fractions allowed). Give all shards the same time so that their
+    /// schedules start together.
+    #[arg(long, value_name = "TIME", help_heading = "Sharding")]
+    pub start_at: Option<String>,
+}
+
+/// `aiperf merge`: the shards' results as one run.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The shards' artifact directories (each with profile_export_aiperf.json and
+    /// profile_export.jsonl), or one directory holding them as subdirectories.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+
+    /// Where to write the merged artifacts.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: PathBuf,
+}
+
+/// `aiperf kube ...`
+#[derive(Debug, Clone, Args)]
+pub struct KubeArgs {
+    #[command(subcommand)]
+    pub command: KubeCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum KubeCommand {
+    /// Print a ConfigMap and an Indexed Job (YAML) that run `aiperf profile` as N shards.
+    ///
+    /// Every argument that is not one of the flags below is an `aiperf profile` argument;
+    /// they go into the ConfigMap. Each pod writes its artifacts to `shard-<index>/` on the
+    /// volume of --pvc; `aiperf merge` combines them.
+    ///
+    /// Resource requests are sized from the plan: CPU 0.5 core plus 1 core per 500
+    /// requests/sec of the shard's rate, or per 128 requests in flight (its concurrency),
+    /// whichever is more; memory 256 MiB plus twice the dataset's estimated size
+    /// (entries x (4 bytes per prompt token + 2.1 bytes per image pixel)). Limits are twice
+    /// the requests.
+    Generate(KubeGenerateArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct KubeGenerateArgs {
+    /// Pods (shards) that run in parallel.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u64>,
+
+    /// PersistentVolumeClaim the artifacts are written to (ReadWriteMany, so that every
+    /// pod can mount it).
+    #[arg(long, value_name = "NAME")]
+    pub pvc: Option<String>,
+
+    /// Container image with the aiperf binary on its PATH (default aiperf:latest).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+
+    /// Namespace of the ConfigMap and the Job.
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+
+    /// Name of the Job (default aiperf; the ConfigMap is `<name>-args`).
+    #[arg(long, value_name = "NAME")]
+    pub job_name: Option<String>,
+
+    /// Seconds from now to the shared --start-at: time for the pods to be scheduled, pull
+    /// the image and build their dataset (default 120).
+    #[arg(long, value_name = "SECONDS")]
+    pub lead_time: Option<f64>,
+
+    /// The `aiperf profile` arguments (the flags above may come anywhere among them).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROFILE_ARGS"
+    )]
+    pub profile_args: Vec<String>,
+}
+
+/// `aiperf profile --args-file FILE`: the file's lines (one argument each; blank lines and
+/// lines starting with `#` skipped) in place of the flag. How a Kubernetes ConfigMap hands
+/// a pod its arguments.
+pub fn expand_args_file(argv: Vec<String>) -> Result<Vec<String>, String> {
+    let Some(at) = argv
+        .iter()
+        .position(|a| a == "--args-file" || a.starts_with("--args-file="))
+    else {
+        return Ok(argv);
+    };
+    let (path, used) = match argv[at].strip_prefix("--args-file=") {
+        Some(p) => (p.to_string(), 1),
+        None => match argv.get(at + 1) {
+            Some(p) => (p.clone(), 2),
+            None => return Err("--args-file needs a file path".into()),
+        },
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("--args-file {path}: cannot read it: {e}"))?;
+    let mut out = argv[..at].to_vec();
+    out.extend(
+        text.lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(str::to_string),
+    );
+    out.extend(argv[at + used..].iter().cloned());
+    Ok(out)
+}

@@ -1,0 +1,331 @@
+//! `aiperf merge`: the artifacts of N shards as those of one run. Every metric is
+//! recomputed from the union of the shards' per-record lines through the collector, the
+//! same code a single run uses (percentiles are never averaged), and written with the
+//! same exporters, plus a table of how each shard kept its schedule.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::cli::shard::MergeArgs;
+use crate::clock::Clock;
+use crate::export::read::{ReadRecord, read_records, read_summary};
+use crate::export::table::{Justify, Table};
+use crate::export::{self, FileNames, RunInfo};
+use crate::load::pacing::{PacingReport, SendSample};
+use crate::metrics::catalog::by_tag;
+use crate::metrics::{Collector, CollectorOptions, RecordFacts, RecordMetrics, parse_goodput};
+use crate::tokenizer::Tokenizer;
+
+/// Why a merge failed: bad input (exit 2) or anything else (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("{0}")]
+    Input(String),
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+fn input(msg: impl Into<String>) -> MergeError {
+    MergeError::Input(msg.into())
+}
+
+/// One shard's artifacts, read.
+struct ShardRun {
+    dir: PathBuf,
+    summary: Value,
+    index: u64,
+    count: u64,
+    plan_hash: String,
+    records: Vec<ReadRecord>,
+}
+
+pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
+    let dirs = shard_dirs(&args.dirs)?;
+    let mut shards = Vec::with_capacity(dirs.len());
+    for dir in dirs {
+        shards.push(read_shard(dir)?);
+    }
+    check_plan(&mut shards)?;
+    let first = &shards[0];
+    let block = &first.summary["shard"];
+
+    let goodput = match block["goodput"].as_str() {
+        Some(spec) => parse_goodput(spec).map_err(|e| input(format!("goodput: {e}")))?,
+        None => Vec::new(),
+    };
+    let options = CollectorOptions {
+        streaming: first.summary["input_config"]["endpoint"]["streaming"] == json!(true),
+        goodput,
+        slice_duration_ns: block["slice_duration_ns"].as_u64(),
+        ..CollectorOptions::default()
+    };
+    // The records carry their token counts: the tokenizer is never asked.
+    let tokenizer = Arc::new(Tokenizer::builtin()?);
+    let mut collector = Collector::new(options, tokenizer, Clock::new(), None);
+    let mut samples = Vec::new();
+    for shard in &shards {
+        for r in shard.records.iter().filter(|r| !r.warmup) {
+            collector.add_metrics(&facts(r), &metrics_of(r, &shard.dir)?);
+            samples.extend(sample_of(r));
+        }
+    }
+    let summary = collector.finish().map_err(anyhow::Error::from)?;
+
+    let target_rate = profiling_rate(&first.summary);
+    let pacing = PacingReport::from_samples(&samples, target_rate);
+    let mut input_config = first.summary["input_config"].clone();
+    input_config["artifacts"]["dir"] = json!(args.output.display().to_string());
+    let records = shards.iter().flat_map(|s| s.records.iter());
+    let start_wall_ns = records.clone().map(|r| r.start_wall_ns).min().unwrap_or(0);
+    let end_wall_ns = records.map(|r| r.end_wall_ns).max().unwrap_or(0);
+    let info = RunInfo {
+        benchmark_id: crate::ids::uuid4(&mut rand::rng()),
+        start_wall_ns,
+        end_wall_ns,
+        was_cancelled: shards.iter().any(|s| s.summary["was_cancelled"] == json!(true)),
+        is_complete: shards.iter().all(|s| s.summary["is_complete"] == json!(true)),
+        cli_command: first.summary["run_info"]["cli_command"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        input_config,
+        random_seed: first.summary["run_info"]["random_seed"].as_u64(),
+        tokenizer: first.summary["tokenizer"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        template_overhead: first.summary.get("chat_template_overhead").cloned(),
+        streaming: options_streaming(&first.summary),
+        load_pacing: pacing.as_ref().map(PacingReport::to_json),
+        client_overhead: None,
+        gpu_telemetry: None,
+        extra: vec![
+            (
+                "shard",
+                json!({"count": first.count, "plan_hash": first.plan_hash, "merged": true}),
+            ),
+            (
+                "merged_shards",
+                Value::Array(shards.iter().map(shard_row).collect()),
+            ),
+        ],
+    };
+    let mut console_text = export::render_console(&summary, &info);
+    console_text.push_str(&shard_table(&shards));
+    let paths = export::write_summary_named(
+        &args.output,
+        &FileNames::default(),
+        &summary,
+        &info,
+        &console_text,
+    )
+    .map_err(|e| anyhow::anyhow!("cannot write to {}: {e}", args.output.display()))?;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{console_text}");
+    let _ = writeln!(
+        out,
+        "Merged {} shards ({} requests)",
+        shards.len(),
+        summary.request_count + summary.error_request_count
+    );
+    let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
+    let _ = writeln!(out, "JSON Export: {}", paths.json.display());
+    Ok(())
+}
+
+fn options_streaming(summary: &Value) -> bool {
+    summary["input_config"]["endpoint"]["streaming"] == json!(true)
+}
+
+/// The profiling phase's `--request-rate`, if it had one (the merged target).
+fn profiling_rate(summary: &Value) -> Option<f64> {
+    summary["input_config"]["phases"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == "profiling")?["rate"]
+        .as_f64()
+}
+
+/// Each argument is a shard's directory, or a directory of shard directories.
+fn shard_dirs(args: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
+    let mut dirs = Vec::new();
+    for dir in args {
+        if dir.join(export::JSON_FILE).is_file() {
+            dirs.push(dir.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| input(format!("{}: cannot read it: {e}", dir.display())))?;
+        let mut inner: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.join(export::JSON_FILE).is_file())
+            .collect();
+        if inner.is_empty() {
+            return Err(input(format!(
+                "{}: no {} in it or in its subdirectories; give the shards' artifact directories",
+                dir.display(),
+                export::JSON_FILE
+            )));
+        }
+        inner.sort();
+        dirs.extend(inner);
+    }
+    Ok(dirs)
+}
+
+fn read_shard(dir: PathBuf) -> Result<ShardRun, MergeError> {
+    let summary = read_summary(&dir.join(export::JSON_FILE)).map_err(input)?;
+    let block = &summary["shard"];
+    let (Some(index), Some(count), Some(plan_hash)) = (
+        block["index"].as_u64(),
+        block["count"].as_u64(),
+        block["plan_hash"].as_str(),
+    ) else {
+        return Err(input(format!(
+            "{}: {} has no shard block; it was not run with --shard-index/--shard-count",
+            dir.display(),
+            export::JSON_FILE
+        )));
+    };
+    let jsonl = dir.join(export::JSONL_FILE);
+    if !jsonl.is_file() {
+        return Err(input(format!(
+            "{}: no {}; shards must keep their records (--export-level records, the default)",
+            dir.display(),
+            export::JSONL_FILE
+        )));
+    }
+    let records = read_records(&jsonl).map_err(input)?;
+    Ok(ShardRun {
+        plan_hash: plan_hash.to_string(),
+        dir,
+        summary,
+        index,
+        count,
+        records,
+    })
+}
+
+/// Every shard of one plan, each index once, none missing; sorted by index.
+fn check_plan(shards: &mut [ShardRun]) -> Result<(), MergeError> {
+    shards.sort_by_key(|s| s.index);
+    let first = &shards[0];
+    for s in shards.iter() {
+        if s.plan_hash != first.plan_hash || s.count != first.count {
+            return Err(input(format!(
+                "{} (plan {}, {} shards) and {} (plan {}, {} shards) ran different plans: options, seed or shard count differ; merge only shards of one run",
+                first.dir.display(),
+                first.plan_hash,
+                first.count,
+                s.dir.display(),
+                s.plan_hash,
+                s.count
+            )));
+        }
+    }
+    for w in shards.windows(2) {
+        if w[0].index == w[1].index {
+            return Err(input(format!(
+                "shard {} appears twice: {} and {}",
+                w[0].index,
+                w[0].dir.display(),
+                w[1].dir.display()
+            )));
+        }
+    }
+    let missing: Vec<String> = (0..first.count)
+        .filter(|i| !shards.iter().any(|s| s.index == *i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(input(format!(
+            "shard(s) {} of {} missing; give every shard's directory",
+            missing.join(", "),
+            first.count
+        )));
+    }
+    Ok(())
+}
+
+fn facts(r: &ReadRecord) -> RecordFacts<'_> {
+    RecordFacts {
+        start_wall_ns: r.start_wall_ns,
+        end_wall_ns: r.end_wall_ns,
+        error: r.error.as_ref(),
+        requested_output_tokens: r.requested_output_tokens,
+    }
+}
+
+fn metrics_of(r: &ReadRecord, dir: &Path) -> Result<RecordMetrics, MergeError> {
+    let mut values = Vec::with_capacity(r.metrics.len());
+    for (tag, v) in &r.metrics {
+        let def = by_tag(tag).ok_or_else(|| {
+            input(format!(
+                "{}: metric {tag} is not one this build knows; merge with the aiperf that wrote it",
+                dir.display()
+            ))
+        })?;
+        values.push((def.id, *v));
+    }
+    Ok(RecordMetrics::from_display(
+        values,
+        r.inter_chunk_latency.clone(),
+    ))
+}
+
+/// A scheduled send, on the wall clock of the shard that made it.
+fn sample_of(r: &ReadRecord) -> Option<SendSample> {
+    Some(SendSample {
+        scheduled_ns: r.scheduled_ns?,
+        actual_ns: r.start_wall_ns,
+        slot_wait_ns: r.slot_wait_ns,
+    })
+}
+
+/// One shard's line of `merged_shards`.
+fn shard_row(s: &ShardRun) -> Value {
+    let pacing = &s.summary["load_pacing"];
+    json!({
+        "index": s.index,
+        "dir": s.dir.display().to_string(),
+        "requests": s.records.iter().filter(|r| !r.warmup).count(),
+        "achieved_request_rate": pacing["achieved_request_rate"],
+        "target_request_rate": pacing["target_request_rate"],
+        "send_lag_ms": pacing["send_lag"],
+        "clock_offset": s.summary["shard"]["clock_offset"],
+        "start_at": s.summary["shard"]["start_at"],
+    })
+}
+
+/// The console's per-shard table: requests, achieved rate, send lag and clock offset.
+fn shard_table(shards: &[ShardRun]) -> String {
+    let mut t = Table::new("Shards")
+        .column("Shard", Justify::Left)
+        .column("Requests", Justify::Right)
+        .column("Rate (req/s)", Justify::Right)
+        .column("Send lag p50 (ms)", Justify::Right)
+        .column("Send lag p99 (ms)", Justify::Right)
+        .column("Clock offset (ms)", Justify::Right);
+    let num = |v: &Value, digits: usize| v.as_f64().map_or("n/a".into(), |x| format!("{x:.digits$}"));
+    for s in shards {
+        let p = &s.summary["load_pacing"];
+        let o = &s.summary["shard"]["clock_offset"];
+        let offset = match (o["offset_ms"].as_f64(), o["uncertainty_ms"].as_f64()) {
+            (Some(x), Some(u)) => format!("{x:+.1} ± {u:.1}"),
+            _ => "n/a".into(),
+        };
+        t.row(vec![
+            format!("{} of {}", s.index, s.count),
+            s.records.iter().filter(|r| !r.warmup).count().to_string(),
+            num(&p["achieved_request_rate"], 3),
+            num(&p["send_lag"]["p50"], 3),
+            num(&p["send_lag"]["p99"], 3),
+            offset,
+        ]);
+    }
+    format!("\n{}", t.render(export::console::CONSOLE_WIDTH))
+}
