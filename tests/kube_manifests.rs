@@ -75,7 +75,13 @@ fn indexed_job_with_args_volume_anti_affinity_and_sized_requests() {
     let cm_name = cm.metadata.name.clone().unwrap();
     let args_text = &cm.data.as_ref().unwrap()["profile.args"];
     let lines: Vec<&str> = args_text.lines().collect();
-    for want in ["--request-rate", "2000", "--streaming", "--random-seed", "42"] {
+    for want in [
+        "--request-rate",
+        "2000",
+        "--streaming",
+        "--random-seed",
+        "42",
+    ] {
         assert!(lines.contains(&want), "{want}: {args_text}");
     }
     for gone in ["--shards", "--pvc", "--image", "--namespace", "--lead-time"] {
@@ -90,19 +96,42 @@ fn indexed_job_with_args_volume_anti_affinity_and_sized_requests() {
     let c = &pod.containers[0];
     assert_eq!(c.image.as_deref(), Some("registry.local/aiperf:1.0"));
     let args = c.args.clone().unwrap();
-    assert_eq!(args[..3], ["profile", "--args-file", "/etc/aiperf/profile.args"]);
+    assert_eq!(
+        args[..3],
+        ["profile", "--args-file", "/etc/aiperf/profile.args"]
+    );
     assert_eq!(args[3], "--output-artifact-dir");
-    assert!(args[4].ends_with("/shard-$(JOB_COMPLETION_INDEX)"), "{}", args[4]);
+    assert!(
+        args[4].ends_with("/shard-$(JOB_COMPLETION_INDEX)"),
+        "{}",
+        args[4]
+    );
     let env = c.env.clone().unwrap();
     let count = env.iter().find(|e| e.name == "AIPERF_SHARD_COUNT").unwrap();
     assert_eq!(count.value.as_deref(), Some("4"));
-    let index = env.iter().find(|e| e.name == "JOB_COMPLETION_INDEX").unwrap();
-    let field = &index.value_from.as_ref().unwrap().field_ref.as_ref().unwrap();
+    let index = env
+        .iter()
+        .find(|e| e.name == "JOB_COMPLETION_INDEX")
+        .unwrap();
+    let field = &index
+        .value_from
+        .as_ref()
+        .unwrap()
+        .field_ref
+        .as_ref()
+        .unwrap();
     assert!(field.field_path.contains("job-completion-index"));
 
     let mounts = c.volume_mounts.clone().unwrap();
     let volumes = pod.volumes.clone().unwrap();
-    let mount = |name: &str| mounts.iter().find(|m| m.name == name).unwrap().mount_path.clone();
+    let mount = |name: &str| {
+        mounts
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap()
+            .mount_path
+            .clone()
+    };
     let args_path = std::path::Path::new(&args[2]);
     assert_eq!(args_path.parent().unwrap().to_str().unwrap(), mount("args"));
     assert!(args[4].starts_with(&mount("results")));
@@ -128,8 +157,21 @@ fn indexed_job_with_args_volume_anti_affinity_and_sized_requests() {
         .unwrap()[0]
         .pod_affinity_term;
     assert_eq!(term.topology_key, "kubernetes.io/hostname");
-    let selector = term.label_selector.as_ref().unwrap().match_labels.clone().unwrap();
-    let pod_labels = spec.template.metadata.as_ref().unwrap().labels.clone().unwrap();
+    let selector = term
+        .label_selector
+        .as_ref()
+        .unwrap()
+        .match_labels
+        .clone()
+        .unwrap();
+    let pod_labels = spec
+        .template
+        .metadata
+        .as_ref()
+        .unwrap()
+        .labels
+        .clone()
+        .unwrap();
     for (k, v) in &selector {
         assert_eq!(pod_labels.get(k), Some(v));
     }
@@ -150,11 +192,29 @@ fn bad_generate_arguments_are_refused() {
         (&["-m", "x", "--pvc", "p"], "--shards"),
         (&["-m", "x", "--shards", "2"], "--pvc"),
         (
-            &["-m", "x", "--shards", "2", "--pvc", "p", "--shard-index", "0"],
+            &[
+                "-m",
+                "x",
+                "--shards",
+                "2",
+                "--pvc",
+                "p",
+                "--shard-index",
+                "0",
+            ],
             "--shard-index is set for each pod",
         ),
         (
-            &["-m", "x", "--shards", "4", "--pvc", "p", "--concurrency", "2"],
+            &[
+                "-m",
+                "x",
+                "--shards",
+                "4",
+                "--pvc",
+                "p",
+                "--concurrency",
+                "2",
+            ],
             "--concurrency 2 is less than --shard-count 4",
         ),
     ];

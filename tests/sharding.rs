@@ -14,7 +14,7 @@ mod common;
 use common::{BIN, MockChild, read_json, read_jsonl};
 
 /// The plan every run here shares: a Poisson rate, varied prompt and output lengths.
-fn plan_args<'a>(url: &'a str, dir: &'a Path) -> Vec<&'a str> {
+fn plan_args<'a>(url: &'a str, dir: &'a Path, seed: &'a str) -> Vec<&'a str> {
     vec![
         "profile",
         "--model",
@@ -37,7 +37,7 @@ fn plan_args<'a>(url: &'a str, dir: &'a Path) -> Vec<&'a str> {
         "--artifact-dir",
         dir.to_str().unwrap(),
         "--random-seed",
-        "11",
+        seed,
         "--no-server-metrics",
         "--no-gpu-telemetry",
     ]
@@ -128,12 +128,14 @@ fn four_shards_merge_into_the_single_run() {
 
     // Four shard processes at once, all waiting for one start a few seconds ahead.
     let start_at = epoch_s_in(6.0);
-    let dirs: Vec<PathBuf> = (0..N).map(|i| root.path().join(format!("shard-{i}"))).collect();
+    let dirs: Vec<PathBuf> = (0..N)
+        .map(|i| root.path().join(format!("shard-{i}")))
+        .collect();
     let children: Vec<Child> = dirs
         .iter()
         .enumerate()
         .map(|(i, dir)| {
-            let mut args = plan_args(&mock.url, dir);
+            let mut args = plan_args(&mock.url, dir, "11");
             args.extend_from_slice(&load);
             let index = i.to_string();
             args.extend(["--shard-index", &index, "--shard-count", "4"]);
@@ -158,12 +160,15 @@ fn four_shards_merge_into_the_single_run() {
     assert!(out.status.success(), "merge: {}", stderr(&out));
     let console = String::from_utf8_lossy(&out.stdout).into_owned();
     println!("{console}");
-    assert!(console.contains("Shards") && console.contains("3 of 4"), "{console}");
+    assert!(
+        console.contains("Shards") && console.contains("3 of 4"),
+        "{console}"
+    );
 
     // The same plan from one process.
     let single_dir = root.path().join("single");
     let single_start = epoch_s_in(3.0);
-    let mut args = plan_args(&mock.url, &single_dir);
+    let mut args = plan_args(&mock.url, &single_dir, "11");
     args.extend_from_slice(&load);
     args.extend(["--start-at", &single_start]);
     let out = run(&args, &[]);
@@ -228,16 +233,28 @@ fn four_shards_merge_into_the_single_run() {
     );
 
     // Merged percentiles are those of the union of the records, not averages of shards.
-    for tag in ["time_to_first_token", "request_latency", "inter_token_latency"] {
+    for tag in [
+        "time_to_first_token",
+        "request_latency",
+        "inter_token_latency",
+    ] {
         let values = metric(&union, tag);
-        assert_eq!(values.len(), 120, "{tag}");
+        // Every request has TTFT and latency; ITL only those with two tokens or more.
+        assert!(values.len() >= 100, "{tag}: {}", values.len());
+        assert_eq!(merged[tag]["count"], values.len() as u64, "{tag}");
         for (key, p) in [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p25", 25.0)] {
             let want = numpy_percentile(&values, p);
             let got = merged[tag][key].as_f64().unwrap();
-            assert!(close(got, want), "{tag} {key}: merged {got}, recomputed {want}");
+            assert!(
+                close(got, want),
+                "{tag} {key}: merged {got}, recomputed {want}"
+            );
         }
         let avg = values.iter().sum::<f64>() / values.len() as f64;
-        assert!(close(merged[tag]["avg"].as_f64().unwrap(), avg), "{tag} avg");
+        assert!(
+            close(merged[tag]["avg"].as_f64().unwrap(), avg),
+            "{tag} avg"
+        );
     }
     let shards = merged["merged_shards"].as_array().unwrap();
     assert_eq!(shards.len(), 4);
@@ -247,7 +264,11 @@ fn four_shards_merge_into_the_single_run() {
     }
     assert_eq!(merged["shard"]["plan_hash"].as_str().unwrap(), hashes[0]);
     // Side by side, for the record.
-    for tag in ["time_to_first_token", "request_latency", "request_throughput"] {
+    for tag in [
+        "time_to_first_token",
+        "request_latency",
+        "request_throughput",
+    ] {
         println!(
             "{tag}: merged avg {} p99 {} | single avg {} p99 {}",
             merged[tag]["avg"], merged[tag]["p99"], single[tag]["avg"], single[tag]["p99"]
@@ -262,10 +283,9 @@ fn index_from_the_environment_and_merge_refusals() {
     let load = ["--concurrency", "2", "--request-count", "10"];
     let shard = |name: &str, seed: &str, envs: &[(&str, &str)], flags: &[&str]| {
         let dir = root.path().join(name);
-        let mut args = plan_args(&mock.url, &dir);
+        let mut args = plan_args(&mock.url, &dir, seed);
         args.extend_from_slice(&load);
         args.extend_from_slice(flags);
-        args.extend(["--random-seed", seed]);
         let out = run(&args, envs);
         assert!(out.status.success(), "{name}: {}", stderr(&out));
         dir
@@ -276,7 +296,10 @@ fn index_from_the_environment_and_merge_refusals() {
     let summary = read_json(&one.join("profile_export_aiperf.json"));
     assert_eq!(summary["shard"]["index"], 1);
     assert_eq!(summary["shard"]["count"], 2);
-    assert_eq!(profiling(&read_jsonl(&one.join("profile_export.jsonl"))).len(), 5);
+    assert_eq!(
+        profiling(&read_jsonl(&one.join("profile_export.jsonl"))).len(),
+        5
+    );
     // The command line wins over the environment.
     let zero = shard(
         "zero",
@@ -303,27 +326,63 @@ fn index_from_the_environment_and_merge_refusals() {
     );
 
     // Another seed is another plan.
-    let other = shard("other", "12", &[], &["--shard-index", "0", "--shard-count", "2"]);
+    let other = shard(
+        "other",
+        "12",
+        &[],
+        &["--shard-index", "0", "--shard-count", "2"],
+    );
     let (refused, _) = merge(&[&other, &one], "mixed");
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
-    assert!(stderr(&refused).contains("different plans"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("different plans"),
+        "{}",
+        stderr(&refused)
+    );
     let (refused, _) = merge(&[&zero], "alone");
     assert_eq!(refused.status.code(), Some(2));
-    assert!(stderr(&refused).contains("shard(s) 1 of 2 missing"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("shard(s) 1 of 2 missing"),
+        "{}",
+        stderr(&refused)
+    );
     let (refused, _) = merge(&[&zero, &zero, &one], "twice");
     assert_eq!(refused.status.code(), Some(2));
-    assert!(stderr(&refused).contains("shard 0 appears twice"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("shard 0 appears twice"),
+        "{}",
+        stderr(&refused)
+    );
 }
 
 #[test]
 fn shard_flags_that_cannot_split_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
-        (&["--shard-index", "4", "--shard-count", "4"], &[], "--shard-index"),
-        (&["--shard-index", "0", "--shard-count", "0"], &[], "--shard-count"),
-        (&["--shard-count", "3"], &[], "--shard-count 3 needs --shard-index"),
         (
-            &["--shard-index", "0", "--shard-count", "3", "--concurrency", "2"],
+            &["--shard-index", "4", "--shard-count", "4"],
+            &[],
+            "--shard-index",
+        ),
+        (
+            &["--shard-index", "0", "--shard-count", "0"],
+            &[],
+            "--shard-count",
+        ),
+        (
+            &["--shard-count", "3"],
+            &[],
+            "--shard-count 3 needs --shard-index",
+        ),
+        (
+            &[
+                "--shard-index",
+                "0",
+                "--shard-count",
+                "3",
+                "--concurrency",
+                "2",
+            ],
             &[],
             "--concurrency 2 is less than --shard-count 3",
         ),
@@ -335,7 +394,7 @@ fn shard_flags_that_cannot_split_are_refused() {
         (&["--start-at", "2001-01-01T00:00:00Z"], &[], "--start-at"),
     ];
     for (flags, envs, want) in cases {
-        let mut args = plan_args("127.0.0.1:9", dir.path());
+        let mut args = plan_args("127.0.0.1:9", dir.path(), "11");
         args.extend_from_slice(flags);
         let out = run(&args, envs);
         assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));

@@ -139,7 +139,9 @@ mod tests {
         let rfc = jiff::Timestamp::from_second(now.as_secs() as i64 + 60).unwrap();
         let ns = parse_start_at(&rfc.to_string()).unwrap();
         assert_eq!(ns, (now.as_secs() + 60) * 1_000_000_000);
-        let e = parse_start_at("2020-01-01T00:00:00Z").unwrap_err().to_string();
+        let e = parse_start_at("2020-01-01T00:00:00Z")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--start-at") && e.contains("ago"), "{e}");
         let e = parse_start_at("tomorrow").unwrap_err().to_string();
         assert!(e.contains("RFC 3339"), "{e}");

@@ -235,7 +235,11 @@ pub fn format_line(
     push_opt(out, "send_lag_ns", record.send_lag_ns());
     push_opt(out, "slot_wait_ns", Some(timing.slot_wait_ns));
     // The output length asked for (`--osl`): `aiperf merge` counts OSL mismatches from it.
-    push_opt(out, "requested_output_tokens", input.requested_output_tokens);
+    push_opt(
+        out,
+        "requested_output_tokens",
+        input.requested_output_tokens,
+    );
     out.extend_from_slice(b"},\"metrics\":{");
 
     let mut first = true;

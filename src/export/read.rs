@@ -133,6 +133,9 @@ mod tests {
         assert_eq!(ttft.map(|(_, v)| *v), Some(20.0));
         std::fs::write(&path, "{\"metadata\":{}}\n").unwrap();
         let e = read_records(&path).unwrap_err();
-        assert!(e.ends_with("r.jsonl:1: metadata.request_start_ns is missing"), "{e}");
+        assert!(
+            e.ends_with("r.jsonl:1: metadata.request_start_ns is missing"),
+            "{e}"
+        );
     }
 }

@@ -11,8 +11,7 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource,
     ObjectFieldSelector, PersistentVolumeClaimVolumeSource, PodAffinityTerm, PodAntiAffinity,
-    PodSpec, PodTemplateSpec, ResourceRequirements, Volume, VolumeMount,
-    WeightedPodAffinityTerm,
+    PodSpec, PodTemplateSpec, ResourceRequirements, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -87,11 +86,9 @@ fn settings(g: &KubeGenerateArgs) -> Result<Settings, String> {
     };
     let shards = pick("--shards", g.shards.map(|n| n.to_string()))?
         .ok_or("--shards: give the number of load generator pods, e.g. --shards 4")?;
-    let shards: u64 = shards
-        .parse()
-        .ok()
-        .filter(|n| *n >= 1)
-        .ok_or(format!("--shards {shards}: give a whole number of 1 or more"))?;
+    let shards: u64 = shards.parse().ok().filter(|n| *n >= 1).ok_or(format!(
+        "--shards {shards}: give a whole number of 1 or more"
+    ))?;
     let pvc = pick("--pvc", g.pvc.clone())?.ok_or(
         "--pvc: give the PersistentVolumeClaim the shards write their artifacts to (ReadWriteMany)",
     )?;
@@ -107,16 +104,20 @@ fn settings(g: &KubeGenerateArgs) -> Result<Settings, String> {
             .filter(|v| v.is_finite() && *v >= 0.0)
             .ok_or(format!("--lead-time {s}: give seconds >= 0"))?,
     };
-    if let Some(flag) = rest
-        .iter()
-        .find(|a| SET_BY_THE_JOB.iter().any(|f| a == f || a.starts_with(&format!("{f}="))))
-    {
+    if let Some(flag) = rest.iter().find(|a| {
+        SET_BY_THE_JOB
+            .iter()
+            .any(|f| a == f || a.starts_with(&format!("{f}=")))
+    }) {
         return Err(format!(
             "{flag} is set for each pod by the Job; drop it from the profile arguments"
         ));
     }
     if rest.iter().any(|a| a.contains('\n')) {
-        return Err("a profile argument contains a line break; the ConfigMap holds one argument per line".into());
+        return Err(
+            "a profile argument contains a line break; the ConfigMap holds one argument per line"
+                .into(),
+        );
     }
     // Every pod must draw the same plan: an explicit seed (42 is the profile default).
     if !rest

@@ -85,8 +85,12 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
         benchmark_id: crate::ids::uuid4(&mut rand::rng()),
         start_wall_ns,
         end_wall_ns,
-        was_cancelled: shards.iter().any(|s| s.summary["was_cancelled"] == json!(true)),
-        is_complete: shards.iter().all(|s| s.summary["is_complete"] == json!(true)),
+        was_cancelled: shards
+            .iter()
+            .any(|s| s.summary["was_cancelled"] == json!(true)),
+        is_complete: shards
+            .iter()
+            .all(|s| s.summary["is_complete"] == json!(true)),
         cli_command: first.summary["run_info"]["cli_command"]
             .as_str()
             .unwrap_or_default()
@@ -162,7 +166,7 @@ fn shard_dirs(args: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
         let mut inner: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| p.join(export::JSON_FILE).is_file())
+            .filter(|p| p.join(export::JSON_FILE).is_file() && !is_merged(p))
             .collect();
         if inner.is_empty() {
             return Err(input(format!(
@@ -175,6 +179,11 @@ fn shard_dirs(args: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
         dirs.extend(inner);
     }
     Ok(dirs)
+}
+
+/// An earlier merge's output (written beside the shards it merged).
+fn is_merged(dir: &Path) -> bool {
+    read_summary(&dir.join(export::JSON_FILE)).is_ok_and(|s| s.get("merged_shards").is_some())
 }
 
 fn read_shard(dir: PathBuf) -> Result<ShardRun, MergeError> {
@@ -310,7 +319,8 @@ fn shard_table(shards: &[ShardRun]) -> String {
         .column("Send lag p50 (ms)", Justify::Right)
         .column("Send lag p99 (ms)", Justify::Right)
         .column("Clock offset (ms)", Justify::Right);
-    let num = |v: &Value, digits: usize| v.as_f64().map_or("n/a".into(), |x| format!("{x:.digits$}"));
+    let num =
+        |v: &Value, digits: usize| v.as_f64().map_or("n/a".into(), |x| format!("{x:.digits$}"));
     for s in shards {
         let p = &s.summary["load_pacing"];
         let o = &s.summary["shard"]["clock_offset"];

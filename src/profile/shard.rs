@@ -98,7 +98,10 @@ async fn probe(uri: &Uri) -> Result<(u64, u64, u64), String> {
         Some(p) => format!("{host}:{p}"),
         None => host.to_string(),
     };
-    let addr = format!("{}:{port}", host.trim_start_matches('[').trim_end_matches(']'));
+    let addr = format!(
+        "{}:{port}",
+        host.trim_start_matches('[').trim_end_matches(']')
+    );
     let exchange = async {
         let mut conn = tokio::net::TcpStream::connect(&addr)
             .await
@@ -126,7 +129,8 @@ async fn probe(uri: &Uri) -> Result<(u64, u64, u64), String> {
             .lines()
             .find_map(|l| {
                 let (name, value) = l.split_once(':')?;
-                name.eq_ignore_ascii_case("date").then(|| value.trim().to_string())
+                name.eq_ignore_ascii_case("date")
+                    .then(|| value.trim().to_string())
             })
             .ok_or("the server's answer has no Date header")?;
         let when = httpdate::parse_http_date(&date)
