@@ -401,3 +401,88 @@ fn shard_flags_that_cannot_split_are_refused() {
         assert!(stderr(&out).contains(want), "{flags:?}: {}", stderr(&out));
     }
 }
+
+/// The conversation and session ids of a run's profiling records.
+fn ids(dir: &Path, key: &str) -> Vec<String> {
+    let records = read_jsonl(&dir.join("profile_export.jsonl"));
+    profiling(&records)
+        .iter()
+        .map(|r| r["metadata"][key].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Runs `extra` as shards 0..n (one after the other) and once whole; returns the shards'
+/// ids of `key` and the whole run's.
+fn split_ids(url: &str, extra: &[&str], n: usize, key: &str) -> (Vec<Vec<String>>, Vec<String>) {
+    let root = tempfile::tempdir().unwrap();
+    let count = n.to_string();
+    let mut parts = Vec::new();
+    for i in 0..n {
+        let dir = root.path().join(format!("shard-{i}"));
+        let index = i.to_string();
+        let mut args = plan_args(url, &dir, "5");
+        args.extend_from_slice(extra);
+        args.extend(["--shard-index", &index, "--shard-count", &count]);
+        let out = run(&args, &[]);
+        assert!(out.status.success(), "shard {i}: {}", stderr(&out));
+        parts.push(ids(&dir, key));
+    }
+    let dir = root.path().join("whole");
+    let mut args = plan_args(url, &dir, "5");
+    args.extend_from_slice(extra);
+    let out = run(&args, &[]);
+    assert!(out.status.success(), "whole: {}", stderr(&out));
+    (parts, ids(&dir, key))
+}
+
+fn sorted_unique(v: &[String]) -> Vec<String> {
+    let mut v = v.to_vec();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn trace_sessions_and_conversations_go_whole_to_one_shard() {
+    let mock = MockChild::spawn(&["--fast"]);
+    let files = tempfile::tempdir().unwrap();
+    let trace = files.path().join("trace.jsonl");
+    let lines: Vec<String> = (0..24)
+        .map(|i| {
+            format!(r#"{{"timestamp": {}, "text": "row {i} of the trace", "session_id": "trace-{i}", "output_length": 2}}"#, i * 15)
+        })
+        .collect();
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let trace_args = [
+        "--input-file",
+        trace.to_str().unwrap(),
+        "--custom-dataset-type",
+        "single_turn",
+    ];
+    let (parts, whole) = split_ids(&mock.url, &trace_args, 3, "conversation_id");
+    assert_eq!(whole.len(), 24);
+    let mut union: Vec<String> = parts.concat();
+    union.sort();
+    // Disjoint and complete: every trace session on exactly one shard.
+    assert_eq!(union, sorted_unique(&whole));
+    assert!(parts.iter().all(|p| !p.is_empty()), "{parts:?}");
+
+    // Multi-turn conversations: each shard sends whole conversations, every turn of each.
+    let conv_args = [
+        "--conversation-num",
+        "8",
+        "--conversation-turn-mean",
+        "3",
+        "--concurrency",
+        "2",
+    ];
+    let (parts, whole) = split_ids(&mock.url, &conv_args, 2, "x_correlation_id");
+    assert_eq!(whole.len(), 24);
+    let shard_sets: Vec<Vec<String>> = parts.iter().map(|p| sorted_unique(p)).collect();
+    assert!(shard_sets[0].iter().all(|id| !shard_sets[1].contains(id)));
+    let mut union: Vec<String> = shard_sets.concat();
+    union.sort();
+    assert_eq!(union, sorted_unique(&whole));
+    // Every turn of a conversation went with it.
+    assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), 24);
+}

@@ -189,11 +189,8 @@ pub async fn run_phase(
     }
 
     let claimed = run.claimed.load(Ordering::SeqCst);
-    let count = match run.spec.shard {
-        Some(shard) => run.spec.count.map(|c| shard.share_of(c)),
-        None => run.spec.count,
-    };
-    let sent = count.map_or(claimed, |c| claimed.min(c)) - run.dropped.load(Ordering::SeqCst);
+    let sent =
+        run.local_limit().map_or(claimed, |c| claimed.min(c)) - run.dropped.load(Ordering::SeqCst);
     let samples = std::mem::take(&mut *run.samples.lock().unwrap_or_else(|e| e.into_inner()));
     PhaseResult {
         sent,
@@ -210,14 +207,25 @@ impl PhaseRun {
         if self.issue_until.is_some_and(|end| Instant::now() >= end) {
             return None;
         }
-        let i = self.global(self.claimed.fetch_add(1, Ordering::SeqCst));
-        if self.spec.count.is_some_and(|c| i >= c) {
+        let i = self.claimed.fetch_add(1, Ordering::SeqCst);
+        if self.local_limit().is_some_and(|c| i >= c) {
             return None;
         }
-        Some(self.spec.first_send + i)
+        Some(self.spec.first_send + self.global(i))
     }
 
-    /// The plan-wide index of this shard's `local`-th send (the same without shards).
+    /// Most sends this load generator makes in the phase: the count, or a shard's exact
+    /// part of it. A replayed trace's shard sends whatever its sessions hold.
+    fn local_limit(&self) -> Option<u64> {
+        match self.spec.shard {
+            None => self.spec.count,
+            Some(_) if matches!(self.spec.pacing, Pacing::Fixed { .. }) => None,
+            Some(shard) => self.spec.count.map(|c| shard.share_of(c)),
+        }
+    }
+
+    /// The plan-wide index of this shard's `local`-th send (the same without shards); for
+    /// every N-th send, the very send of the single run.
     fn global(&self, local: u64) -> u64 {
         self.spec.shard.map_or(local, |s| s.global(local))
     }
@@ -277,6 +285,11 @@ impl PhaseRun {
             return None;
         }
         let send = self.claim()?;
+        // A single-turn entry is picked by its send number: the conversation's own.
+        let send = match self.ctx.plan.is_multi_turn() {
+            true => send,
+            false => base + g,
+        };
         Some((base + g, send))
     }
 
@@ -285,9 +298,8 @@ impl PhaseRun {
         self.ctx.stop.load(Ordering::Relaxed)
             || self.issue_until.is_some_and(|end| Instant::now() >= end)
             || self
-                .spec
-                .count
-                .is_some_and(|c| self.global(self.claimed.load(Ordering::SeqCst)) >= c)
+                .local_limit()
+                .is_some_and(|c| self.claimed.load(Ordering::SeqCst) >= c)
     }
 
     /// Starts a conversation: its session number and its first send number, unless the
