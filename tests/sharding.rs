@@ -358,7 +358,9 @@ fn index_from_the_environment_and_merge_refusals() {
 #[test]
 fn shard_flags_that_cannot_split_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    // Flags, environment, and what the error must say.
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         (
             &["--shard-index", "4", "--shard-count", "4"],
             &[],
