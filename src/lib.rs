@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod plot;
 pub mod profile;
 pub mod sweep;
 
