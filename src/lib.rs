@@ -24,6 +24,7 @@ mod metrics;
 mod mock;
 mod overhead;
 mod record;
+mod report;
 mod scrape;
 mod stats;
 mod timer;
