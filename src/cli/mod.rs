@@ -12,6 +12,7 @@ pub mod dataset;
 pub mod logging;
 pub mod multirun;
 pub mod output;
+pub mod plot;
 pub mod service;
 mod spellings;
 
@@ -147,6 +148,8 @@ pub enum Command {
     Profile(Box<ProfileArgs>),
     /// Run the built-in OpenAI-compatible mock server.
     MockServer(crate::mock::MockServerArgs),
+    /// Draw PNG and SVG charts of finished runs.
+    Plot(plot::PlotArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -509,6 +512,15 @@ pub struct ProfileArgs {
     /// Sweeps, repeated runs and the SLA search.
     #[command(flatten)]
     pub multirun: multirun::MultiRunArgs,
+
+    /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
+    /// `<artifact dir>/plots`. A plotting failure only warns.
+    #[arg(long, overrides_with = "no_auto_plot", help_heading = "Output")]
+    pub auto_plot: bool,
+
+    /// Do not plot after the run (the default).
+    #[arg(long, overrides_with = "auto_plot", help_heading = "Output")]
+    pub no_auto_plot: bool,
 
     /// The fields given on the command line (by field name), set by
     /// `Cli::parse_with_sources`.

@@ -49,9 +49,15 @@ fn points(runs: &[RunArtifacts], x: (&str, &str), y: (&str, &str)) -> Points {
         };
         pts.push((xv, yv));
         labels.push(point_label(r));
-        errs.push(r.ci(y.0, y.1).unwrap_or((yv, yv)));
+        errs.push(nonnegative(r.ci(y.0, y.1).unwrap_or((yv, yv))));
     }
     Points { pts, labels, errs }
+}
+
+/// Latencies and throughputs are never negative: a t interval over few trials can reach
+/// below zero, the bar stops at it.
+fn nonnegative((lo, hi): (f64, f64)) -> (f64, f64) {
+    (lo.max(0.0), hi)
 }
 
 fn series(name: &str, kind: SeriesKind, Points { pts, labels, errs }: Points) -> Series {
@@ -159,7 +165,7 @@ fn latency_vs_load(runs: &[RunArtifacts]) -> Option<Chart> {
         {
             let Some(v) = r.stat(tag, stat) else { continue };
             pts.push((r.load.as_ref().unwrap().value, v));
-            errs.push(r.ci(tag, stat).unwrap_or((v, v)));
+            errs.push(nonnegative(r.ci(tag, stat).unwrap_or((v, v))));
         }
         if pts.is_empty() {
             continue;

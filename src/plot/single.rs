@@ -34,7 +34,21 @@ pub fn charts(run: &RunArtifacts) -> Vec<(String, Option<Chart>)> {
         out.push((name.into(), distribution(run, name, tag, what, values)));
     }
     out.push(("request_timeline".into(), request_timeline(run)));
-    out.push(("ttft_over_time".into(), ttft_over_time(run)));
+    for (name, tag, what) in [
+        (
+            "ttft_over_time",
+            "time_to_first_token",
+            "Time to first token",
+        ),
+        (
+            "itl_over_time",
+            "inter_token_latency",
+            "Inter-token latency",
+        ),
+        ("latency_over_time", "request_latency", "Request latency"),
+    ] {
+        out.push((name.into(), over_time(run, name, tag, what)));
+    }
     out.push((
         "dispersed_throughput_over_time".into(),
         throughput_over_time(run),
@@ -50,6 +64,14 @@ pub fn charts(run: &RunArtifacts) -> Vec<(String, Option<Chart>)> {
     out.push((
         "timeslices_itl".into(),
         timeslice(run, "timeslices_itl", "Inter Token Latency"),
+    ));
+    out.push((
+        "timeslices_latency".into(),
+        timeslice(run, "timeslices_latency", "Request Latency"),
+    ));
+    out.push((
+        "timeslices_throughput".into(),
+        timeslice(run, "timeslices_throughput", "Output Token Throughput"),
     ));
     out
 }
@@ -77,20 +99,25 @@ pub fn cdf_points(values: &[f64]) -> Vec<(f64, f64)> {
     }
 }
 
-/// A histogram with about sqrt(n) bins (10 to 40) from 0 to the largest value.
+/// A histogram of about sqrt(n) bins (10 to 40) over the values' span.
 fn histogram(values: &[f64]) -> (Vec<(f64, f64)>, f64) {
-    let max = values.iter().copied().fold(0.0_f64, f64::max);
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let bins = ((values.len() as f64).sqrt().ceil() as usize).clamp(10, 40);
-    let width = if max > 0.0 { max / bins as f64 } else { 1.0 };
+    let width = if max > min {
+        (max - min) / bins as f64
+    } else {
+        (min.abs() * 0.05).max(1e-3)
+    };
     let mut counts = vec![0.0; bins];
     for &v in values {
-        let i = ((v / width) as usize).min(bins - 1);
+        let i = (((v - min) / width) as usize).min(bins - 1);
         counts[i] += 1.0;
     }
     let points = counts
         .into_iter()
         .enumerate()
-        .map(|(i, c)| (i as f64 * width, c))
+        .map(|(i, c)| (min + i as f64 * width, c))
         .collect();
     (points, width)
 }
@@ -192,29 +219,28 @@ fn request_timeline(run: &RunArtifacts) -> Option<Chart> {
     })
 }
 
-fn ttft_over_time(run: &RunArtifacts) -> Option<Chart> {
+fn over_time(run: &RunArtifacts, name: &str, tag: &str, what: &str) -> Option<Chart> {
     let mut ok: Vec<&RecordRow> = run.records.iter().filter(|r| !r.failed).collect();
     ok.sort_by_key(|r| r.start_ns);
     let points: Vec<(f64, f64)> = ok
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| Some(((i + 1) as f64, r.metric("time_to_first_token")?)))
+        .filter_map(|(i, r)| Some(((i + 1) as f64, r.metric(tag)?)))
         .collect();
     if points.is_empty() {
         return None;
     }
     Some(Chart {
-        name: "ttft_over_time".into(),
-        title: "Time to first token per request, in send order".into(),
-        description: "Whether TTFT grows as the run goes on (queueing) or stays flat.".into(),
+        name: name.into(),
+        title: format!("{what} per request, in send order"),
+        description: format!(
+            "Whether {} grows as the run goes on (queueing, warm-up) or stays flat.",
+            what.to_lowercase()
+        ),
         x: Axis::linear("Request number (send order)", false),
-        y: Axis::linear("Time to first token (ms)", true),
+        y: Axis::linear(format!("{what} (ms)"), true),
         y2: None,
-        series: vec![Series::new(
-            "Time to first token",
-            SeriesKind::Scatter,
-            points,
-        )],
+        series: vec![Series::new(what, SeriesKind::Scatter, points)],
         marks: Vec::new(),
     })
 }
