@@ -8,6 +8,7 @@
   var DASHES = [[], [8, 4], [2, 3], [10, 3, 2, 3]];
   var ERROR_COLOUR = "#C00000";
   var HEIGHT = 340;
+  var PRINT_WIDTH = 680;
 
   function colour(i) { return COLOURS[i % COLOURS.length]; }
 
@@ -249,9 +250,15 @@
       });
       document.body.setAttribute("data-charts-rendered", String(plots.length));
     }, 0);
-    window.addEventListener("resize", function () {
+    function fit() {
       plots.forEach(function (p) { p[0].setSize({ width: p[1].clientWidth, height: HEIGHT }); });
+    }
+    window.addEventListener("resize", fit);
+    // Canvases do not shrink with the paper: draw them at a printable width while printing.
+    window.addEventListener("beforeprint", function () {
+      plots.forEach(function (p) { p[0].setSize({ width: PRINT_WIDTH, height: HEIGHT * 0.8 }); });
     });
+    window.addEventListener("afterprint", fit);
   }
 
   render();
