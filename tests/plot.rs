@@ -403,41 +403,30 @@ fn a_sweep_with_repeats_gets_the_multi_run_plots_with_its_values() {
     for c in ["c=1", "c=2", "c=4"] {
         assert!(texts.iter().any(|t| t == c), "{c} missing: {texts:?}");
     }
-    let mut drawn: Vec<(f64, f64)> = svg
+    let drawn: Vec<(f64, f64)> = svg
         .circles(&svg.color_of("Runs"))
         .iter()
         .map(|p| (value(&layout["x"], p.0), value(&layout["y"], p.1)))
         .collect();
-    drawn.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let mut want = Vec::new();
+    // Three runs plus the legend's sample.
+    assert_eq!(drawn.len(), 4, "{drawn:?}");
+    let (px_x, px_y) = (per_px(&layout["x"]), per_px(&layout["y"]));
     for c in [1, 2, 4] {
         let agg = read_json(&f.sweep.join(format!(
             "aggregate/concurrency_{c}/profile_export_aiperf_aggregate.json"
         )));
-        want.push((
+        let want = (
             agg["metrics"]["request_latency_avg"]["mean"]
                 .as_f64()
                 .unwrap(),
             agg["metrics"]["output_token_throughput_avg"]["mean"]
                 .as_f64()
                 .unwrap(),
-        ));
-    }
-    want.sort_by(|a, b| a.1.total_cmp(&b.1));
-    // Three runs plus the legend's sample (which sits above the plot area: not a run).
-    let runs: Vec<(f64, f64)> = drawn
-        .into_iter()
-        .filter(|p| {
-            want.iter()
-                .any(|w| (w.1 - p.1).abs() <= 2.0 * per_px(&layout["y"]))
-        })
-        .collect();
-    assert_eq!(runs.len(), 3, "{runs:?} vs {want:?}");
-    for (d, w) in runs.iter().zip(&want) {
-        assert!(
-            (d.0 - w.0).abs() <= 2.0 * per_px(&layout["x"]),
-            "{d:?} vs {w:?}"
         );
+        let near = drawn
+            .iter()
+            .any(|d| (d.0 - want.0).abs() <= 2.0 * px_x && (d.1 - want.1).abs() <= 2.0 * px_y);
+        assert!(near, "c={c}: no point at {want:?} in {drawn:?}");
     }
     // Repeated runs: error bars from the aggregate's confidence interval.
     let unc =
@@ -614,4 +603,41 @@ fn auto_plot_draws_after_the_run_and_only_when_asked() {
         &["--request-count", "6", "--auto-plot", "--no-auto-plot"],
     );
     assert!(!cwd.path().join("off/plots").exists());
+}
+
+#[test]
+fn auto_plot_after_a_sweep_covers_every_point_and_repeats_plot_their_trials() {
+    let cwd = tempfile::tempdir().unwrap();
+    profile(
+        cwd.path(),
+        "sweep",
+        &[
+            "--request-count",
+            "4",
+            "--concurrency",
+            "1,2",
+            "--auto-plot",
+        ],
+    );
+    let plots = cwd.path().join("sweep/plots");
+    check_png(&plots.join("ttft_vs_throughput.png"));
+    let texts = Svg::open(&plots.join("ttft_vs_throughput.svg")).texts();
+    assert!(
+        texts.iter().any(|t| t == "c=1") && texts.iter().any(|t| t == "c=2"),
+        "{texts:?}"
+    );
+
+    // Repeated runs of one configuration: one aggregate, so its trials are compared.
+    profile(
+        cwd.path(),
+        "repeats",
+        &["--request-count", "4", "--num-profile-runs", "2"],
+    );
+    let o = plot(cwd.path(), &["repeats"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("from 2 run(s)"));
+    let texts = Svg::open(&cwd.path().join("repeats/plots/ttft_vs_throughput.svg")).texts();
+    assert!(
+        texts.iter().any(|t| t == "run_0001") && texts.iter().any(|t| t == "run_0002"),
+        "{texts:?}"
+    );
 }
