@@ -152,6 +152,11 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<RunArtifacts>, PlotError> {
             runs.push(read_run(&dir, label)?);
         }
     }
+    if let [only] = runs.as_slice()
+        && let Some(trials) = trials_of(only)?
+    {
+        runs = trials;
+    }
     if runs.is_empty() {
         let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         return Err(PlotError::NoRuns(list.join(", ")));
@@ -163,6 +168,35 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<RunArtifacts>, PlotError> {
         la.total_cmp(&lb).then_with(|| a.label.cmp(&b.label))
     });
     Ok(runs)
+}
+
+/// Repeated runs of one configuration leave a single aggregate, which has no per-request
+/// data to plot: its trials (`profile_runs/` beside it) are plotted side by side instead.
+fn trials_of(run: &RunArtifacts) -> Result<Option<Vec<RunArtifacts>>, PlotError> {
+    if !run.records.is_empty() || run.aggregate.is_none() {
+        return Ok(None);
+    }
+    let Some(base) = run.dir.parent() else {
+        return Ok(None);
+    };
+    let trials_dir = base.join("profile_runs");
+    if !trials_dir.is_dir() {
+        return Ok(None);
+    }
+    let mut dirs = Vec::new();
+    find_run_dirs(&trials_dir, &mut dirs)?;
+    if dirs.len() < 2 {
+        return Ok(None);
+    }
+    let mut trials = Vec::new();
+    for dir in dirs {
+        let label = dir
+            .strip_prefix(base)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| dir.display().to_string());
+        trials.push(read_run(&dir, label)?);
+    }
+    Ok(Some(trials))
 }
 
 fn is_run_dir(dir: &Path) -> bool {

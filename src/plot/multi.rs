@@ -30,6 +30,22 @@ fn point_label(run: &RunArtifacts) -> String {
     }
 }
 
+/// Each run's label: its load, or its directory's name when every run had the same load
+/// (the trials of one configuration).
+fn labels(runs: &[RunArtifacts]) -> Vec<String> {
+    let same_load = runs.windows(2).all(|w| w[0].load == w[1].load);
+    runs.iter()
+        .map(|r| {
+            if same_load {
+                let last = r.label.rsplit('/').next().unwrap_or(&r.label);
+                last.to_string()
+            } else {
+                point_label(r)
+            }
+        })
+        .collect()
+}
+
 /// One figure per run: (x, y), the run's label, the y confidence interval.
 #[derive(Default)]
 struct Points {
@@ -43,12 +59,12 @@ fn points(runs: &[RunArtifacts], x: (&str, &str), y: (&str, &str)) -> Points {
     let mut pts = Vec::new();
     let mut labels = Vec::new();
     let mut errs = Vec::new();
-    for r in runs {
+    for (r, label) in runs.iter().zip(self::labels(runs)) {
         let (Some(xv), Some(yv)) = (r.stat(x.0, x.1), r.stat(y.0, y.1)) else {
             continue;
         };
         pts.push((xv, yv));
-        labels.push(point_label(r));
+        labels.push(label);
         errs.push(nonnegative(r.ci(y.0, y.1).unwrap_or((yv, yv))));
     }
     Points { pts, labels, errs }
