@@ -641,3 +641,68 @@ fn auto_plot_after_a_sweep_covers_every_point_and_repeats_plot_their_trials() {
         "{texts:?}"
     );
 }
+
+#[test]
+fn failed_requests_are_crosses_on_the_timeline_and_a_local_config_is_read() {
+    let f = fixtures();
+    let cwd = tempfile::tempdir().unwrap();
+    let run = cwd.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    for name in ["profile_export.jsonl", "profile_export_aiperf.json"] {
+        std::fs::copy(f.single.join(name), run.join(name)).unwrap();
+    }
+    // Two failed requests, as AIPerf writes them: an error and no latency metrics.
+    let mut lines = std::fs::read_to_string(run.join("profile_export.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    for i in 0..2u64 {
+        let mut failed = first.clone();
+        failed["metrics"] = serde_json::json!({});
+        failed["error"] =
+            serde_json::json!({"code": 500, "type": "Internal Server Error", "message": "boom"});
+        let start = first["metadata"]["request_start_ns"].as_u64().unwrap() + i * 1_000_000;
+        failed["metadata"]["request_start_ns"] = start.into();
+        failed["metadata"]["request_end_ns"] = (start + 50_000_000).into();
+        lines.push_str(&format!("{failed}\n"));
+    }
+    std::fs::write(run.join("profile_export.jsonl"), lines).unwrap();
+    std::fs::write(
+        run.join(".aiperf-plot-config.yaml"),
+        "visualization:\n  single_run_defaults: [request_timeline]\n",
+    )
+    .unwrap();
+    plot(cwd.path(), &["run"]);
+    let pngs: Vec<_> = std::fs::read_dir(run.join("plots"))
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().to_string_lossy().into_owned();
+            n.ends_with(".png").then_some(n)
+        })
+        .collect();
+    assert_eq!(pngs, ["request_timeline.png"]);
+    let svg = Svg::open(&run.join("plots/request_timeline.svg"));
+    let layout = svg.layout();
+    let color = svg.color_of("Failed request (time to error)");
+    let strokes: Vec<f64> = svg
+        .doc()
+        .descendants()
+        .filter(|n| n.tag_name().name() == "polyline" && n.attribute("stroke") == Some(&color))
+        .map(|n| {
+            // A stroke's middle is the cross's centre.
+            let ys: Vec<f64> = n
+                .attribute("points")
+                .unwrap()
+                .split_whitespace()
+                .map(|p| p.split_once(',').unwrap().1.parse::<f64>().unwrap())
+                .collect();
+            ys.iter().sum::<f64>() / ys.len() as f64
+        })
+        .collect();
+    // Two strokes per cross: two failures and the legend's sample.
+    assert_eq!(strokes.len(), 6, "{strokes:?}");
+    // Each failure sits at its 50 ms to the error.
+    let at_50ms = strokes
+        .iter()
+        .filter(|&&y| (value(&layout["y"], y) - 50.0).abs() <= 2.0 * per_px(&layout["y"]))
+        .count();
+    assert_eq!(at_50ms, 4, "{strokes:?}");
+}

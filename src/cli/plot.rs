@@ -12,23 +12,11 @@ pub enum PlotTheme {
     Dark,
 }
 
+/// Each path is searched for run directories (profile_export.jsonl with
+/// profile_export_aiperf.json, or a repeated-run aggregate). One run gives its latency
+/// distributions, timeline, throughput, image-size and server-metrics charts; several runs (a
+/// sweep or several paths) give throughput against latency and latency against load.
 #[derive(Debug, Clone, Args)]
-#[command(
-    about = "Draw PNG and SVG charts of finished runs (single runs, sweeps, repeated runs)",
-    long_about = "Draw PNG and SVG charts of finished runs. Each path is searched for run \
-directories (profile_export.jsonl with profile_export_aiperf.json, or a repeated-run \
-aggregate): one run gives latency distributions, the per-request timeline, throughput and \
-requests in flight over time, image-size effects, server metrics and time slices; several \
-runs (a sweep or several directories) give throughput against latency with the Pareto \
-frontier and latency against load.\n\nPlot names: ttft_distribution, itl_distribution, \
-request_latency_distribution, request_timeline (AIPerf: ttft_timeline), ttft_over_time, \
-dispersed_throughput_over_time, image_tokens_by_size, latency_by_image_size, \
-server_requests_over_time, server_kv_cache_over_time, timeslices_ttft, timeslices_itl; \
-not drawn unless named in --config: itl_over_time, latency_over_time, timeslices_latency, \
-timeslices_throughput. Several runs: ttft_vs_throughput, \
-pareto_curve_throughput_vs_interactivity, pareto_curve_throughput_vs_latency, \
-latency_vs_load, latency_throughput_uncertainty."
-)]
 pub struct PlotArgs {
     /// Artifact directories to search for runs (recursively).
     #[arg(value_name = "PATHS", default_value = "artifacts")]
@@ -42,9 +30,16 @@ pub struct PlotArgs {
     #[arg(long, value_enum, default_value_t = PlotTheme::Light)]
     pub theme: PlotTheme,
 
-    /// AIPerf plot-config YAML: `visualization.single_run_defaults` and
-    /// `visualization.multi_run_defaults` choose the charts; other keys are not used (a
-    /// warning names them).
+    /// AIPerf plot-config YAML (default: `.aiperf-plot-config.yaml` in the first path):
+    /// `visualization.single_run_defaults` and `visualization.multi_run_defaults` choose the
+    /// charts; other keys are not used (a warning names them). One run: ttft_distribution,
+    /// itl_distribution, request_latency_distribution, request_timeline (or ttft_timeline),
+    /// ttft_over_time, itl_over_time, latency_over_time, dispersed_throughput_over_time,
+    /// image_tokens_by_size, latency_by_image_size, server_requests_over_time,
+    /// server_kv_cache_over_time, timeslices_ttft, timeslices_itl, timeslices_latency,
+    /// timeslices_throughput. Several runs: ttft_vs_throughput,
+    /// pareto_curve_throughput_vs_interactivity, pareto_curve_throughput_vs_latency,
+    /// latency_vs_load, latency_throughput_uncertainty.
     #[arg(long)]
     pub config: Option<PathBuf>,
 

@@ -160,11 +160,18 @@ pub struct Written {
 
 pub const SUMMARY_FILE: &str = "summary.txt";
 pub const LOG_FILE: &str = "aiperf_plot.log";
+/// A plot config kept with the artifacts, read when `--config` is not given.
+pub const LOCAL_CONFIG_FILE: &str = ".aiperf-plot-config.yaml";
 
 /// Finds the runs, draws the chosen charts into the output directory, and writes
 /// `summary.txt` and `aiperf_plot.log` there.
 pub fn run(opts: &Options) -> Result<Written, PlotError> {
-    let config = match &opts.config {
+    // As AIPerf: --config, else a `.aiperf-plot-config.yaml` in the first artifact directory.
+    let config_path = opts.config.clone().or_else(|| {
+        let beside = opts.paths.first()?.join(LOCAL_CONFIG_FILE);
+        beside.is_file().then_some(beside)
+    });
+    let config = match &config_path {
         Some(path) => config::read(path, known_plot)?,
         None => config::PlotConfig::default(),
     };
