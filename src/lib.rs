@@ -10,6 +10,7 @@ pub mod api;
 pub mod cli;
 pub mod kube;
 pub mod merge;
+pub mod plot;
 pub mod profile;
 pub mod sweep;
 
@@ -25,6 +26,7 @@ mod metrics;
 mod mock;
 mod overhead;
 mod record;
+mod report;
 mod scrape;
 mod stats;
 mod timer;

@@ -36,7 +36,6 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Profile(args) => profile_exit(aiperf::sweep::run(&argv, lists, &args)),
         Command::Merge(args) => match aiperf::merge::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(aiperf::merge::MergeError::Input(e)) => {
@@ -55,6 +54,11 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Profile(args) => {
+            let result = aiperf::sweep::run(&argv, lists, &args);
+            profile_exit(aiperf::profile::auto_plot::after_run(&args, result))
+        }
+        Command::Plot(args) => plot_exit(&args),
         Command::MockServer(args) => {
             if let Err(e) = args.fault_rates() {
                 eprintln!("error: {e}");
@@ -67,6 +71,34 @@ fn main() -> ExitCode {
                     ExitCode::from(1)
                 }
             }
+        }
+    }
+}
+
+/// `aiperf plot`: the charts written, warnings on stderr; bad input exits 2.
+fn plot_exit(args: &aiperf::cli::plot::PlotArgs) -> ExitCode {
+    let result = aiperf::plot::Options::from_args(args).and_then(|opts| aiperf::plot::run(&opts));
+    match result {
+        Ok(w) => {
+            for line in &w.warnings {
+                eprintln!("warning: {line}");
+            }
+            if args.verbose {
+                for f in &w.files {
+                    println!("{}", f.display());
+                }
+            }
+            println!(
+                "Wrote {} charts (PNG and SVG) from {} run(s) to {}",
+                w.files.len() / 2,
+                w.runs,
+                w.output.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }

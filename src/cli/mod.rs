@@ -12,6 +12,7 @@ pub mod dataset;
 pub mod logging;
 pub mod multirun;
 pub mod output;
+pub mod plot;
 pub mod service;
 pub mod shard;
 mod spellings;
@@ -153,6 +154,8 @@ pub enum Command {
     Merge(shard::MergeArgs),
     /// Kubernetes manifests that run a sharded benchmark as an Indexed Job.
     Kube(shard::KubeArgs),
+    /// Draw PNG and SVG charts of finished runs.
+    Plot(plot::PlotArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -519,6 +522,14 @@ pub struct ProfileArgs {
     /// Shards of one plan over several load generators, and a shared start time.
     #[command(flatten)]
     pub shard: shard::ShardArgs,
+    /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
+    /// `<artifact dir>/plots`. A plotting failure only warns.
+    #[arg(long, overrides_with = "no_auto_plot", help_heading = "Output")]
+    pub auto_plot: bool,
+
+    /// Do not plot after the run (the default).
+    #[arg(long, overrides_with = "auto_plot", help_heading = "Output")]
+    pub no_auto_plot: bool,
 
     /// The fields given on the command line (by field name), set by
     /// `Cli::parse_with_sources`.

@@ -47,4 +47,9 @@ pub struct OutputArgs {
         help_heading = "Output"
     )]
     pub slice_duration: Option<String>,
+
+    /// Do not write report.html, the one-file HTML page (charts, tables, configuration) that
+    /// every run, sweep and repeated run otherwise gets in its artifact directory.
+    #[arg(long = "no-html-report", help_heading = "Output")]
+    pub no_html_report: bool,
 }

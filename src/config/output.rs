@@ -55,6 +55,7 @@ pub fn export_options(a: &OutputArgs) -> Result<Options, ConfigError> {
             .transpose()?,
         // Set from the collector flags in `ProfileConfig::from_args`.
         server_metrics_formats: Default::default(),
+        html_report: !a.no_html_report,
     })
 }
 

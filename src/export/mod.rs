@@ -38,8 +38,8 @@ pub const LOG_FILE: &str = "logs/aiperf.log";
 pub use inputs::write_inputs_json;
 pub use jsonl::{JsonlWriter, LineLayout};
 pub use names::{
-    AGGREGATE_CSV_FILE, AGGREGATE_JSON_FILE, FileNames, Level, Options, SWEEP_CSV_FILE,
-    SWEEP_JSON_FILE, prefix_base,
+    AGGREGATE_CSV_FILE, AGGREGATE_JSON_FILE, FileNames, Level, Options, REPORT_HTML_FILE,
+    SWEEP_CSV_FILE, SWEEP_JSON_FILE, prefix_base,
 };
 pub use outputs::OutputsWriter;
 pub use server_metrics::{

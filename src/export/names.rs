@@ -9,6 +9,8 @@ pub const AGGREGATE_CSV_FILE: &str = "profile_export_aiperf_aggregate.csv";
 /// The sweep aggregate over all variations of a sweep.
 pub const SWEEP_JSON_FILE: &str = "profile_export_aiperf_sweep.json";
 pub const SWEEP_CSV_FILE: &str = "profile_export_aiperf_sweep.csv";
+/// The one-file interactive HTML report of a run, or of a sweep in its base directory.
+pub const REPORT_HTML_FILE: &str = "report.html";
 
 /// How much a run writes (`--export-level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,6 +37,8 @@ pub struct Options {
     pub slice_duration_ns: Option<u64>,
     /// `--server-metrics-formats`.
     pub server_metrics_formats: super::ServerMetricsFormats,
+    /// Write `report.html` after the run (off with `--no-html-report`).
+    pub html_report: bool,
 }
 
 /// Names of the files that follow `--profile-export-prefix`.

@@ -2,6 +2,7 @@
 //! run the phases while the collector takes each finished record -> export. Run control
 //! (signals, the failure watch, early stops) lives in `control`.
 
+pub mod auto_plot;
 mod collect;
 mod control;
 mod gpu_telemetry;

@@ -173,6 +173,10 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
                 .context("cannot write the server metrics files")?,
             None => Vec::new(),
         };
+        // From the files above, off the run's hot path; a failure only warns.
+        if cfg.export.html_report {
+            crate::report::write_run_or_warn(&cfg.artifact_dir, &cfg.export.names);
+        }
         // Last, and only when every artifact above is complete (the per-record files were
         // closed when the collector finished; after a failed write they are cut short).
         if stop_reason != Some(StopReason::WriteFailed) {

@@ -38,6 +38,8 @@ pub fn run(argv: &[String], lists: Lists, args: &ProfileArgs) -> Result<Outcome,
         return profile::run(args, argv);
     }
     let mut sweep = Sweep::new(&lists, args, opts)?;
+    sweep.command = crate::config::ProfileConfig::from_args(args, false)
+        .map(|cfg| crate::config::redacted_command_line(argv, &cfg.secrets))?;
     sweep.run_all()?;
     sweep.finish()
 }
@@ -78,6 +80,10 @@ struct Sweep {
     /// Sum of the runs' own wall times (their benchmark and setup), for the overhead line.
     in_runs: Duration,
     model: String,
+    /// Write `report.html` in the base directory (`--no-html-report` turns it off).
+    html_report: bool,
+    /// The command line as typed, secrets redacted (for the report).
+    command: String,
 }
 
 impl Sweep {
@@ -132,6 +138,8 @@ impl Sweep {
             started: Instant::now(),
             in_runs: Duration::ZERO,
             model: files.model,
+            html_report: !args.output.no_html_report,
+            command: String::new(),
         })
     }
 
@@ -392,7 +400,11 @@ impl Sweep {
             }
         }
         println!("All runs complete: {succeeded}/{total} successful");
-        let sweep_files = self.write_aggregates(succeeded)?;
+        let mut printed = Vec::new();
+        let sweep_files = self.write_aggregates(succeeded, &mut printed)?;
+        if self.html_report {
+            self.write_report(succeeded, printed);
+        }
         if let Some(s) = &self.search {
             let dirs: Vec<String> = self
                 .points
@@ -443,7 +455,11 @@ impl Sweep {
     /// Per-point confidence aggregates and the sweep aggregate (with its console table);
     /// AIPerf writes them only when at least two runs succeeded. Returns the sweep aggregate
     /// directory, when written.
-    fn write_aggregates(&self, succeeded: usize) -> Result<Option<PathBuf>, ProfileError> {
+    fn write_aggregates(
+        &self,
+        succeeded: usize,
+        printed: &mut Vec<String>,
+    ) -> Result<Option<PathBuf>, ProfileError> {
         if succeeded < 2 {
             if succeeded == 1 {
                 warn!("Only one run succeeded: no aggregate is written (it needs two)");
@@ -480,6 +496,7 @@ impl Sweep {
                 .point_aggregate_dir(&self.base, i, &p.variation.dir_name());
             aggregate::write_confidence_aggregate(&dir, &agg).map_err(|e| io(&dir, e))?;
             if !sweeping {
+                printed.push(aggregate::confidence_console(&agg));
                 println!("{}", aggregate::confidence_console(&agg));
                 println!("Aggregate: {}", dir.display());
             }
@@ -490,9 +507,34 @@ impl Sweep {
         let cells = self.cells();
         let agg = self.sweep_aggregate(&cells);
         aggregate::write_sweep_aggregate(&dir, &agg).map_err(|e| io(&dir, e))?;
-        println!("{}", aggregate::sweep_table(&agg));
-        println!("{}", aggregate::best_configurations_console(&agg));
+        printed.push(aggregate::sweep_table(&agg));
+        printed.push(aggregate::best_configurations_console(&agg));
+        println!("{}", printed[printed.len() - 2]);
+        println!("{}", printed[printed.len() - 1]);
         Ok(Some(dir))
+    }
+
+    /// `report.html` in the base directory: the tables printed above, the multi-run charts
+    /// and a link to each run's own report.
+    fn write_report(&self, succeeded: usize, tables: Vec<String>) {
+        let runs = self
+            .points
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                let dir_name = p.variation.dir_name();
+                (0..p.runs.len() as u32)
+                    .map(move |t| self.layout.run_dir(&self.base, i, &dir_name, t))
+            })
+            .collect();
+        let text = crate::report::SweepText {
+            tables,
+            model: self.model.clone(),
+            command: self.command.clone(),
+            runs,
+            succeeded,
+        };
+        crate::report::write_sweep_or_warn(&self.base, &text);
     }
 }
 

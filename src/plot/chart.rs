@@ -1,0 +1,85 @@
+//! What a plot shows, independent of how it is drawn (PNG/SVG via plotters, or the HTML report's JS).
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Chart {
+    pub name: String, // file stem, e.g. "ttft_distribution"
+    pub title: String,
+    pub description: String, // one sentence: what a reader learns from it
+    pub x: Axis,
+    pub y: Axis,
+    pub y2: Option<Axis>, // secondary y axis (series with on_y2)
+    pub series: Vec<Series>,
+    pub marks: Vec<Mark>, // reference lines, e.g. p50/p90/p99
+}
+#[derive(Debug, Clone, Serialize)]
+pub struct Axis {
+    pub label: String, // with unit, e.g. "Time to first token (ms)"
+    pub log: bool,
+    pub from_zero: bool,
+    pub time: bool, // a time axis: zoomable in the report
+}
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesKind {
+    Line,
+    Step,
+    Scatter,
+    Bars,
+    Area,
+}
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    pub name: String,
+    pub kind: SeriesKind,
+    pub points: Vec<(f64, f64)>, // Bars: (bin left edge, value), width in `bar_width`
+    pub bar_width: Option<f64>,
+    pub labels: Vec<String>, // per-point labels (e.g. the load value), empty if none
+    pub y_err: Vec<(f64, f64)>, // per-point (low, high) error bars, empty if none
+    pub on_y2: bool,
+    pub error_points: bool, // points are failed requests (drawn as crosses)
+}
+#[derive(Debug, Clone, Serialize)]
+pub struct Mark {
+    pub on_x: bool, // vertical line at x = value (else horizontal at y = value)
+    pub value: f64,
+    pub label: String, // e.g. "p50 12.3 ms"
+}
+
+impl Axis {
+    /// A linear axis labelled `label`, starting at 0 when `from_zero`.
+    pub fn linear(label: impl Into<String>, from_zero: bool) -> Axis {
+        Axis {
+            label: label.into(),
+            log: false,
+            from_zero,
+            time: false,
+        }
+    }
+
+    /// A time axis (seconds since the run's start), zoomable in the report.
+    pub fn time(label: impl Into<String>) -> Axis {
+        Axis {
+            label: label.into(),
+            log: false,
+            from_zero: true,
+            time: true,
+        }
+    }
+}
+
+impl Series {
+    /// A series of `kind` with no labels, error bars or bar width.
+    pub fn new(name: impl Into<String>, kind: SeriesKind, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            kind,
+            points,
+            bar_width: None,
+            labels: Vec::new(),
+            y_err: Vec::new(),
+            on_y2: false,
+            error_points: false,
+        }
+    }
+}

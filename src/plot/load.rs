@@ -1,0 +1,600 @@
+//! Finds run directories under the given paths (AIPerf's run discovery) and reads what the
+//! plots need from their artifacts: the summary (or the confidence aggregate), the
+//! per-request records, the time slices and the server-metrics scrapes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::export::{
+    AGGREGATE_JSON_FILE, FileNames, INPUTS_FILE, JSON_FILE, JSONL_FILE, TIMESLICES_CSV_FILE,
+};
+
+/// Why plotting could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error(
+        "{0}: no such file or directory; pass an artifact directory written by `aiperf profile`"
+    )]
+    Missing(PathBuf),
+    #[error(
+        "no run found under {0}: a run directory holds profile_export.jsonl and profile_export_aiperf.json \
+         (or profile_export_aiperf_aggregate.json); pass the artifact directory of a finished `aiperf profile`"
+    )]
+    NoRuns(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {what}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        what: String,
+    },
+    #[error("{0}")]
+    Config(String),
+    #[error("drawing {name}: {what}")]
+    Render { name: String, what: String },
+}
+
+/// One request of `profile_export.jsonl` (profiling phase only).
+#[derive(Debug, Clone, Default)]
+pub struct RecordRow {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub conversation_id: String,
+    pub turn_index: u64,
+    pub failed: bool,
+    /// Scalar metrics by tag, in the file's display units (ms, tokens, ...).
+    pub metrics: HashMap<String, f64>,
+    /// Width x height of each image the request carried (from `inputs.json`).
+    pub images: Vec<(u32, u32)>,
+}
+
+impl RecordRow {
+    pub fn metric(&self, tag: &str) -> Option<f64> {
+        self.metrics.get(tag).copied()
+    }
+}
+
+/// One row of `profile_export_aiperf_timeslices.csv`.
+#[derive(Debug, Clone)]
+pub struct TimesliceRow {
+    pub index: usize,
+    pub metric: String,
+    pub unit: String,
+    pub stat: String,
+    pub value: f64,
+}
+
+/// One scrape's value of a server-metrics gauge or counter, summed over its label sets.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerSample {
+    pub wall_ns: u64,
+    pub sum: f64,
+    /// How many label sets were summed (to average a ratio such as the KV-cache usage).
+    pub series: usize,
+}
+
+/// What a run's load was, for labelling it in multi-run plots.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadPoint {
+    /// `concurrency` or `request_rate`.
+    pub name: String,
+    pub value: f64,
+}
+
+/// Everything read from one run directory.
+#[derive(Debug, Clone, Default)]
+pub struct RunArtifacts {
+    pub dir: PathBuf,
+    /// The directory relative to the path it was found under (its name if it is that path).
+    pub label: String,
+    /// `profile_export_aiperf.json`, when present.
+    pub summary: Option<Value>,
+    /// `profile_export_aiperf_aggregate.json` (repeated runs), when present.
+    pub aggregate: Option<Value>,
+    pub records: Vec<RecordRow>,
+    pub timeslices: Vec<TimesliceRow>,
+    /// Server-metrics families over time (from `server_metrics_export.jsonl`).
+    pub server: BTreeMap<String, Vec<ServerSample>>,
+    pub load: Option<LoadPoint>,
+    pub model: Option<String>,
+}
+
+impl RunArtifacts {
+    /// A run-level statistic, e.g. (`time_to_first_token`, `p50`): from the summary, or the
+    /// mean across trials from the aggregate.
+    pub fn stat(&self, tag: &str, stat: &str) -> Option<f64> {
+        if let Some(v) = self.summary.as_ref().and_then(|s| s[tag][stat].as_f64()) {
+            return Some(v);
+        }
+        let m = &self.aggregate.as_ref()?["metrics"][format!("{tag}_{stat}")];
+        m["mean"].as_f64()
+    }
+
+    /// The confidence interval of a run-level statistic across repeated runs.
+    pub fn ci(&self, tag: &str, stat: &str) -> Option<(f64, f64)> {
+        let m = &self.aggregate.as_ref()?["metrics"][format!("{tag}_{stat}")];
+        Some((m["ci_low"].as_f64()?, m["ci_high"].as_f64()?))
+    }
+
+    /// The wall time the run's first request was sent.
+    pub fn first_start_ns(&self) -> Option<u64> {
+        self.records.iter().map(|r| r.start_ns).min()
+    }
+}
+
+/// Finds the run directories under `paths` (searched recursively) and reads them. A run
+/// directory holds `profile_export.jsonl` and `profile_export_aiperf.json`, or the
+/// confidence aggregate of repeated runs; `profile_runs/` is skipped where an `aggregate/`
+/// sits beside it (the aggregate stands for those runs).
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<RunArtifacts>, PlotError> {
+    let mut runs = Vec::new();
+    for root in paths {
+        if !root.exists() {
+            return Err(PlotError::Missing(root.clone()));
+        }
+        let mut dirs = Vec::new();
+        find_run_dirs(root, &mut dirs)?;
+        for dir in dirs {
+            let label = match dir.strip_prefix(root) {
+                Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+                _ => dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| dir.display().to_string()),
+            };
+            runs.push(read_run(&dir, label)?);
+        }
+    }
+    if let [only] = runs.as_slice()
+        && let Some(trials) = trials_of(only)?
+    {
+        runs = trials;
+    }
+    if runs.is_empty() {
+        let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(PlotError::NoRuns(list.join(", ")));
+    }
+    // Multi-run plots read left to right by load.
+    runs.sort_by(|a, b| {
+        let la = a.load.as_ref().map(|l| l.value).unwrap_or(f64::NAN);
+        let lb = b.load.as_ref().map(|l| l.value).unwrap_or(f64::NAN);
+        la.total_cmp(&lb).then_with(|| a.label.cmp(&b.label))
+    });
+    Ok(runs)
+}
+
+/// Repeated runs of one configuration leave a single aggregate, which has no per-request
+/// data to plot: its trials (`profile_runs/` beside it) are plotted side by side instead.
+fn trials_of(run: &RunArtifacts) -> Result<Option<Vec<RunArtifacts>>, PlotError> {
+    if !run.records.is_empty() || run.aggregate.is_none() {
+        return Ok(None);
+    }
+    let Some(base) = run.dir.parent() else {
+        return Ok(None);
+    };
+    let trials_dir = base.join("profile_runs");
+    if !trials_dir.is_dir() {
+        return Ok(None);
+    }
+    let mut dirs = Vec::new();
+    find_run_dirs(&trials_dir, &mut dirs)?;
+    if dirs.len() < 2 {
+        return Ok(None);
+    }
+    let mut trials = Vec::new();
+    for dir in dirs {
+        let label = dir
+            .strip_prefix(base)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| dir.display().to_string());
+        trials.push(read_run(&dir, label)?);
+    }
+    Ok(Some(trials))
+}
+
+fn is_run_dir(dir: &Path) -> bool {
+    (dir.join(JSONL_FILE).is_file() && dir.join(JSON_FILE).is_file())
+        || (dir.join(AGGREGATE_JSON_FILE).is_file() && !shadows_single_run(dir))
+}
+
+/// An aggregate of one successful run only repeats that run's directory (sweeps with one
+/// trial write one per cell).
+fn shadows_single_run(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join(AGGREGATE_JSON_FILE)) else {
+        return false;
+    };
+    let Ok(doc) = serde_json::from_str::<Value>(&text) else {
+        return false;
+    };
+    let meta = &doc["metadata"];
+    meta["single_run"].as_bool() == Some(true)
+        || meta["num_successful_runs"].as_u64().is_some_and(|n| n < 2)
+}
+
+fn find_run_dirs(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), PlotError> {
+    if is_run_dir(dir) {
+        out.push(dir.to_path_buf());
+        return Ok(());
+    }
+    let io = |source| PlotError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    subdirs.sort();
+    let has_aggregate = dir.join("aggregate").is_dir();
+    for sub in subdirs {
+        let name = sub.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name == "profile_runs" && has_aggregate {
+            continue;
+        }
+        find_run_dirs(&sub, out)?;
+    }
+    Ok(())
+}
+
+fn read_json(path: &Path) -> Result<Option<Value>, PlotError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(PlotError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| PlotError::Parse {
+            path: path.to_path_buf(),
+            line: e.line(),
+            what: format!("not valid JSON ({e})"),
+        })
+}
+
+/// Reads one run directory.
+pub fn read_run(dir: &Path, label: String) -> Result<RunArtifacts, PlotError> {
+    let summary = read_json(&dir.join(JSON_FILE))?;
+    let aggregate = read_json(&dir.join(AGGREGATE_JSON_FILE))?;
+    let mut records = read_records(&dir.join(JSONL_FILE))?;
+    if records
+        .iter()
+        .any(|r| r.metric("num_images").unwrap_or(0.0) > 0.0)
+    {
+        attach_image_sizes(&dir.join(INPUTS_FILE), &mut records);
+    }
+    let timeslices = read_timeslices(&dir.join(TIMESLICES_CSV_FILE))?;
+    let server_file = format!("{}.jsonl", FileNames::default().server_metrics);
+    let server = read_server_metrics(&dir.join(server_file))?;
+    let config = summary
+        .as_ref()
+        .map(|s| &s["input_config"])
+        .filter(|c| !c.is_null());
+    let load = config
+        .and_then(load_from_config)
+        .or_else(|| aggregate.as_ref().and_then(load_from_aggregate))
+        .or_else(|| load_from_path(dir));
+    let model = config.and_then(model_from_config).or_else(|| {
+        aggregate
+            .as_ref()
+            .and_then(|a| a["metadata"]["model"].as_str().map(String::from))
+    });
+    Ok(RunArtifacts {
+        dir: dir.to_path_buf(),
+        label,
+        summary,
+        aggregate,
+        records,
+        timeslices,
+        server,
+        load,
+        model,
+    })
+}
+
+fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(PlotError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut rows = Vec::new();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| PlotError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&line).map_err(|e| PlotError::Parse {
+            path: path.to_path_buf(),
+            line: i + 1,
+            what: format!("not a JSON record ({e})"),
+        })?;
+        let meta = &v["metadata"];
+        if meta["benchmark_phase"]
+            .as_str()
+            .is_some_and(|p| p != "profiling")
+        {
+            continue;
+        }
+        let metrics = v["metrics"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(tag, m)| Some((tag.clone(), m["value"].as_f64()?)))
+            .collect();
+        rows.push(RecordRow {
+            start_ns: meta["request_start_ns"].as_u64().unwrap_or(0),
+            end_ns: meta["request_end_ns"].as_u64().unwrap_or(0),
+            conversation_id: meta["conversation_id"].as_str().unwrap_or("").to_string(),
+            turn_index: meta["turn_index"].as_u64().unwrap_or(0),
+            failed: !v.get("error").is_none_or(Value::is_null),
+            metrics,
+            images: Vec::new(),
+        });
+    }
+    Ok(rows)
+}
+
+/// Image sizes come from the request bodies in `inputs.json` (a session's payloads are its
+/// turns in order); an unreadable file only leaves them out.
+fn attach_image_sizes(path: &Path, records: &mut [RecordRow]) {
+    let Ok(Some(doc)) = read_json(path) else {
+        return;
+    };
+    let mut sizes: HashMap<(&str, u64), Vec<(u32, u32)>> = HashMap::new();
+    for session in doc["data"].as_array().into_iter().flatten() {
+        let id = session["session_id"].as_str().unwrap_or("");
+        for (turn, payload) in session["payloads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            // The turn's own images are in its last message (earlier ones are history).
+            let last = payload["messages"].as_array().and_then(|m| m.last());
+            let dims = last
+                .and_then(|m| m["content"].as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|part| part["image_url"]["url"].as_str())
+                .filter_map(data_url_dimensions)
+                .collect();
+            sizes.insert((id, turn as u64), dims);
+        }
+    }
+    for r in records.iter_mut() {
+        if let Some(d) = sizes.get(&(r.conversation_id.as_str(), r.turn_index)) {
+            r.images = d.clone();
+        }
+    }
+}
+
+/// Width and height of a base64 `data:` image URL, read from the image's header.
+fn data_url_dimensions(url: &str) -> Option<(u32, u32)> {
+    use base64::Engine;
+    let b64 = url.strip_prefix("data:")?.split_once(";base64,")?.1;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .ok()?
+        .into_dimensions()
+        .ok()
+}
+
+/// Splits one CSV line (fields may be double-quoted, with `""` for a quote).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                fields.last_mut().expect("one field").push('"');
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(String::new()),
+            _ => fields.last_mut().expect("one field").push(c),
+        }
+    }
+    fields
+}
+
+fn read_timeslices(path: &Path) -> Result<Vec<TimesliceRow>, PlotError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(PlotError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut rows = Vec::new();
+    for line in text.lines().skip(1) {
+        let f = csv_fields(line.trim_end_matches('\r'));
+        if f.len() < 5 {
+            continue;
+        }
+        let (Ok(index), Ok(value)) = (f[0].parse::<usize>(), f[4].parse::<f64>()) else {
+            continue;
+        };
+        rows.push(TimesliceRow {
+            index,
+            metric: f[1].clone(),
+            unit: f[2].clone(),
+            stat: f[3].clone(),
+            value,
+        });
+    }
+    Ok(rows)
+}
+
+fn read_server_metrics(path: &Path) -> Result<BTreeMap<String, Vec<ServerSample>>, PlotError> {
+    let mut out: BTreeMap<String, Vec<ServerSample>> = BTreeMap::new();
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(source) => {
+            return Err(PlotError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| PlotError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&line).map_err(|e| PlotError::Parse {
+            path: path.to_path_buf(),
+            line: i + 1,
+            what: format!("not a JSON scrape ({e})"),
+        })?;
+        if v["benchmark_phase"].as_str() == Some("warmup") {
+            continue;
+        }
+        let Some(wall_ns) = v["timestamp_ns"].as_u64() else {
+            continue;
+        };
+        for (family, series) in v["metrics"].as_object().into_iter().flatten() {
+            let values: Vec<f64> = series
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s["value"].as_f64())
+                .collect();
+            if values.is_empty() {
+                continue;
+            }
+            out.entry(family.clone()).or_default().push(ServerSample {
+                wall_ns,
+                sum: values.iter().sum(),
+                series: values.len(),
+            });
+        }
+    }
+    for samples in out.values_mut() {
+        samples.sort_by_key(|s| s.wall_ns);
+    }
+    Ok(out)
+}
+
+/// The profiling phase's concurrency or request rate: ours (`phases`) or AIPerf's
+/// (`loadgen`) `input_config`.
+fn load_from_config(config: &Value) -> Option<LoadPoint> {
+    let phase = config["phases"]
+        .as_array()
+        .and_then(|p| p.iter().find(|ph| ph["kind"] == "profiling"));
+    let candidates = [
+        phase.map(|p| ("concurrency", &p["concurrency"])),
+        phase.map(|p| ("request_rate", &p["rate"])),
+        Some(("concurrency", &config["loadgen"]["concurrency"])),
+        Some(("request_rate", &config["loadgen"]["request_rate"])),
+    ];
+    candidates.into_iter().flatten().find_map(|(name, v)| {
+        Some(LoadPoint {
+            name: name.into(),
+            value: v.as_f64()?,
+        })
+    })
+}
+
+/// A sweep cell's aggregate names its point in `variation_values`.
+fn load_from_aggregate(doc: &Value) -> Option<LoadPoint> {
+    let values = doc["metadata"]["variation_values"].as_object()?;
+    for (path, v) in values {
+        let leaf = path.rsplit('.').next().unwrap_or(path);
+        let name = match leaf {
+            "concurrency" => "concurrency",
+            "rate" | "request_rate" => "request_rate",
+            _ => continue,
+        };
+        if let Some(value) = v.as_f64() {
+            return Some(LoadPoint {
+                name: name.into(),
+                value,
+            });
+        }
+    }
+    None
+}
+
+/// `concurrency8`, `concurrency_8`, `request_rate5.0` in a directory name.
+fn load_from_path(dir: &Path) -> Option<LoadPoint> {
+    for part in dir.iter().rev().filter_map(|p| p.to_str()) {
+        for piece in part.split('-') {
+            for name in ["concurrency", "request_rate"] {
+                if let Some(rest) = piece.strip_prefix(name)
+                    && let Ok(value) = rest.trim_start_matches('_').parse::<f64>()
+                {
+                    return Some(LoadPoint {
+                        name: name.into(),
+                        value,
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
+fn model_from_config(config: &Value) -> Option<String> {
+    let first = |v: &Value| -> Option<String> {
+        let item = v.as_array()?.first()?;
+        item.as_str()
+            .map(String::from)
+            .or_else(|| item["name"].as_str().map(String::from))
+    };
+    first(&config["models"]["items"])
+        .or_else(|| first(&config["endpoint"]["model_names"]))
+        .or_else(|| first(&config["model_names"]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_handle_quotes() {
+        assert_eq!(
+            csv_fields(r#"0,"A, ""b""",ms,avg,1.5"#),
+            vec!["0", "A, \"b\"", "ms", "avg", "1.5"]
+        );
+    }
+
+    #[test]
+    fn load_is_read_from_directory_names() {
+        let l = load_from_path(Path::new("a/m-openai-chat-concurrency8")).unwrap();
+        assert_eq!((l.name.as_str(), l.value), ("concurrency", 8.0));
+        let l = load_from_path(Path::new("x/concurrency_4/run")).unwrap();
+        assert_eq!(l.value, 4.0);
+        assert!(load_from_path(Path::new("x/y")).is_none());
+    }
+}

@@ -1,0 +1,322 @@
+//! `aiperf plot`: charts of finished runs. `load` finds and reads the artifacts, `single`
+//! and `multi` decide what each chart shows (`chart`), `render` draws them as PNG and SVG.
+
+pub mod chart;
+mod config;
+pub mod load;
+mod multi;
+pub mod render;
+mod single;
+
+use std::path::{Path, PathBuf};
+
+pub use chart::{Axis, Chart, Mark, Series, SeriesKind};
+pub use load::{PlotError, RunArtifacts, discover};
+pub use render::Theme;
+
+/// The single-run plots drawn by default, in order.
+const SINGLE_DEFAULTS: &[&str] = &[
+    "ttft_distribution",
+    "itl_distribution",
+    "request_latency_distribution",
+    "request_timeline",
+    "ttft_over_time",
+    "dispersed_throughput_over_time",
+    "image_tokens_by_size",
+    "latency_by_image_size",
+    "server_requests_over_time",
+    "server_kv_cache_over_time",
+    "timeslices_ttft",
+    "timeslices_itl",
+];
+/// Single-run plots drawn only when a config names them.
+const SINGLE_EXTRAS: &[&str] = &[
+    "itl_over_time",
+    "latency_over_time",
+    "timeslices_latency",
+    "timeslices_throughput",
+];
+const MULTI_DEFAULTS: &[&str] = &[
+    "ttft_vs_throughput",
+    "pareto_curve_throughput_vs_interactivity",
+    "pareto_curve_throughput_vs_latency",
+    "latency_vs_load",
+    "latency_throughput_uncertainty",
+];
+/// AIPerf's names for plots drawn here under another name.
+const ALIASES: &[(&str, &str)] = &[("ttft_timeline", "request_timeline")];
+/// AIPerf's plots that need data this version does not plot (skipped with a warning).
+const NOT_DRAWN: &[(&str, &str)] = &[
+    (
+        "gpu_utilization_and_throughput_over_time",
+        "GPU telemetry is not plotted by this version",
+    ),
+    (
+        "pareto_curve_throughput_per_gpu_vs_latency",
+        "throughput per GPU needs GPU telemetry, which is not plotted by this version",
+    ),
+    (
+        "pareto_curve_throughput_per_gpu_vs_interactivity",
+        "throughput per GPU needs GPU telemetry, which is not plotted by this version",
+    ),
+];
+
+/// Every plot name a config may use, for the single- or multi-run set.
+pub fn known_plot(name: &str, single: bool) -> bool {
+    let ours = if single {
+        SINGLE_DEFAULTS.contains(&name) || SINGLE_EXTRAS.contains(&name)
+    } else {
+        MULTI_DEFAULTS.contains(&name)
+    };
+    ours || ALIASES.iter().any(|(a, _)| *a == name) || NOT_DRAWN.iter().any(|(n, _)| *n == name)
+}
+
+/// The charts of the default set that the runs have data for: the single-run set for one
+/// run, the multi-run set for several (a sweep or repeated runs).
+pub fn default_charts(runs: &[RunArtifacts]) -> Vec<Chart> {
+    let names = defaults(runs.len() == 1);
+    select(runs, &names, &mut Vec::new())
+}
+
+fn defaults(single: bool) -> Vec<String> {
+    let list = if single {
+        SINGLE_DEFAULTS
+    } else {
+        MULTI_DEFAULTS
+    };
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// Every chart of the set that applies (single- or multi-run), by name, `None` where the
+/// runs lack its data.
+pub fn candidate_charts(runs: &[RunArtifacts]) -> Vec<(String, Option<Chart>)> {
+    match runs {
+        [] => Vec::new(),
+        [one] => single::charts(one),
+        many => multi::charts(many),
+    }
+}
+
+/// What a chart needs that the runs did not have.
+fn missing_reason(name: &str) -> &'static str {
+    match name {
+        n if n.starts_with("server_") => {
+            "no server-metrics scrapes (server_metrics_export.jsonl: profile with --server-metrics-formats json,jsonl)"
+        }
+        n if n.starts_with("timeslices_") => {
+            "no profile_export_aiperf_timeslices.csv (profile with --slice-duration)"
+        }
+        n if n.contains("image") => "no images in the requests (or inputs.json missing)",
+        "latency_throughput_uncertainty" => {
+            "no repeated runs (profile_export_aiperf_aggregate.json)"
+        }
+        "latency_vs_load" => "no concurrency or request rate in the runs' configuration",
+        _ => "the runs have no data for it (profile_export.jsonl and profile_export_aiperf.json)",
+    }
+}
+
+/// The charts named in `names`, in that order; a name without data adds a warning.
+fn select(runs: &[RunArtifacts], names: &[String], warnings: &mut Vec<String>) -> Vec<Chart> {
+    let mut all = candidate_charts(runs);
+    let mut out = Vec::new();
+    for name in names {
+        let ours = ALIASES
+            .iter()
+            .find(|(a, _)| a == name)
+            .map_or(name.as_str(), |(_, o)| o);
+        if let Some((_, why)) = NOT_DRAWN.iter().find(|(n, _)| n == name) {
+            warnings.push(format!("skipped {name}: {why}"));
+            continue;
+        }
+        match all.iter_mut().find(|(n, _)| n == ours) {
+            Some((_, chart @ Some(_))) => out.extend(chart.take()),
+            Some((_, None)) => warnings.push(format!("skipped {name}: {}", missing_reason(ours))),
+            None => {}
+        }
+    }
+    out
+}
+
+/// `aiperf plot`'s choices.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub paths: Vec<PathBuf>,
+    /// Default `<first path>/plots`.
+    pub output: Option<PathBuf>,
+    pub theme: Theme,
+    pub config: Option<PathBuf>,
+}
+
+/// What a plot run wrote.
+#[derive(Debug, Default)]
+pub struct Written {
+    pub output: PathBuf,
+    /// PNG and SVG files, in chart order.
+    pub files: Vec<PathBuf>,
+    /// Plots skipped and config keys ignored, one line each.
+    pub warnings: Vec<String>,
+    pub runs: usize,
+}
+
+pub const SUMMARY_FILE: &str = "summary.txt";
+pub const LOG_FILE: &str = "aiperf_plot.log";
+/// A plot config kept with the artifacts, read when `--config` is not given.
+pub const LOCAL_CONFIG_FILE: &str = ".aiperf-plot-config.yaml";
+
+/// Finds the runs, draws the chosen charts into the output directory, and writes
+/// `summary.txt` and `aiperf_plot.log` there.
+pub fn run(opts: &Options) -> Result<Written, PlotError> {
+    // As AIPerf: --config, else a `.aiperf-plot-config.yaml` in the first artifact directory.
+    let config_path = opts.config.clone().or_else(|| {
+        let beside = opts.paths.first()?.join(LOCAL_CONFIG_FILE);
+        beside.is_file().then_some(beside)
+    });
+    let config = match &config_path {
+        Some(path) => config::read(path, known_plot)?,
+        None => config::PlotConfig::default(),
+    };
+    let runs = discover(&opts.paths)?;
+    let mut warnings = Vec::new();
+    if !config.ignored.is_empty() {
+        warnings.push(format!(
+            "{}: not used by this version: {}",
+            opts.config
+                .as_deref()
+                .unwrap_or(Path::new("config"))
+                .display(),
+            config.ignored.join(", ")
+        ));
+    }
+    let single = runs.len() == 1;
+    let names = if single {
+        config.single_run.clone()
+    } else {
+        config.multi_run.clone()
+    }
+    .unwrap_or_else(|| defaults(single));
+    let charts = select(&runs, &names, &mut warnings);
+    let output = opts
+        .output
+        .clone()
+        .unwrap_or_else(|| opts.paths[0].join("plots"));
+    std::fs::create_dir_all(&output).map_err(|source| PlotError::Io {
+        path: output.clone(),
+        source,
+    })?;
+    let mut files = Vec::new();
+    for chart in &charts {
+        files.extend(render::write_chart(&output, chart, opts.theme)?);
+    }
+    let written = Written {
+        output,
+        files,
+        warnings,
+        runs: runs.len(),
+    };
+    write_summary(&written)?;
+    Ok(written)
+}
+
+/// `summary.txt` in AIPerf's words (the PNGs; each has an SVG beside it), and the log.
+fn write_summary(w: &Written) -> Result<(), PlotError> {
+    let pngs: Vec<&PathBuf> = w
+        .files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "png"))
+        .collect();
+    let mut text = format!(
+        "AIPerf Plot Export Summary\n{}\n\nGenerated {} plots:\n\n",
+        "=".repeat(50),
+        pngs.len()
+    );
+    for p in &pngs {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        text.push_str(&format!("  - {name}\n"));
+    }
+    text.push_str(&format!("\nOutput directory: {}\n", w.output.display()));
+    let path = w.output.join(SUMMARY_FILE);
+    std::fs::write(&path, text).map_err(|source| PlotError::Io { path, source })?;
+    let mut log = format!("{} run(s) plotted\n", w.runs);
+    for warning in &w.warnings {
+        log.push_str(&format!("WARNING {warning}\n"));
+    }
+    for f in &w.files {
+        log.push_str(&format!("wrote {}\n", f.display()));
+    }
+    let path = w.output.join(LOG_FILE);
+    std::fs::write(&path, log).map_err(|source| PlotError::Io { path, source })
+}
+
+/// numpy's linear-interpolated percentile (`p50` -> 0.5) of `values`.
+fn stats_percentile(values: &[f64], p: &str) -> Option<f64> {
+    let q: f64 = p.strip_prefix('p')?.parse::<f64>().ok()? / 100.0;
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let last = v.len().checked_sub(1)?;
+    let pos = q * last as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    Some(v[lo] + (v[hi] - v[lo]) * (pos - lo as f64))
+}
+
+impl Options {
+    /// `aiperf plot`'s flags; AIPerf's dashboard and MLflow upload are refused.
+    pub fn from_args(a: &crate::cli::plot::PlotArgs) -> Result<Options, PlotError> {
+        if a.dashboard {
+            return Err(PlotError::Config(
+                "--dashboard: the interactive dashboard is not supported; drop the flag to write PNG and SVG files".into(),
+            ));
+        }
+        if a.mlflow_upload {
+            return Err(PlotError::Config(
+                "--mlflow-upload: uploading to MLflow is not supported; drop the flag and upload the files in --output yourself".into(),
+            ));
+        }
+        Ok(Options {
+            paths: a.paths.clone(),
+            output: a.output.clone(),
+            theme: match a.theme {
+                crate::cli::plot::PlotTheme::Light => Theme::Light,
+                crate::cli::plot::PlotTheme::Dark => Theme::Dark,
+            },
+            config: a.config.clone(),
+        })
+    }
+}
+
+impl PlotError {
+    /// Bad input (paths, flags, config) is a usage error (exit 2); a failure to draw or
+    /// write is 1.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            PlotError::Render { .. } | PlotError::Io { .. } => 1,
+            _ => 2,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_chart_built_has_a_known_name() {
+        for n in SINGLE_DEFAULTS.iter().chain(SINGLE_EXTRAS) {
+            assert!(known_plot(n, true));
+        }
+        assert!(known_plot("ttft_timeline", true));
+        assert!(!known_plot("ttft_distribution", false));
+        let run = RunArtifacts::default();
+        for (name, _) in single::charts(&run) {
+            assert!(known_plot(&name, true), "{name}");
+        }
+        for (name, _) in multi::charts(&[run.clone(), run]) {
+            assert!(known_plot(&name, false), "{name}");
+        }
+    }
+
+    #[test]
+    fn percentile_interpolates_like_numpy() {
+        assert_eq!(stats_percentile(&[1.0, 2.0, 3.0, 4.0], "p50"), Some(2.5));
+        assert_eq!(stats_percentile(&[], "p50"), None);
+    }
+}
