@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every figure of bench/README.md in one command, each printed beside the reference measured
-# in the same run. Takes about 20 minutes on the 2-core VM; the load average is printed
+# in the same run (the three memory rounds alone take over 20 minutes on a loaded 2-core VM); the load average is printed
 # first and last, since other processes on the machine make every figure worse.
 #
 #   bash bench/run_all.sh            # everything
