@@ -6,6 +6,7 @@
     python3 bench/client.py fidelity  [runs]   # client vs server timestamps at c=1, 64, 512
     python3 bench/client.py footprint [runs]   # peak RSS: vision command; 100k text at c=512
     python3 bench/client.py walltime  [runs]   # vision command: wall time - traffic time
+    python3 bench/client.py memory    [runs]   # peak RSS growth: 100k vs 300k text; 10k images
     python3 bench/client.py all       [runs]
 
 Every bench runs `runs` times (default 3) and prints the median with min and max. The load
@@ -20,7 +21,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "aiperf")
+BIN = os.environ.get("AIPERF_BIN") or os.path.join(
+    os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"), "release", "aiperf")
 TMP = tempfile.mkdtemp(prefix="aiperf-bench-")
 
 # The README's vision command (the profile issue's): 20 requests, one 512x512 noise PNG each.
@@ -202,14 +204,53 @@ def walltime(runs):
     median_line("wall time beyond the traffic (target <= 0.3)", extra, "s", "{:.3f}")
 
 
+def memory(runs):
+    """Peak RSS of text runs of growing length at c=512 (BENCH_MEMORY_COUNTS, default
+    100000,300000), the growth per extra request, and a vision run of 10,000 requests each
+    with its own image (BENCH_MEMORY_IMAGE px square, default 128)."""
+    counts = [int(c) for c in os.environ.get("BENCH_MEMORY_COUNTS", "100000,300000").split(",")]
+    peaks = {c: [] for c in counts}
+    with Mock("--fast") as mock:
+        for i in range(runs):
+            for c in counts:
+                wall, rss, s, _ = profile(mock.url, [
+                    "--model", "m", "--endpoint-type", "chat", "--streaming",
+                    "--synthetic-input-tokens-mean", "10", "--output-tokens-mean", "16",
+                    "--extra-inputs", "ignore_eos:true",
+                    "--concurrency", "512", "--request-count", str(c)])
+                peaks[c].append(rss)
+                print(f"  text {c} run {i}: {rss:.1f} MB in {wall:.1f} s; {overhead_line(s)}")
+    for c in counts:
+        median_line(f"memory: {c} text requests at c=512 peak RSS", peaks[c], "MB")
+    lo, hi = counts[0], counts[-1]
+    if hi > lo:
+        grow = (statistics.median(peaks[hi]) - statistics.median(peaks[lo])) * 1024 * 1024 / (hi - lo)
+        print(f"memory: growth {grow:.0f} bytes per request from {lo} to {hi} requests")
+    px = os.environ.get("BENCH_MEMORY_IMAGE", "128")
+    vision = []
+    with Mock("--fast") as mock:
+        for i in range(runs):
+            wall, rss, s, out = profile(mock.url, [
+                "--model", "Qwen/Qwen2-VL-2B-Instruct", "--endpoint-type", "chat", "--streaming",
+                "--image-width-mean", px, "--image-height-mean", px,
+                "--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "16",
+                "--num-dataset-entries", "10000", "--request-count", "10000",
+                "--concurrency", "64", "--random-seed", str(i)])
+            inputs = os.path.getsize(os.path.join(out, "inputs.json")) / 1024 / 1024
+            vision.append(rss)
+            print(f"  vision 10k unique {px}x{px} images run {i}: {rss:.1f} MB in {wall:.1f} s "
+                  f"(inputs.json, every body: {inputs:.0f} MB)")
+    median_line(f"memory: 10,000 requests with unique {px}x{px} images peak RSS", vision, "MB")
+
+
 def main():
     what = sys.argv[1] if len(sys.argv) > 1 else "all"
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     benches = {"ceiling": ceiling, "fidelity": fidelity, "footprint": footprint,
-               "walltime": walltime}
+               "walltime": walltime, "memory": memory}
     print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
     for name, bench in benches.items():
-        if what in (name, "all"):
+        if what == name or (what == "all" and name != "memory"):
             bench(runs)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 

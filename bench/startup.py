@@ -18,7 +18,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "aiperf")
+BIN = os.environ.get("AIPERF_BIN") or os.path.join(
+    os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"), "release", "aiperf")
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 
 

@@ -7,6 +7,10 @@
 //! never goes backwards when a short-lived thread ends) with `/proc/self/stat` (clock ticks)
 //! as fallback. A background thread samples every `SAMPLE_INTERVAL` to find
 //! windows where the process used every core or the machine had no idle CPU left.
+//!
+//! With `--mock-server` the mock runs in this process, on its own runtime whose threads are
+//! named [`MOCK_THREAD_NAME`]. Their CPU time (per thread, from `/proc/self/task`) is taken out
+//! of the client's figures and reported on its own, so the client line is about the client.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +32,34 @@ pub const MACHINE_IDLE_MIN: f64 = 0.05;
 pub const SATURATED_SHARE_WARN: f64 = 0.25;
 /// Records completed later than this after their last chunk mean the collector fell behind.
 pub const RECORD_LAG_WARN_NS: f64 = 50e6;
+
+/// The name of the in-process mock server's threads (at most 15 bytes: the kernel's limit).
+pub const MOCK_THREAD_NAME: &str = "mock-server";
+
+/// CPU time of this process's live threads named `name`, in nanoseconds: from each thread's
+/// `schedstat` (ns) or, without it, its `stat` (clock ticks).
+pub fn threads_cpu_ns(name: &str) -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let path = task.ok()?.path();
+        // A thread may end between the listing and the reads: it is then skipped.
+        let Ok(comm) = std::fs::read_to_string(path.join("comm")) else {
+            continue;
+        };
+        if comm.trim_end() != name {
+            continue;
+        }
+        let ns = std::fs::read_to_string(path.join("schedstat"))
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+            .or_else(|| {
+                let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+                parse_stat_cpu_ticks(&stat).map(|ticks| ticks * 10_000_000)
+            });
+        total += ns.unwrap_or(0);
+    }
+    Some(total)
+}
 
 /// CPU time (user + system) of this process so far, in nanoseconds.
 pub fn process_cpu_ns() -> Option<u64> {
@@ -104,16 +136,26 @@ fn parse_proc_stat(text: &str) -> Option<(u64, u64)> {
 struct Sample {
     at: Instant,
     process_ns: u64,
+    /// The in-process mock server's threads, when there is one.
+    mock_ns: Option<u64>,
     machine: Option<(u64, u64)>,
 }
 
 impl Sample {
-    fn take() -> Option<Sample> {
+    fn take(with_mock: bool) -> Option<Sample> {
         Some(Sample {
             at: Instant::now(),
             process_ns: process_cpu_ns()?,
+            mock_ns: with_mock
+                .then(|| threads_cpu_ns(MOCK_THREAD_NAME))
+                .flatten(),
             machine: machine_cpu_ticks(),
         })
+    }
+
+    /// CPU time of the client: the process less the in-process mock.
+    fn client_ns(&self) -> u64 {
+        self.process_ns.saturating_sub(self.mock_ns.unwrap_or(0))
     }
 }
 
@@ -122,8 +164,10 @@ impl Sample {
 struct WindowTally {
     windows: u64,
     saturated: u64,
-    /// Highest process CPU use in one window, as a share of all cores.
+    /// Highest CPU use of the whole process in one window, as a share of all cores.
     peak_process: f64,
+    /// Highest CPU use of the client alone (the process less an in-process mock).
+    peak_client: f64,
     /// Lowest machine idle share in one window.
     min_machine_idle: Option<f64>,
 }
@@ -135,18 +179,22 @@ impl WindowTally {
             return;
         }
         let process = to.process_ns.saturating_sub(from.process_ns) as f64 / wall / cores;
+        let client = to.client_ns().saturating_sub(from.client_ns()) as f64 / wall / cores;
         let idle = match (from.machine, to.machine) {
             (Some((i0, t0)), Some((i1, t1))) if t1 > t0 => {
                 Some(i1.saturating_sub(i0) as f64 / (t1 - t0) as f64)
             }
             _ => None,
         };
-        self.record(process, idle);
+        self.record(process, client, idle);
     }
 
-    fn record(&mut self, process_share: f64, machine_idle: Option<f64>) {
+    /// A window where the whole process (an in-process mock included: it competes with the
+    /// client for the cores) used `process_share` of the cores, the client `client_share`.
+    fn record(&mut self, process_share: f64, client_share: f64, machine_idle: Option<f64>) {
         self.windows += 1;
         self.peak_process = self.peak_process.max(process_share);
+        self.peak_client = self.peak_client.max(client_share);
         if let Some(idle) = machine_idle {
             self.min_machine_idle = Some(self.min_machine_idle.map_or(idle, |m| m.min(idle)));
         }
@@ -166,11 +214,12 @@ pub struct OverheadMonitor {
 }
 
 impl OverheadMonitor {
-    /// Takes the first sample and starts the sampling thread. Without `/proc` the report
-    /// only has what the collector measured.
-    pub fn start() -> Self {
+    /// Takes the first sample and starts the sampling thread. `in_process_mock`: the mock
+    /// server runs in this process (threads named [`MOCK_THREAD_NAME`]) and its CPU time is
+    /// kept apart. Without `/proc` the report only has what the collector measured.
+    pub fn start(in_process_mock: bool) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let first = Sample::take();
+        let first = Sample::take(in_process_mock);
         let stop = Arc::new(AtomicBool::new(false));
         let sampler = first.and_then(|first| {
             let stop = stop.clone();
@@ -181,7 +230,7 @@ impl OverheadMonitor {
                     let mut last = first;
                     while !stop.load(Ordering::Relaxed) {
                         std::thread::park_timeout(SAMPLE_INTERVAL);
-                        if let Some(now) = Sample::take() {
+                        if let Some(now) = Sample::take(in_process_mock) {
                             tally.add(&last, &now, cores);
                             last = now;
                         }
@@ -201,7 +250,7 @@ impl OverheadMonitor {
     /// Stops sampling and sums up the run. `requests` is how many requests were sent;
     /// `record_lag` are the collector's last-chunk-to-record-complete times (ns).
     pub fn finish(mut self, requests: u64, record_lag: Option<Stats>) -> OverheadReport {
-        let last = Sample::take();
+        let last = Sample::take(self.first.is_some_and(|f| f.mock_ns.is_some()));
         self.stop.store(true, Ordering::Relaxed);
         let tally = match self.sampler.take() {
             Some(handle) => {
@@ -210,15 +259,40 @@ impl OverheadMonitor {
             }
             None => WindowTally::default(),
         };
-        let (cpu_ns, wall_ns) = match (self.first, last) {
-            (Some(a), Some(b)) => (
-                Some(b.process_ns.saturating_sub(a.process_ns)),
-                b.at.saturating_duration_since(a.at).as_nanos() as u64,
-            ),
-            _ => (None, 0),
+        let cpu = match (self.first, last) {
+            (Some(a), Some(b)) => CpuSpan {
+                wall_ns: b.at.saturating_duration_since(a.at).as_nanos() as u64,
+                process_ns: Some(b.process_ns.saturating_sub(a.process_ns)),
+                mock_ns: a.mock_ns.zip(b.mock_ns).map(|(a, b)| b.saturating_sub(a)),
+            },
+            _ => CpuSpan::default(),
         };
-        OverheadReport::new(self.cores, requests, cpu_ns, wall_ns, tally, record_lag)
+        OverheadReport::new(self.cores, requests, cpu, tally, record_lag)
     }
+}
+
+/// CPU time over the measured span.
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuSpan {
+    wall_ns: u64,
+    /// The whole process, every thread.
+    process_ns: Option<u64>,
+    /// The in-process mock server's threads, when there is one.
+    mock_ns: Option<u64>,
+}
+
+/// What the in-process mock server (`--mock-server`) used over the same span: not the
+/// client's cost, so reported apart.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct InProcessMockCpu {
+    pub cpu_time_s: f64,
+    pub cpu_per_request_us: Option<f64>,
+    /// Average CPU use of the mock's threads as a share of all cores.
+    pub cpu_utilization: Option<f64>,
+    /// The whole process: client and mock together.
+    pub process_cpu_time_s: f64,
+    /// Highest CPU use of the whole process in one sampling window.
+    pub process_peak_cpu_utilization: Option<f64>,
 }
 
 /// Percentiles of the last-chunk-to-record-complete time, in ms.
@@ -237,12 +311,13 @@ pub struct OverheadReport {
     pub requests: u64,
     /// Wall time between the first and last sample (sending start to collection end).
     pub wall_time_s: f64,
-    /// Process CPU time over the same span (user + system, all threads).
+    /// The client's CPU time over the same span (user + system, every thread of the process
+    /// but those of an in-process mock server).
     pub cpu_time_s: Option<f64>,
     pub cpu_per_request_us: Option<f64>,
-    /// Average process CPU use as a share of all cores (1.0 = every core busy).
+    /// The client's average CPU use as a share of all cores (1.0 = every core busy).
     pub cpu_utilization: Option<f64>,
-    /// Highest process CPU use in one sampling window, as a share of all cores.
+    /// The client's highest CPU use in one sampling window, as a share of all cores.
     pub peak_cpu_utilization: Option<f64>,
     /// Lowest idle share of the whole machine in one window.
     pub min_machine_idle: Option<f64>,
@@ -253,30 +328,44 @@ pub struct OverheadReport {
     pub record_complete_lag: Option<LagSummary>,
     /// Why the numbers may be about the client rather than the server; empty when none.
     pub warnings: Vec<String>,
+    /// `--mock-server` only: what the mock running in this process used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_process_mock: Option<InProcessMockCpu>,
 }
 
 impl OverheadReport {
     fn new(
         cores: f64,
         requests: u64,
-        cpu_ns: Option<u64>,
-        wall_ns: u64,
+        cpu: CpuSpan,
         tally: WindowTally,
         record_lag: Option<Stats>,
     ) -> Self {
-        let wall_s = wall_ns as f64 / 1e9;
-        let cpu_s = cpu_ns.map(|ns| ns as f64 / 1e9);
+        let wall_s = cpu.wall_ns as f64 / 1e9;
+        let per_request = |s: f64| (requests > 0).then(|| s * 1e6 / requests as f64);
+        let utilization = |s: f64| (wall_s > 0.0).then(|| s / wall_s / cores);
+        let cpu_s = cpu
+            .process_ns
+            .map(|p| p.saturating_sub(cpu.mock_ns.unwrap_or(0)) as f64 / 1e9);
         let has_windows = tally.windows > 0;
+        let in_process_mock = cpu.process_ns.zip(cpu.mock_ns).map(|(p, m)| {
+            let mock_s = m as f64 / 1e9;
+            InProcessMockCpu {
+                cpu_time_s: mock_s,
+                cpu_per_request_us: per_request(mock_s),
+                cpu_utilization: utilization(mock_s),
+                process_cpu_time_s: p as f64 / 1e9,
+                process_peak_cpu_utilization: has_windows.then_some(tally.peak_process),
+            }
+        });
         let mut report = OverheadReport {
             cores: cores as u32,
             requests,
             wall_time_s: wall_s,
             cpu_time_s: cpu_s,
-            cpu_per_request_us: cpu_s
-                .filter(|_| requests > 0)
-                .map(|s| s * 1e6 / requests as f64),
-            cpu_utilization: cpu_s.filter(|_| wall_s > 0.0).map(|s| s / wall_s / cores),
-            peak_cpu_utilization: has_windows.then_some(tally.peak_process),
+            cpu_per_request_us: cpu_s.and_then(per_request),
+            cpu_utilization: cpu_s.and_then(utilization),
+            peak_cpu_utilization: has_windows.then_some(tally.peak_client),
             min_machine_idle: tally.min_machine_idle,
             saturated_share: has_windows.then(|| tally.saturated as f64 / tally.windows as f64),
             record_complete_lag: record_lag.map(|s| LagSummary {
@@ -286,6 +375,7 @@ impl OverheadReport {
                 max_ms: s.max / 1e6,
             }),
             warnings: Vec::new(),
+            in_process_mock,
         };
         report.warnings = report.judge();
         report
@@ -295,10 +385,18 @@ impl OverheadReport {
     fn judge(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(share) = self.saturated_share.filter(|&s| s >= SATURATED_SHARE_WARN) {
-            let peak = self.peak_cpu_utilization.unwrap_or(0.0);
+            let peak = match self.in_process_mock {
+                Some(mock) => mock.process_peak_cpu_utilization.unwrap_or(0.0),
+                None => self.peak_cpu_utilization.unwrap_or(0.0),
+            };
             let who = if peak >= PROCESS_SATURATED {
                 format!(
-                    "this process used {:.0}% of {} cores",
+                    "this process{} used {:.0}% of {} cores",
+                    if self.in_process_mock.is_some() {
+                        " (client and in-process mock server)"
+                    } else {
+                        ""
+                    },
                     peak * 100.0,
                     self.cores
                 )
@@ -349,11 +447,35 @@ impl OverheadReport {
         }
         format!("Client overhead: {}", parts.join("; "))
     }
+
+    /// With `--mock-server`: what the in-process mock used, beside the client's line.
+    pub fn mock_line(&self) -> Option<String> {
+        let mock = self.in_process_mock?;
+        let mut parts = Vec::new();
+        if let Some(us) = mock.cpu_per_request_us {
+            parts.push(format!("{us:.0} us CPU per request"));
+        }
+        if let Some(u) = mock.cpu_utilization {
+            parts.push(format!(
+                "{:.0}% of {} cores on average",
+                u * 100.0,
+                self.cores
+            ));
+        }
+        parts.push(format!(
+            "not counted as client overhead (whole process: {:.3} s CPU)",
+            mock.process_cpu_time_s
+        ));
+        Some(format!("In-process mock server: {}", parts.join("; ")))
+    }
 }
 
-/// Logs the summary line, and each warning on the console.
+/// Logs the summary line (and the in-process mock's), and each warning on the console.
 pub fn log_report(report: &OverheadReport) {
     tracing::info!("{}", report.summary_line());
+    if let Some(line) = report.mock_line() {
+        tracing::info!("{line}");
+    }
     for w in &report.warnings {
         tracing::warn!("{w}");
     }
@@ -396,13 +518,14 @@ mod tests {
     #[test]
     fn saturated_windows_are_counted() {
         let mut t = WindowTally::default();
-        t.record(0.5, Some(0.4));
-        t.record(0.95, Some(0.02)); // process saturated
-        t.record(0.3, Some(0.01)); // machine saturated (another process)
-        t.record(0.2, None);
+        t.record(0.5, 0.5, Some(0.4));
+        t.record(0.95, 0.6, Some(0.02)); // process saturated (an in-process mock took 0.35)
+        t.record(0.3, 0.3, Some(0.01)); // machine saturated (another process)
+        t.record(0.2, 0.2, None);
         assert_eq!(t.windows, 4);
         assert_eq!(t.saturated, 2);
         assert_eq!(t.peak_process, 0.95);
+        assert_eq!(t.peak_client, 0.6);
         assert_eq!(t.min_machine_idle, Some(0.01));
     }
 
@@ -415,16 +538,14 @@ mod tests {
     #[test]
     fn report_figures_and_no_warning_when_idle() {
         let mut tally = WindowTally::default();
-        tally.record(0.2, Some(0.6));
-        tally.record(0.3, Some(0.5));
-        let r = OverheadReport::new(
-            2.0,
-            1000,
-            Some(500_000_000),
-            2_000_000_000,
-            tally,
-            Some(lag(0.1)),
-        );
+        tally.record(0.2, 0.2, Some(0.6));
+        tally.record(0.3, 0.3, Some(0.5));
+        let cpu = CpuSpan {
+            wall_ns: 2_000_000_000,
+            process_ns: Some(500_000_000),
+            mock_ns: None,
+        };
+        let r = OverheadReport::new(2.0, 1000, cpu, tally, Some(lag(0.1)));
         assert_eq!(r.cpu_time_s, Some(0.5));
         assert_eq!(r.cpu_per_request_us, Some(500.0));
         assert_eq!(r.cpu_utilization, Some(0.125));
@@ -437,13 +558,81 @@ mod tests {
     }
 
     #[test]
+    fn an_in_process_mock_is_taken_out_of_the_client_figures() {
+        let mut tally = WindowTally::default();
+        tally.record(0.8, 0.3, Some(0.1));
+        let cpu = CpuSpan {
+            wall_ns: 1_000_000_000,
+            process_ns: Some(800_000_000),
+            mock_ns: Some(500_000_000),
+        };
+        let r = OverheadReport::new(2.0, 100, cpu, tally, None);
+        assert_eq!(r.cpu_time_s, Some(0.3));
+        assert_eq!(r.cpu_per_request_us, Some(3000.0));
+        assert_eq!(r.cpu_utilization, Some(0.15));
+        assert_eq!(r.peak_cpu_utilization, Some(0.3));
+        let mock = r.in_process_mock.unwrap();
+        assert_eq!(mock.cpu_time_s, 0.5);
+        assert_eq!(mock.cpu_per_request_us, Some(5000.0));
+        assert_eq!(mock.process_cpu_time_s, 0.8);
+        assert_eq!(mock.process_peak_cpu_utilization, Some(0.8));
+        assert!(
+            r.summary_line()
+                .starts_with("Client overhead: 3000 us CPU per request; 15% of 2 cores")
+        );
+        let line = r.mock_line().unwrap();
+        assert!(
+            line.starts_with("In-process mock server: 5000 us CPU per request; 25% of 2 cores"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn named_threads_cpu_time() {
+        // The spinner runs until told to stop: on a loaded machine it may get only a small
+        // share of a core, so the test waits for its CPU time rather than for wall time.
+        let stop = Arc::new(AtomicBool::new(false));
+        let name = "ovh-test-spin";
+        let worker = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || {
+                    let t = Instant::now();
+                    let mut x = 0u64;
+                    while !stop.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(20) {
+                        x = std::hint::black_box(x.wrapping_add(1));
+                    }
+                })
+                .unwrap()
+        };
+        let t = Instant::now();
+        let mut seen = 0;
+        while t.elapsed() < Duration::from_secs(20) && seen < 40_000_000 {
+            std::thread::sleep(Duration::from_millis(20));
+            seen = threads_cpu_ns(name).unwrap();
+        }
+        let process = process_cpu_ns().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        worker.join().unwrap();
+        assert!(seen >= 40_000_000, "{seen}");
+        assert!(seen <= process + 10_000_000, "{seen} > {process}");
+        assert_eq!(threads_cpu_ns("no-such-thread"), Some(0));
+    }
+
+    #[test]
     fn saturation_and_collector_lag_warn() {
         let mut tally = WindowTally::default();
         for _ in 0..3 {
-            tally.record(0.97, Some(0.01));
+            tally.record(0.97, 0.97, Some(0.01));
         }
-        tally.record(0.4, Some(0.5));
-        let r = OverheadReport::new(2.0, 10, Some(1), 1, tally, Some(lag(80.0)));
+        tally.record(0.4, 0.4, Some(0.5));
+        let cpu = CpuSpan {
+            wall_ns: 1,
+            process_ns: Some(1),
+            mock_ns: None,
+        };
+        let r = OverheadReport::new(2.0, 10, cpu, tally, Some(lag(80.0)));
         assert_eq!(r.saturated_share, Some(0.75));
         assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
         assert!(r.warnings[0].contains("saturated during 75%"));
@@ -452,7 +641,7 @@ mod tests {
 
     #[test]
     fn monitor_measures_a_busy_span() {
-        let m = OverheadMonitor::start();
+        let m = OverheadMonitor::start(false);
         let t = Instant::now();
         let mut x = 0u64;
         while t.elapsed() < Duration::from_millis(250) {

@@ -388,7 +388,7 @@ mod tests {
             serde_json::from_str(&json::render(&summary(), &run_info())).unwrap();
         assert!(plain.get("client_overhead").is_none());
         let mut info = run_info();
-        info.client_overhead = Some(crate::overhead::OverheadMonitor::start().finish(7, None));
+        info.client_overhead = Some(crate::overhead::OverheadMonitor::start(false).finish(7, None));
         let v: serde_json::Value = serde_json::from_str(&json::render(&summary(), &info)).unwrap();
         let o = &v["client_overhead"];
         assert_eq!(o["requests"], 7);

@@ -16,7 +16,7 @@ pub use shard::Shard;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::ids::uuid4;
+use crate::ids::{format_uuid, uuid4, uuid4_bytes};
 
 use rand::rngs::ChaCha8Rng;
 use rand::seq::SliceRandom;
@@ -34,8 +34,8 @@ pub struct SendPlan {
     pub conversation_ids: Vec<String>,
     /// For send number i (warmup first, then profiling): the entry index.
     pub order: Vec<u32>,
-    /// For send number i: its `X-Request-ID`.
-    pub request_ids: Vec<String>,
+    /// For send number i: its `X-Request-ID` (as bytes: a long run holds one per request).
+    pub request_ids: Vec<[u8; 16]>,
     /// Per entry: its later turns, for multi-turn conversations (empty scripts otherwise).
     /// With any multi-turn entry, `order` lists conversations to start, not sends.
     pub scripts: Vec<TurnScript>,
@@ -126,7 +126,7 @@ impl SendPlan {
             }
         }
         self.order = order;
-        self.request_ids = (0..total_sends).map(|_| uuid4(&mut rng)).collect();
+        self.request_ids = (0..total_sends).map(|_| uuid4_bytes(&mut rng)).collect();
     }
 
     /// True when some entry is a conversation of two or more turns.
@@ -183,7 +183,7 @@ impl SendPlan {
     /// fixed function of the seed and the send number.
     pub fn request_id(&self, send: u64) -> String {
         match self.request_ids.get(send as usize) {
-            Some(id) => id.clone(),
+            Some(id) => format_uuid(id),
             None => uuid4(&mut ChaCha8Rng::seed_from_u64(
                 self.id_seed ^ 0x0001_d50f_5e4d ^ send.rotate_left(32),
             )),
@@ -221,7 +221,7 @@ impl SendPlan {
             .map(|&(_, i)| self.scripts[i as usize].num_turns())
             .sum();
         let mut rng = ChaCha8Rng::seed_from_u64(self.id_seed ^ 0x00f1_8ed5);
-        self.request_ids = (0..sends).map(|_| uuid4(&mut rng)).collect();
+        self.request_ids = (0..sends).map(|_| uuid4_bytes(&mut rng)).collect();
         // Saturating: the loader bounds timestamps, so this never clips a real schedule.
         Ok(kept
             .iter()

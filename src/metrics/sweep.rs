@@ -50,15 +50,16 @@ impl Step {
     fn from_events(mut events: Vec<(f64, f64)>) -> Step {
         events.sort_by(|a, b| a.0.total_cmp(&b.0).then((a.1 > 0.0).cmp(&(b.1 > 0.0))));
         let mut step = Step::default();
+        // Each event's delta becomes the level after it, in place: a long run has tens of
+        // events per request, and a second list of them doubled the peak memory.
         let mut level = 0.0;
-        let mut sums = Vec::with_capacity(events.len());
-        for &(t, d) in &events {
-            level += d;
-            sums.push((t, level));
+        for event in &mut events {
+            level += event.1;
+            event.1 = level;
         }
         // Large +/- pairs do not cancel exactly; a value this small is a rounding residue.
-        let peak = sums.iter().map(|s| s.1.abs()).fold(0.0, f64::max);
-        for (t, v) in sums {
+        let peak = events.iter().map(|s| s.1.abs()).fold(0.0, f64::max);
+        for (t, v) in events {
             let v = if v.abs() < 1e-9 * peak { 0.0 } else { v };
             if step.times.last() == Some(&t) {
                 *step.values.last_mut().expect("same length") = v;
@@ -83,9 +84,7 @@ impl Step {
         if self.times.is_empty() || by.times.is_empty() {
             return Step::default();
         }
-        let mut times: Vec<f64> = self.times.iter().chain(&by.times).copied().collect();
-        times.sort_by(f64::total_cmp);
-        times.dedup();
+        let times = merge_sorted(&self.times, &by.times);
         let values = times
             .iter()
             .map(|&t| {
@@ -95,6 +94,35 @@ impl Step {
             .collect();
         Step { times, values }
     }
+}
+
+/// The union of two sorted lists of distinct times, sorted and without repeats: what
+/// sorting their concatenation and dropping repeats gives, in linear time (the lists hold a
+/// few events per request, and sorting them took most of the end of a long run).
+fn merge_sorted(a: &[f64], b: &[f64]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let next = match (a.get(i), b.get(j)) {
+            (Some(&x), Some(&y)) if x.total_cmp(&y).is_le() => {
+                i += 1;
+                x
+            }
+            (Some(&x), None) => {
+                i += 1;
+                x
+            }
+            (_, Some(&y)) => {
+                j += 1;
+                y
+            }
+            (None, None) => unreachable!("the loop runs while one list has times"),
+        };
+        if out.last() != Some(&next) {
+            out.push(next);
+        }
+    }
+    out
 }
 
 /// Requests in flight over `[from, to)` per span (both ends needed).
@@ -258,13 +286,20 @@ fn effective(step: &Step, from: f64, to: f64) -> WeightedStats {
     if step.times.is_empty() {
         return WeightedStats::default();
     }
-    let mut edges = vec![from];
-    edges.extend(step.times.iter().copied().filter(|&t| t > from && t < to));
-    edges.push(to);
-    let segments = edges
-        .windows(2)
-        .map(|w| (step.at(w[0]), w[1] - w[0]))
-        .collect();
+    // The segments between `from`, the step's times inside the window and `to`; each step
+    // time starts its own value, so only the first needs a search.
+    let first = step.times.partition_point(|&t| t <= from);
+    let last = step.times.partition_point(|&t| t < to).max(first);
+    let mut segments = Vec::with_capacity(last - first + 1);
+    let (mut at, mut value) = (from, step.at(from));
+    for (&t, &v) in step.times[first..last]
+        .iter()
+        .zip(&step.values[first..last])
+    {
+        segments.push((value, t - at));
+        (at, value) = (t, v);
+    }
+    segments.push((value, to - at));
     weighted(segments, to - from)
 }
 
@@ -273,14 +308,16 @@ fn active(step: &Step, mask: &Step, from: f64, to: f64) -> WeightedStats {
     if step.times.is_empty() {
         return WeightedStats::default();
     }
-    let mut edges: Vec<f64> = [from, to]
-        .into_iter()
-        .chain(step.times.iter().copied())
-        .chain(mask.times.iter().copied())
-        .filter(|&t| t >= from && t <= to)
-        .collect();
-    edges.sort_by(f64::total_cmp);
-    edges.dedup();
+    let inside = |times: &[f64]| -> Vec<f64> {
+        let lo = times.partition_point(|&t| t < from);
+        let hi = times.partition_point(|&t| t <= to).max(lo);
+        times[lo..hi].to_vec()
+    };
+    let ends: &[f64] = if from <= to { &[from, to] } else { &[] };
+    let edges = merge_sorted(
+        &merge_sorted(&inside(&step.times), &inside(&mask.times)),
+        ends,
+    );
     let segments: Vec<(f64, f64)> = edges
         .windows(2)
         .filter(|w| mask.at(w[0]) > 0.0)
@@ -308,22 +345,41 @@ fn per_second(s: WeightedStats) -> WeightedStats {
 /// Every sweep-line metric over the window `[from, to]` (ns, same anchor as the spans).
 /// Rates are tokens/sec, concurrencies requests, tokens in flight tokens.
 pub fn metrics(spans: &[Span], from: f64, to: f64) -> Vec<(MetricId, WeightedStats)> {
+    // Each rate step holds a few events per request (per chunk for the decode rate): each
+    // is dropped as soon as its figures are taken, so a long run holds one at a time.
     let overall = concurrency(spans, |s| Some(s.start), |s| Some(s.end));
     let decode_conc = concurrency(spans, |s| s.generation_start, |s| Some(s.end));
     let prefill_conc = concurrency(spans, |s| Some(s.start), |s| s.generation_start);
     let has_chunks = spans.iter().any(|s| !s.chunk_gaps.is_empty());
+    let rate_figures = |rate: Step, busy: &Step| {
+        let effective_rate = per_second(effective(&rate, from, to));
+        let active_rate = per_second(active(&rate, busy, from, to));
+        let per_user = rate.divide(busy);
+        drop(rate);
+        (
+            effective_rate,
+            active_rate,
+            per_second(effective(&per_user, from, to)),
+            per_second(active(&per_user, busy, from, to)),
+        )
+    };
     let decode = Step::from_events(if has_chunks {
         decode_events_by_chunk(spans)
     } else {
         decode_events(spans)
     });
+    let (decode_eff, decode_active, decode_user_eff, decode_user_active) =
+        rate_figures(decode, &decode_conc);
     let prefill = Step::from_events(prefill_events(spans));
+    let (prefill_eff, prefill_active, prefill_user_eff, prefill_user_active) =
+        rate_figures(prefill, &prefill_conc);
     let mut both = prefill_events(spans);
     both.extend(decode_events(spans));
     let total = Step::from_events(both);
-    let decode_per_user = decode.divide(&decode_conc);
-    let prefill_per_user = prefill.divide(&prefill_conc);
-    let tokens = tokens_in_flight(spans);
+    let total_eff = per_second(effective(&total, from, to));
+    let total_active = per_second(active(&total, &overall, from, to));
+    drop(total);
+    let tokens = effective(&tokens_in_flight(spans), from, to);
 
     use MetricId as M;
     vec![
@@ -336,47 +392,17 @@ pub fn metrics(spans: &[Span], from: f64, to: f64) -> Vec<(MetricId, WeightedSta
             M::EffectivePrefillConcurrency,
             effective(&prefill_conc, from, to),
         ),
-        (
-            M::EffectiveDecodeThroughput,
-            per_second(effective(&decode, from, to)),
-        ),
-        (
-            M::EffectivePrefillThroughput,
-            per_second(effective(&prefill, from, to)),
-        ),
-        (
-            M::EffectiveTotalThroughput,
-            per_second(effective(&total, from, to)),
-        ),
-        (
-            M::EffectiveDecodeThroughputPerUser,
-            per_second(effective(&decode_per_user, from, to)),
-        ),
-        (
-            M::EffectivePrefillThroughputPerUser,
-            per_second(effective(&prefill_per_user, from, to)),
-        ),
-        (M::TokensInFlight, effective(&tokens, from, to)),
-        (
-            M::ActiveDecodeThroughput,
-            per_second(active(&decode, &decode_conc, from, to)),
-        ),
-        (
-            M::ActivePrefillThroughput,
-            per_second(active(&prefill, &prefill_conc, from, to)),
-        ),
-        (
-            M::ActiveTotalThroughput,
-            per_second(active(&total, &overall, from, to)),
-        ),
-        (
-            M::ActiveDecodeThroughputPerUser,
-            per_second(active(&decode_per_user, &decode_conc, from, to)),
-        ),
-        (
-            M::ActivePrefillThroughputPerUser,
-            per_second(active(&prefill_per_user, &prefill_conc, from, to)),
-        ),
+        (M::EffectiveDecodeThroughput, decode_eff),
+        (M::EffectivePrefillThroughput, prefill_eff),
+        (M::EffectiveTotalThroughput, total_eff),
+        (M::EffectiveDecodeThroughputPerUser, decode_user_eff),
+        (M::EffectivePrefillThroughputPerUser, prefill_user_eff),
+        (M::TokensInFlight, tokens),
+        (M::ActiveDecodeThroughput, decode_active),
+        (M::ActivePrefillThroughput, prefill_active),
+        (M::ActiveTotalThroughput, total_active),
+        (M::ActiveDecodeThroughputPerUser, decode_user_active),
+        (M::ActivePrefillThroughputPerUser, prefill_user_active),
     ]
 }
 
@@ -403,6 +429,78 @@ mod tests {
 
     fn close(a: f64, b: f64) {
         assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} != {b}");
+    }
+
+    /// The sort-based forms `effective`, `active` and `divide` had before their linear
+    /// versions; both must give the same numbers.
+    mod by_sorting {
+        use super::super::*;
+
+        pub fn merged(a: &[f64], b: &[f64]) -> Vec<f64> {
+            let mut times: Vec<f64> = a.iter().chain(b).copied().collect();
+            times.sort_by(f64::total_cmp);
+            times.dedup();
+            times
+        }
+
+        pub fn effective(step: &Step, from: f64, to: f64) -> WeightedStats {
+            if step.times.is_empty() {
+                return WeightedStats::default();
+            }
+            let mut edges = vec![from];
+            edges.extend(step.times.iter().copied().filter(|&t| t > from && t < to));
+            edges.push(to);
+            let segments = edges
+                .windows(2)
+                .map(|w| (step.at(w[0]), w[1] - w[0]))
+                .collect();
+            weighted(segments, to - from)
+        }
+
+        pub fn active(step: &Step, mask: &Step, from: f64, to: f64) -> WeightedStats {
+            if step.times.is_empty() {
+                return WeightedStats::default();
+            }
+            let mut edges: Vec<f64> = [from, to]
+                .into_iter()
+                .chain(step.times.iter().copied())
+                .chain(mask.times.iter().copied())
+                .filter(|&t| t >= from && t <= to)
+                .collect();
+            edges.sort_by(f64::total_cmp);
+            edges.dedup();
+            let segments: Vec<(f64, f64)> = edges
+                .windows(2)
+                .filter(|w| mask.at(w[0]) > 0.0)
+                .map(|w| (step.at(w[0]), w[1] - w[0]))
+                .collect();
+            let busy = segments.iter().map(|s| s.1).sum();
+            weighted(segments, busy)
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn linear_sweeps_match_the_sorting_ones(
+            a in proptest::collection::vec((0u32..400, 1u32..60, -3i32..4), 0..40),
+            b in proptest::collection::vec((0u32..400, 1u32..60, -3i32..4), 0..40),
+            from in 0u32..200,
+            len in 0u32..400,
+        ) {
+            let events = |v: &[(u32, u32, i32)]| -> Vec<(f64, f64)> {
+                v.iter()
+                    .flat_map(|&(t, d, x)| [(t as f64, x as f64), ((t + d) as f64, -(x as f64))])
+                    .collect()
+            };
+            let step = Step::from_events(events(&a));
+            let mask = Step::from_events(events(&b));
+            let (from, to) = (from as f64, (from + len) as f64);
+            proptest::prop_assert_eq!(merge_sorted(&step.times, &mask.times), by_sorting::merged(&step.times, &mask.times));
+            proptest::prop_assert_eq!(effective(&step, from, to), by_sorting::effective(&step, from, to));
+            proptest::prop_assert_eq!(effective(&step, to, from), by_sorting::effective(&step, to, from));
+            proptest::prop_assert_eq!(active(&step, &mask, from, to), by_sorting::active(&step, &mask, from, to));
+            proptest::prop_assert_eq!(active(&step, &mask, to, from), by_sorting::active(&step, &mask, to, from));
+        }
     }
 
     #[test]

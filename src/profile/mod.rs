@@ -155,11 +155,12 @@ pub fn run_reusing(
     let prepared = prepare::prepare(&mut cfg, reuse)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("client-worker")
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let _guard = runtime.enter();
-    let mock_server = start_mock_server(&runtime, &mut cfg)?;
+    let mock_server = start_mock_server(&mut cfg)?;
     let ctx = load_context(&cfg, prepared.plan)?;
     let control = RunControl::start(
         ctx.clone(),
@@ -193,7 +194,7 @@ pub fn run_reusing(
         observe::Observers::start(&cfg, ctx.clock)
     };
     let start = runtime.block_on(shard::prepare(&cfg));
-    let overhead = OverheadMonitor::start();
+    let overhead = OverheadMonitor::start(mock_server.is_some());
     let ran = phases::run(
         &runtime,
         &cfg,
@@ -229,25 +230,42 @@ pub fn run_reusing(
         start,
     };
     let outcome = report::finish(finished, collector)?;
-    if let Some(server) = mock_server {
-        runtime.block_on(server.shutdown());
+    if let Some(mock) = mock_server {
+        mock.shutdown();
     }
     runtime.shutdown_background();
     Ok(outcome)
 }
 
+/// The `--mock-server` server, on a runtime of its own whose threads are named
+/// [`MOCK_THREAD_NAME`](crate::overhead::MOCK_THREAD_NAME), so the client overhead leaves
+/// out what the mock used.
+struct InProcessMock {
+    runtime: tokio::runtime::Runtime,
+    server: mock::MockServer,
+}
+
+impl InProcessMock {
+    fn shutdown(self) {
+        self.runtime.block_on(self.server.shutdown());
+        self.runtime.shutdown_background();
+    }
+}
+
 /// `--mock-server`: starts the built-in server and points the run at it.
-fn start_mock_server(
-    runtime: &tokio::runtime::Runtime,
-    cfg: &mut ProfileConfig,
-) -> anyhow::Result<Option<mock::MockServer>> {
+fn start_mock_server(cfg: &mut ProfileConfig) -> anyhow::Result<Option<InProcessMock>> {
     if !cfg.mock_server {
         return Ok(None);
     }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_name(crate::overhead::MOCK_THREAD_NAME)
+        .enable_all()
+        .build()
+        .context("cannot start the mock server's runtime")?;
     let server = runtime.block_on(mock::start(mock::MockServerArgs::in_process()))?;
     info!("Started the built-in mock server at {}", server.url());
     cfg.set_base_url(&server.url())?;
-    Ok(Some(server))
+    Ok(Some(InProcessMock { runtime, server }))
 }
 
 /// The HTTP client and the plan, shared by every request of the run.
