@@ -19,7 +19,14 @@ fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix(field)?.trim().strip_suffix("kB")?.trim().parse().ok())
+        .find_map(|l| {
+            l.strip_prefix(field)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
         .unwrap_or(0)
 }
 
@@ -61,7 +68,11 @@ fn spawn(mode: &str, file: &Path, cache: &Path) -> Load {
         .output()
         .expect("run child");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let line = text.lines().last().expect("child prints a line");
     let mut parts = line.splitn(4, ' ');
     let mut next = || parts.next().expect("4 fields");
@@ -109,7 +120,9 @@ fn texts() -> Vec<String> {
 fn main() {
     let file = std::env::var_os("TOKENIZER_JSON")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpt2/tokenizer.json"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpt2/tokenizer.json")
+        });
     if let Ok(mode) = std::env::var(MODE_VAR) {
         let cache = PathBuf::from(std::env::var_os("TOKENIZER_CACHE_DIR").expect("cache dir"));
         child(&mode, &file, &cache);
@@ -117,7 +130,10 @@ fn main() {
     }
     let full = std::env::args().any(|a| a == "--bench");
     let rounds: usize = if full {
-        std::env::var("BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(5)
+        std::env::var("BENCH_ROUNDS")
+            .ok()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(5)
     } else {
         1
     };
@@ -148,7 +164,11 @@ fn main() {
     let ours = Tokenizer::from_file_cached(&file, Some(cache.path())).unwrap();
     let mut tokens = 0;
     for text in texts() {
-        let want = theirs.encode(text.as_str(), false).unwrap().get_ids().to_vec();
+        let want = theirs
+            .encode(text.as_str(), false)
+            .unwrap()
+            .get_ids()
+            .to_vec();
         assert_eq!(ours.encode(&text), want, "ids differ for {text:?}");
         tokens += want.len();
     }

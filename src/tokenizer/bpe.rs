@@ -48,6 +48,7 @@ const EMPTY: u32 = u32::MAX;
 const HEAP_MERGE_MIN_LEN: usize = 128;
 
 /// Token bytes by id, and the id of any token's bytes: the vocabulary of a byte-level BPE.
+#[derive(Debug)]
 pub struct TokenIndex {
     /// Every token's bytes, in id order.
     arena: Vec<u8>,
@@ -103,6 +104,13 @@ pub enum IndexError {
     BadOffsets,
     #[error("vocabulary too large")]
     TooLarge,
+}
+
+/// Two indexes are equal when they hold the same tokens in the same order.
+impl PartialEq for TokenIndex {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
 }
 
 impl TokenIndex {

@@ -16,19 +16,18 @@ use std::collections::BinaryHeap;
 use daachorse::{DoubleArrayAhoCorasick, DoubleArrayAhoCorasickBuilder, MatchKind};
 use unicode_normalization_alignments::UnicodeNormalization;
 
-use super::bpe::{IndexError, TokenIndex};
+use super::bpe::TokenIndex;
 
 /// The pre-tokenizer regex of `ByteLevel` with `use_regex: true` (GPT-2's).
 pub const GPT2_PATTERN: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
 
-/// Everything a byte-level BPE tokenizer is made of, in plain arrays: what `tokenizer.json`
-/// is parsed into and what the cache file stores.
-#[derive(Debug, Clone, PartialEq)]
+/// Everything a byte-level BPE tokenizer is made of: what `tokenizer.json` is parsed into
+/// and what the cache file stores.
+#[derive(Debug, PartialEq)]
 pub struct Spec {
-    /// Token bytes in id order: token `i` is `arena[offsets[i]..offsets[i + 1]]`.
-    pub arena: Vec<u8>,
-    pub offsets: Vec<u32>,
+    /// The vocabulary (token bytes in id order).
+    pub tokens: TokenIndex,
     /// Merges in rank order: `[left id, right id, merged id]`.
     pub merges: Vec<[u32; 3]>,
     /// The pre-tokenizer's regexes, applied one after the other.
@@ -54,8 +53,6 @@ pub struct AddedToken {
 /// `tokenizer.json` gets here.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    #[error("{0}")]
-    Index(#[from] IndexError),
     #[error("merge {rank} names token {id}, past the vocabulary")]
     MergeOutOfRange { rank: usize, id: u32 },
     #[error("pre-tokenizer regex {pattern:?}: {reason}")]
@@ -152,15 +149,13 @@ impl ByteLevelBpe {
     /// Builds the encoder; checks every id, so a corrupt spec is an error, never a panic later.
     pub fn new(spec: Spec) -> Result<ByteLevelBpe, BuildError> {
         let Spec {
-            arena,
-            offsets,
+            tokens,
             merges,
             patterns,
             nfc,
             ignore_merges,
             added,
         } = spec;
-        let tokens = TokenIndex::new(arena, offsets)?;
         let len = tokens.len() as u32;
         for (rank, merge) in merges.iter().enumerate() {
             if let Some(&id) = merge.iter().find(|&&id| id >= len) {
@@ -453,7 +448,7 @@ mod tests {
             assert!(push_token_bytes(token, &mut arena));
             offsets.push(arena.len() as u32);
         }
-        let tokens = TokenIndex::new(arena.clone(), offsets.clone()).unwrap();
+        let tokens = TokenIndex::new(arena, offsets).unwrap();
         let id = |s: &str| {
             let mut b = Vec::new();
             assert!(push_token_bytes(s, &mut b));
@@ -464,8 +459,7 @@ mod tests {
             .map(|(a, b)| [id(a), id(b), id(&format!("{a}{b}"))])
             .collect();
         Spec {
-            arena,
-            offsets,
+            tokens,
             merges,
             patterns: vec![r"\S+|\s+".into()],
             nfc: false,
@@ -500,9 +494,6 @@ mod tests {
             ByteLevelBpe::new(spec),
             Err(BuildError::MergeOutOfRange { .. })
         ));
-        let mut spec = tiny_spec(&[], &[]);
-        spec.offsets.push(9999);
-        assert!(ByteLevelBpe::new(spec).is_err());
         let mut spec = tiny_spec(&[], &[]);
         spec.patterns = vec!["(".into()];
         assert!(matches!(

@@ -15,6 +15,7 @@ use std::time::UNIX_EPOCH;
 
 use sha2::{Digest, Sha256};
 
+use super::bpe::TokenIndex;
 use super::byte_level::{AddedToken, Spec};
 
 const MAGIC: &[u8; 8] = b"AIPFBPE\0";
@@ -63,9 +64,9 @@ impl Key {
 
 /// Serializes `spec` under `key`.
 pub fn encode(key: &Key, spec: &Spec) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
-        spec.arena.len() + spec.offsets.len() * 4 + spec.merges.len() * 12 + 4096,
-    );
+    let (arena, offsets) = spec.tokens.parts();
+    let mut out =
+        Vec::with_capacity(arena.len() + offsets.len() * 4 + spec.merges.len() * 12 + 4096);
     out.extend_from_slice(MAGIC);
     put_u32(&mut out, VERSION);
     out.extend_from_slice(&key.0);
@@ -73,9 +74,9 @@ pub fn encode(key: &Key, spec: &Spec) -> Vec<u8> {
         &mut out,
         u32::from(spec.nfc) | (u32::from(spec.ignore_merges) << 1),
     );
-    put_bytes(&mut out, &spec.arena);
-    put_u32(&mut out, spec.offsets.len() as u32);
-    for &o in &spec.offsets {
+    put_bytes(&mut out, arena);
+    put_u32(&mut out, offsets.len() as u32);
+    for &o in offsets {
         put_u32(&mut out, o);
     }
     put_u32(&mut out, spec.merges.len() as u32);
@@ -140,9 +141,9 @@ pub fn decode(key: &Key, bytes: &[u8]) -> Result<Spec, String> {
     if !r.rest.is_empty() {
         return Err("trailing bytes".into());
     }
+    let tokens = TokenIndex::new(arena, offsets).map_err(|e| e.to_string())?;
     Ok(Spec {
-        arena,
-        offsets,
+        tokens,
         merges,
         patterns,
         nfc: flags & 1 != 0,
@@ -190,12 +191,10 @@ fn checksum(bytes: &[u8]) -> u64 {
     let mut chunks = bytes.chunks_exact(8);
     // Four independent lanes keep the multiplier busy.
     let mut lanes = [K, K.rotate_left(17), K.rotate_left(31), K.rotate_left(47)];
-    let mut i = 0;
-    for chunk in &mut chunks {
+    for (i, chunk) in (&mut chunks).enumerate() {
         let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
         let lane = &mut lanes[i & 3];
         *lane = (*lane ^ w).wrapping_mul(K).rotate_left(29);
-        i += 1;
     }
     let mut tail = [0u8; 8];
     tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
@@ -252,8 +251,11 @@ mod tests {
 
     fn spec() -> Spec {
         Spec {
-            arena: (0..=255u8).chain(*b"ab").collect(),
-            offsets: (0..=256).chain([258]).collect(),
+            tokens: TokenIndex::new(
+                (0..=255u8).chain(*b"ab").collect(),
+                (0..=256).chain([258]).collect(),
+            )
+            .unwrap(),
             merges: vec![[97, 98, 256]],
             patterns: vec![r"\S+|\s+".into()],
             nfc: true,

@@ -303,10 +303,8 @@ pub fn parse(json: &[u8]) -> Result<Spec, NotCompact> {
         .map_err(|e| NotCompact::Unsupported(format!("vocabulary: {e}")))?;
     let merges = resolve_merges(&tokens, &merges)?;
     let added = added_tokens(&tokens, file.added_tokens)?;
-    let (arena, offsets) = tokens.parts();
     Ok(Spec {
-        arena: arena.to_vec(),
-        offsets: offsets.to_vec(),
+        tokens,
         merges,
         patterns,
         nfc,
@@ -418,13 +416,22 @@ fn vocab_in_id_order(vocab: Vocab) -> Result<(Vec<u8>, Vec<u32>), NotCompact> {
 
 fn resolve_merges(tokens: &TokenIndex, merges: &Merges) -> Result<Vec<[u32; 3]>, NotCompact> {
     let mut out = Vec::with_capacity(merges.pairs.len());
+    // Vocabularies are usually numbered in merge order: try the id after the last merge's
+    // before looking the merged token up.
+    let mut guess = u32::MAX;
     for &(start, split, end) in &merges.pairs {
         let bytes = |a: u32, b: u32| &merges.arena[a as usize..b as usize];
         let joined = bytes(start, end);
+        guess = guess.wrapping_add(1);
+        let merged = if (guess as usize) < tokens.len() && tokens.token(guess) == joined {
+            Some(guess)
+        } else {
+            tokens.get(joined)
+        };
         let (Some(left), Some(right), Some(merged)) = (
             tokens.get(bytes(start, split)),
             tokens.get(bytes(split, end)),
-            tokens.get(joined),
+            merged,
         ) else {
             return Err(NotCompact::Malformed(format!(
                 "merge {:?} uses a token outside the vocabulary",
@@ -432,6 +439,7 @@ fn resolve_merges(tokens: &TokenIndex, merges: &Merges) -> Result<Vec<[u32; 3]>,
             )));
         };
         out.push([left, right, merged]);
+        guess = merged;
     }
     Ok(out)
 }
