@@ -1,5 +1,5 @@
-//! A Hugging Face byte-level BPE tokenizer (GPT-2, Qwen2/2.5/3, Llama 3, DeepSeek, Mistral
-//! Tekken) in the compact form of `bpe::TokenIndex`, encoding exactly like the `tokenizers`
+//! A Hugging Face byte-level BPE tokenizer (GPT-2, Qwen2/2.5/3, Llama 3, DeepSeek V3) in the
+//! compact form of `bpe::TokenIndex`, encoding exactly like the `tokenizers`
 //! crate with `add_special_tokens = false`.
 //!
 //! Encoding, as the crate does it: added tokens are split out of the raw text first (those

@@ -6,7 +6,7 @@
 //! built on a background thread when `Tokenizer::builtin()` is called, so image encoding
 //! overlaps with it; the first `encode`/`decode` blocks until it is ready.
 //!
-//! A byte-level BPE `tokenizer.json` (GPT-2, Qwen2/2.5/3, Llama 3, DeepSeek, ...) is loaded
+//! A byte-level BPE `tokenizer.json` (GPT-2, Qwen2/2.5/3, Llama 3, DeepSeek V3) is loaded
 //! into our compact encoder too (`byte_level`, same ids as the `tokenizers` crate), from a
 //! cached binary form after the first load (`cache`); anything else goes to the crate.
 
