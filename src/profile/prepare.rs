@@ -46,7 +46,10 @@ pub(super) fn prepare(
                 warn!("{w}");
             }
             let tokenizer = Arc::new(tok.tokenizer);
-            info!("Using tokenizer: {}", tokenizer.name());
+            match tokenizer.how() {
+                Some(how) => info!("Using tokenizer: {} ({how})", tokenizer.name()),
+                None => info!("Using tokenizer: {}", tokenizer.name()),
+            }
             reuse.tokenizer = Some((
                 cfg.tokenizer.clone(),
                 cfg.tokenizer_revision.clone(),

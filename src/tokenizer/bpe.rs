@@ -47,19 +47,25 @@ const EMPTY: u32 = u32::MAX;
 /// pairs after each merge (O(n^2), but faster for the short pieces of ordinary text).
 const HEAP_MERGE_MIN_LEN: usize = 128;
 
-/// A byte-level BPE vocabulary plus its pre-tokenizer.
-pub struct Bpe {
-    /// Every token's bytes, in rank order.
+/// Token bytes by id, and the id of any token's bytes: the vocabulary of a byte-level BPE.
+#[derive(Debug)]
+pub struct TokenIndex {
+    /// Every token's bytes, in id order.
     arena: Vec<u8>,
     /// Token `r` is `arena[offsets[r]..offsets[r + 1]]`.
     offsets: Vec<u32>,
-    /// Open-addressing hash table (linear probing) of ranks keyed by their bytes; its length
+    /// Open-addressing hash table (linear probing) of ids keyed by their bytes; its length
     /// is a power of two at least twice the vocabulary, so probe runs stay short.
     slots: Vec<u32>,
     /// `log2(slots.len())`.
     slot_bits: u32,
-    /// The rank of each single byte (all 256 are tokens in a byte-level vocabulary).
+    /// The id of each single byte (all 256 are tokens in a byte-level vocabulary).
     byte_ranks: [u32; 256],
+}
+
+/// A byte-level BPE vocabulary plus its pre-tokenizer, merging by token rank (tiktoken).
+pub struct Bpe {
+    index: TokenIndex,
     special: Vec<(u32, &'static str)>,
     pretokenizer: Regex,
 }
@@ -68,7 +74,7 @@ impl std::fmt::Debug for Bpe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bpe")
             .field("tokens", &self.len())
-            .field("arena_bytes", &self.arena.len())
+            .field("arena_bytes", &self.index.arena.len())
             .finish()
     }
 }
@@ -85,6 +91,117 @@ pub struct VocabError {
 pub fn o200k_base() -> Bpe {
     Bpe::from_tiktoken(O200K_BASE_VOCAB, &O200K_SPECIAL, O200K_PATTERN)
         .expect("the embedded o200k_base vocabulary is valid")
+}
+
+/// Why a vocabulary cannot be indexed.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum IndexError {
+    #[error("token {0} repeats an earlier token")]
+    Duplicate(u32),
+    #[error("byte {0:#04x} is not a token")]
+    MissingByte(u8),
+    #[error("token offsets are not increasing or do not end at the arena's end")]
+    BadOffsets,
+    #[error("vocabulary too large")]
+    TooLarge,
+}
+
+/// Two indexes are equal when they hold the same tokens in the same order.
+impl PartialEq for TokenIndex {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl TokenIndex {
+    /// Indexes the tokens `arena[offsets[r]..offsets[r + 1]]`; every single byte must be one.
+    pub fn new(mut arena: Vec<u8>, mut offsets: Vec<u32>) -> Result<TokenIndex, IndexError> {
+        let ends_right = offsets.first() == Some(&0)
+            && offsets.last().map(|&e| e as usize) == Some(arena.len())
+            && offsets.windows(2).all(|w| w[0] <= w[1]);
+        if !ends_right {
+            return Err(IndexError::BadOffsets);
+        }
+        if offsets.len() > (u32::MAX / 4) as usize {
+            return Err(IndexError::TooLarge);
+        }
+        arena.shrink_to_fit();
+        offsets.shrink_to_fit();
+        let tokens = offsets.len() - 1;
+        let slot_bits = (tokens.max(1) * 2).next_power_of_two().trailing_zeros();
+        let mut index = TokenIndex {
+            arena,
+            offsets,
+            slots: vec![EMPTY; 1 << slot_bits],
+            slot_bits,
+            byte_ranks: [EMPTY; 256],
+        };
+        for rank in 0..tokens as u32 {
+            let bytes = index.token(rank);
+            let single_byte = match bytes {
+                [byte] => Some(*byte as usize),
+                _ => None,
+            };
+            let (slot, existing) = index.find_slot(bytes);
+            if existing.is_some() {
+                return Err(IndexError::Duplicate(rank));
+            }
+            index.slots[slot] = rank;
+            if let Some(byte) = single_byte {
+                index.byte_ranks[byte] = rank;
+            }
+        }
+        if let Some(byte) = index.byte_ranks.iter().position(|&r| r == EMPTY) {
+            return Err(IndexError::MissingByte(byte as u8));
+        }
+        Ok(index)
+    }
+
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The arena and offsets the index was built from (for the compact cache file).
+    pub fn parts(&self) -> (&[u8], &[u32]) {
+        (&self.arena, &self.offsets)
+    }
+
+    /// The bytes of token `rank` (which must be < `len()`).
+    pub fn token(&self, rank: u32) -> &[u8] {
+        let r = rank as usize;
+        &self.arena[self.offsets[r] as usize..self.offsets[r + 1] as usize]
+    }
+
+    /// The id of the single byte `byte`.
+    pub fn byte_id(&self, byte: u8) -> u32 {
+        self.byte_ranks[byte as usize]
+    }
+
+    /// Probes the index for `bytes`: the slot holding its rank, or the empty slot where
+    /// it would go.
+    fn find_slot(&self, bytes: &[u8]) -> (usize, Option<u32>) {
+        let mask = self.slots.len() - 1;
+        let mut slot = (hash(bytes) >> (64 - self.slot_bits)) as usize;
+        loop {
+            let rank = self.slots[slot];
+            if rank == EMPTY {
+                return (slot, None);
+            }
+            if self.token(rank) == bytes {
+                return (slot, Some(rank));
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// The id of the token spelled by `bytes`, if there is one.
+    pub fn get(&self, bytes: &[u8]) -> Option<u32> {
+        match bytes {
+            [byte] => Some(self.byte_ranks[*byte as usize]),
+            _ => self.find_slot(bytes).1,
+        }
+    }
 }
 
 impl Bpe {
@@ -119,84 +236,38 @@ impl Bpe {
             let end = u32::try_from(arena.len()).map_err(|_| err("vocabulary too large".into()))?;
             offsets.push(end);
         }
-        arena.shrink_to_fit();
-        offsets.shrink_to_fit();
-
-        let tokens = offsets.len() - 1;
-        let slot_bits = (tokens.max(1) * 2).next_power_of_two().trailing_zeros();
-        let mut bpe = Bpe {
-            arena,
-            offsets,
-            slots: vec![EMPTY; 1 << slot_bits],
-            slot_bits,
-            byte_ranks: [EMPTY; 256],
+        let index = TokenIndex::new(arena, offsets).map_err(|e| match e {
+            IndexError::Duplicate(id) => VocabError {
+                line: id as usize + 1,
+                reason: "duplicate token".into(),
+            },
+            other => VocabError {
+                line: 0,
+                reason: other.to_string(),
+            },
+        })?;
+        Ok(Bpe {
+            index,
             special: special.to_vec(),
             pretokenizer: Regex::new(pattern).map_err(|e| VocabError {
                 line: 0,
                 reason: format!("bad pattern: {e}"),
             })?,
-        };
-        for rank in 0..tokens as u32 {
-            let bytes = bpe.token(rank);
-            let single_byte = match bytes {
-                [byte] => Some(*byte as usize),
-                _ => None,
-            };
-            let (slot, existing) = bpe.find_slot(bytes);
-            if existing.is_some() {
-                return Err(VocabError {
-                    line: rank as usize + 1,
-                    reason: "duplicate token".into(),
-                });
-            }
-            bpe.slots[slot] = rank;
-            if let Some(byte) = single_byte {
-                bpe.byte_ranks[byte] = rank;
-            }
-        }
-        if let Some(byte) = bpe.byte_ranks.iter().position(|&r| r == EMPTY) {
-            return Err(VocabError {
-                line: 0,
-                reason: format!("byte {byte:#04x} is not a token"),
-            });
-        }
-        Ok(bpe)
+        })
     }
 
     /// Number of ordinary (non-special) tokens.
     pub fn len(&self) -> usize {
-        self.offsets.len() - 1
+        self.index.len()
     }
 
-    /// The bytes of ordinary token `rank` (which must be < `len()`).
     fn token(&self, rank: u32) -> &[u8] {
-        let r = rank as usize;
-        &self.arena[self.offsets[r] as usize..self.offsets[r + 1] as usize]
-    }
-
-    /// Probes the index for `bytes`: the slot holding its rank, or the empty slot where
-    /// it would go.
-    fn find_slot(&self, bytes: &[u8]) -> (usize, Option<u32>) {
-        let mask = self.slots.len() - 1;
-        let mut slot = (hash(bytes) >> (64 - self.slot_bits)) as usize;
-        loop {
-            let rank = self.slots[slot];
-            if rank == EMPTY {
-                return (slot, None);
-            }
-            if self.token(rank) == bytes {
-                return (slot, Some(rank));
-            }
-            slot = (slot + 1) & mask;
-        }
+        self.index.token(rank)
     }
 
     /// The rank of the token spelled by `bytes`, if there is one.
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        match bytes {
-            [byte] => Some(self.byte_ranks[*byte as usize]),
-            _ => self.find_slot(bytes).1,
-        }
+        self.index.get(bytes)
     }
 
     /// The bytes of token `id`, special tokens included; None for unknown ids.
@@ -358,7 +429,7 @@ impl Bpe {
 
 /// A fast multiplicative hash of a byte string, eight bytes at a time; the slot is taken
 /// from its high bits, which depend on every input bit.
-fn hash(bytes: &[u8]) -> u64 {
+pub(super) fn hash(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut h = (bytes.len() as u64).wrapping_mul(K);
     let mut chunks = bytes.chunks_exact(8);
