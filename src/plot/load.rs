@@ -104,6 +104,9 @@ pub struct RunArtifacts {
     pub server: BTreeMap<String, Vec<ServerSample>>,
     pub load: Option<LoadPoint>,
     pub model: Option<String>,
+    /// The wall time the run's first request was sent (the time axes' zero), found once:
+    /// the charts convert every point against it.
+    first_start_ns: Option<u64>,
 }
 
 impl RunArtifacts {
@@ -125,7 +128,7 @@ impl RunArtifacts {
 
     /// The wall time the run's first request was sent.
     pub fn first_start_ns(&self) -> Option<u64> {
-        self.records.iter().map(|r| r.start_ns).min()
+        self.first_start_ns
     }
 }
 
@@ -292,6 +295,7 @@ pub fn read_run(dir: &Path, label: String) -> Result<RunArtifacts, PlotError> {
             .as_ref()
             .and_then(|a| a["metadata"]["model"].as_str().map(String::from))
     });
+    let first_start_ns = records.iter().map(|r| r.start_ns).min();
     Ok(RunArtifacts {
         dir: dir.to_path_buf(),
         label,
@@ -302,6 +306,7 @@ pub fn read_run(dir: &Path, label: String) -> Result<RunArtifacts, PlotError> {
         server,
         load,
         model,
+        first_start_ns,
     })
 }
 
