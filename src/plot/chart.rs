@@ -82,4 +82,48 @@ impl Series {
             error_points: false,
         }
     }
+
+    /// Keeps every k-th point (and the last) so at most about `max` remain, with their
+    /// labels and error bars; returns k (1 when nothing was dropped). Per-request series of
+    /// a long run would otherwise make the HTML report hundreds of megabytes.
+    pub fn thin(&mut self, max: usize) -> usize {
+        let n = self.points.len();
+        if n <= max || max == 0 {
+            return 1;
+        }
+        let k = n.div_ceil(max);
+        let keep = |i: usize| i % k == 0 || i == n - 1;
+        fn sift<T>(v: &mut Vec<T>, keep: impl Fn(usize) -> bool) {
+            let mut i = 0;
+            v.retain(|_| {
+                i += 1;
+                keep(i - 1)
+            });
+        }
+        sift(&mut self.points, keep);
+        if self.labels.len() == n {
+            sift(&mut self.labels, keep);
+        }
+        if self.y_err.len() == n {
+            sift(&mut self.y_err, keep);
+        }
+        k
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_keeps_every_kth_point_the_last_and_their_labels() {
+        let pts: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 2.0 * i as f64)).collect();
+        let mut s = Series::new("s", SeriesKind::Scatter, pts);
+        s.labels = (0..10).map(|i| i.to_string()).collect();
+        assert_eq!(s.thin(4), 3);
+        let xs: Vec<f64> = s.points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [0.0, 3.0, 6.0, 9.0]);
+        assert_eq!(s.labels, ["0", "3", "6", "9"]);
+        assert_eq!(s.thin(4), 1, "already small enough");
+    }
 }

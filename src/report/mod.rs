@@ -145,6 +145,10 @@ fn write(dir: &Path, page: &Page) -> Result<PathBuf, ReportError> {
     Ok(path)
 }
 
+/// Per-request series beyond this are thinned for the page: 20,000 requests made a 4 MB
+/// report, and a browser stays responsive with a few thousand points per series.
+const MAX_POINTS_PER_SERIES: usize = 5000;
+
 /// The default charts of the runs under `dir`, as JSON for the page's script; when there
 /// are none, why.
 fn charts(dir: &Path) -> (Value, Option<String>) {
@@ -152,7 +156,20 @@ fn charts(dir: &Path) -> (Value, Option<String>) {
         Ok(runs) => runs,
         Err(e) => return (Value::Array(Vec::new()), Some(format!("No charts: {e}"))),
     };
-    let charts = plot::default_charts(&runs);
+    let mut charts = plot::default_charts(&runs);
+    for chart in &mut charts {
+        let k = chart
+            .series
+            .iter_mut()
+            .map(|s| s.thin(MAX_POINTS_PER_SERIES))
+            .max()
+            .unwrap_or(1);
+        if k > 1 {
+            chart.description += &format!(
+                " (The page draws every {k}th point; the PNG/SVG plots of `aiperf plot` draw all.)"
+            );
+        }
+    }
     let note = charts
         .is_empty()
         .then(|| "No charts: the run has no data to plot.".to_string());
