@@ -175,6 +175,15 @@ fn four_shards_merge_into_the_single_run() {
     assert!(out.status.success(), "single: {}", stderr(&out));
 
     let merged = read_json(&merged_dir.join("profile_export_aiperf.json"));
+    // The merged directory holds every shard's records in send order, and a report.
+    let merged_records = read_jsonl(&merged_dir.join("profile_export.jsonl"));
+    let starts: Vec<u64> = profiling(&merged_records)
+        .iter()
+        .map(|r| r["metadata"]["request_start_ns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(starts.len(), 120);
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "send order");
+    assert!(merged_dir.join("report.html").is_file());
     let single = read_json(&single_dir.join("profile_export_aiperf.json"));
     let single_records = read_jsonl(&single_dir.join("profile_export.jsonl"));
     let single_records = profiling(&single_records);

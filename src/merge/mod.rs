@@ -127,6 +127,8 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
         &console_text,
     )
     .map_err(|e| anyhow::anyhow!("cannot write to {}: {e}", args.output.display()))?;
+    let jsonl = write_merged_records(&shards, &args.output)?;
+    crate::report::write_run_or_warn(&args.output, &FileNames::default());
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{console_text}");
     let _ = writeln!(
@@ -137,7 +139,36 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
     );
     let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
     let _ = writeln!(out, "JSON Export: {}", paths.json.display());
+    let _ = writeln!(out, "Records: {}", jsonl.display());
     Ok(())
+}
+
+/// Every shard's record lines in one `profile_export.jsonl`, ordered by send time, so the
+/// merged directory plots and reports like a single run's (lines are copied unchanged).
+fn write_merged_records(shards: &[ShardRun], output: &Path) -> Result<PathBuf, MergeError> {
+    let mut lines: Vec<(u64, String)> = Vec::new();
+    for shard in shards {
+        let path = shard.dir.join(export::JSONL_FILE);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let start = serde_json::from_str::<Value>(line)
+                .ok()
+                .and_then(|v| v["metadata"]["request_start_ns"].as_u64())
+                .unwrap_or(0);
+            lines.push((start, line.to_string()));
+        }
+    }
+    lines.sort_by_key(|(start, _)| *start);
+    let mut text = String::with_capacity(lines.iter().map(|(_, l)| l.len() + 1).sum());
+    for (_, line) in &lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let path = output.join(export::JSONL_FILE);
+    std::fs::write(&path, text)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn options_streaming(summary: &Value) -> bool {

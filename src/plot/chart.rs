@@ -92,7 +92,7 @@ impl Series {
             return 1;
         }
         let k = n.div_ceil(max);
-        let keep = |i: usize| i % k == 0 || i == n - 1;
+        let keep = |i: usize| i.is_multiple_of(k) || i == n - 1;
         fn sift<T>(v: &mut Vec<T>, keep: impl Fn(usize) -> bool) {
             let mut i = 0;
             v.retain(|_| {

@@ -311,36 +311,14 @@ pub fn read_run(dir: &Path, label: String) -> Result<RunArtifacts, PlotError> {
 }
 
 fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(PlotError::Io {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
     let mut rows = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| PlotError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Value = serde_json::from_str(&line).map_err(|e| PlotError::Parse {
-            path: path.to_path_buf(),
-            line: i + 1,
-            what: format!("not a JSON record ({e})"),
-        })?;
+    for_each_json_line(path, "record", |v| {
         let meta = &v["metadata"];
         if meta["benchmark_phase"]
             .as_str()
             .is_some_and(|p| p != "profiling")
         {
-            continue;
+            return;
         }
         let metrics = v["metrics"]
             .as_object()
@@ -357,8 +335,43 @@ fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
             metrics,
             images: Vec::new(),
         });
-    }
+    })?;
     Ok(rows)
+}
+
+/// Calls `each` with every non-blank line of a JSON-lines file; a missing file has no
+/// lines, a line that is not JSON is an error naming the file, the line and `what` it is.
+fn for_each_json_line(
+    path: &Path,
+    what: &str,
+    mut each: impl FnMut(Value),
+) -> Result<(), PlotError> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(PlotError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| PlotError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v = serde_json::from_str(&line).map_err(|e| PlotError::Parse {
+            path: path.to_path_buf(),
+            line: i + 1,
+            what: format!("not a JSON {what} ({e})"),
+        })?;
+        each(v);
+    }
+    Ok(())
 }
 
 /// Image sizes come from the request bodies in `inputs.json` (a session's payloads are its
@@ -459,34 +472,12 @@ fn read_timeslices(path: &Path) -> Result<Vec<TimesliceRow>, PlotError> {
 
 fn read_server_metrics(path: &Path) -> Result<BTreeMap<String, Vec<ServerSample>>, PlotError> {
     let mut out: BTreeMap<String, Vec<ServerSample>> = BTreeMap::new();
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(source) => {
-            return Err(PlotError::Io {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| PlotError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Value = serde_json::from_str(&line).map_err(|e| PlotError::Parse {
-            path: path.to_path_buf(),
-            line: i + 1,
-            what: format!("not a JSON scrape ({e})"),
-        })?;
+    for_each_json_line(path, "scrape", |v| {
         if v["benchmark_phase"].as_str() == Some("warmup") {
-            continue;
+            return;
         }
         let Some(wall_ns) = v["timestamp_ns"].as_u64() else {
-            continue;
+            return;
         };
         for (family, series) in v["metrics"].as_object().into_iter().flatten() {
             let values: Vec<f64> = series
@@ -504,7 +495,7 @@ fn read_server_metrics(path: &Path) -> Result<BTreeMap<String, Vec<ServerSample>
                 series: values.len(),
             });
         }
-    }
+    })?;
     for samples in out.values_mut() {
         samples.sort_by_key(|s| s.wall_ns);
     }
