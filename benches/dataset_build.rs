@@ -24,6 +24,7 @@ fn options(entries: usize, isl: f64, image_batch: usize, size: f64) -> Synthetic
         image_batch_size: image_batch,
         seed: Some(1),
         turns: Default::default(),
+        media: Default::default(),
     }
 }
 

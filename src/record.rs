@@ -39,6 +39,8 @@ pub struct RequestInput {
     pub num_images: u32,
     /// Output tokens asked for (`max_tokens`), when the request set a limit.
     pub requested_output_tokens: Option<u64>,
+    /// Seconds of the request's first audio clip, when it has one of known length.
+    pub audio_seconds: Option<f64>,
     /// When the load generator meant to send it, and how long it waited for a slot.
     pub timing: SendTiming,
 }

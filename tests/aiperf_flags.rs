@@ -69,7 +69,9 @@ fn accepted_flags_per_section() {
     for whole in [
         "Goodput",
         "Output Sequence Length (OSL)",
+        "Audio Input",
         "Image Input",
+        "Video Input",
         "Request Cancellation",
         "UI",
         "Service",

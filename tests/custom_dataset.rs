@@ -301,7 +301,7 @@ fn bad_input_is_reported_with_file_line_and_field_and_nothing_is_sent() {
         ),
         (
             "{\"text\": \"fine\"}\n\n{\"output_length\": 5}\n",
-            "error: bad.jsonl:3: no content; give text, texts, image or images",
+            "error: bad.jsonl:3: no content; give text, texts, image, images, audio(s) or video(s)",
         ),
         (
             "{\"text\": \"look\", \"images\": [\"missing.png\"]}\n",

@@ -10,6 +10,7 @@ pub mod collectors;
 mod config_file;
 pub mod dataset;
 pub mod logging;
+pub mod media;
 pub mod multirun;
 pub mod output;
 pub mod plot;
@@ -164,6 +165,9 @@ pub enum EndpointType {
     Chat,
     /// OpenAI text completions (`/v1/completions`); text only.
     Completions,
+    /// OpenAI speech to text (`/v1/audio/transcriptions`): one audio clip per request, sent
+    /// as multipart/form-data.
+    AudioTranscription,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -505,6 +509,10 @@ pub struct ProfileArgs {
 
     #[command(flatten)]
     pub logging: logging::LoggingArgs,
+
+    /// Audio and video input.
+    #[command(flatten)]
+    pub media: media::MediaArgs,
 
     #[command(flatten)]
     pub collectors: collectors::CollectorArgs,

@@ -14,6 +14,7 @@ impl From<cli::EndpointType> for EndpointType {
         match v {
             cli::EndpointType::Chat => EndpointType::Chat,
             cli::EndpointType::Completions => EndpointType::Completions,
+            cli::EndpointType::AudioTranscription => EndpointType::AudioTranscription,
         }
     }
 }

@@ -24,6 +24,7 @@ mod inputs;
 pub(crate) mod limits;
 mod load;
 mod logging;
+mod media;
 pub mod multirun;
 mod output;
 mod redact;
@@ -295,6 +296,7 @@ impl ProfileConfig {
             image_batch_size: if images_on { a.image_batch_size } else { 0 },
             seed: Some(random_seed),
             turns,
+            media: media::media_options(a, endpoint_type)?,
         };
 
         if a.input_file.is_none() {

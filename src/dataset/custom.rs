@@ -13,6 +13,7 @@ use rand::{RngExt, SeedableRng};
 use serde_json::{Map, Value};
 use tracing::warn;
 
+use super::media;
 use super::prompt::PromptBuilder;
 use super::{
     ChatMessages, Conversation, Dataset, DatasetSampling, EncodedImage, Entry, OwnRequest,
@@ -136,6 +137,10 @@ const SINGLE_TURN_FIELDS: &[&str] = &[
     "texts",
     "image",
     "images",
+    "audio",
+    "audios",
+    "video",
+    "videos",
     "output_length",
     "timestamp",
     "delay",
@@ -150,6 +155,10 @@ const POOL_FIELDS: &[&str] = &[
     "texts",
     "image",
     "images",
+    "audio",
+    "audios",
+    "video",
+    "videos",
     "output_length",
     "role",
     "extra",
@@ -381,6 +390,8 @@ impl Loader<'_> {
                 input_tokens: self.opts.tokenizer.count(&text) as u64,
                 text,
                 images: Vec::new(),
+                audios: Vec::new(),
+                videos: Vec::new(),
                 max_output_tokens: output_length_field(at, &obj, "")?
                     .or(self.opts.default_output_tokens),
                 extra_texts: Vec::new(),
@@ -527,11 +538,38 @@ impl Loader<'_> {
             ));
         }
         let texts: Vec<String> = texts.into_iter().filter(|t| !t.is_empty()).collect();
-        if texts.is_empty() && images.is_empty() {
+        let audios = one_or_many(at, obj, prefix, "audio", "audios")?;
+        let videos = one_or_many(at, obj, prefix, "video", "videos")?;
+        if texts.is_empty() && images.is_empty() && audios.is_empty() && videos.is_empty() {
             return Err(at.err(
                 "",
-                format!("{prefix}no content; give text, texts, image or images"),
+                format!(
+                    "{prefix}no content; give text, texts, image, images, audio(s) or video(s)"
+                ),
             ));
+        }
+        let field = |one: &str, many: &str, i: usize| {
+            if obj.contains_key(many) {
+                format!("{prefix}{many}[{i}]")
+            } else {
+                format!("{prefix}{one}")
+            }
+        };
+        let mut audio_clips = Vec::with_capacity(audios.len());
+        for (i, a) in audios.iter().enumerate() {
+            let path = self.resolve(Path::new(a));
+            audio_clips.push(
+                media::audio_from_input(a, &path)
+                    .map_err(|e| at.err(&field("audio", "audios", i), e))?,
+            );
+        }
+        let mut video_clips = Vec::with_capacity(videos.len());
+        for (i, v) in videos.iter().enumerate() {
+            let path = self.resolve(Path::new(v));
+            video_clips.push(
+                media::video_from_input(v, &path)
+                    .map_err(|e| at.err(&field("video", "videos", i), e))?,
+            );
         }
         let mut encoded = Vec::with_capacity(images.len());
         for (i, image) in images.iter().enumerate() {
@@ -570,6 +608,8 @@ impl Loader<'_> {
             extra_texts: texts.collect(),
             input_tokens,
             images: encoded,
+            audios: audio_clips,
+            videos: video_clips,
             max_output_tokens: output_length_field(at, obj, prefix)?
                 .or(self.opts.default_output_tokens),
             role: str_field(at, obj, prefix, "role")?,
@@ -765,6 +805,8 @@ fn merge_entries(entries: impl Iterator<Item = Entry>) -> Entry {
         }
         m.input_tokens += e.input_tokens;
         m.images.extend(e.images);
+        m.audios.extend(e.audios);
+        m.videos.extend(e.videos);
         m.max_output_tokens = m.max_output_tokens.or(e.max_output_tokens);
         m.role = m.role.take().or(e.role);
         m.extra.extend(e.extra);

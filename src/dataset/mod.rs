@@ -2,10 +2,13 @@
 //! synthetic images (noise or resized photos), generated deterministically from one seed, or
 //! the entries of a custom input file.
 
+pub mod audio;
 pub mod custom;
 pub mod image;
+pub mod media;
 pub mod prompt;
 pub mod source;
+pub mod video;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -48,6 +51,8 @@ pub struct SyntheticOptions {
     pub seed: Option<u64>,
     /// Turns per conversation and think time (multi-turn); the default is one turn.
     pub turns: TurnOptions,
+    /// Audio and video clips per entry.
+    pub media: media::MediaOptions,
 }
 
 /// The shape of synthetic conversations: `--conversation-turn-*` and
@@ -109,6 +114,10 @@ pub struct Entry {
     /// `tokenizer.count(&text)`.
     pub input_tokens: u64,
     pub images: Vec<EncodedImage>,
+    /// Audio clips, sent after the images.
+    pub audios: Vec<audio::EncodedAudio>,
+    /// Video clips, sent after the audio clips.
+    pub videos: Vec<video::EncodedVideo>,
     /// Sampled OSL (>= 1); None when `osl_mean` is None.
     pub max_output_tokens: Option<u64>,
     /// Further text parts after `text` (a custom entry's `texts` list).
@@ -155,6 +164,8 @@ impl Entry {
             text,
             input_tokens,
             images,
+            audios: Vec::new(),
+            videos: Vec::new(),
             max_output_tokens,
             extra_texts: Vec::new(),
             role: None,
@@ -263,8 +274,9 @@ pub fn build(
     let master_seed = *synthetic.seed.get_or_insert_with(|| rand::rng().next_u64());
     let shapes = plan_conversations(&synthetic, master_seed)?;
     synthetic.num_entries = shapes.iter().map(|c| c.delays.len()).sum();
-    let mut entries =
-        build_synthetic(&synthetic, inputs, tokenizer, threads, progress)?.into_iter();
+    let mut entries = build_synthetic(&synthetic, inputs, tokenizer, threads, progress)?;
+    media::attach(&mut entries, &synthetic.media, master_seed, threads)?;
+    let mut entries = entries.into_iter();
     let conversations = shapes
         .into_iter()
         .map(|shape| Conversation {
@@ -583,6 +595,7 @@ mod tests {
             image_batch_size: 2,
             seed: Some(42),
             turns: TurnOptions::default(),
+            media: media::MediaOptions::default(),
         }
     }
 

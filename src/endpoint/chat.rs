@@ -1,6 +1,6 @@
 //! OpenAI chat completions request bodies: the optional system message, then one message
-//! whose content is the text parts followed by the image parts (plain string content when
-//! there is exactly one text and no image).
+//! whose content is the text parts followed by the image, audio and video parts (plain
+//! string content when there is exactly one text and nothing else).
 
 use serde_json::{Map, Value, json};
 
@@ -24,7 +24,13 @@ pub fn message(entry: &mut Entry) -> Value {
     let text = std::mem::take(&mut entry.text);
     let extra_texts = std::mem::take(&mut entry.extra_texts);
     let images = std::mem::take(&mut entry.images);
-    let content = if images.is_empty() && extra_texts.is_empty() {
+    let audios = std::mem::take(&mut entry.audios);
+    let videos = std::mem::take(&mut entry.videos);
+    let content = if images.is_empty()
+        && extra_texts.is_empty()
+        && audios.is_empty()
+        && videos.is_empty()
+    {
         Value::String(text)
     } else {
         let mut parts = Vec::with_capacity(1 + extra_texts.len() + images.len());
@@ -39,6 +45,12 @@ pub fn message(entry: &mut Entry) -> Value {
                 part["uuid"] = Value::String(uuid);
             }
             parts.push(part);
+        }
+        for audio in audios {
+            parts.push(json!({"type": "input_audio", "input_audio": {"data": audio.base64, "format": audio.format}}));
+        }
+        for video in videos {
+            parts.push(json!({"type": "video_url", "video_url": {"url": video.url}}));
         }
         Value::Array(parts)
     };

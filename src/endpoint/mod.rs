@@ -3,6 +3,7 @@
 //! One file per request shape; the OpenAI response shapes (chat chunks, chat completions,
 //! text completions) share one parser since they differ only in where the text sits.
 
+pub mod audio_transcription;
 pub mod chat;
 pub mod completions;
 mod models;
@@ -26,6 +27,8 @@ pub enum EndpointType {
     Chat,
     /// Text completions: text only.
     Completions,
+    /// Speech to text (`/v1/audio/transcriptions`): one audio file per multipart request.
+    AudioTranscription,
 }
 
 impl EndpointType {
@@ -33,6 +36,15 @@ impl EndpointType {
         match self {
             EndpointType::Chat => "chat",
             EndpointType::Completions => "completions",
+            EndpointType::AudioTranscription => "audio_transcription",
+        }
+    }
+
+    /// The `Content-Type` of the request bodies.
+    pub fn content_type(self) -> String {
+        match self {
+            EndpointType::AudioTranscription => audio_transcription::content_type(),
+            _ => "application/json".into(),
         }
     }
 
@@ -40,6 +52,7 @@ impl EndpointType {
         match self {
             EndpointType::Chat => "/v1/chat/completions",
             EndpointType::Completions => "/v1/completions",
+            EndpointType::AudioTranscription => "/v1/audio/transcriptions",
         }
     }
 }
@@ -52,6 +65,8 @@ pub struct PreparedRequest {
     pub num_images: u32,
     /// The output limit the body asks for (`max_tokens`), if any.
     pub max_output_tokens: Option<u64>,
+    /// Seconds of the first audio clip, when known (AIPerf's `audio_duration`).
+    pub audio_seconds: Option<f64>,
 }
 
 /// Body settings shared by every request of a run.
@@ -74,23 +89,29 @@ fn prepare_one(
     let input_tokens = entry.input_tokens;
     let num_images = entry.images.len() as u32;
     let max_output_tokens = entry.max_output_tokens;
+    let audio_seconds = first_audio_seconds(&entry);
     if let Some(OwnRequest::Payload(payload)) = entry.own.take() {
         return PreparedRequest {
             body: payload_body(payload, entry.extra),
             input_tokens,
             num_images,
             max_output_tokens,
+            audio_seconds,
         };
+    }
+    if endpoint == EndpointType::AudioTranscription {
+        return audio_transcription::prepare(entry, opts, model);
     }
     let size_hint = body_size_hint(&entry, system);
     let extra = std::mem::take(&mut entry.extra);
     let images = match endpoint {
-        EndpointType::Chat => splice::take_urls(&mut entry.images),
-        EndpointType::Completions => None,
+        EndpointType::Chat => splice::take_urls(&mut entry.images, &mut entry.videos),
+        _ => None,
     };
     let mut body = match endpoint {
         EndpointType::Chat => chat::body(entry, system, opts),
         EndpointType::Completions => completions::body(entry, system, opts),
+        EndpointType::AudioTranscription => unreachable!("multipart bodies are built above"),
     };
     set_model(&mut body, model);
     merge_extras(&mut body, opts, extra);
@@ -113,7 +134,13 @@ fn prepare_one(
         input_tokens,
         num_images,
         max_output_tokens,
+        audio_seconds,
     }
+}
+
+/// The length of an entry's first audio clip, when known.
+fn first_audio_seconds(entry: &Entry) -> Option<f64> {
+    entry.audios.first().and_then(|a| a.duration_s)
 }
 
 /// Serializes into a buffer of about the right size: bodies are kept for the whole run, and
@@ -131,7 +158,17 @@ fn to_vec_sized(value: &impl serde::Serialize, size_hint: usize) -> Vec<u8> {
 /// escaping rarely lengthens: base64 needs none) plus room for the other fields.
 fn body_size_hint(entry: &Entry, system: Option<&str>) -> usize {
     let texts: usize = entry.extra_texts.iter().map(|t| t.len() + 32).sum();
-    let images: usize = entry.images.iter().map(|i| i.data_url.len() + 48).sum();
+    let images: usize = entry
+        .images
+        .iter()
+        .map(|i| i.data_url.len() + 48)
+        .sum::<usize>()
+        + entry
+            .audios
+            .iter()
+            .map(|a| a.base64.len() + 64)
+            .sum::<usize>()
+        + entry.videos.iter().map(|v| v.url.len() + 48).sum::<usize>();
     let text = entry.text.len() + system.map_or(0, str::len);
     // Newlines and quotes in prompts take two bytes each; allow some.
     text + text / 16 + texts + images + 512
@@ -177,6 +214,8 @@ pub struct PreparedTurn {
     pub num_images: u32,
     /// The output limit this turn asks for (`max_tokens`), if any.
     pub max_output_tokens: Option<u64>,
+    /// Seconds of this turn's first audio clip, when known.
+    pub audio_seconds: Option<f64>,
     /// Wait after the previous reply before this turn is sent.
     pub delay: Option<std::time::Duration>,
     /// Sent without the history: an input file's messages row replayed verbatim.
@@ -269,6 +308,18 @@ pub enum EndpointMismatch {
     Images(EndpointType),
     #[error("the input has chat messages, which need --endpoint-type chat, not {}", .0.as_str())]
     Messages(EndpointType),
+    #[error("the input has videos, which need --endpoint-type chat, not {}", .0.as_str())]
+    Videos(EndpointType),
+    /// Audio on an endpoint without it, or a transcription request without audio.
+    #[error("{}", audio_mismatch(*.0))]
+    Audio(EndpointType),
+}
+
+fn audio_mismatch(endpoint: EndpointType) -> String {
+    match endpoint {
+        EndpointType::AudioTranscription => "--endpoint-type audio_transcription needs an audio clip in every request: give --audio-length-mean > 0, or \"audio\" in each line of the input file".into(),
+        other => format!("the input has audio, which needs --endpoint-type chat or audio_transcription, not {}", other.as_str()),
+    }
 }
 
 /// Serializes every conversation. Errors when the data does not fit the endpoint: images or
@@ -306,6 +357,13 @@ pub fn prepare_dataset_with_models(
             {
                 return Err(EndpointMismatch::Messages(endpoint));
             }
+            if conv.turns.iter().any(|t| !t.videos.is_empty()) {
+                return Err(EndpointMismatch::Videos(endpoint));
+            }
+            let audio = endpoint == EndpointType::AudioTranscription;
+            if conv.turns.iter().any(|t| t.audios.is_empty() == audio) {
+                return Err(EndpointMismatch::Audio(endpoint));
+            }
         }
         let session_id = conv.session_id;
         let system = conv.system.as_deref();
@@ -338,6 +396,7 @@ pub fn prepare_dataset_with_models(
                 input_tokens: t.input_tokens,
                 num_images: t.num_images,
                 max_output_tokens: t.max_output_tokens,
+                audio_seconds: t.audio_seconds,
             };
             (first, script)
         } else {
@@ -374,6 +433,7 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
             text: entry.text,
             num_images: 0,
             max_output_tokens: entry.max_output_tokens,
+            audio_seconds: None,
             delay: entry.delay,
             standalone: true,
             whole_body: true,
@@ -389,6 +449,7 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
         b"]}".to_vec()
     };
     let (input_tokens, num_images) = (entry.input_tokens, entry.images.len() as u32);
+    let audio_seconds = first_audio_seconds(&entry);
     let delay = entry.delay;
     let max_output_tokens = entry.max_output_tokens;
     let text = std::iter::once(&entry.text)
@@ -398,7 +459,7 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
         .collect::<Vec<_>>()
         .join(" ");
     // Assembled around the image data, as a whole body is (see `splice`).
-    let images = splice::take_urls(&mut entry.images);
+    let images = splice::take_urls(&mut entry.images, &mut entry.videos);
     let standalone = matches!(&entry.own, Some(OwnRequest::Messages(m)) if !m.delta);
     let message = if entry.own.is_some() {
         // The row's own messages, sent as written.
@@ -421,6 +482,7 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
         text,
         num_images,
         max_output_tokens,
+        audio_seconds,
         delay,
         standalone,
         whole_body: false,
@@ -475,6 +537,9 @@ struct WireEvent<'a> {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+    /// A transcription's whole answer (`{"text": ...}`, no choices).
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -539,6 +604,9 @@ fn from_wire(wire: WireEvent<'_>) -> ParsedEvent<'_> {
             out.text = choice.text;
         }
     }
+    if out.text.is_none() {
+        out.text = wire.text;
+    }
     out.usage = wire.usage.map(|u| Usage {
         prompt_tokens: u.prompt_tokens,
         completion_tokens: u.completion_tokens,
@@ -587,6 +655,9 @@ fn lenient(v: &Value) -> ParsedEvent<'static> {
             out.text = text(choice.get("text"));
         }
     }
+    if out.text.is_none() {
+        out.text = text(v.get("text"));
+    }
     if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
         let count = |v: Option<&Value>| match v? {
             Value::Number(n) => n.as_u64(),
@@ -614,6 +685,8 @@ mod tests {
             text: text.into(),
             input_tokens: 1,
             images: Vec::new(),
+            audios: Vec::new(),
+            videos: Vec::new(),
             max_output_tokens: Some(max),
             extra_texts: Vec::new(),
             role: None,

@@ -1,4 +1,4 @@
-//! Builds a request body around its image data instead of copying the images into it.
+//! Builds a request body around its image and video data instead of copying them into it.
 //!
 //! An image's data URL is most of a vision body (~1 MB for a 512x512 PNG). Serializing the
 //! body the plain way copies every URL into a new buffer and frees the original, so for a
@@ -15,6 +15,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use crate::dataset::EncodedImage;
+use crate::dataset::video::EncodedVideo;
 
 /// The text standing in for image `i`'s URL: with a random number drawn once per process,
 /// so no input can contain it by chance or on purpose.
@@ -29,14 +30,21 @@ fn needs_escape(s: &str) -> bool {
     s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
-/// Swaps each image's URL for its placeholder and returns the images with their URLs, or
-/// None (nothing swapped) when there is nothing to gain: no image, or a URL JSON would
-/// escape, which the plain serialization handles.
-pub fn take_urls(images: &mut [EncodedImage]) -> Option<Vec<EncodedImage>> {
-    if images.is_empty() || images.iter().any(|img| needs_escape(&img.data_url)) {
+/// Swaps each image's URL, then each video's, for its placeholder and returns them with
+/// their URLs (videos as URL-only images), or None (nothing swapped) when there is nothing
+/// to gain: no image or video, or a URL JSON would escape, which the plain serialization
+/// handles.
+pub fn take_urls(
+    images: &mut [EncodedImage],
+    videos: &mut [EncodedVideo],
+) -> Option<Vec<EncodedImage>> {
+    if (images.is_empty() && videos.is_empty())
+        || images.iter().any(|img| needs_escape(&img.data_url))
+        || videos.iter().any(|v| needs_escape(&v.url))
+    {
         return None;
     }
-    let taken = images
+    let mut taken: Vec<EncodedImage> = images
         .iter_mut()
         .enumerate()
         .map(|(i, img)| EncodedImage {
@@ -47,6 +55,16 @@ pub fn take_urls(images: &mut [EncodedImage]) -> Option<Vec<EncodedImage>> {
             uuid: img.uuid.clone(),
         })
         .collect();
+    for v in videos.iter_mut() {
+        let i = taken.len();
+        taken.push(EncodedImage {
+            data_url: std::mem::replace(&mut v.url, placeholder(i)),
+            width: 0,
+            height: 0,
+            format: "video",
+            uuid: None,
+        });
+    }
     Some(taken)
 }
 
@@ -153,6 +171,8 @@ mod tests {
             text: text.into(),
             input_tokens: 3,
             images,
+            audios: Vec::new(),
+            videos: Vec::new(),
             max_output_tokens: Some(7),
             extra_texts: Vec::new(),
             role: None,
@@ -203,6 +223,14 @@ mod tests {
         with_everything.extra_texts = vec!["more \\ text".into(), String::new()];
         with_everything.role = Some("user".into());
         with_everything.extra.insert("top_p".into(), json!(0.9));
+        let video = |n: usize| EncodedVideo {
+            url: format!("data:video/webm;base64,{}", "QUJD".repeat(n)),
+        };
+        let mut with_video = entry("v", vec![image(300, 8)]);
+        with_video.videos = vec![video(5000), video(10)];
+        with_video.audios = vec![crate::dataset::audio::encode(b"RIFFxxxx", 0.5)];
+        let mut video_only = entry("only", Vec::new());
+        video_only.videos = vec![video(20)];
         let cases = vec![
             (entry("no images", Vec::new()), None),
             (entry("one", vec![image(3000, 1)]), None),
@@ -217,6 +245,9 @@ mod tests {
             ),
             (entry("", vec![image(1, 6), image(1, 7)]), None),
             (with_everything, Some("sys")),
+            // Videos are spliced like images, after them; audio goes the plain way.
+            (with_video, None),
+            (video_only, None),
         ];
         for (e, system) in cases {
             let expected = plain_body(e.clone(), system, &opts);
@@ -240,6 +271,19 @@ mod tests {
     }
 
     #[test]
+    fn a_video_hosts_the_body_too() {
+        let url = format!("data:video/mp4;base64,{}", "QUJD".repeat(20_000));
+        let mut url = url.into_bytes();
+        url.reserve(8192);
+        let url = String::from_utf8(url).unwrap();
+        let buffer = url.as_ptr();
+        let mut e = entry("x", vec![image(500, 1)]);
+        e.videos = vec![EncodedVideo { url }];
+        let body = prepared_body(e, None, &options());
+        assert_eq!(body.as_ptr(), buffer, "the body was copied");
+    }
+
+    #[test]
     fn urls_that_need_escaping_take_the_plain_path() {
         let opts = options();
         let quoted = EncodedImage {
@@ -249,7 +293,7 @@ mod tests {
             format: "png",
             uuid: None,
         };
-        assert!(take_urls(&mut [quoted.clone()]).is_none());
+        assert!(take_urls(&mut [quoted.clone()], &mut []).is_none());
         let e = entry("t", vec![image(50, 1), quoted]);
         let expected = plain_body(e.clone(), None, &opts);
         assert_eq!(prepared_body(e, None, &opts), expected);
@@ -259,7 +303,7 @@ mod tests {
     fn missing_placeholders_give_the_images_back() {
         let mut images = vec![image(20, 1), image(30, 2)];
         let urls: Vec<String> = images.iter().map(|i| i.data_url.clone()).collect();
-        let taken = take_urls(&mut images).unwrap();
+        let taken = take_urls(&mut images, &mut []).unwrap();
         assert_eq!(images[1].data_url, placeholder(1));
         // A skeleton without the second placeholder.
         let skeleton = serde_json::to_vec(&json!({"a": {"url": placeholder(0)}})).unwrap();

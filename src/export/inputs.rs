@@ -5,6 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use super::INPUTS_FILE;
+use crate::endpoint::audio_transcription;
 use crate::load::SendPlan;
 
 /// `inputs.json`: the exact body of each entry, by session. The bodies are written as the
@@ -17,7 +18,11 @@ pub fn write_inputs_json(dir: &Path, plan: &SendPlan) -> std::io::Result<()> {
             w.write_all(b",")?;
         }
         write!(w, "\n    {{\"session_id\": \"{id}\", \"payloads\": [")?;
-        w.write_all(&req.body)?;
+        // A multipart form is listed as JSON (its file in base64), so the file stays JSON.
+        match audio_transcription::form_as_json(&req.body) {
+            Some(form) => serde_json::to_writer(&mut w, &form)?,
+            None => w.write_all(&req.body)?,
+        }
         // Later turns as AIPerf lists them: each turn's own body, without the history
         // (which holds replies not known before the run).
         let script = &plan.scripts[i];

@@ -286,6 +286,7 @@ mod tests {
                 input_tokens: 1,
                 num_images: 0,
                 max_output_tokens: None,
+                audio_seconds: None,
             })
             .collect()
     }

@@ -454,6 +454,7 @@ impl PhaseRun {
             history_text: None,
             num_images: first_req.num_images,
             requested_output_tokens: first_req.max_output_tokens,
+            audio_seconds: first_req.audio_seconds,
             timing: first_timing,
         };
         let Some((failed, reply)) = self
@@ -509,6 +510,7 @@ impl PhaseRun {
                 history_text: None,
                 num_images: t.num_images,
                 requested_output_tokens: t.max_output_tokens,
+                audio_seconds: t.audio_seconds,
                 timing: SendTiming {
                     scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
                     slot_wait_ns,

@@ -139,6 +139,9 @@ pub enum MetricId {
     HttpReqChunksSent,
     HttpReqChunksReceived,
     HttpReqConnectionReused,
+    // Audio input (AIPerf's audio metrics).
+    AudioDuration,
+    Rtfx,
 }
 
 const NS_PER_MS: f64 = 1e6;
@@ -245,7 +248,7 @@ use MetricId as M;
 use MetricKind::{Aggregate, Derived, TimeWeighted};
 
 /// Indexed by `MetricId as usize`; the order is also the order of a record's JSONL metrics.
-pub static CATALOG: [MetricDef; 79] = [
+pub static CATALOG: [MetricDef; 81] = [
     shown(
         streaming(ms(def(
             M::TimeToFirstToken,
@@ -903,6 +906,17 @@ pub static CATALOG: [MetricDef; 79] = [
         "http_req_connection_reused",
         "HTTP Connection Reused",
         "ratio",
+    ),
+    // In the exports only, as in AIPerf: RTFx is the headline.
+    def(M::AudioDuration, "audio_duration", "Audio Duration", "sec"),
+    shown(
+        larger(def(
+            M::Rtfx,
+            "rtfx",
+            "Inverse Real-Time Factor (RTFx)",
+            "ratio",
+        )),
+        850,
     ),
 ];
 

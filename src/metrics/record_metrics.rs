@@ -189,6 +189,14 @@ impl RecordMetrics {
             }
         }
 
+        // Audio seconds per second of request latency: above 1 is faster than real time.
+        if let Some(seconds) = record.input.audio_seconds.filter(|s| *s > 0.0) {
+            m.set(MetricId::AudioDuration, Some(seconds));
+            if latency > 0.0 {
+                m.set(MetricId::Rtfx, Some(seconds / (latency / 1e9)));
+            }
+        }
+
         m.set_aiperf_013(record, &opts, (ttft, latency, isl, osl, reasoning), usage);
 
         m.set(MetricId::UsagePromptTokens, to_f(usage.prompt_tokens));
@@ -299,6 +307,7 @@ pub(crate) mod tests {
                 history_text: None,
                 num_images: 0,
                 requested_output_tokens: None,
+                audio_seconds: None,
                 timing: Default::default(),
             },
             x_request_id: "req-3".into(),

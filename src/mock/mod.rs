@@ -9,6 +9,7 @@
 //! `--max-concurrency` queues generation requests beyond K (see [`admission`]).
 
 pub mod admission;
+pub mod audio;
 pub mod body;
 pub mod fault;
 pub mod image;
@@ -17,6 +18,7 @@ pub mod recorder;
 pub mod request;
 pub mod response;
 mod server;
+pub mod video;
 pub mod words;
 
 use std::io::Write;

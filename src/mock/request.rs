@@ -10,6 +10,7 @@
 //! - images: each base64 data-URL image costs `qwen2_vl_image_tokens(width, height)`, with the
 //!   size read from its PNG/JPEG header; http(s) image URLs are not fetched and cost
 //!   `remote_image_tokens` each (0 by default);
+//! - audio (`input_audio`) and video (`video_url`) parts: see `audio` and `video`;
 //! - chat template: each chat message adds `template_tokens_per_message` (a real server's
 //!   template wraps every message in role markers), none for a completions prompt.
 
@@ -21,7 +22,9 @@ use serde::Deserialize;
 
 use crate::tokenizer::Tokenizer;
 
+use super::audio::input_audio_tokens;
 use super::image::{data_url_dimensions, qwen2_vl_image_tokens};
+use super::video::video_url_tokens;
 
 /// Output lengths without `max_tokens` are the prompt's text tokens clamped to this range.
 pub const DEFAULT_OUTPUT_MIN: u64 = 16;
@@ -94,6 +97,18 @@ pub struct Part<'a> {
     pub text: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub image_url: Option<ImageUrl<'a>>,
+    #[serde(borrow, default)]
+    pub input_audio: Option<InputAudio<'a>>,
+    #[serde(borrow, default)]
+    pub video_url: Option<ImageUrl<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct InputAudio<'a> {
+    #[serde(borrow, default)]
+    pub data: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub format: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -128,6 +143,8 @@ pub enum Prompt<'a> {
 pub struct PromptStats {
     pub text_tokens: u64,
     pub image_tokens: u64,
+    /// Audio and video tokens (see `audio` and `video`).
+    pub media_tokens: u64,
     /// What the chat template adds around the messages.
     pub template_tokens: u64,
     /// (width, height) of each image, in request order; (0, 0) for an http(s) URL.
@@ -138,7 +155,7 @@ pub struct PromptStats {
 
 impl PromptStats {
     pub fn prompt_tokens(&self) -> u64 {
-        self.text_tokens + self.image_tokens + self.template_tokens
+        self.text_tokens + self.image_tokens + self.media_tokens + self.template_tokens
     }
 }
 
@@ -241,7 +258,27 @@ fn count_part(
                 return Err("image URL must be a data URL or an http(s) URL".into());
             }
         }
-        // Other modalities (audio, video, ...) are accepted and not counted.
+        "input_audio" => {
+            let audio = part
+                .input_audio
+                .as_ref()
+                .ok_or("an 'input_audio' part needs an 'input_audio' field")?;
+            let data = audio
+                .data
+                .as_deref()
+                .ok_or("an 'input_audio' part needs 'input_audio.data'")?;
+            let (tokens, _) = input_audio_tokens(data, audio.format.as_deref())?;
+            stats.media_tokens += tokens;
+        }
+        "video_url" => {
+            let url = part
+                .video_url
+                .as_ref()
+                .ok_or("a 'video_url' part needs a 'video_url' field")?
+                .url();
+            stats.media_tokens += video_url_tokens(url)?;
+        }
+        // Other part types are accepted and not counted.
         _ => {}
     }
     Ok(())
@@ -370,7 +407,7 @@ mod tests {
                 {"role":"system","content":"the of"},
                 {"role":"user","content":[{"type":"text","text":"the and"},
                                           {"type":"image_url","image_url":{"url":"https://x/y.png"}},
-                                          {"type":"input_audio","input_audio":{}}]},
+                                          {"type":"input_file","input_file":{}}]},
                 {"role":"assistant","content":null}]}"#,
         );
         let costs = ChatCosts {
@@ -408,6 +445,36 @@ mod tests {
             chat_prompt_stats(req.messages.as_deref().unwrap(), ChatCosts::default()).unwrap();
         assert_eq!(stats.image_tokens, 326);
         assert_eq!(stats.image_sizes, vec![(512, 512)]);
+    }
+
+    #[test]
+    fn audio_and_video_parts_are_counted() {
+        let wav = {
+            let mut v = b"RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0".to_vec();
+            v.extend_from_slice(&16_000u32.to_le_bytes());
+            v.extend_from_slice(&32_000u32.to_le_bytes());
+            v.extend_from_slice(b"\x02\0\x10\0data");
+            v.extend_from_slice(&16_000u32.to_le_bytes());
+            v.resize(44 + 16_000, 0);
+            v
+        };
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&wav);
+        let json = format!(
+            r#"{{"messages":[{{"role":"user","content":[
+                {{"type":"input_audio","input_audio":{{"data":"{b64}","format":"wav"}}}},
+                {{"type":"video_url","video_url":{{"url":"https://x/clip.mp4"}}}}]}}]}}"#
+        );
+        let req = chat(&json);
+        let stats =
+            chat_prompt_stats(req.messages.as_deref().unwrap(), ChatCosts::default()).unwrap();
+        // Half a second: 13 tokens + 2; a remote video is not fetched.
+        assert_eq!(stats.media_tokens, 15);
+        assert_eq!(stats.prompt_tokens(), 15);
+        let missing =
+            chat(r#"{"messages":[{"content":[{"type":"input_audio","input_audio":{}}]}]}"#);
+        let err = chat_prompt_stats(missing.messages.as_deref().unwrap(), ChatCosts::default())
+            .unwrap_err();
+        assert!(err.contains("input_audio.data"), "{err}");
     }
 
     #[test]

@@ -130,6 +130,7 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/completions", post(completions))
+        .route("/v1/audio/transcriptions", post(audio_transcriptions))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -144,6 +145,43 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, req: Request) -> Re
 
 async fn completions(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     handle(shared, req, Api::Completions).await
+}
+
+/// `/v1/audio/transcriptions`: answers after the first-token delay plus one inter-token
+/// delay per further transcript token (see `audio`). Not queued, faulted or recorded.
+async fn audio_transcriptions(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let parsed = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => super::audio::transcription(&content_type, &bytes),
+        Err(e) => Err(format!("reading the request body failed: {e}")),
+    };
+    let t = match parsed {
+        Ok(t) => t,
+        Err(message) => {
+            return error_response(StatusCode::BAD_REQUEST, "BadRequestError", &message);
+        }
+    };
+    let n = shared.requests.fetch_add(1, Ordering::Relaxed);
+    let wait = shared.ttft + shared.itl * (t.output_tokens.saturating_sub(1) as u32);
+    crate::timer::sleep_until(Instant::now() + wait).await;
+    let body = serde_json::json!({
+        "text": super::words::text(t.output_tokens),
+        "usage": {
+            "prompt_tokens": t.prompt_tokens,
+            "completion_tokens": t.output_tokens,
+            "total_tokens": t.prompt_tokens + t.output_tokens,
+            "seconds": t.seconds,
+        },
+        "model": t.model.unwrap_or_else(|| shared.model.clone()),
+        "id": format!("trsc-{n}"),
+    });
+    json_response(StatusCode::OK, Bytes::from(body.to_string()))
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {

@@ -257,6 +257,9 @@ fn readiness_request(cfg: &ProfileConfig) -> Bytes {
             "prompt": "Hello",
             "max_tokens": 1,
         }),
+        EndpointType::AudioTranscription => {
+            return crate::endpoint::audio_transcription::probe_body(&cfg.model);
+        }
     };
     Bytes::from(body.to_string())
 }

@@ -121,9 +121,10 @@ pub(super) fn prepare(
         None
     };
     info!(
-        "Dataset ready: {} unique entries in {:.1} ms",
+        "Dataset ready: {} unique entries in {:.1} ms ({:.1} MB of first-turn bodies)",
         plan.requests.len(),
-        t_dataset.elapsed().as_secs_f64() * 1e3
+        t_dataset.elapsed().as_secs_f64() * 1e3,
+        plan.requests.iter().map(|r| r.body.len()).sum::<usize>() as f64 / 1e6
     );
     Ok(Prepared {
         tokenizer,

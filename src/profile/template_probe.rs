@@ -256,6 +256,7 @@ mod tests {
                 input_tokens,
                 num_images: images,
                 max_output_tokens: None,
+                audio_seconds: None,
             })
             .collect();
         SendPlan::new(requests, bodies.len() as u64, 1)

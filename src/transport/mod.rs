@@ -274,6 +274,15 @@ impl HttpClient {
         i
     }
 
+    /// Sends every request with this `Content-Type` instead of `application/json` (a
+    /// multipart body's, with its boundary).
+    pub fn with_content_type(mut self, value: &str) -> anyhow::Result<Self> {
+        let v = HeaderValue::from_str(value)
+            .map_err(|_| anyhow::anyhow!("invalid Content-Type '{value}'"))?;
+        self.headers.insert(CONTENT_TYPE, v);
+        Ok(self)
+    }
+
     /// Caps each response body at `bytes`: past it the request fails and the rest of the
     /// body is left unread, so one huge response cannot exhaust memory.
     pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
