@@ -146,6 +146,27 @@ impl Watched {
         }
     }
 
+    /// Bookkeeping before any write: the first write after response bytes starts a new
+    /// request on a reused connection, which fails at once if the server has closed it.
+    fn begin_write(&mut self) -> io::Result<()> {
+        if self.read_since_write {
+            self.read_since_write = false;
+            self.reused = true;
+            self.response_started = false;
+            if self.peer_closed() {
+                return Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    ServerClosedIdle,
+                ));
+            }
+            self.stamps.request_started();
+        } else if !self.wrote_any {
+            self.stamps.request_started();
+        }
+        self.wrote_any = true;
+        Ok(())
+    }
+
     /// A reset before the response began, on a reused connection, means the server closed
     /// it with the request unread.
     fn classify(&self, e: io::Error) -> io::Error {
@@ -194,22 +215,9 @@ impl Write for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if self.read_since_write {
-            // The first byte of a request on a connection that already served one.
-            self.read_since_write = false;
-            self.reused = true;
-            self.response_started = false;
-            if self.peer_closed() {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    ServerClosedIdle,
-                )));
-            }
-            self.stamps.request_started();
-        } else if !self.wrote_any {
-            self.stamps.request_started();
+        if let Err(e) = self.begin_write() {
+            return Poll::Ready(Err(e));
         }
-        self.wrote_any = true;
         match Pin::new(&mut self.stream).poll_write(cx, buf) {
             Poll::Ready(Err(e)) => Poll::Ready(Err(self.classify(e))),
             Poll::Ready(Ok(n)) => {
@@ -237,13 +245,9 @@ impl Write for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        if self.read_since_write || !self.wrote_any {
-            // Same check as `poll_write`; hyper may write a request either way.
-            let first = bufs
-                .iter()
-                .find(|b| !b.is_empty())
-                .map_or(&[][..], |b| &b[..]);
-            return self.poll_write(cx, first);
+        // Headers and body go out in one writev: hyper hands both buffers at once.
+        if let Err(e) = self.begin_write() {
+            return Poll::Ready(Err(e));
         }
         match Pin::new(&mut self.stream).poll_write_vectored(cx, bufs) {
             Poll::Ready(Err(e)) => Poll::Ready(Err(self.classify(e))),
