@@ -13,6 +13,11 @@ use crate::config::ProfileConfig;
 use crate::metrics::{Collector, CollectorOptions, GoodputSlo, TemplateOverhead};
 use crate::record::{Phase, RequestRecord};
 use crate::tokenizer::Tokenizer;
+
+/// Records taken per wake of the collector thread.
+const GATHER_LIMIT: usize = 1024;
+/// Pause after each batch so that, under load, records arrive while nobody waits for them.
+const GATHER_PAUSE: std::time::Duration = std::time::Duration::from_millis(1);
 use crate::{export, ui};
 
 /// A running collector: where the phases send records, and the bars it advances.
@@ -68,19 +73,25 @@ impl Collection {
                 // blocks the requests.
                 control.handle.block_on(async {
                     let mut collector = collector;
-                    while let Some(record) = rx.recv().await {
-                        if control.hurrying() {
-                            collector.skip_tokenizer();
+                    let mut batch = Vec::with_capacity(GATHER_LIMIT);
+                    while rx.recv_many(&mut batch, GATHER_LIMIT).await > 0 {
+                        for record in batch.drain(..) {
+                            if control.hurrying() {
+                                collector.skip_tokenizer();
+                            }
+                            if let Err(e) = collector.add(&record) {
+                                write_failed(&control, &e);
+                            }
+                            watch.observe(&record);
+                            trace_record(&record);
+                            match record.phase {
+                                Phase::Warmup => wb.inc(1),
+                                Phase::Profiling => pb.inc(1),
+                            }
                         }
-                        if let Err(e) = collector.add(&record) {
-                            write_failed(&control, &e);
-                        }
-                        watch.observe(&record);
-                        trace_record(&record);
-                        match record.phase {
-                            Phase::Warmup => wb.inc(1),
-                            Phase::Profiling => pb.inc(1),
-                        }
+                        // Let the next records gather instead of being woken by each one: a
+                        // waiting receiver costs the sending worker a futex wake per record.
+                        std::thread::sleep(GATHER_PAUSE);
                     }
                     if let Err(e) = collector.close_sink() {
                         write_failed(&control, &e);
