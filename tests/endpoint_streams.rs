@@ -363,3 +363,37 @@ fn multi_turn_sends_the_history_back() {
         );
     }
 }
+
+#[test]
+fn what_an_api_cannot_carry_is_refused_before_sending() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Nothing listens there: a refusal must come before any request.
+    let url = "http://127.0.0.1:9";
+    for (endpoint, args, words) in [
+        (
+            "messages",
+            &["--audio-length-mean", "1"][..],
+            "--audio-length-mean: audio needs --endpoint-type chat, responses or audio_transcription, not messages",
+        ),
+        (
+            "responses",
+            &["--video-width", "64", "--video-height", "64"][..],
+            "video needs --endpoint-type chat, not responses",
+        ),
+        (
+            "responses",
+            &["--use-legacy-max-tokens"][..],
+            "--use-legacy-max-tokens: --endpoint-type responses has its own output limit field",
+        ),
+        (
+            "messages",
+            &["--use-legacy-max-tokens"][..],
+            "--use-legacy-max-tokens: --endpoint-type messages has its own output limit field",
+        ),
+    ] {
+        let out = profile(tmp.path(), url, endpoint, args);
+        let stderr = stderr_text(&out);
+        assert_eq!(out.status.code(), Some(2), "{endpoint} {args:?}: {stderr}");
+        assert!(stderr.contains(words), "{endpoint} {args:?}: {stderr}");
+    }
+}

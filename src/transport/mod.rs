@@ -286,27 +286,31 @@ impl HttpClient {
         Ok(self)
     }
 
-    /// Reads responses in `endpoint`'s shapes. The Messages API also takes its key as
-    /// `x-api-key` (not a bearer token) and wants `anthropic-version` (unless --header gave
-    /// one).
-    pub fn with_endpoint(mut self, endpoint: EndpointType) -> Self {
+    /// Reads responses in `endpoint`'s shapes. The Messages API takes `api_key` as
+    /// `x-api-key` in place of the bearer token, and wants `anthropic-version`; headers given
+    /// with --header stay as they are.
+    pub fn with_endpoint(mut self, endpoint: EndpointType, api_key: Option<&str>) -> Self {
         self.endpoint = endpoint;
-        if endpoint == EndpointType::Messages {
-            if let Some(bearer) = self.headers.remove(AUTHORIZATION) {
-                let key = bearer
-                    .as_bytes()
-                    .strip_prefix(b"Bearer ")
-                    .unwrap_or_default();
-                let mut v = HeaderValue::from_bytes(key).expect("taken from a valid header");
+        if endpoint != EndpointType::Messages {
+            return self;
+        }
+        if let Some(key) = api_key {
+            let bearer = format!("Bearer {key}");
+            if self.headers.get(AUTHORIZATION).map(HeaderValue::as_bytes) == Some(bearer.as_bytes())
+            {
+                self.headers.remove(AUTHORIZATION);
+            }
+            if !self.headers.contains_key("x-api-key") {
+                let mut v = HeaderValue::from_str(key).expect("checked as a bearer token");
                 v.set_sensitive(true);
                 self.headers.insert("x-api-key", v);
             }
-            if !self.headers.contains_key("anthropic-version") {
-                self.headers.insert(
-                    "anthropic-version",
-                    HeaderValue::from_static(crate::endpoint::messages::ANTHROPIC_VERSION),
-                );
-            }
+        }
+        if !self.headers.contains_key("anthropic-version") {
+            self.headers.insert(
+                "anthropic-version",
+                HeaderValue::from_static(crate::endpoint::messages::ANTHROPIC_VERSION),
+            );
         }
         self
     }
@@ -979,6 +983,37 @@ mod tests {
         let e = r.error.unwrap();
         assert_eq!(e.kind, "StreamError");
         assert!(e.message.contains("boom"), "{e:?}");
+    }
+
+    #[test]
+    fn messages_api_key_and_version_headers() {
+        let uri: Uri = "http://127.0.0.1:9/v1/messages".parse().unwrap();
+        let timeout = Duration::from_secs(1);
+        let c = HttpClient::new(uri.clone(), Some("k1"), &[], timeout)
+            .unwrap()
+            .with_endpoint(EndpointType::Messages, Some("k1"));
+        assert_eq!(c.headers.get("x-api-key").unwrap(), "k1");
+        assert_eq!(c.headers.get("anthropic-version").unwrap(), "2023-06-01");
+        assert!(c.headers.get(AUTHORIZATION).is_none());
+        // Headers given with --header stay.
+        let given = [
+            (AUTHORIZATION, HeaderValue::from_static("Bearer gateway")),
+            (
+                http::HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static("2024-01-01"),
+            ),
+        ];
+        let c = HttpClient::new(uri.clone(), Some("k1"), &given, timeout)
+            .unwrap()
+            .with_endpoint(EndpointType::Messages, Some("k1"));
+        assert_eq!(c.headers.get(AUTHORIZATION).unwrap(), "Bearer gateway");
+        assert_eq!(c.headers.get("x-api-key").unwrap(), "k1");
+        assert_eq!(c.headers.get("anthropic-version").unwrap(), "2024-01-01");
+        let c = HttpClient::new(uri, Some("k1"), &[], timeout)
+            .unwrap()
+            .with_endpoint(EndpointType::Responses, Some("k1"));
+        assert_eq!(c.headers.get(AUTHORIZATION).unwrap(), "Bearer k1");
+        assert!(c.headers.get("x-api-key").is_none());
     }
 
     #[test]
