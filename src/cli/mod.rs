@@ -168,6 +168,11 @@ pub enum EndpointType {
     /// OpenAI speech to text (`/v1/audio/transcriptions`): one audio clip per request, sent
     /// as multipart/form-data.
     AudioTranscription,
+    /// OpenAI Responses API (`/v1/responses`); text, images and audio, streamed as named
+    /// events.
+    Responses,
+    /// Anthropic Messages API (`/v1/messages`); text and images, `x-api-key` auth.
+    Messages,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

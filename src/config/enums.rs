@@ -15,6 +15,8 @@ impl From<cli::EndpointType> for EndpointType {
             cli::EndpointType::Chat => EndpointType::Chat,
             cli::EndpointType::Completions => EndpointType::Completions,
             cli::EndpointType::AudioTranscription => EndpointType::AudioTranscription,
+            cli::EndpointType::Responses => EndpointType::Responses,
+            cli::EndpointType::Messages => EndpointType::Messages,
         }
     }
 }

@@ -55,11 +55,11 @@ pub(super) fn media_options(
     if audio.is_some()
         && !matches!(
             endpoint,
-            EndpointType::Chat | EndpointType::AudioTranscription
+            EndpointType::Chat | EndpointType::AudioTranscription | EndpointType::Responses
         )
     {
         return Err(bad(format!(
-            "--audio-length-mean: audio needs --endpoint-type chat or audio_transcription, not {}",
+            "--audio-length-mean: audio needs --endpoint-type chat, responses or audio_transcription, not {}",
             endpoint.as_str()
         )));
     }

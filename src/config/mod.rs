@@ -235,9 +235,20 @@ impl ProfileConfig {
                 a.image_width_mean, a.image_height_mean
             )));
         }
-        if images_on && endpoint_type != EndpointType::Chat {
+        if images_on && !endpoint_type.is_conversational() {
             return Err(bad(format!(
-                "--image-width-mean/--image-height-mean: images need --endpoint-type chat, not {}",
+                "--image-width-mean/--image-height-mean: images need --endpoint-type chat, responses or messages, not {}",
+                endpoint_type.as_str()
+            )));
+        }
+        if a.use_legacy_max_tokens
+            && matches!(
+                endpoint_type,
+                EndpointType::Responses | EndpointType::Messages
+            )
+        {
+            return Err(bad(format!(
+                "--use-legacy-max-tokens: --endpoint-type {} has its own output limit field (max_output_tokens for responses, max_tokens for messages); drop the flag",
                 endpoint_type.as_str()
             )));
         }

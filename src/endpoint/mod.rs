@@ -6,7 +6,9 @@
 pub mod audio_transcription;
 pub mod chat;
 pub mod completions;
+pub mod messages;
 mod models;
+pub mod responses;
 mod splice;
 
 pub use models::{ModelPicker, ModelSelection};
@@ -29,6 +31,10 @@ pub enum EndpointType {
     Completions,
     /// Speech to text (`/v1/audio/transcriptions`): one audio file per multipart request.
     AudioTranscription,
+    /// OpenAI Responses API (`/v1/responses`): text, images and audio.
+    Responses,
+    /// Anthropic Messages API (`/v1/messages`): text and images.
+    Messages,
 }
 
 impl EndpointType {
@@ -37,6 +43,8 @@ impl EndpointType {
             EndpointType::Chat => "chat",
             EndpointType::Completions => "completions",
             EndpointType::AudioTranscription => "audio_transcription",
+            EndpointType::Responses => "responses",
+            EndpointType::Messages => "messages",
         }
     }
 
@@ -53,7 +61,31 @@ impl EndpointType {
             EndpointType::Chat => "/v1/chat/completions",
             EndpointType::Completions => "/v1/completions",
             EndpointType::AudioTranscription => "/v1/audio/transcriptions",
+            EndpointType::Responses => "/v1/responses",
+            EndpointType::Messages => "/v1/messages",
         }
+    }
+
+    /// Conversation-shaped APIs: several turns (history sent back) and images.
+    pub fn is_conversational(self) -> bool {
+        matches!(
+            self,
+            EndpointType::Chat | EndpointType::Responses | EndpointType::Messages
+        )
+    }
+}
+
+/// Reads one response payload (an SSE event's data and name, or a whole body) in the
+/// endpoint's own shape.
+pub fn parse_payload<'a>(
+    endpoint: EndpointType,
+    event: Option<&str>,
+    data: &'a [u8],
+) -> Result<ParsedEvent<'a>, serde_json::Error> {
+    match endpoint {
+        EndpointType::Responses => responses::parse_event(event, data),
+        EndpointType::Messages => messages::parse_event(event, data),
+        _ => parse_event(data),
     }
 }
 
@@ -112,6 +144,8 @@ fn prepare_one(
         EndpointType::Chat => chat::body(entry, system, opts),
         EndpointType::Completions => completions::body(entry, system, opts),
         EndpointType::AudioTranscription => unreachable!("multipart bodies are built above"),
+        EndpointType::Responses => responses::body(entry, system, opts),
+        EndpointType::Messages => messages::body(entry, system, opts),
     };
     set_model(&mut body, model);
     merge_extras(&mut body, opts, extra);
@@ -302,9 +336,9 @@ pub struct PreparedConversation {
 /// Data the endpoint cannot carry: nothing is sent.
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointMismatch {
-    #[error("multi-turn conversations need --endpoint-type chat, not {}", .0.as_str())]
+    #[error("multi-turn conversations need --endpoint-type chat, responses or messages, not {}", .0.as_str())]
     MultiTurn(EndpointType),
-    #[error("the input has images, which need --endpoint-type chat, not {}", .0.as_str())]
+    #[error("the input has images, which need --endpoint-type chat, responses or messages, not {}", .0.as_str())]
     Images(EndpointType),
     #[error("the input has chat messages, which need --endpoint-type chat, not {}", .0.as_str())]
     Messages(EndpointType),
@@ -318,7 +352,7 @@ pub enum EndpointMismatch {
 fn audio_mismatch(endpoint: EndpointType) -> String {
     match endpoint {
         EndpointType::AudioTranscription => "--endpoint-type audio_transcription needs an audio clip in every request: give --audio-length-mean > 0, or \"audio\" in each line of the input file".into(),
-        other => format!("the input has audio, which needs --endpoint-type chat or audio_transcription, not {}", other.as_str()),
+        other => format!("the input has audio, which needs --endpoint-type chat, responses or audio_transcription, not {}", other.as_str()),
     }
 }
 
@@ -344,10 +378,10 @@ pub fn prepare_dataset_with_models(
     let mut out = Vec::with_capacity(dataset.conversations.len());
     for conv in dataset.conversations {
         if endpoint != EndpointType::Chat {
-            if conv.turns.len() > 1 {
+            if conv.turns.len() > 1 && !endpoint.is_conversational() {
                 return Err(EndpointMismatch::MultiTurn(endpoint));
             }
-            if conv.turns.iter().any(|t| !t.images.is_empty()) {
+            if conv.turns.iter().any(|t| !t.images.is_empty()) && !endpoint.is_conversational() {
                 return Err(EndpointMismatch::Images(endpoint));
             }
             if conv
@@ -361,25 +395,24 @@ pub fn prepare_dataset_with_models(
                 return Err(EndpointMismatch::Videos(endpoint));
             }
             let audio = endpoint == EndpointType::AudioTranscription;
-            if conv.turns.iter().any(|t| t.audios.is_empty() == audio) {
+            // The Responses API takes audio parts but needs none.
+            if endpoint != EndpointType::Responses
+                && conv.turns.iter().any(|t| t.audios.is_empty() == audio)
+            {
                 return Err(EndpointMismatch::Audio(endpoint));
             }
         }
         let session_id = conv.session_id;
         let system = conv.system.as_deref();
         let timestamp_ms = conv.turns.first().and_then(|t| t.timestamp_ms);
-        let mut head = b"{\"messages\":[".to_vec();
-        if let Some(s) = system {
-            serde_json::to_writer(&mut head, &chat::system_message(s)).expect("serializes");
-            head.push(b',');
-        }
+        let head = script_head(endpoint, system);
         let multi_turn = conv.turns.len() > 1;
         let mut entries = conv.turns.into_iter();
         let first_entry = entries.next().expect("conversations have a turn");
         let (first, script) = if multi_turn {
             let turns = std::iter::once(first_entry)
                 .chain(entries)
-                .map(|entry| prepare_turn(entry, opts, models.next_model()))
+                .map(|entry| prepare_turn(endpoint, entry, system, opts, models.next_model()))
                 .collect();
             let mut script = TurnScript {
                 head: Bytes::from(head),
@@ -420,8 +453,29 @@ pub fn prepare_dataset_with_models(
     Ok(out)
 }
 
+/// The start of every body of a conversation, up to its first message: `{"messages":[`
+/// plus chat's system message, or the Responses API's `{"input":[` (its system text, like
+/// Anthropic's, is a field of the tail).
+fn script_head(endpoint: EndpointType, system: Option<&str>) -> Vec<u8> {
+    if endpoint == EndpointType::Responses {
+        return b"{\"input\":[".to_vec();
+    }
+    let mut head = b"{\"messages\":[".to_vec();
+    if let Some(s) = system.filter(|_| endpoint == EndpointType::Chat) {
+        serde_json::to_writer(&mut head, &chat::system_message(s)).expect("serializes");
+        head.push(b',');
+    }
+    head
+}
+
 /// One turn's message and body tail, for splicing at send time.
-fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> PreparedTurn {
+fn prepare_turn(
+    endpoint: EndpointType,
+    mut entry: Entry,
+    system: Option<&str>,
+    opts: &BodyOptions,
+    model: Option<&str>,
+) -> PreparedTurn {
     if let Some(OwnRequest::Payload(payload)) = entry
         .own
         .take_if(|own| matches!(own, OwnRequest::Payload(_)))
@@ -439,7 +493,11 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
             whole_body: true,
         };
     }
-    let mut fields = chat::body_fields(&entry, opts);
+    let mut fields = match endpoint {
+        EndpointType::Responses => responses::body_fields(&entry, system, opts),
+        EndpointType::Messages => messages::body_fields(&entry, system, opts),
+        _ => chat::body_fields(&entry, opts),
+    };
     set_model(&mut fields, model);
     merge_extras(&mut fields, opts, std::mem::take(&mut entry.extra));
     let tail = serde_json::to_vec(&fields).expect("serializes");
@@ -459,11 +517,18 @@ fn prepare_turn(mut entry: Entry, opts: &BodyOptions, model: Option<&str>) -> Pr
         .collect::<Vec<_>>()
         .join(" ");
     // Assembled around the image data, as a whole body is (see `splice`).
-    let images = splice::take_urls(&mut entry.images, &mut entry.videos);
+    let images = match endpoint {
+        EndpointType::Chat => splice::take_urls(&mut entry.images, &mut entry.videos),
+        _ => None,
+    };
     let standalone = matches!(&entry.own, Some(OwnRequest::Messages(m)) if !m.delta);
     let message = if entry.own.is_some() {
         // The row's own messages, sent as written.
         chat::turn_messages(&mut entry)
+    } else if endpoint == EndpointType::Responses {
+        serde_json::to_vec(&responses::message(&mut entry)).expect("serializes")
+    } else if endpoint == EndpointType::Messages {
+        serde_json::to_vec(&messages::message(&mut entry)).expect("serializes")
     } else {
         let mut message = chat::message(&mut entry);
         let skeleton = serde_json::to_vec(&message).expect("serializes");
@@ -519,6 +584,8 @@ pub struct ParsedEvent<'a> {
     /// Why some of the payload was skipped: a field of an unexpected type (e.g. `content: 5`
     /// or `choices: null`); what had the expected shape was still taken.
     pub unexpected: Option<String>,
+    /// The stream's closing event (`response.completed`, `message_stop`): like `[DONE]`.
+    pub end: bool,
 }
 
 impl ParsedEvent<'_> {

@@ -28,7 +28,8 @@ pub enum Fault {
     RateLimit,
     /// The connection is closed mid-response (no end of the chunked body).
     Reset,
-    /// The stream ends cleanly but without `data: [DONE]` (non-streamed: half a JSON body).
+    /// The stream ends cleanly but without its closing event (`data: [DONE]`, or the other
+    /// APIs' `message_stop` / `response.completed`; non-streamed: half a JSON body).
     Truncate,
     /// One extra chunk of invalid JSON (non-streamed: the body is not JSON).
     Malformed,
@@ -154,6 +155,17 @@ pub const ERROR_EVENT_JSON: &str = r#"{"error":{"message":"mock server: injected
 /// The invalid JSON chunk sent by `--malformed-rate`.
 pub const MALFORMED_CHUNK: &[u8] = b"data: {\"id\":\"broken\",\"choices\":[{\"delta\":\n\n";
 
+/// The frame without the stream's closing event, when it ends with one: `[DONE]`, the
+/// Messages API's `message_stop` or the Responses API's `response.completed`.
+fn without_final_event(data: &[u8]) -> Option<&[u8]> {
+    data.strip_suffix(DONE_EVENT)
+        .or_else(|| data.strip_suffix(super::messages::STOP_EVENT))
+        .or_else(|| {
+            let at = memchr::memmem::rfind(data, super::responses::COMPLETED_EVENT)?;
+            (at == 0 || data[..at].ends_with(b"\n\n")).then(|| &data[..at])
+        })
+}
+
 /// Wraps a response body and applies a body-level fault at data frame `strike` (0-based).
 pub struct FaultyBody {
     inner: ScheduledBody,
@@ -258,7 +270,7 @@ impl Body for FaultyBody {
         };
         this.frames += 1;
         let out = match (this.fault, this.streamed) {
-            (Fault::Truncate, true) => match data.strip_suffix(DONE_EVENT) {
+            (Fault::Truncate, true) => match without_final_event(&data) {
                 Some(rest) => {
                     this.ending = true;
                     data.slice(..rest.len())

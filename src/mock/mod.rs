@@ -1,7 +1,8 @@
 //! The built-in OpenAI-compatible mock server (`aiperf mock-server`).
 //!
 //! It answers `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models` and
-//! `GET /health` with vLLM's response shapes. Output is deterministic (see [`words`]), prompt
+//! `GET /health` with vLLM's response shapes, and `POST /v1/responses` and
+//! `POST /v1/messages` in the OpenAI Responses and Anthropic Messages shapes. Output is deterministic (see [`words`]), prompt
 //! usage counts images the way Qwen2-VL does plus a chat-template cost per message (see
 //! [`request`]), and tokens are released on an
 //! absolute TTFT/ITL schedule (see [`body`]). `--record-requests` writes the server's own
@@ -13,10 +14,12 @@ pub mod audio;
 pub mod body;
 pub mod fault;
 pub mod image;
+pub mod messages;
 pub mod metrics;
 pub mod recorder;
 pub mod request;
 pub mod response;
+pub mod responses;
 mod server;
 pub mod video;
 pub mod words;

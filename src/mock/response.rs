@@ -13,6 +13,10 @@ use super::words;
 pub enum Api {
     Chat,
     Completions,
+    /// OpenAI Responses API (see `mock::responses`).
+    Responses,
+    /// Anthropic Messages API (see `mock::messages`).
+    Messages,
 }
 
 impl Api {
@@ -20,6 +24,8 @@ impl Api {
         match self {
             Api::Chat => "chat",
             Api::Completions => "completions",
+            Api::Responses => "responses",
+            Api::Messages => "messages",
         }
     }
 }
@@ -43,6 +49,8 @@ impl ResponseHeader {
             (Api::Chat, true) => "chat.completion.chunk",
             (Api::Chat, false) => "chat.completion",
             (Api::Completions, _) => "text_completion",
+            (Api::Responses, _) => "response",
+            (Api::Messages, _) => "message",
         }
     }
 
@@ -88,26 +96,32 @@ pub struct ChunkWriter {
     last_token_suffix: Bytes,
     chunk_start: Bytes,
     api: Api,
+    /// The opening events of the Responses and Messages APIs, sent before the first token.
+    lead: Option<Bytes>,
+    /// Responses API: token `i`'s event carries `"sequence_number": sequence_from + i`.
+    sequence_from: Option<u64>,
 }
 
 impl ChunkWriter {
     pub fn new(header: &ResponseHeader, finish: FinishReason) -> Self {
+        debug_assert!(
+            matches!(header.api, Api::Chat | Api::Completions),
+            "the other APIs' writers are in their own modules"
+        );
         let chunk_start = Bytes::from(header.chunk_start());
         let mut prefix = chunk_start.to_vec();
-        prefix.extend_from_slice(match header.api {
-            Api::Chat => b"{\"index\":0,\"delta\":{\"content\":\"",
-            Api::Completions => b"{\"index\":0,\"text\":\"",
+        let chat = header.api == Api::Chat;
+        prefix.extend_from_slice(if chat {
+            b"{\"index\":0,\"delta\":{\"content\":\""
+        } else {
+            b"{\"index\":0,\"text\":\""
         });
-        let token_suffix: &'static [u8] = match header.api {
-            Api::Chat => b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n",
-            Api::Completions => {
-                b"\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n"
-            }
+        let token_suffix: &'static [u8] = if chat {
+            b"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+        } else {
+            b"\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}]}\n\n"
         };
-        let close = match header.api {
-            Api::Chat => "\"}",
-            Api::Completions => "\"",
-        };
+        let close = if chat { "\"}" } else { "\"" };
         let last_token_suffix = format!(
             "{close},\"logprobs\":null,\"finish_reason\":\"{}\",\"stop_reason\":null}}]}}\n\n",
             finish.as_str()
@@ -118,11 +132,37 @@ impl ChunkWriter {
             last_token_suffix: Bytes::from(last_token_suffix),
             chunk_start,
             api: header.api,
+            lead: None,
+            sequence_from: None,
         }
     }
 
-    /// The assistant-role chunk that opens a chat stream (`None` for completions).
+    /// A writer whose token events are `token_prefix`, the word, then `token_suffix` (or,
+    /// with `sequence_from`, `","sequence_number":N}` and a blank line), after `lead`.
+    pub(super) fn events(
+        api: Api,
+        lead: Bytes,
+        token_prefix: Bytes,
+        token_suffix: &'static [u8],
+        sequence_from: Option<u64>,
+    ) -> Self {
+        ChunkWriter {
+            token_prefix,
+            token_suffix,
+            last_token_suffix: Bytes::from_static(token_suffix),
+            chunk_start: Bytes::new(),
+            api,
+            lead: Some(lead),
+            sequence_from,
+        }
+    }
+
+    /// The assistant-role chunk that opens a chat stream, or the opening events of the
+    /// Responses and Messages APIs (`None` for completions).
     pub fn role_chunk(&self) -> Option<Bytes> {
+        if self.lead.is_some() {
+            return self.lead.clone();
+        }
         (self.api == Api::Chat).then(|| {
             let mut b = self.chunk_start.to_vec();
             b.extend_from_slice(
@@ -143,7 +183,12 @@ impl ChunkWriter {
         let mut b = BytesMut::with_capacity(self.token_prefix.len() + word.len() + suffix.len());
         b.put_slice(&self.token_prefix);
         b.put_slice(word);
-        b.put_slice(suffix);
+        match self.sequence_from {
+            Some(from) => {
+                b.put_slice(format!("\",\"sequence_number\":{}}}\n\n", from + i).as_bytes())
+            }
+            None => b.put_slice(suffix),
+        }
         b.freeze()
     }
 
@@ -170,6 +215,8 @@ pub fn full_body(
 ) -> Bytes {
     let text = words::text(tokens);
     let choice = match header.api {
+        Api::Responses => return super::responses::full_body(header, tokens, usage),
+        Api::Messages => return super::messages::full_body(header, tokens, finish, usage),
         Api::Chat => json!({
             "index": 0,
             "message": {"role": "assistant", "content": text},

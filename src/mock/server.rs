@@ -131,6 +131,8 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/completions", post(completions))
         .route("/v1/audio/transcriptions", post(audio_transcriptions))
+        .route("/v1/responses", post(responses))
+        .route("/v1/messages", post(messages))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -145,6 +147,14 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, req: Request) -> Re
 
 async fn completions(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     handle(shared, req, Api::Completions).await
+}
+
+async fn responses(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    handle(shared, req, Api::Responses).await
+}
+
+async fn messages(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    handle(shared, req, Api::Messages).await
 }
 
 /// `/v1/audio/transcriptions`: answers after the first-token delay plus one inter-token
@@ -252,6 +262,10 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
         Ok(bytes) => match api {
             Api::Chat => parse_chat(bytes, &shared),
             Api::Completions => parse_completion(bytes, &shared),
+            Api::Responses => super::responses::parse_request(bytes, shared.chat_costs)
+                .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared)),
+            Api::Messages => super::messages::parse_request(bytes, shared.chat_costs)
+                .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared)),
         },
         Err(e) => Err(format!("reading the request body failed: {e}")),
     };
@@ -344,8 +358,9 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
     let tokens = accepted.output.tokens;
     // Streamed faults strike once half the tokens (after the role chunk) have gone out.
     let strike = match api {
-        Api::Chat => 1 + tokens / 2,
         Api::Completions => tokens / 2,
+        // The role chunk or the opening events come first.
+        _ => 1 + tokens / 2,
     };
     let served = Served {
         received,
@@ -355,8 +370,23 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
         first_token_seen: false,
     };
     let (body, content_type) = if accepted.stream {
-        let writer = ChunkWriter::new(&header, accepted.output.finish_reason);
-        let tail = writer.tail(accepted.include_usage.then_some(usage));
+        let finish = accepted.output.finish_reason;
+        let (writer, tail) = match api {
+            // These APIs always report usage.
+            Api::Responses => (
+                super::responses::writer(&header),
+                super::responses::tail(&header, tokens, usage),
+            ),
+            Api::Messages => (
+                super::messages::writer(&header, usage),
+                super::messages::tail(usage, finish),
+            ),
+            Api::Chat | Api::Completions => {
+                let writer = ChunkWriter::new(&header, finish);
+                let tail = writer.tail(accepted.include_usage.then_some(usage));
+                (writer, tail)
+            }
+        };
         let body = ScheduledBody::stream(writer, tokens, tail, schedule, trace);
         (body, "text/event-stream; charset=utf-8")
     } else {
@@ -474,6 +504,8 @@ fn response_id(api: Api, seed: u64, n: u64) -> String {
     let prefix = match api {
         Api::Chat => "chatcmpl-",
         Api::Completions => "cmpl-",
+        Api::Responses => "resp_",
+        Api::Messages => "msg_",
     };
     let a = splitmix64(seed ^ n);
     let b = splitmix64(a ^ n.rotate_left(32));

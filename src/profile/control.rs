@@ -260,6 +260,8 @@ fn readiness_request(cfg: &ProfileConfig) -> Bytes {
         EndpointType::AudioTranscription => {
             return crate::endpoint::audio_transcription::probe_body(&cfg.model);
         }
+        EndpointType::Responses => crate::endpoint::responses::probe_body(&cfg.model),
+        EndpointType::Messages => crate::endpoint::messages::probe_body(&cfg.model),
     };
     Bytes::from(body.to_string())
 }

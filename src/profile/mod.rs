@@ -277,6 +277,7 @@ fn load_context(cfg: &ProfileConfig, plan: SendPlan) -> anyhow::Result<Arc<LoadC
         cfg.request_timeout,
     )?
     .with_content_type(&cfg.endpoint_type.content_type())?
+    .with_endpoint(cfg.endpoint_type, cfg.api_key.as_deref())
     .with_max_response_bytes(cfg.max_response_bytes)
     .with_servers(
         cfg.request_uris.clone(),

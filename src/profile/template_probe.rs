@@ -41,13 +41,19 @@ pub enum ProbeError {
 pub fn probe_body(body: &[u8]) -> Result<Vec<u8>, ProbeError> {
     let mut body: Map<String, Value> =
         serde_json::from_slice(body).map_err(|e| ProbeError::Body(e.to_string()))?;
+    // The Responses API's list is `input`, its text parts `input_text`.
+    let list = if body.contains_key("messages") {
+        "messages"
+    } else {
+        "input"
+    };
     let messages = body
-        .get_mut("messages")
+        .get_mut(list)
         .and_then(Value::as_array_mut)
         .ok_or_else(|| ProbeError::Body("no 'messages' list".into()))?;
     for message in messages {
         if let Some(parts) = message.get_mut("content").and_then(Value::as_array_mut) {
-            parts.retain(|p| p["type"] == "text");
+            parts.retain(|p| p["type"] == "text" || p["type"] == "input_text");
             if parts.is_empty() {
                 message["content"] = Value::String(String::new());
             }
@@ -59,6 +65,8 @@ pub fn probe_body(body: &[u8]) -> Result<Vec<u8>, ProbeError> {
     body.remove("min_tokens");
     let key = if body.contains_key("max_tokens") {
         "max_tokens"
+    } else if list == "input" {
+        "max_output_tokens"
     } else {
         "max_completion_tokens"
     };

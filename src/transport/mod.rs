@@ -23,7 +23,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tracing::warn;
 
 use crate::clock::Clock;
-use crate::endpoint::parse_event;
+use crate::endpoint::{EndpointType, parse_payload};
 use crate::record::{ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord};
 use conn::WatchedConnector;
 use request_body::{RequestBody, TakenAt};
@@ -133,6 +133,8 @@ pub struct HttpClient {
     /// The cancel generation: `cancel_in_flight` bumps it (ending the exchanges started
     /// before), `cancel_all` sets it to `CANCEL_ALL` for good. Every exchange watches it.
     cancel: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
+    /// Whose response shapes are read (see `endpoint::parse_payload`).
+    endpoint: EndpointType,
 }
 
 impl HttpClient {
@@ -202,6 +204,7 @@ impl HttpClient {
             timeout,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             cancel: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
+            endpoint: EndpointType::Chat,
         })
     }
 
@@ -281,6 +284,35 @@ impl HttpClient {
             .map_err(|_| anyhow::anyhow!("invalid Content-Type '{value}'"))?;
         self.headers.insert(CONTENT_TYPE, v);
         Ok(self)
+    }
+
+    /// Reads responses in `endpoint`'s shapes. The Messages API takes `api_key` as
+    /// `x-api-key` in place of the bearer token, and wants `anthropic-version`; headers given
+    /// with --header stay as they are.
+    pub fn with_endpoint(mut self, endpoint: EndpointType, api_key: Option<&str>) -> Self {
+        self.endpoint = endpoint;
+        if endpoint != EndpointType::Messages {
+            return self;
+        }
+        if let Some(key) = api_key {
+            let bearer = format!("Bearer {key}");
+            if self.headers.get(AUTHORIZATION).map(HeaderValue::as_bytes) == Some(bearer.as_bytes())
+            {
+                self.headers.remove(AUTHORIZATION);
+            }
+            if !self.headers.contains_key("x-api-key") {
+                let mut v = HeaderValue::from_str(key).expect("checked as a bearer token");
+                v.set_sensitive(true);
+                self.headers.insert("x-api-key", v);
+            }
+        }
+        if !self.headers.contains_key("anthropic-version") {
+            self.headers.insert(
+                "anthropic-version",
+                HeaderValue::from_static(crate::endpoint::messages::ANTHROPIC_VERSION),
+            );
+        }
+        self
     }
 
     /// Caps each response body at `bytes`: past it the request fails and the rest of the
@@ -562,7 +594,10 @@ impl HttpClient {
         if is_sse {
             record.streamed = true;
             let mut framer = SseFramer::new();
-            let mut state = StreamState::default();
+            let mut state = StreamState {
+                endpoint: self.endpoint,
+                ..StreamState::default()
+            };
             let mut received = 0u64;
             loop {
                 match body.frame().await {
@@ -602,7 +637,15 @@ impl HttpClient {
                 record.error = Some(ErrorDetails {
                     code: None,
                     kind: "IncompleteStreamError".into(),
-                    message: "The stream ended without a [DONE] event".into(),
+                    message: match self.endpoint {
+                        EndpointType::Responses => {
+                            "The stream ended without a response.completed event".into()
+                        }
+                        EndpointType::Messages => {
+                            "The stream ended without a message_stop event".into()
+                        }
+                        _ => "The stream ended without a [DONE] event".into(),
+                    },
                 });
             }
             if record.error.is_none() && record.responses.is_empty() {
@@ -613,7 +656,13 @@ impl HttpClient {
             }
         } else {
             match collect_body(&mut body, self.max_response_bytes).await {
-                Ok(bytes) => parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record),
+                Ok(bytes) => parse_whole_body(
+                    self.endpoint,
+                    status.as_u16(),
+                    &bytes,
+                    clock.now_ns(),
+                    record,
+                ),
                 Err(e) => record.error = Some(e.details()),
             }
         }
@@ -631,9 +680,15 @@ struct Wire {
 }
 
 /// A whole (non-streamed) 2xx body: its content, usage, or the error it carries.
-fn parse_whole_body(status: u16, bytes: &[u8], arrival: u64, record: &mut RequestRecord) {
+fn parse_whole_body(
+    endpoint: EndpointType,
+    status: u16,
+    bytes: &[u8],
+    arrival: u64,
+    record: &mut RequestRecord,
+) {
     record.last_event_perf_ns = Some(arrival);
-    match parse_event(bytes) {
+    match parse_payload(endpoint, None, bytes) {
         Ok(mut ev) => {
             if let Some(err) = ev.error.take() {
                 record.error = Some(ErrorDetails {
@@ -684,8 +739,8 @@ fn no_content_error(unexpected: Option<&str>) -> ErrorDetails {
 }
 
 /// Per-stream parsing state.
-#[derive(Default)]
 struct StreamState {
+    endpoint: EndpointType,
     done: bool,
     /// Why the first event of an unexpected shape was (partly) skipped.
     unexpected: Option<String>,
@@ -701,7 +756,8 @@ impl StreamState {
             self.done = true;
             return;
         }
-        if ev.event == Some("error") {
+        // Chat's error events are read as they come; the other APIs' carry JSON.
+        if ev.event == Some("error") && !self.named_events() {
             record.error.get_or_insert_with(|| ErrorDetails {
                 code: None,
                 kind: "StreamError".into(),
@@ -709,8 +765,9 @@ impl StreamState {
             });
             return;
         }
-        match parse_event(ev.data) {
+        match parse_payload(self.endpoint, ev.event, ev.data) {
             Ok(mut parsed) => {
+                self.done = parsed.end;
                 if self.unexpected.is_none() {
                     self.unexpected = parsed.unexpected.take();
                 }
@@ -721,9 +778,15 @@ impl StreamState {
                         message: msg,
                     });
                 }
-                if parsed.usage.is_some() {
-                    // The last usage object of the stream wins.
-                    record.usage = parsed.usage;
+                if let Some(usage) = parsed.usage {
+                    record.usage = Some(match self.endpoint {
+                        // Usage in parts: input at the start, output at the end.
+                        EndpointType::Messages => {
+                            crate::endpoint::messages::merge_usage(record.usage, usage)
+                        }
+                        // The last usage object of the stream wins.
+                        _ => usage,
+                    });
                 }
                 if parsed.has_content() {
                     record.responses.push(ContentResponse {
@@ -741,6 +804,26 @@ impl StreamState {
                 });
             }
         }
+    }
+}
+
+impl Default for StreamState {
+    fn default() -> Self {
+        StreamState {
+            endpoint: EndpointType::Chat,
+            done: false,
+            unexpected: None,
+        }
+    }
+}
+
+impl StreamState {
+    /// APIs whose streams name every event and end with their own closing event.
+    fn named_events(&self) -> bool {
+        matches!(
+            self.endpoint,
+            EndpointType::Responses | EndpointType::Messages
+        )
     }
 }
 
@@ -903,12 +986,49 @@ mod tests {
     }
 
     #[test]
+    fn messages_api_key_and_version_headers() {
+        let uri: Uri = "http://127.0.0.1:9/v1/messages".parse().unwrap();
+        let timeout = Duration::from_secs(1);
+        let c = HttpClient::new(uri.clone(), Some("k1"), &[], timeout)
+            .unwrap()
+            .with_endpoint(EndpointType::Messages, Some("k1"));
+        assert_eq!(c.headers.get("x-api-key").unwrap(), "k1");
+        assert_eq!(c.headers.get("anthropic-version").unwrap(), "2023-06-01");
+        assert!(c.headers.get(AUTHORIZATION).is_none());
+        // Headers given with --header stay.
+        let given = [
+            (AUTHORIZATION, HeaderValue::from_static("Bearer gateway")),
+            (
+                http::HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static("2024-01-01"),
+            ),
+        ];
+        let c = HttpClient::new(uri.clone(), Some("k1"), &given, timeout)
+            .unwrap()
+            .with_endpoint(EndpointType::Messages, Some("k1"));
+        assert_eq!(c.headers.get(AUTHORIZATION).unwrap(), "Bearer gateway");
+        assert_eq!(c.headers.get("x-api-key").unwrap(), "k1");
+        assert_eq!(c.headers.get("anthropic-version").unwrap(), "2024-01-01");
+        let c = HttpClient::new(uri, Some("k1"), &[], timeout)
+            .unwrap()
+            .with_endpoint(EndpointType::Responses, Some("k1"));
+        assert_eq!(c.headers.get(AUTHORIZATION).unwrap(), "Bearer k1");
+        assert!(c.headers.get("x-api-key").is_none());
+    }
+
+    #[test]
     fn whole_body_errors() {
         let mut r = empty_record();
-        parse_whole_body(200, b"{\"choices\": [", 5, &mut r);
+        parse_whole_body(EndpointType::Chat, 200, b"{\"choices\": [", 5, &mut r);
         assert_eq!(r.error.as_ref().unwrap().kind, "InvalidResponseError");
         let mut r = empty_record();
-        parse_whole_body(200, br#"{"error":{"message":"nope"}}"#, 5, &mut r);
+        parse_whole_body(
+            EndpointType::Chat,
+            200,
+            br#"{"error":{"message":"nope"}}"#,
+            5,
+            &mut r,
+        );
         let e = r.error.unwrap();
         assert_eq!(
             (e.code, e.kind.as_str(), e.message.as_str()),
@@ -959,7 +1079,7 @@ mod tests {
         #[test]
         fn arbitrary_whole_bodies_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..1024)) {
             let mut r = empty_record();
-            parse_whole_body(200, &bytes, 1, &mut r);
+            parse_whole_body(EndpointType::Chat, 200, &bytes, 1, &mut r);
             if serde_json::from_slice::<serde_json::Value>(&bytes).is_err() {
                 prop_assert!(r.error.is_some());
             }
@@ -970,7 +1090,7 @@ mod tests {
         fn arbitrary_json_never_panics(v in arb_json()) {
             let bytes = serde_json::to_vec(&v).unwrap();
             let mut r = empty_record();
-            parse_whole_body(200, &bytes, 1, &mut r);
+            parse_whole_body(EndpointType::Chat, 200, &bytes, 1, &mut r);
             let line = [b"data: ".as_slice(), &bytes, b"\n\n"].concat();
             let _ = parse_stream(&[&line]);
         }
