@@ -71,6 +71,7 @@ fn record(i: u64, chunks: u64) -> RequestRecord {
                 perf_ns: t,
                 text: " the".into(),
                 reasoning: String::new(),
+                images: 0,
             });
         }
         r.last_event_perf_ns = Some(t + 50_000);

@@ -15,6 +15,14 @@ impl From<cli::EndpointType> for EndpointType {
             cli::EndpointType::Chat => EndpointType::Chat,
             cli::EndpointType::Completions => EndpointType::Completions,
             cli::EndpointType::AudioTranscription => EndpointType::AudioTranscription,
+            // Non-chat endpoint types.
+            cli::EndpointType::Embeddings => EndpointType::Embeddings,
+            cli::EndpointType::NimRankings => EndpointType::NimRankings,
+            cli::EndpointType::CohereRankings => EndpointType::CohereRankings,
+            cli::EndpointType::HfTeiRankings => EndpointType::HfTeiRankings,
+            cli::EndpointType::Template => EndpointType::Template,
+            cli::EndpointType::Raw => EndpointType::Raw,
+            cli::EndpointType::ImageGeneration => EndpointType::ImageGeneration,
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod custom;
 pub mod image;
 pub mod media;
 pub mod prompt;
+pub mod rankings;
 pub mod source;
 pub mod video;
 

@@ -11,9 +11,12 @@
 pub mod admission;
 pub mod audio;
 pub mod body;
+pub mod embeddings;
 pub mod fault;
 pub mod image;
+pub mod image_generation;
 pub mod metrics;
+pub mod rankings;
 pub mod recorder;
 pub mod request;
 pub mod response;
