@@ -290,6 +290,7 @@ fn main() {
         use_server_token_count: false,
         template_tokens: None,
         skip_tokenizer: false,
+        no_output_tokens: false,
     };
     let records: Vec<(RequestRecord, RecordMetrics)> = (0..n as u64)
         .map(|i| {
