@@ -620,3 +620,65 @@ fn image_generation_body() {
         r#"{"model":"gpt-image-1","n":1,"prompt":"a red apple on a table","response_format":"b64_json","size":"1024x1024"}"#
     );
 }
+
+#[test]
+fn prompt_batch_size_puts_several_inputs_in_one_embeddings_request() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = RawServer::start(|_| {
+        reply(r#"{"data":[{"embedding":[1]},{"embedding":[2]},{"embedding":[3]}]}"#)
+    });
+    let out = profile(
+        tmp.path(),
+        &[
+            "--model",
+            "emb",
+            "--url",
+            &server.url,
+            "--endpoint-type",
+            "embeddings",
+            "-b",
+            "3",
+            "--isl",
+            "8",
+            "--num-dataset-entries",
+            "2",
+            "--request-count",
+            "2",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let records = records(&tmp.path().join("run"));
+    for r in &records {
+        assert_eq!(metric(r, "input_sequence_length"), Some(24.0));
+    }
+    let tok = aiperf::api::Tokenizer::builtin().unwrap();
+    let sent = posts(&server);
+    assert_eq!(sent.len(), 2);
+    for r in &sent {
+        let body: Value = serde_json::from_slice(&r.body).unwrap();
+        let inputs = body["input"].as_array().unwrap();
+        assert_eq!(inputs.len(), 3, "{body}");
+        for t in inputs {
+            assert_eq!(tok.count(t.as_str().unwrap()), 8);
+        }
+    }
+    // Two requests, six different prompts.
+    let b0: Value = serde_json::from_slice(&sent[0].body).unwrap();
+    let b1: Value = serde_json::from_slice(&sent[1].body).unwrap();
+    assert_ne!(b0["input"], b1["input"]);
+    let refused = profile(
+        tmp.path(),
+        &[
+            "--model",
+            "m",
+            "--url",
+            &server.url,
+            "--prompt-batch-size",
+            "2",
+            "--conversation-turn-mean",
+            "2",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr_text(&refused).contains("--prompt-batch-size 2: batches are for single-turn"));
+}

@@ -6,6 +6,7 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub mod batch;
 pub mod collectors;
 mod config_file;
 pub mod dataset;
@@ -557,6 +558,10 @@ pub struct ProfileArgs {
     /// Synthetic queries and passages for the rankings endpoint types.
     #[command(flatten)]
     pub rankings: rankings::RankingsArgs,
+
+    /// Texts per request.
+    #[command(flatten)]
+    pub batch: batch::BatchArgs,
     /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
     /// `<artifact dir>/plots`. A plotting failure only warns.
     #[arg(long, overrides_with = "no_auto_plot", help_heading = "Output")]

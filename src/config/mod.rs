@@ -109,6 +109,8 @@ pub struct ProfileConfig {
     pub shard: ShardOptions,
     /// Synthetic queries and passages (rankings endpoint types without an input file).
     pub rankings: Option<crate::dataset::rankings::RankingsOptions>,
+    /// `--prompt-batch-size`: synthetic texts per request.
+    pub prompt_batch_size: usize,
 }
 
 /// Which Prometheus endpoints a side collector scrapes, and how often.
@@ -260,7 +262,7 @@ impl ProfileConfig {
         }
         let secrets = collect_secrets(api_key.as_deref(), &header_pairs, userinfo.as_ref());
         let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
-        let rankings = non_chat::check(a, endpoint_type, &extra_inputs)?;
+        let (rankings, prompt_batch_size) = non_chat::check(a, endpoint_type, &extra_inputs)?;
         if let Some(g) = &a.goodput
             && g.trim().is_empty()
         {
@@ -351,6 +353,7 @@ impl ProfileConfig {
             model,
             endpoint_type,
             rankings,
+            prompt_batch_size,
             request_uris,
             models: servers.models,
             model_selection: servers.model_selection,

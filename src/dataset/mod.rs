@@ -3,6 +3,7 @@
 //! the entries of a custom input file.
 
 pub mod audio;
+pub mod batch;
 pub mod custom;
 pub mod image;
 pub mod media;
