@@ -682,3 +682,49 @@ fn prompt_batch_size_puts_several_inputs_in_one_embeddings_request() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr_text(&refused).contains("--prompt-batch-size 2: batches are for single-turn"));
 }
+
+#[test]
+fn merged_embeddings_shards_have_no_token_metrics_either() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mock = MockChild::spawn(&["--fast"]);
+    for i in ["0", "1"] {
+        let dir = format!("shard-{i}");
+        let out = run_aiperf_in(
+            tmp.path(),
+            &[
+                "profile",
+                "--model",
+                "emb",
+                "--tokenizer",
+                "builtin",
+                "--url",
+                &mock.url,
+                "--endpoint-type",
+                "embeddings",
+                "--isl",
+                "10",
+                "--request-count",
+                "6",
+                "--random-seed",
+                "3",
+                "--concurrency",
+                "2",
+                "--shard-index",
+                i,
+                "--shard-count",
+                "2",
+                "--artifact-dir",
+                &dir,
+            ],
+        );
+        assert!(out.status.success(), "shard {i}: {}", stderr_text(&out));
+    }
+    let out = run_aiperf_in(tmp.path(), &["merge", ".", "--output", "merged"]);
+    assert!(out.status.success(), "merge: {}", stderr_text(&out));
+    let merged = tmp.path().join("merged");
+    let summary = read_json(&merged.join("profile_export_aiperf.json"));
+    assert_eq!(summary["request_count"]["avg"], 6.0);
+    assert_eq!(summary["total_isl"]["avg"], 60.0);
+    assert!(summary.get("total_token_throughput").is_none(), "{summary}");
+    assert!(summary.get("output_token_throughput").is_none());
+}
