@@ -59,6 +59,8 @@ fn assert_no_token_metrics(run: &Path, records: &[Value]) {
         "total_osl",
         "total_token_throughput",
         "output_sequence_length",
+        "effective_prefill_throughput",
+        "active_prefill_throughput",
     ] {
         assert!(summary.get(tag).is_none(), "{tag} in the summary");
     }

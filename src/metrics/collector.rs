@@ -582,12 +582,18 @@ fn sweep_results(spans: &[Span], from: f64, to: f64) -> Vec<MetricResult> {
         .collect()
 }
 
-/// Run-level metrics that count output tokens (alone or with input tokens): without any
-/// (embeddings, rankings) they would show zeros or input tokens only, so they go.
+/// Run-level metrics that count output tokens (alone or with input tokens) or split
+/// requests at their first token: without tokens (embeddings, rankings) they would show
+/// zeros or input tokens only, so they go.
 fn drop_output_token_metrics(results: &mut Vec<MetricResult>) {
     use MetricId as M;
     const OUTPUT: &[MetricId] = &[
         M::TotalTokenThroughput,
+        M::EffectivePrefillConcurrency,
+        M::EffectivePrefillThroughput,
+        M::EffectivePrefillThroughputPerUser,
+        M::ActivePrefillThroughput,
+        M::ActivePrefillThroughputPerUser,
         M::EffectiveDecodeConcurrency,
         M::EffectiveDecodeThroughput,
         M::EffectiveTotalThroughput,
