@@ -525,7 +525,7 @@ fn bad_combinations_exit_2_saying_what_to_do() {
         ),
         (
             &["--endpoint-type", "raw"],
-            "--endpoint-type raw sends each input line's \"payload\"",
+            "--endpoint-type raw sends each input line's \"payload\" as the whole body: give an --input-file with --custom-dataset-type raw_payload",
         ),
         (
             &[
@@ -729,4 +729,74 @@ fn merged_embeddings_shards_have_no_token_metrics_either() {
     assert_eq!(summary["total_isl"]["avg"], 60.0);
     assert!(summary.get("total_token_throughput").is_none(), "{summary}");
     assert!(summary.get("output_token_throughput").is_none());
+}
+
+#[test]
+fn raw_payload_files_are_replayed_line_by_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"model":"a","prompt":"one two","max_tokens":2}"#,
+        r#"{"model":"b","messages":[{"role":"user","content":"three"}],"stream":false}"#,
+    ];
+    let file = tmp.path().join("bodies.jsonl");
+    std::fs::write(&file, format!("{}\n\n{}\n", lines[0], lines[1])).unwrap();
+    let server = RawServer::start(|_| reply(r#"{"choices":[{"text":"ok"}]}"#));
+    let url = format!("{}/any/path", server.url);
+    let out = profile(
+        tmp.path(),
+        &[
+            "--model",
+            "m",
+            "--url",
+            &url,
+            "--endpoint-type",
+            "raw",
+            "--input-file",
+            file.to_str().unwrap(),
+            "--custom-dataset-type",
+            "raw_payload",
+            "--request-count",
+            "2",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let records = records(&tmp.path().join("run"));
+    let isl: Vec<f64> = records
+        .iter()
+        .map(|r| metric(r, "input_sequence_length").unwrap())
+        .collect();
+    assert_eq!(isl, [2.0, 1.0]);
+    let sent: Vec<Value> = posts(&server)
+        .into_iter()
+        .map(|r| {
+            assert_eq!(request_line(&r), "post /any/path http/1.1");
+            serde_json::from_slice(&r.body).unwrap()
+        })
+        .collect();
+    // The same JSON objects (serialized again: keys in sorted order).
+    let written: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(sent, written);
+    std::fs::write(&file, "[1, 2]\n").unwrap();
+    let bad = profile(
+        tmp.path(),
+        &[
+            "--model",
+            "m",
+            "--url",
+            &url,
+            "--endpoint-type",
+            "raw",
+            "--input-file",
+            file.to_str().unwrap(),
+            "--custom-dataset-type",
+            "raw_payload",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr_text(&bad).contains("bodies.jsonl:1: a raw_payload line is a whole request body")
+    );
 }

@@ -642,6 +642,9 @@ pub enum CustomDatasetType {
     /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`), `output_length`,
     /// `timestamp`.
     MooncakeTrace,
+    /// One whole request body (a JSON object) per line, sent as written; with
+    /// `--endpoint-type raw` to `--url` as given.
+    RawPayload,
 }
 
 /// A clap value parser for counts: a whole number, also in float notation (`1e6`), so that

@@ -74,6 +74,7 @@ impl From<cli::CustomDatasetType> for CustomDatasetType {
             cli::CustomDatasetType::MultiTurn => CustomDatasetType::MultiTurn,
             cli::CustomDatasetType::RandomPool => CustomDatasetType::RandomPool,
             cli::CustomDatasetType::MooncakeTrace => CustomDatasetType::MooncakeTrace,
+            cli::CustomDatasetType::RawPayload => CustomDatasetType::RawPayload,
         }
     }
 }

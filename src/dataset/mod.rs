@@ -9,6 +9,7 @@ pub mod image;
 pub mod media;
 pub mod prompt;
 pub mod rankings;
+pub mod raw_payload;
 pub mod source;
 pub mod video;
 

@@ -519,7 +519,7 @@ pub enum EndpointMismatch {
     #[error("{}", audio_mismatch(*.0))]
     Audio(EndpointType),
     #[error(
-        "--endpoint-type raw sends each input line's \"payload\" as the whole body: give an --input-file (--custom-dataset-type mooncake_trace) whose every line has a \"payload\" object"
+        "--endpoint-type raw sends each input line's \"payload\" as the whole body: give an --input-file with --custom-dataset-type raw_payload (one body per line), or mooncake_trace lines that all have a \"payload\" object"
     )]
     RawNeedsPayload,
     #[error("--extra-inputs payload_template: {0}")]
