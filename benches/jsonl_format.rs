@@ -71,6 +71,7 @@ fn record(i: u64, chunks: u64) -> RequestRecord {
                 perf_ns: t,
                 text: " the".into(),
                 reasoning: String::new(),
+                images: 0,
             });
         }
         r.last_event_perf_ns = Some(t + 50_000);
@@ -289,6 +290,7 @@ fn main() {
         use_server_token_count: false,
         template_tokens: None,
         skip_tokenizer: false,
+        no_output_tokens: false,
     };
     let records: Vec<(RequestRecord, RecordMetrics)> = (0..n as u64)
         .map(|i| {

@@ -92,6 +92,8 @@ pub struct ContentResponse {
     pub perf_ns: u64,
     pub text: String,
     pub reasoning: String,
+    /// Images the event carried (image generation).
+    pub images: u32,
 }
 
 /// Token usage as the server reported it (the last non-empty `usage` object of the stream).

@@ -6,6 +6,7 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub mod batch;
 pub mod collectors;
 mod config_file;
 pub mod dataset;
@@ -14,6 +15,7 @@ pub mod media;
 pub mod multirun;
 pub mod output;
 pub mod plot;
+pub mod rankings;
 pub mod service;
 pub mod shard;
 mod spellings;
@@ -173,6 +175,28 @@ pub enum EndpointType {
     Responses,
     /// Anthropic Messages API (`/v1/messages`); text and images, `x-api-key` auth.
     Messages,
+    // Non-chat endpoint types.
+    /// OpenAI embeddings (`/v1/embeddings`): `input` is the entry's texts; no output
+    /// tokens, so "Embeddings Metrics" has latency, throughput and input lengths only.
+    Embeddings,
+    /// NVIDIA NIM reranking (`/v1/ranking`): a query and passages (see --rankings-*).
+    NimRankings,
+    /// Cohere reranking (`/v2/rerank`): a query and documents (see --rankings-*).
+    CohereRankings,
+    /// Hugging Face TEI reranking (`/rerank`): a query and texts (see --rankings-*).
+    HfTeiRankings,
+    /// A body rendered from a Jinja2 template: --extra-inputs payload_template:<nv-embedqa,
+    /// a file, or the template>; optional response_field:<path to the answer text>. Nothing
+    /// is appended to --url.
+    Template,
+    /// Each input line's `payload` sent verbatim (mooncake_trace lines with "payload");
+    /// the answer's shape is detected (optional response_field). Nothing is appended to
+    /// --url.
+    Raw,
+    /// OpenAI image generation (`/v1/images/generations`): the prompt, `n: 1` and
+    /// `response_format: b64_json`; the images are counted (num_images, image_throughput,
+    /// image_latency).
+    ImageGeneration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -535,6 +559,14 @@ pub struct ProfileArgs {
     /// Shards of one plan over several load generators, and a shared start time.
     #[command(flatten)]
     pub shard: shard::ShardArgs,
+
+    /// Synthetic queries and passages for the rankings endpoint types.
+    #[command(flatten)]
+    pub rankings: rankings::RankingsArgs,
+
+    /// Texts per request.
+    #[command(flatten)]
+    pub batch: batch::BatchArgs,
     /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
     /// `<artifact dir>/plots`. A plotting failure only warns.
     #[arg(long, overrides_with = "no_auto_plot", help_heading = "Output")]
@@ -615,6 +647,9 @@ pub enum CustomDatasetType {
     /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`), `output_length`,
     /// `timestamp`.
     MooncakeTrace,
+    /// One whole request body (a JSON object) per line, sent as written; with
+    /// `--endpoint-type raw` to `--url` as given.
+    RawPayload,
 }
 
 /// A clap value parser for counts: a whole number, also in float notation (`1e6`), so that

@@ -27,7 +27,10 @@ pub(super) fn build_request_uri(
     let (base, query) = split_query(&with_scheme, url)?;
     let base = base.trim_end_matches('/');
     let path = custom_endpoint.unwrap_or(endpoint.default_path());
-    let path = if path.starts_with('/') {
+    let path = if path.is_empty() {
+        // raw and template: the URL as given.
+        String::new()
+    } else if path.starts_with('/') {
         path.to_string()
     } else {
         format!("/{path}")

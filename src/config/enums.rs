@@ -17,6 +17,14 @@ impl From<cli::EndpointType> for EndpointType {
             cli::EndpointType::AudioTranscription => EndpointType::AudioTranscription,
             cli::EndpointType::Responses => EndpointType::Responses,
             cli::EndpointType::Messages => EndpointType::Messages,
+            // Non-chat endpoint types.
+            cli::EndpointType::Embeddings => EndpointType::Embeddings,
+            cli::EndpointType::NimRankings => EndpointType::NimRankings,
+            cli::EndpointType::CohereRankings => EndpointType::CohereRankings,
+            cli::EndpointType::HfTeiRankings => EndpointType::HfTeiRankings,
+            cli::EndpointType::Template => EndpointType::Template,
+            cli::EndpointType::Raw => EndpointType::Raw,
+            cli::EndpointType::ImageGeneration => EndpointType::ImageGeneration,
         }
     }
 }
@@ -68,6 +76,7 @@ impl From<cli::CustomDatasetType> for CustomDatasetType {
             cli::CustomDatasetType::MultiTurn => CustomDatasetType::MultiTurn,
             cli::CustomDatasetType::RandomPool => CustomDatasetType::RandomPool,
             cli::CustomDatasetType::MooncakeTrace => CustomDatasetType::MooncakeTrace,
+            cli::CustomDatasetType::RawPayload => CustomDatasetType::RawPayload,
         }
     }
 }

@@ -26,6 +26,7 @@ mod load;
 mod logging;
 mod media;
 pub mod multirun;
+mod non_chat;
 mod output;
 mod redact;
 mod shard;
@@ -106,6 +107,10 @@ pub struct ProfileConfig {
     pub gpu_telemetry: Option<GpuTelemetryOptions>,
     /// This run's part of a plan shared by several load generators, and its start time.
     pub shard: ShardOptions,
+    /// Synthetic queries and passages (rankings endpoint types without an input file).
+    pub rankings: Option<crate::dataset::rankings::RankingsOptions>,
+    /// `--prompt-batch-size`: synthetic texts per request.
+    pub prompt_batch_size: usize,
 }
 
 /// Which Prometheus endpoints a side collector scrapes, and how often.
@@ -268,6 +273,7 @@ impl ProfileConfig {
         }
         let secrets = collect_secrets(api_key.as_deref(), &header_pairs, userinfo.as_ref());
         let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
+        let (rankings, prompt_batch_size) = non_chat::check(a, endpoint_type, &extra_inputs)?;
         if let Some(g) = &a.goodput
             && g.trim().is_empty()
         {
@@ -357,6 +363,8 @@ impl ProfileConfig {
             tokenizer: a.tokenizer.clone().unwrap_or_else(|| model.clone()),
             model,
             endpoint_type,
+            rankings,
+            prompt_batch_size,
             request_uris,
             models: servers.models,
             model_selection: servers.model_selection,

@@ -33,6 +33,8 @@ pub enum CustomDatasetType {
     /// Mooncake traces: `input_length` + `hash_ids` (or `text_input`, `messages` or a whole
     /// `payload`), `output_length`, `timestamp`.
     MooncakeTrace,
+    /// One whole request body per line, sent as written.
+    RawPayload,
 }
 
 impl CustomDatasetType {
@@ -42,6 +44,7 @@ impl CustomDatasetType {
             CustomDatasetType::MultiTurn => "multi_turn",
             CustomDatasetType::RandomPool => "random_pool",
             CustomDatasetType::MooncakeTrace => "mooncake_trace",
+            CustomDatasetType::RawPayload => "raw_payload",
         }
     }
 }
@@ -81,6 +84,7 @@ pub fn load(opts: &CustomOptions) -> Result<Dataset, InputError> {
         CustomDatasetType::MultiTurn => loader.multi_turn(),
         CustomDatasetType::RandomPool => loader.random_pool(),
         CustomDatasetType::MooncakeTrace => loader.mooncake(),
+        CustomDatasetType::RawPayload => super::raw_payload::load(opts.path, opts.tokenizer),
     };
     // Also when the file is refused: a misspelt field is often why.
     if let Some(at) = &loader.first_unknown {
@@ -838,7 +842,7 @@ fn trace_own_request(at: At, obj: &Map<String, Value>) -> Result<Option<OwnReque
 
 /// The texts a row's own request sends: its messages' (a payload's `messages`, or its
 /// `prompt`).
-fn own_text(own: &OwnRequest) -> String {
+pub(super) fn own_text(own: &OwnRequest) -> String {
     match own {
         OwnRequest::Messages(m) => messages_text(&m.list),
         OwnRequest::Payload(p) => match (p.get("messages"), p.get("prompt")) {

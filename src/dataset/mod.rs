@@ -3,10 +3,13 @@
 //! the entries of a custom input file.
 
 pub mod audio;
+pub mod batch;
 pub mod custom;
 pub mod image;
 pub mod media;
 pub mod prompt;
+pub mod rankings;
+pub mod raw_payload;
 pub mod source;
 pub mod video;
 

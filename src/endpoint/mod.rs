@@ -10,6 +10,12 @@ pub mod messages;
 mod models;
 pub mod responses;
 mod splice;
+// Non-chat endpoint types.
+pub mod embeddings;
+pub mod image_generation;
+pub mod rankings;
+pub mod shape;
+pub mod template;
 
 pub use models::{ModelPicker, ModelSelection};
 
@@ -35,6 +41,19 @@ pub enum EndpointType {
     Responses,
     /// Anthropic Messages API (`/v1/messages`): text and images.
     Messages,
+    // Non-chat endpoint types.
+    /// OpenAI embeddings (`/v1/embeddings`).
+    Embeddings,
+    /// Reranking: NIM (`/v1/ranking`), Cohere (`/v2/rerank`), Hugging Face TEI (`/rerank`).
+    NimRankings,
+    CohereRankings,
+    HfTeiRankings,
+    /// A body rendered from a Jinja2 template, sent to `--url` as given.
+    Template,
+    /// Each input line's `payload` sent verbatim to `--url` as given.
+    Raw,
+    /// OpenAI image generation (`/v1/images/generations`).
+    ImageGeneration,
 }
 
 impl EndpointType {
@@ -45,6 +64,13 @@ impl EndpointType {
             EndpointType::AudioTranscription => "audio_transcription",
             EndpointType::Responses => "responses",
             EndpointType::Messages => "messages",
+            EndpointType::Embeddings => "embeddings",
+            EndpointType::NimRankings => "nim_rankings",
+            EndpointType::CohereRankings => "cohere_rankings",
+            EndpointType::HfTeiRankings => "hf_tei_rankings",
+            EndpointType::Template => "template",
+            EndpointType::Raw => "raw",
+            EndpointType::ImageGeneration => "image_generation",
         }
     }
 
@@ -63,6 +89,23 @@ impl EndpointType {
             EndpointType::AudioTranscription => "/v1/audio/transcriptions",
             EndpointType::Responses => "/v1/responses",
             EndpointType::Messages => "/v1/messages",
+            EndpointType::Embeddings => "/v1/embeddings",
+            EndpointType::NimRankings => "/v1/ranking",
+            EndpointType::CohereRankings => "/v2/rerank",
+            EndpointType::HfTeiRankings => "/rerank",
+            // Nothing is appended to --url.
+            EndpointType::Template | EndpointType::Raw => "",
+            EndpointType::ImageGeneration => "/v1/images/generations",
+        }
+    }
+
+    /// The reranking API, for the rankings types.
+    pub fn rankings_api(self) -> Option<rankings::RankingsApi> {
+        match self {
+            EndpointType::NimRankings => Some(rankings::RankingsApi::Nim),
+            EndpointType::CohereRankings => Some(rankings::RankingsApi::Cohere),
+            EndpointType::HfTeiRankings => Some(rankings::RankingsApi::HfTei),
+            _ => None,
         }
     }
 
@@ -73,19 +116,89 @@ impl EndpointType {
             EndpointType::Chat | EndpointType::Responses | EndpointType::Messages
         )
     }
-}
 
-/// Reads one response payload (an SSE event's data and name, or a whole body) in the
-/// endpoint's own shape.
-pub fn parse_payload<'a>(
-    endpoint: EndpointType,
-    event: Option<&str>,
-    data: &'a [u8],
-) -> Result<ParsedEvent<'a>, serde_json::Error> {
-    match endpoint {
-        EndpointType::Responses => responses::parse_event(event, data),
-        EndpointType::Messages => messages::parse_event(event, data),
-        _ => parse_event(data),
+    /// False when the answers are vectors or scores: no output tokens, TTFT or ITL.
+    pub fn produces_tokens(self) -> bool {
+        !matches!(
+            self,
+            EndpointType::Embeddings | EndpointType::ImageGeneration
+        ) && self.rankings_api().is_none()
+    }
+
+    /// The console tables' title (AIPerf's `metrics_title`).
+    pub fn metrics_title(self) -> &'static str {
+        match self {
+            EndpointType::Embeddings => "Embeddings Metrics",
+            EndpointType::NimRankings => "Rankings Metrics",
+            EndpointType::CohereRankings | EndpointType::HfTeiRankings => "Ranking Metrics",
+            EndpointType::ImageGeneration => "Image Generation Metrics",
+            _ => "LLM Metrics",
+        }
+    }
+
+    /// The type named `name` (its `as_str`), for reading a run's saved configuration.
+    pub fn from_name(name: &str) -> Option<EndpointType> {
+        use EndpointType::*;
+        [
+            Chat,
+            Completions,
+            AudioTranscription,
+            Responses,
+            Messages,
+            Embeddings,
+            NimRankings,
+            CohereRankings,
+            HfTeiRankings,
+            Template,
+            Raw,
+            ImageGeneration,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == name)
+    }
+
+    /// How responses are read; `extra_inputs` may hold a `response_field` (raw, template).
+    pub fn response_shape(
+        self,
+        extra_inputs: &Map<String, Value>,
+    ) -> Result<shape::ResponseShape, String> {
+        let field = match extra_inputs.get(template::RESPONSE_FIELD) {
+            None => None,
+            Some(Value::String(f))
+                if matches!(self, EndpointType::Template | EndpointType::Raw) =>
+            {
+                Some(
+                    template::FieldPath::parse(f)
+                        .map_err(|e| format!("--extra-inputs response_field: {e}"))?,
+                )
+            }
+            Some(_) if matches!(self, EndpointType::Template | EndpointType::Raw) => {
+                return Err("--extra-inputs response_field: give a path such as response_field:choices[0].text".into());
+            }
+            Some(_) => {
+                return Err(format!(
+                    "--extra-inputs response_field: only --endpoint-type template or raw read a response field, not {}; drop it",
+                    self.as_str()
+                ));
+            }
+        };
+        if extra_inputs.contains_key(template::PAYLOAD_TEMPLATE) && self != EndpointType::Template {
+            return Err(format!(
+                "--extra-inputs payload_template: only --endpoint-type template renders a payload template, not {}; drop it or use --endpoint-type template",
+                self.as_str()
+            ));
+        }
+        Ok(match self {
+            EndpointType::Embeddings => shape::ResponseShape::Embeddings,
+            EndpointType::ImageGeneration => shape::ResponseShape::Images,
+            EndpointType::Responses => shape::ResponseShape::Responses,
+            EndpointType::Messages => shape::ResponseShape::Messages,
+            EndpointType::Template | EndpointType::Raw => shape::ResponseShape::Auto(field),
+            other => match other.rankings_api() {
+                Some(api) => shape::ResponseShape::Rankings(api),
+                None => shape::ResponseShape::OpenAi,
+            },
+        })
     }
 }
 
@@ -117,22 +230,34 @@ fn prepare_one(
     system: Option<&str>,
     opts: &BodyOptions,
     model: Option<&str>,
-) -> PreparedRequest {
+    template: Option<&template::PayloadTemplate>,
+) -> Result<PreparedRequest, EndpointMismatch> {
     let input_tokens = entry.input_tokens;
     let num_images = entry.images.len() as u32;
     let max_output_tokens = entry.max_output_tokens;
     let audio_seconds = first_audio_seconds(&entry);
     if let Some(OwnRequest::Payload(payload)) = entry.own.take() {
-        return PreparedRequest {
+        return Ok(PreparedRequest {
             body: payload_body(payload, entry.extra),
             input_tokens,
             num_images,
             max_output_tokens,
             audio_seconds,
-        };
+        });
     }
     if endpoint == EndpointType::AudioTranscription {
-        return audio_transcription::prepare(entry, opts, model);
+        return Ok(audio_transcription::prepare(entry, opts, model));
+    }
+    if !endpoint.is_conversational() && endpoint != EndpointType::Completions {
+        let body = non_chat_body(endpoint, entry, opts, model, template)?;
+        return Ok(PreparedRequest {
+            body: Bytes::from(serde_json::to_vec(&body).expect("a JSON map always serializes")),
+            input_tokens,
+            num_images,
+            // Vectors and scores have no output length to ask for.
+            max_output_tokens: max_output_tokens.filter(|_| endpoint.produces_tokens()),
+            audio_seconds,
+        });
     }
     let size_hint = body_size_hint(&entry, system);
     let extra = std::mem::take(&mut entry.extra);
@@ -146,6 +271,7 @@ fn prepare_one(
         EndpointType::AudioTranscription => unreachable!("multipart bodies are built above"),
         EndpointType::Responses => responses::body(entry, system, opts),
         EndpointType::Messages => messages::body(entry, system, opts),
+        _ => unreachable!("other bodies are built above"),
     };
     set_model(&mut body, model);
     merge_extras(&mut body, opts, extra);
@@ -163,13 +289,83 @@ fn prepare_one(
             }
         }
     };
-    PreparedRequest {
+    Ok(PreparedRequest {
         body: Bytes::from(bytes),
         input_tokens,
         num_images,
         max_output_tokens,
         audio_seconds,
-    }
+    })
+}
+
+/// The body of a non-chat endpoint type: the type's own fields, then `--extra-inputs`,
+/// then the entry's `extra`.
+fn non_chat_body(
+    endpoint: EndpointType,
+    mut entry: Entry,
+    opts: &BodyOptions,
+    model: Option<&str>,
+    template: Option<&template::PayloadTemplate>,
+) -> Result<Map<String, Value>, EndpointMismatch> {
+    let model = model.unwrap_or(&opts.model);
+    let extra = std::mem::take(&mut entry.extra);
+    let mut body = match endpoint {
+        EndpointType::Embeddings => embeddings::body(entry, model),
+        EndpointType::ImageGeneration => image_generation::body(entry, model),
+        EndpointType::Template => {
+            let template = template.expect("the template is compiled before the bodies");
+            entry.extra = extra;
+            return template::body(template, entry, model, opts.streaming, &opts.extra_inputs)
+                .map_err(EndpointMismatch::Template);
+        }
+        other => match other.rankings_api() {
+            Some(api) => rankings::body(api, entry, model),
+            // Raw entries all have a payload (checked with the dataset).
+            None => return Err(EndpointMismatch::RawNeedsPayload),
+        },
+    };
+    merge_extras(&mut body, opts, extra);
+    Ok(body)
+}
+
+/// A one-text request of a non-chat endpoint type, for the readiness probe: "Hello" as the
+/// input (the query and one passage for rankings). None when it cannot be built.
+pub fn probe_body(
+    endpoint: EndpointType,
+    model: &str,
+    extra_inputs: &Map<String, Value>,
+) -> Option<Bytes> {
+    let opts = BodyOptions {
+        model: model.to_string(),
+        streaming: false,
+        use_legacy_max_tokens: false,
+        extra_inputs: extra_inputs.clone(),
+    };
+    let template = match extra_inputs.get(template::PAYLOAD_TEMPLATE) {
+        Some(spec) => template::PayloadTemplate::new(&template::spec_of(spec)).ok(),
+        None => None,
+    };
+    let entry = Entry {
+        text: "Hello".into(),
+        input_tokens: 1,
+        images: Vec::new(),
+        audios: Vec::new(),
+        videos: Vec::new(),
+        max_output_tokens: Some(1),
+        extra_texts: if endpoint.rankings_api().is_some() {
+            vec!["Hello".into()]
+        } else {
+            Vec::new()
+        },
+        role: None,
+        extra: Map::new(),
+        timestamp_ms: None,
+        delay: None,
+        own: None,
+    };
+    prepare_one(endpoint, entry, None, &opts, None, template.as_ref())
+        .ok()
+        .map(|r| r.body)
 }
 
 /// The length of an entry's first audio clip, when known.
@@ -347,6 +543,17 @@ pub enum EndpointMismatch {
     /// Audio on an endpoint without it, or a transcription request without audio.
     #[error("{}", audio_mismatch(*.0))]
     Audio(EndpointType),
+    #[error(
+        "--endpoint-type raw sends each input line's \"payload\" as the whole body: give an --input-file with --custom-dataset-type raw_payload (one body per line), or mooncake_trace lines that all have a \"payload\" object"
+    )]
+    RawNeedsPayload,
+    #[error("--extra-inputs payload_template: {0}")]
+    Template(String),
+    #[error(
+        "a system prompt needs --endpoint-type chat or completions; {} has no place for it",
+        .0.as_str()
+    )]
+    System(EndpointType),
 }
 
 fn audio_mismatch(endpoint: EndpointType) -> String {
@@ -375,9 +582,35 @@ pub fn prepare_dataset_with_models(
     opts: &BodyOptions,
     mut models: ModelPicker,
 ) -> Result<Vec<PreparedConversation>, EndpointMismatch> {
+    let template = match (endpoint, opts.extra_inputs.get(template::PAYLOAD_TEMPLATE)) {
+        (EndpointType::Template, Some(spec)) => Some(
+            template::PayloadTemplate::new(&template::spec_of(spec))
+                .map_err(EndpointMismatch::Template)?,
+        ),
+        (EndpointType::Template, _) => {
+            return Err(EndpointMismatch::Template(
+                "--endpoint-type template needs one: give --extra-inputs payload_template:nv-embedqa, a template file, or an inline template".into(),
+            ));
+        }
+        _ => None,
+    };
     let mut out = Vec::with_capacity(dataset.conversations.len());
     for conv in dataset.conversations {
-        if endpoint != EndpointType::Chat {
+        let own_payloads = conv
+            .turns
+            .iter()
+            .all(|t| matches!(t.own, Some(OwnRequest::Payload(_))));
+        if endpoint == EndpointType::Raw && !own_payloads {
+            return Err(EndpointMismatch::RawNeedsPayload);
+        }
+        if !endpoint.is_conversational()
+            && endpoint != EndpointType::Completions
+            && conv.system.is_some()
+        {
+            return Err(EndpointMismatch::System(endpoint));
+        }
+        // Payload rows are whole bodies: a raw conversation replays them as they are.
+        if endpoint != EndpointType::Chat && endpoint != EndpointType::Raw {
             if conv.turns.len() > 1 && !endpoint.is_conversational() {
                 return Err(EndpointMismatch::MultiTurn(endpoint));
             }
@@ -439,7 +672,14 @@ pub fn prepare_dataset_with_models(
             };
             let model = models.next_model();
             (
-                prepare_one(endpoint, first_entry, system, opts, model),
+                prepare_one(
+                    endpoint,
+                    first_entry,
+                    system,
+                    opts,
+                    model,
+                    template.as_ref(),
+                )?,
                 script,
             )
         };
@@ -586,13 +826,19 @@ pub struct ParsedEvent<'a> {
     pub unexpected: Option<String>,
     /// The stream's closing event (`response.completed`, `message_stop`): like `[DONE]`.
     pub end: bool,
+    /// Results that are not text: embedding vectors, ranked passages, images.
+    pub items: u64,
+    /// Generated images among `items`.
+    pub images: u64,
 }
 
 impl ParsedEvent<'_> {
-    /// True when the event carries text or reasoning (a token-bearing event).
+    /// True when the event carries text or reasoning (a token-bearing event), or results
+    /// that are not text.
     pub fn has_content(&self) -> bool {
         self.text.as_deref().is_some_and(|t| !t.is_empty())
             || self.reasoning.as_deref().is_some_and(|t| !t.is_empty())
+            || self.items > 0
     }
 }
 

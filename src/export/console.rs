@@ -129,31 +129,36 @@ fn format_count(n: u64) -> String {
 /// Renders the report for a console `width` columns wide.
 pub fn render(summary: &MetricsSummary, info: &RunInfo, width: usize) -> String {
     let mut out = String::new();
+    // The endpoint type's title ("LLM Metrics", "Embeddings Metrics", ...).
+    let title = info.input_config["endpoint"]["type"]
+        .as_str()
+        .and_then(crate::endpoint::EndpointType::from_name)
+        .map_or("LLM Metrics", |t| t.metrics_title());
     // AIPerf's table order: Effective, Active, Usage, then the main table.
     let tables = [
         metrics_table(
             summary,
             info.streaming,
             ConsoleGroup::Effective,
-            "NVIDIA AIPerf | LLM Metrics: Effective",
+            &format!("NVIDIA AIPerf | {title}: Effective"),
         ),
         metrics_table(
             summary,
             info.streaming,
             ConsoleGroup::Active,
-            "NVIDIA AIPerf | LLM Metrics: Active",
+            &format!("NVIDIA AIPerf | {title}: Active"),
         ),
         metrics_table(
             summary,
             info.streaming,
             ConsoleGroup::Usage,
-            "NVIDIA AIPerf | LLM Metrics: Usage",
+            &format!("NVIDIA AIPerf | {title}: Usage"),
         ),
         metrics_table(
             summary,
             info.streaming,
             ConsoleGroup::Default,
-            "NVIDIA AIPerf | LLM Metrics",
+            &format!("NVIDIA AIPerf | {title}"),
         ),
         error_table(summary),
     ];

@@ -309,6 +309,7 @@ mod tests {
             use_server_token_count: false,
             template_tokens: None,
             skip_tokenizer: false,
+            no_output_tokens: false,
         };
         let m = RecordMetrics::compute(record, &tokenizer, opts);
         let mut out = Vec::new();
@@ -404,6 +405,7 @@ mod tests {
             use_server_token_count: false,
             template_tokens: None,
             skip_tokenizer: false,
+            no_output_tokens: false,
         };
         let layout = LineLayout {
             has_warmup: true,

@@ -60,6 +60,11 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
         streaming: first.summary["input_config"]["endpoint"]["streaming"] == json!(true),
         goodput,
         slice_duration_ns: block["slice_duration_ns"].as_u64(),
+        // Embeddings and rankings shards: no output-token metrics in the merge either.
+        no_output_tokens: first.summary["input_config"]["endpoint"]["type"]
+            .as_str()
+            .and_then(crate::endpoint::EndpointType::from_name)
+            .is_some_and(|t| !t.produces_tokens()),
         ..CollectorOptions::default()
     };
     // The records carry their token counts: the tokenizer is never asked.

@@ -252,6 +252,7 @@ impl Collector {
                 use_server_token_count: opts.use_server_token_count,
                 template_tokens: None,
                 skip_tokenizer: false,
+                no_output_tokens: opts.no_output_tokens,
             },
             template_overhead: opts.template_overhead,
             objectives: Objective::resolve(&opts.goodput),
@@ -498,6 +499,9 @@ impl Collector {
         if let (Some(spans), Some((first, last))) = (&spans, window) {
             results.extend(sweep_results(spans, 0.0, (last - first) as f64));
         }
+        if self.record_opts.no_output_tokens {
+            drop_output_token_metrics(&mut results);
+        }
         let timeslices = match (self.slice_ns, &spans, window) {
             (Some(slice_ns), Some(spans), Some(window)) => {
                 self.time_slices(slice_ns, spans, window)
@@ -553,6 +557,9 @@ impl Collector {
                     (from - first) as f64,
                     (to - first) as f64,
                 ));
+                if self.record_opts.no_output_tokens {
+                    drop_output_token_metrics(&mut results);
+                }
                 TimeSlice {
                     start_ns: from,
                     end_ns: to,
@@ -573,6 +580,30 @@ fn sweep_results(spans: &[Span], from: f64, to: f64) -> Vec<MetricResult> {
             value: MetricValue::TimeWeighted(stats),
         })
         .collect()
+}
+
+/// Run-level metrics that count output tokens (alone or with input tokens) or split
+/// requests at their first token: without tokens (embeddings, rankings) they would show
+/// zeros or input tokens only, so they go.
+fn drop_output_token_metrics(results: &mut Vec<MetricResult>) {
+    use MetricId as M;
+    const OUTPUT: &[MetricId] = &[
+        M::TotalTokenThroughput,
+        M::EffectivePrefillConcurrency,
+        M::EffectivePrefillThroughput,
+        M::EffectivePrefillThroughputPerUser,
+        M::ActivePrefillThroughput,
+        M::ActivePrefillThroughputPerUser,
+        M::EffectiveDecodeConcurrency,
+        M::EffectiveDecodeThroughput,
+        M::EffectiveTotalThroughput,
+        M::EffectiveDecodeThroughputPerUser,
+        M::TokensInFlight,
+        M::ActiveDecodeThroughput,
+        M::ActiveTotalThroughput,
+        M::ActiveDecodeThroughputPerUser,
+    ];
+    results.retain(|r| !OUTPUT.contains(&r.def.id));
 }
 
 /// Statistics of the record metrics and the run-level values over `duration_ns` (the

@@ -38,4 +38,6 @@ pub struct CollectorOptions {
     pub template_overhead: TemplateOverhead,
     /// `--slice-duration` in ns: also summarize each window of this length.
     pub slice_duration_ns: Option<u64>,
+    /// The endpoint produces no tokens (embeddings, rankings): no output-token metrics.
+    pub no_output_tokens: bool,
 }

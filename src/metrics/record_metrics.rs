@@ -17,6 +17,9 @@ pub struct RecordOptions {
     /// Leave out the counts that need the client tokenizer (ISL of a later turn, OSL):
     /// a run that must end now cannot wait for megabytes of text to be tokenized.
     pub skip_tokenizer: bool,
+    /// The endpoint answers with vectors or scores (embeddings, rankings): no output-token
+    /// metrics, rather than zeros.
+    pub no_output_tokens: bool,
 }
 
 /// One request's metric values in base units (ns, tokens, images/sec, ns/image).
@@ -136,26 +139,28 @@ impl RecordMetrics {
 
         // Output tokens: text and reasoning are each tokenized once, joined, as AIPerf does.
         m.usage_missing = opts.use_server_token_count
-            && (usage.prompt_tokens.is_none() || usage.completion_tokens.is_none());
-        let (output, reasoning, osl) =
-            if opts.use_server_token_count && usage.completion_tokens.is_some() {
-                let reasoning = to_f(usage.reasoning_tokens);
-                let osl = to_f(usage.completion_tokens);
-                let output = osl.map(|o| o - reasoning.unwrap_or(0.0));
-                (output, reasoning, osl)
-            } else if opts.skip_tokenizer {
-                (None, None, None)
-            } else {
-                let output = tokenizer.count(&record.output_text()) as f64;
-                let reasoning_text = record.reasoning_text();
-                let reasoning =
-                    (!reasoning_text.is_empty()).then(|| tokenizer.count(&reasoning_text) as f64);
-                (
-                    Some(output),
-                    reasoning,
-                    Some(output + reasoning.unwrap_or(0.0)),
-                )
-            };
+            && (usage.prompt_tokens.is_none()
+                || (usage.completion_tokens.is_none() && !opts.no_output_tokens));
+        let (output, reasoning, osl) = if opts.no_output_tokens {
+            (None, None, None)
+        } else if opts.use_server_token_count && usage.completion_tokens.is_some() {
+            let reasoning = to_f(usage.reasoning_tokens);
+            let osl = to_f(usage.completion_tokens);
+            let output = osl.map(|o| o - reasoning.unwrap_or(0.0));
+            (output, reasoning, osl)
+        } else if opts.skip_tokenizer {
+            (None, None, None)
+        } else {
+            let output = tokenizer.count(&record.output_text()) as f64;
+            let reasoning_text = record.reasoning_text();
+            let reasoning =
+                (!reasoning_text.is_empty()).then(|| tokenizer.count(&reasoning_text) as f64);
+            (
+                Some(output),
+                reasoning,
+                Some(output + reasoning.unwrap_or(0.0)),
+            )
+        };
         m.set(MetricId::OutputTokenCount, output);
         m.set(MetricId::ReasoningTokenCount, reasoning);
         m.set(MetricId::OutputSequenceLength, osl);
@@ -172,7 +177,9 @@ impl RecordMetrics {
             }
         }
 
-        let images = record.input.num_images;
+        // Images sent, or images generated (image generation answers).
+        let generated: u32 = record.responses.iter().map(|r| r.images).sum();
+        let images = record.input.num_images + generated;
         if images > 0 {
             let n = f64::from(images);
             m.set(MetricId::NumImages, Some(n));
@@ -182,7 +189,9 @@ impl RecordMetrics {
             m.set(MetricId::ImageLatency, Some(latency / n));
             // What the server counted beyond the client's text tokens and the chat template:
             // the image tokens. Negative values reveal a tokenizer mismatch.
-            if let (Some(prompt), Some(text)) = (usage.prompt_tokens, record.input.input_tokens) {
+            if let (Some(prompt), Some(text)) = (usage.prompt_tokens, record.input.input_tokens)
+                && generated == 0
+            {
                 let template = opts.template_tokens.unwrap_or(0);
                 let images = prompt as f64 - text as f64 - template as f64;
                 m.set(MetricId::ImageTokenCount, Some(images));
@@ -326,6 +335,7 @@ pub(crate) mod tests {
                     perf_ns: t * ms,
                     text: " the".into(),
                     reasoning: String::new(),
+                    images: 0,
                 })
                 .collect(),
             last_event_perf_ns: chunk_ms.last().map(|t| t * ms + 400_000),
@@ -345,6 +355,7 @@ pub(crate) mod tests {
         use_server_token_count: false,
         template_tokens: None,
         skip_tokenizer: false,
+        no_output_tokens: false,
     };
 
     #[test]
@@ -467,6 +478,7 @@ pub(crate) mod tests {
             use_server_token_count: true,
             template_tokens: None,
             skip_tokenizer: false,
+            no_output_tokens: false,
         };
         let m = RecordMetrics::compute(&r, &tokenizer(), opts);
         assert_eq!(m.get(MetricId::InputSequenceLength), Some(600.0));

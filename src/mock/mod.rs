@@ -12,10 +12,13 @@
 pub mod admission;
 pub mod audio;
 pub mod body;
+pub mod embeddings;
 pub mod fault;
 pub mod image;
+pub mod image_generation;
 pub mod messages;
 pub mod metrics;
+pub mod rankings;
 pub mod recorder;
 pub mod request;
 pub mod response;

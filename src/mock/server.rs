@@ -19,6 +19,7 @@ use super::admission::{Admission, SlotBody};
 use super::body::{Jitter, Schedule, ScheduledBody};
 use super::fault::{Fault, FaultRates, FaultyBody};
 use super::metrics::{MockMetrics, Served};
+use super::rankings::RerankApi;
 use super::recorder::{self, Recorder, RequestTrace};
 use super::request::{
     ChatCosts, ChatRequest, CompletionRequest, GenerationParams, OutputPlan, PromptStats,
@@ -133,6 +134,21 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/audio/transcriptions", post(audio_transcriptions))
         .route("/v1/responses", post(responses))
         .route("/v1/messages", post(messages))
+        // Non-chat endpoint types.
+        .route("/v1/embeddings", post(embeddings))
+        .route(
+            "/v1/ranking",
+            post(|s: State<Arc<Shared>>, r: Request| rerank(s, r, RerankApi::Nim)),
+        )
+        .route(
+            "/v2/rerank",
+            post(|s: State<Arc<Shared>>, r: Request| rerank(s, r, RerankApi::Cohere)),
+        )
+        .route(
+            "/rerank",
+            post(|s: State<Arc<Shared>>, r: Request| rerank(s, r, RerankApi::Tei)),
+        )
+        .route("/v1/images/generations", post(images))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -191,6 +207,50 @@ async fn audio_transcriptions(State(shared): State<Arc<Shared>>, req: Request) -
         "model": t.model.unwrap_or_else(|| shared.model.clone()),
         "id": format!("trsc-{n}"),
     });
+    json_response(StatusCode::OK, Bytes::from(body.to_string()))
+}
+
+async fn embeddings(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    one_piece(shared, req, |body, model| {
+        super::embeddings::answer(body, model)
+    })
+    .await
+}
+
+async fn images(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    one_piece(shared, req, |body, model| {
+        super::image_generation::answer(body, model)
+    })
+    .await
+}
+
+async fn rerank(State(shared): State<Arc<Shared>>, req: Request, api: RerankApi) -> Response {
+    one_piece(shared, req, |body, model| {
+        super::rankings::answer(api, body, model)
+    })
+    .await
+}
+
+/// A non-chat route (embeddings, reranking): answers in one piece after the first-token
+/// delay plus one inter-token delay per input or passage. Not queued, faulted or recorded.
+async fn one_piece(
+    shared: Arc<Shared>,
+    req: Request,
+    answer: impl FnOnce(&[u8], &str) -> Result<(serde_json::Value, u64), String>,
+) -> Response {
+    let parsed = match axum::body::to_bytes(req.into_body(), usize::MAX).await {
+        Ok(bytes) => answer(&bytes, &shared.model),
+        Err(e) => Err(format!("reading the request body failed: {e}")),
+    };
+    let (body, items) = match parsed {
+        Ok(a) => a,
+        Err(message) => {
+            return error_response(StatusCode::BAD_REQUEST, "BadRequestError", &message);
+        }
+    };
+    shared.requests.fetch_add(1, Ordering::Relaxed);
+    let wait = shared.ttft + shared.itl * (items as u32);
+    crate::timer::sleep_until(Instant::now() + wait).await;
     json_response(StatusCode::OK, Bytes::from(body.to_string()))
 }
 

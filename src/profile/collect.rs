@@ -54,6 +54,7 @@ impl Collection {
             goodput,
             template_overhead,
             slice_duration_ns: cfg.export.slice_duration_ns,
+            no_output_tokens: !cfg.endpoint_type.produces_tokens(),
         };
         let collector = Collector::new(options, tokenizer, clock, files);
         let mut watch = FailureWatch::new(

@@ -262,6 +262,12 @@ fn readiness_request(cfg: &ProfileConfig) -> Bytes {
         }
         EndpointType::Responses => crate::endpoint::responses::probe_body(&cfg.model),
         EndpointType::Messages => crate::endpoint::messages::probe_body(&cfg.model),
+        // Non-chat endpoint types: one short text (a raw run's probe is its first body).
+        EndpointType::Raw => return Bytes::new(),
+        other => {
+            return crate::endpoint::probe_body(other, &cfg.model, &cfg.extra_inputs)
+                .unwrap_or_default();
+        }
     };
     Bytes::from(body.to_string())
 }
@@ -384,12 +390,17 @@ async fn one_token(ctx: &LoadContext, request: &Bytes, timeout: Duration) -> Res
         correlation_id: READINESS_REQUEST_ID.into(),
         ..RequestInput::default()
     };
+    // An empty probe (raw bodies) sends the run's first body.
+    let body = match ctx.plan.requests.first() {
+        Some(first) if request.is_empty() => first.body.clone(),
+        _ => request.clone(),
+    };
     let exchange = ctx.client.exchange(
         &ctx.clock,
         Phase::Warmup,
         input,
         READINESS_REQUEST_ID.into(),
-        request.clone(),
+        body,
     );
     let record = tokio::time::timeout(timeout, exchange)
         .await

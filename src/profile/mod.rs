@@ -278,6 +278,11 @@ fn load_context(cfg: &ProfileConfig, plan: SendPlan) -> anyhow::Result<Arc<LoadC
     )?
     .with_content_type(&cfg.endpoint_type.content_type())?
     .with_endpoint(cfg.endpoint_type, cfg.api_key.as_deref())
+    .with_response_shape(
+        cfg.endpoint_type
+            .response_shape(&cfg.extra_inputs)
+            .map_err(anyhow::Error::msg)?,
+    )
     .with_max_response_bytes(cfg.max_response_bytes)
     .with_servers(
         cfg.request_uris.clone(),

@@ -69,7 +69,7 @@ pub(super) fn prepare(
     // Everything the bodies are made from; with a seed, the same key gives the same bytes.
     let key = cfg.synthetic.seed.map(|_| {
         format!(
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}",
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|{:?}",
             cfg.synthetic,
             cfg.inputs,
             body_opts,
@@ -77,7 +77,8 @@ pub(super) fn prepare(
             cfg.models,
             cfg.model_selection,
             cfg.random_seed,
-            tokenizer.name()
+            tokenizer.name(),
+            (&cfg.rankings, cfg.prompt_batch_size)
         )
     });
     let (conversations, sampling) = match (&key, &reuse.dataset) {
@@ -153,7 +154,24 @@ fn build_conversations(
         );
     }
     let dataset_bar = ui::DatasetBar::new(cfg.ui);
-    let dataset = dataset::build(&cfg.synthetic, &cfg.inputs, tokenizer, &dataset_bar);
+    let dataset = match &cfg.rankings {
+        Some(r) => {
+            let seed = cfg.synthetic.seed.unwrap_or(cfg.random_seed);
+            let mut d = dataset::rankings::build(r, cfg.synthetic.num_entries, seed, tokenizer);
+            if let (Ok(d), Some(s)) = (&mut d, cfg.inputs.sampling) {
+                d.sampling = s;
+            }
+            d
+        }
+        // A batch takes that many synthetic prompts.
+        None if cfg.prompt_batch_size > 1 => {
+            let mut synthetic = cfg.synthetic.clone();
+            synthetic.num_entries *= cfg.prompt_batch_size;
+            dataset::build(&synthetic, &cfg.inputs, tokenizer, &dataset_bar)
+                .map(|d| dataset::batch::group(d, cfg.prompt_batch_size))
+        }
+        None => dataset::build(&cfg.synthetic, &cfg.inputs, tokenizer, &dataset_bar),
+    };
     dataset_bar.finish();
     let dataset = dataset?;
     let sampling = dataset.sampling;

@@ -23,7 +23,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tracing::warn;
 
 use crate::clock::Clock;
-use crate::endpoint::{EndpointType, parse_payload};
+use crate::endpoint::EndpointType;
+use crate::endpoint::shape::ResponseShape;
 use crate::record::{ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord};
 use conn::WatchedConnector;
 use request_body::{RequestBody, TakenAt};
@@ -133,8 +134,10 @@ pub struct HttpClient {
     /// The cancel generation: `cancel_in_flight` bumps it (ending the exchanges started
     /// before), `cancel_all` sets it to `CANCEL_ALL` for good. Every exchange watches it.
     cancel: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
-    /// Whose response shapes are read (see `endpoint::parse_payload`).
+    /// The endpoint type: its auth header, usage merging and closing event.
     endpoint: EndpointType,
+    /// How response payloads are read (the endpoint type's shape).
+    shape: Arc<ResponseShape>,
 }
 
 impl HttpClient {
@@ -205,7 +208,14 @@ impl HttpClient {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             cancel: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
             endpoint: EndpointType::Chat,
+            shape: Arc::default(),
         })
+    }
+
+    /// Reads responses as `shape` says instead of as OpenAI chat or completions.
+    pub fn with_response_shape(mut self, shape: ResponseShape) -> Self {
+        self.shape = Arc::new(shape);
+        self
     }
 
     pub fn uri(&self) -> &Uri {
@@ -596,6 +606,7 @@ impl HttpClient {
             let mut framer = SseFramer::new();
             let mut state = StreamState {
                 endpoint: self.endpoint,
+                shape: self.shape.clone(),
                 ..StreamState::default()
             };
             let mut received = 0u64;
@@ -656,13 +667,9 @@ impl HttpClient {
             }
         } else {
             match collect_body(&mut body, self.max_response_bytes).await {
-                Ok(bytes) => parse_whole_body(
-                    self.endpoint,
-                    status.as_u16(),
-                    &bytes,
-                    clock.now_ns(),
-                    record,
-                ),
+                Ok(bytes) => {
+                    parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record, &self.shape)
+                }
                 Err(e) => record.error = Some(e.details()),
             }
         }
@@ -681,14 +688,14 @@ struct Wire {
 
 /// A whole (non-streamed) 2xx body: its content, usage, or the error it carries.
 fn parse_whole_body(
-    endpoint: EndpointType,
     status: u16,
     bytes: &[u8],
     arrival: u64,
     record: &mut RequestRecord,
+    shape: &ResponseShape,
 ) {
     record.last_event_perf_ns = Some(arrival);
-    match parse_payload(endpoint, None, bytes) {
+    match shape.parse(None, bytes) {
         Ok(mut ev) => {
             if let Some(err) = ev.error.take() {
                 record.error = Some(ErrorDetails {
@@ -705,6 +712,7 @@ fn parse_whole_body(
                     perf_ns: arrival,
                     text: ev.text.map(|t| t.into_owned()).unwrap_or_default(),
                     reasoning: ev.reasoning.map(|t| t.into_owned()).unwrap_or_default(),
+                    images: ev.images as u32,
                 });
             } else if record.error.is_none() {
                 record.error = Some(no_content_error(ev.unexpected.as_deref()));
@@ -744,6 +752,7 @@ struct StreamState {
     done: bool,
     /// Why the first event of an unexpected shape was (partly) skipped.
     unexpected: Option<String>,
+    shape: Arc<ResponseShape>,
 }
 
 impl StreamState {
@@ -765,7 +774,7 @@ impl StreamState {
             });
             return;
         }
-        match parse_payload(self.endpoint, ev.event, ev.data) {
+        match self.shape.parse(ev.event, ev.data) {
             Ok(mut parsed) => {
                 self.done = parsed.end;
                 if self.unexpected.is_none() {
@@ -793,6 +802,7 @@ impl StreamState {
                         perf_ns: ev.arrival_ns,
                         text: parsed.text.map(|t| t.into_owned()).unwrap_or_default(),
                         reasoning: parsed.reasoning.map(|t| t.into_owned()).unwrap_or_default(),
+                        images: parsed.images as u32,
                     });
                 }
             }
@@ -813,6 +823,7 @@ impl Default for StreamState {
             endpoint: EndpointType::Chat,
             done: false,
             unexpected: None,
+            shape: Arc::default(),
         }
     }
 }
@@ -1019,15 +1030,15 @@ mod tests {
     #[test]
     fn whole_body_errors() {
         let mut r = empty_record();
-        parse_whole_body(EndpointType::Chat, 200, b"{\"choices\": [", 5, &mut r);
+        parse_whole_body(200, b"{\"choices\": [", 5, &mut r, &ResponseShape::OpenAi);
         assert_eq!(r.error.as_ref().unwrap().kind, "InvalidResponseError");
         let mut r = empty_record();
         parse_whole_body(
-            EndpointType::Chat,
             200,
             br#"{"error":{"message":"nope"}}"#,
             5,
             &mut r,
+            &ResponseShape::OpenAi,
         );
         let e = r.error.unwrap();
         assert_eq!(
@@ -1079,7 +1090,7 @@ mod tests {
         #[test]
         fn arbitrary_whole_bodies_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..1024)) {
             let mut r = empty_record();
-            parse_whole_body(EndpointType::Chat, 200, &bytes, 1, &mut r);
+            parse_whole_body(200, &bytes, 1, &mut r, &ResponseShape::OpenAi);
             if serde_json::from_slice::<serde_json::Value>(&bytes).is_err() {
                 prop_assert!(r.error.is_some());
             }
@@ -1090,7 +1101,7 @@ mod tests {
         fn arbitrary_json_never_panics(v in arb_json()) {
             let bytes = serde_json::to_vec(&v).unwrap();
             let mut r = empty_record();
-            parse_whole_body(EndpointType::Chat, 200, &bytes, 1, &mut r);
+            parse_whole_body(200, &bytes, 1, &mut r, &ResponseShape::OpenAi);
             let line = [b"data: ".as_slice(), &bytes, b"\n\n"].concat();
             let _ = parse_stream(&[&line]);
         }

@@ -1,0 +1,32 @@
+//! `--rankings-*`: the synthetic queries and passages of the rankings endpoint types.
+
+use clap::Args;
+
+/// Passages per query and token lengths (AIPerf's defaults: 1 passage, 550 tokens each).
+/// Only with --endpoint-type nim_rankings, cohere_rankings or hf_tei_rankings.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RankingsArgs {
+    /// Mean number of passages per ranking request. Default: 1.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Rankings")]
+    pub rankings_passages_mean: Option<u64>,
+
+    /// Standard deviation of the number of passages per request. Default: 0.
+    #[arg(long, help_heading = "Rankings")]
+    pub rankings_passages_stddev: Option<f64>,
+
+    /// Mean length of each passage in tokens. Default: 550.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Rankings")]
+    pub rankings_passages_prompt_token_mean: Option<u64>,
+
+    /// Standard deviation of the passage length in tokens. Default: 0.
+    #[arg(long, help_heading = "Rankings")]
+    pub rankings_passages_prompt_token_stddev: Option<f64>,
+
+    /// Mean length of the query in tokens. Default: 550.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Rankings")]
+    pub rankings_query_prompt_token_mean: Option<u64>,
+
+    /// Standard deviation of the query length in tokens. Default: 0.
+    #[arg(long, help_heading = "Rankings")]
+    pub rankings_query_prompt_token_stddev: Option<f64>,
+}

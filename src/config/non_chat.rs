@@ -1,0 +1,147 @@
+//! Checks of the non-chat endpoint types (embeddings, rankings, template, raw): what they
+//! cannot stream, the template keys of `--extra-inputs`, and `--rankings-*`.
+
+use serde_json::{Map, Value};
+
+use super::{ConfigError, bad};
+use crate::cli::ProfileArgs;
+use crate::dataset::rankings::RankingsOptions;
+use crate::endpoint::EndpointType;
+use crate::endpoint::template::{PAYLOAD_TEMPLATE, PayloadTemplate, spec_of};
+
+/// The synthetic rankings options (None unless a rankings type makes synthetic data) and
+/// the synthetic texts per request.
+pub(super) fn check(
+    a: &ProfileArgs,
+    endpoint: EndpointType,
+    extra_inputs: &Map<String, Value>,
+) -> Result<(Option<RankingsOptions>, usize), ConfigError> {
+    endpoint.response_shape(extra_inputs).map_err(bad)?;
+    if endpoint == EndpointType::Template {
+        match extra_inputs.get(PAYLOAD_TEMPLATE) {
+            Some(spec) => {
+                PayloadTemplate::new(&spec_of(spec))
+                    .map_err(|e| bad(format!("--extra-inputs payload_template: {e}")))?;
+            }
+            None => {
+                return Err(bad(
+                    "--endpoint-type template needs a template: give --extra-inputs payload_template:nv-embedqa, a template file, or an inline template",
+                ));
+            }
+        }
+    }
+    if a.streaming && endpoint == EndpointType::ImageGeneration {
+        return Err(bad(
+            "--streaming: streamed image generation (partial images) is not supported by this build; drop --streaming",
+        ));
+    }
+    if a.streaming && !endpoint.produces_tokens() {
+        return Err(bad(format!(
+            "--streaming: --endpoint-type {} answers in one piece; drop --streaming",
+            endpoint.as_str()
+        )));
+    }
+    Ok((rankings_options(a, endpoint)?, batch_size(a, endpoint)?))
+}
+
+/// `--prompt-batch-size`: synthetic single-turn text requests only.
+fn batch_size(a: &ProfileArgs, endpoint: EndpointType) -> Result<usize, ConfigError> {
+    let Some(n) = a.batch.prompt_batch_size.filter(|&n| n > 1) else {
+        return Ok(1);
+    };
+    let refuse = |why: &str| Err(bad(format!("--prompt-batch-size {n}: {why}")));
+    if a.input_file.is_some() {
+        return refuse(
+            "an input file's lines give their own batches (a \"texts\" list); drop one of them",
+        );
+    }
+    if endpoint.rankings_api().is_some() || endpoint == EndpointType::AudioTranscription {
+        return refuse(&format!(
+            "--endpoint-type {} does not take a batch of texts",
+            endpoint.as_str()
+        ));
+    }
+    if a.conversation_turn_mean > 1 {
+        return refuse("batches are for single-turn requests; drop --conversation-turn-mean");
+    }
+    if a.image_width_mean > 0.0
+        || a.image_height_mean > 0.0
+        || a.media.audio_length_mean > 0.0
+        || a.media.video_width.is_some()
+    {
+        return refuse("a batch holds texts only; drop the image, audio and video flags");
+    }
+    Ok(n as usize)
+}
+
+fn rankings_options(
+    a: &ProfileArgs,
+    endpoint: EndpointType,
+) -> Result<Option<RankingsOptions>, ConfigError> {
+    let r = &a.rankings;
+    let given = [
+        (
+            "--rankings-passages-mean",
+            r.rankings_passages_mean.is_some(),
+        ),
+        (
+            "--rankings-passages-stddev",
+            r.rankings_passages_stddev.is_some(),
+        ),
+        (
+            "--rankings-passages-prompt-token-mean",
+            r.rankings_passages_prompt_token_mean.is_some(),
+        ),
+        (
+            "--rankings-passages-prompt-token-stddev",
+            r.rankings_passages_prompt_token_stddev.is_some(),
+        ),
+        (
+            "--rankings-query-prompt-token-mean",
+            r.rankings_query_prompt_token_mean.is_some(),
+        ),
+        (
+            "--rankings-query-prompt-token-stddev",
+            r.rankings_query_prompt_token_stddev.is_some(),
+        ),
+    ];
+    let first_given = given.iter().find(|(_, g)| *g).map(|(f, _)| *f);
+    if endpoint.rankings_api().is_none() {
+        return match first_given {
+            Some(flag) => Err(bad(format!(
+                "{flag}: synthetic passages are for --endpoint-type nim_rankings, cohere_rankings or hf_tei_rankings, not {}",
+                endpoint.as_str()
+            ))),
+            None => Ok(None),
+        };
+    }
+    if a.input_file.is_some() {
+        return match first_given {
+            Some(flag) => Err(bad(format!(
+                "{flag}: the input file's texts are the query and passages (the first text is the query); drop {flag} or --input-file"
+            ))),
+            None => Ok(None),
+        };
+    }
+    let stddev = |flag: &str, v: Option<f64>| match v {
+        Some(s) if !s.is_finite() || s < 0.0 => {
+            Err(bad(format!("{flag} {s}: give a standard deviation >= 0")))
+        }
+        Some(s) => Ok(s),
+        None => Ok(0.0),
+    };
+    Ok(Some(RankingsOptions {
+        passages_mean: r.rankings_passages_mean.unwrap_or(1) as f64,
+        passages_stddev: stddev("--rankings-passages-stddev", r.rankings_passages_stddev)?,
+        passage_tokens_mean: r.rankings_passages_prompt_token_mean.unwrap_or(550) as f64,
+        passage_tokens_stddev: stddev(
+            "--rankings-passages-prompt-token-stddev",
+            r.rankings_passages_prompt_token_stddev,
+        )?,
+        query_tokens_mean: r.rankings_query_prompt_token_mean.unwrap_or(550) as f64,
+        query_tokens_stddev: stddev(
+            "--rankings-query-prompt-token-stddev",
+            r.rankings_query_prompt_token_stddev,
+        )?,
+    }))
+}

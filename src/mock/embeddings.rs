@@ -1,0 +1,81 @@
+//! `/v1/embeddings`: one 768-number vector per input (`input`: a string or a list of them;
+//! `text`, as NVIDIA's embedqa template sends, is taken too), made from a hash of the input
+//! so equal inputs get equal vectors; `usage` counts the inputs' tokens.
+
+use serde_json::{Value, json};
+
+use super::request::text_tokens;
+use crate::hash::splitmix64;
+
+/// Numbers per vector.
+pub const DIMENSIONS: usize = 768;
+
+/// The answer and how many inputs it embedded (for the delay).
+pub fn answer(body: &[u8], default_model: &str) -> Result<(Value, u64), String> {
+    let req: Value =
+        serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    let inputs: Vec<&str> = match req.get("input").or_else(|| req.get("text")) {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|v| v.as_str().ok_or("'input' must hold strings"))
+            .collect::<Result<_, _>>()?,
+        _ => return Err("'input' is required: a string or a list of strings".into()),
+    };
+    if inputs.is_empty() {
+        return Err("'input' is an empty list".into());
+    }
+    let tokens: u64 = inputs.iter().map(|t| text_tokens(t)).sum();
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| json!({"object": "embedding", "index": i, "embedding": vector(text)}))
+        .collect();
+    let model = req
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(default_model);
+    let answer = json!({
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    });
+    Ok((answer, inputs.len() as u64))
+}
+
+/// Numbers in [-1, 1) from the text's hash.
+fn vector(text: &str) -> Vec<f32> {
+    let mut h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        splitmix64(h ^ u64::from(b))
+    });
+    (0..DIMENSIONS)
+        .map(|_| {
+            h = splitmix64(h);
+            ((h >> 40) as f32 / (1u64 << 23) as f32) - 1.0
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_vector_per_input_and_usage() {
+        let (v, n) = answer(br#"{"model":"e","input":["a b","a b","c"]}"#, "m").unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(v["data"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            v["data"][0]["embedding"].as_array().unwrap().len(),
+            DIMENSIONS
+        );
+        assert_eq!(v["data"][0]["embedding"], v["data"][1]["embedding"]);
+        assert_ne!(v["data"][0]["embedding"], v["data"][2]["embedding"]);
+        let t = text_tokens("a b") * 2 + text_tokens("c");
+        assert_eq!(v["usage"]["prompt_tokens"], t);
+        assert_eq!(v["model"], "e");
+        assert!(answer(br#"{"input":5}"#, "m").is_err());
+        assert!(answer(br#"{"input":[]}"#, "m").is_err());
+    }
+}
