@@ -14,6 +14,7 @@ pub mod media;
 pub mod multirun;
 pub mod output;
 pub mod plot;
+pub mod prompt;
 pub mod service;
 pub mod shard;
 mod spellings;
@@ -513,6 +514,10 @@ pub struct ProfileArgs {
     /// Audio and video input.
     #[command(flatten)]
     pub media: media::MediaArgs,
+
+    /// System prompt, shared system prompt, user context and prefix prompt pool.
+    #[command(flatten)]
+    pub prompt: prompt::PromptArgs,
 
     #[command(flatten)]
     pub collectors: collectors::CollectorArgs,

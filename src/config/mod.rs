@@ -27,6 +27,7 @@ mod logging;
 mod media;
 pub mod multirun;
 mod output;
+mod prompt;
 mod redact;
 mod shard;
 
@@ -376,7 +377,10 @@ impl ProfileConfig {
             server_metrics_from_url,
             gpu_telemetry: gpu_telemetry::gpu_telemetry(a)?,
             random_seed,
-            inputs: input_options(a)?,
+            inputs: InputOptions {
+                shaping: prompt::prompt_shaping(a, endpoint_type)?,
+                ..input_options(a)?
+            },
 
             failures,
             load,

@@ -284,6 +284,7 @@ impl Loader<'_> {
             .map(|entry| Conversation {
                 session_id: None,
                 system: None,
+                context: None,
                 turns: vec![entry],
             })
             .collect();
@@ -325,6 +326,7 @@ impl Loader<'_> {
             conversations.push(Conversation {
                 session_id,
                 system,
+                context: None,
                 turns: entries,
             });
         }
@@ -782,6 +784,7 @@ impl Sessions {
         self.conversations.push(Conversation {
             session_id,
             system: None,
+            context: None,
             turns: vec![entry],
         });
     }

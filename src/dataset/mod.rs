@@ -7,6 +7,7 @@ pub mod custom;
 pub mod image;
 pub mod media;
 pub mod prompt;
+pub mod shaping;
 pub mod source;
 pub mod video;
 
@@ -178,12 +179,15 @@ impl Entry {
 }
 
 /// One session: its turns are sent one after another, each with the history before it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Conversation {
     /// The input file's session id; None = a generated id.
     pub session_id: Option<String>,
     /// Sent as the leading system message of every turn.
     pub system: Option<String>,
+    /// `--user-context-prompt-length`: a user message sent after the system message and
+    /// before every turn.
+    pub context: Option<String>,
     pub turns: Vec<Entry>,
 }
 
@@ -224,6 +228,8 @@ pub struct InputOptions {
     pub isl_block_size: Option<usize>,
     /// `--dataset-sampling-strategy`; None = the source's default.
     pub sampling: Option<DatasetSampling>,
+    /// System prompt, user context and prefix pool added to the prompts.
+    pub shaping: shaping::PromptShaping,
 }
 
 /// Why the dataset could not be built.
@@ -266,6 +272,7 @@ pub fn build(
         };
         let mut dataset = custom::load(&opts).map_err(BuildError::Input)?;
         dataset.sampling = inputs.sampling.unwrap_or(dataset.sampling);
+        shaping::apply(&mut dataset, &inputs.shaping, tokenizer, seed);
         return Ok(dataset);
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -282,6 +289,7 @@ pub fn build(
         .map(|shape| Conversation {
             session_id: None,
             system: None,
+            context: None,
             turns: shape
                 .delays
                 .into_iter()
@@ -292,11 +300,13 @@ pub fn build(
                 .collect(),
         })
         .collect();
-    Ok(Dataset {
+    let mut dataset = Dataset {
         conversations,
         // AIPerf sends synthetic entries in the order they were made.
         sampling: inputs.sampling.unwrap_or(DatasetSampling::Sequential),
-    })
+    };
+    shaping::apply(&mut dataset, &inputs.shaping, tokenizer, master_seed);
+    Ok(dataset)
 }
 
 /// One synthetic conversation's shape: per turn, the think time before it.

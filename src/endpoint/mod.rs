@@ -83,6 +83,7 @@ fn prepare_one(
     endpoint: EndpointType,
     mut entry: Entry,
     system: Option<&str>,
+    context: Option<&str>,
     opts: &BodyOptions,
     model: Option<&str>,
 ) -> PreparedRequest {
@@ -102,8 +103,15 @@ fn prepare_one(
     if endpoint == EndpointType::AudioTranscription {
         return audio_transcription::prepare(entry, opts, model);
     }
-    let size_hint = body_size_hint(&entry, system);
+    let size_hint = body_size_hint(&entry, system) + context.map_or(0, str::len);
     let extra = std::mem::take(&mut entry.extra);
+    // Completions have no messages: the user context follows the system text in `prompt`.
+    let lead = match (system, context) {
+        (Some(s), Some(c)) if endpoint == EndpointType::Completions => Some(format!("{s} {c}")),
+        (None, Some(c)) if endpoint == EndpointType::Completions => Some(c.to_string()),
+        _ => system.map(str::to_string),
+    };
+    let system = lead.as_deref();
     let images = match endpoint {
         EndpointType::Chat => splice::take_urls(&mut entry.images, &mut entry.videos),
         _ => None,
@@ -113,6 +121,12 @@ fn prepare_one(
         EndpointType::Completions => completions::body(entry, system, opts),
         EndpointType::AudioTranscription => unreachable!("multipart bodies are built above"),
     };
+    if endpoint == EndpointType::Chat
+        && let Some(c) = context
+        && let Some(Value::Array(messages)) = body.get_mut("messages")
+    {
+        messages.insert(usize::from(system.is_some()), context_message(c));
+    }
     set_model(&mut body, model);
     merge_extras(&mut body, opts, extra);
     let bytes = match images {
@@ -136,6 +150,11 @@ fn prepare_one(
         max_output_tokens,
         audio_seconds,
     }
+}
+
+/// The user-context message (`--user-context-prompt-length`) of a chat conversation.
+fn context_message(text: &str) -> Value {
+    serde_json::json!({"role": "user", "content": text})
 }
 
 /// The length of an entry's first audio clip, when known.
@@ -231,6 +250,9 @@ pub struct TurnScript {
     pub head: Bytes,
     /// Every turn, the first included; empty for a single request.
     pub turns: Vec<PreparedTurn>,
+    /// The system message and user context joined by a space, which every turn sends
+    /// first: counted before the history.
+    pub lead: String,
 }
 
 impl TurnScript {
@@ -277,7 +299,8 @@ impl TurnScript {
     /// Every text turn `k` sends (earlier turns, their replies, its own), joined by
     /// spaces: what its input sequence length counts, as AIPerf counts a payload's texts.
     pub fn history_text(&self, k: usize, replies: &[String]) -> String {
-        let mut parts: Vec<&str> = Vec::with_capacity(2 * k + 1);
+        let mut parts: Vec<&str> = Vec::with_capacity(2 * k + 2);
+        parts.push(&self.lead);
         for (t, reply) in self.history(k).iter().zip(replies) {
             parts.extend([t.text.as_str(), reply.as_str()]);
         }
@@ -367,12 +390,22 @@ pub fn prepare_dataset_with_models(
         }
         let session_id = conv.session_id;
         let system = conv.system.as_deref();
+        let context = conv.context.as_deref();
         let timestamp_ms = conv.turns.first().and_then(|t| t.timestamp_ms);
         let mut head = b"{\"messages\":[".to_vec();
         if let Some(s) = system {
             serde_json::to_writer(&mut head, &chat::system_message(s)).expect("serializes");
             head.push(b',');
         }
+        if let Some(c) = context {
+            serde_json::to_writer(&mut head, &context_message(c)).expect("serializes");
+            head.push(b',');
+        }
+        let lead = [system, context]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
         let multi_turn = conv.turns.len() > 1;
         let mut entries = conv.turns.into_iter();
         let first_entry = entries.next().expect("conversations have a turn");
@@ -384,6 +417,7 @@ pub fn prepare_dataset_with_models(
             let mut script = TurnScript {
                 head: Bytes::from(head),
                 turns,
+                lead,
             };
             // The first body is the first turn spliced like any other; its message then
             // points into that body, so the first turn's images are held once.
@@ -403,10 +437,11 @@ pub fn prepare_dataset_with_models(
             let script = TurnScript {
                 head: Bytes::from(head),
                 turns: Vec::new(),
+                lead,
             };
             let model = models.next_model();
             (
-                prepare_one(endpoint, first_entry, system, opts, model),
+                prepare_one(endpoint, first_entry, system, context, opts, model),
                 script,
             )
         };
@@ -705,6 +740,7 @@ mod tests {
             conversations: vec![crate::dataset::Conversation {
                 session_id: None,
                 system: Some("sys".into()),
+                context: None,
                 turns: vec![turn("one", 5), turn("two \"q\"", 6), turn("three", 7)],
             }],
             sampling: crate::dataset::DatasetSampling::Sequential,
@@ -752,6 +788,7 @@ mod tests {
                     conversations: vec![crate::dataset::Conversation {
                         session_id: None,
                         system: None,
+                        context: None,
                         turns: vec![turn("a", 1), turn("b", 1)],
                     }],
                     sampling: crate::dataset::DatasetSampling::Sequential,
