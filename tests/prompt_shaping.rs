@@ -431,6 +431,82 @@ fn mock_prefix_cache_is_off_by_default_and_counts_whole_blocks() {
     cached.terminate();
 }
 
+#[test]
+fn seq_dist_draws_an_isl_osl_pair_per_request() {
+    let run = run(
+        &[
+            "--seq-dist",
+            "20,5:50;60,9:50",
+            "--num-dataset-entries",
+            "30",
+            "--request-count",
+            "30",
+        ],
+        &[],
+    );
+    assert_eq!(run.records.len(), 30);
+    let mut seen = HashSet::new();
+    for r in &run.records {
+        let body = run.payload_of(r);
+        let user = text(&body["messages"][0]["content"]);
+        let pair = (count(user), body["max_completion_tokens"].as_u64().unwrap());
+        assert!(pair == (20, 5) || pair == (60, 9), "{pair:?}");
+        assert_eq!(isl(r), pair.0);
+        assert_eq!(r["metrics"]["output_sequence_length"]["value"], pair.1);
+        seen.insert(pair);
+    }
+    assert_eq!(seen.len(), 2, "both pairs drawn");
+}
+
+#[test]
+fn prompt_batches_are_text_parts_in_chat_and_a_prompt_list_in_completions() {
+    let chat = run(&["-b", "3", "--isl", "12", "--request-count", "2"], &[]);
+    assert_eq!(chat.records.len(), 2);
+    for r in &chat.records {
+        let parts = chat.payload_of(r)["messages"][0]["content"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(parts.len(), 3, "{parts:?}");
+        let texts: Vec<&str> = parts
+            .iter()
+            .map(|p| {
+                assert_eq!(p["type"], "text");
+                text(&p["text"])
+            })
+            .collect();
+        assert!(texts.iter().all(|t| count(t) == 12), "{texts:?}");
+        assert_eq!(texts.iter().collect::<HashSet<_>>().len(), 3);
+        assert_eq!(isl(r), count(&texts.join(" ")));
+        assert_eq!(chat.served_of(r)["text_tokens"], 36);
+    }
+    let completions = run(
+        &[
+            "--endpoint-type",
+            "completions",
+            "--batch-size-text",
+            "2",
+            "--isl",
+            "10",
+            "--request-count",
+            "2",
+        ],
+        &[],
+    );
+    for r in &completions.records {
+        let prompts: Vec<&str> = completions.payload_of(r)["prompt"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(text)
+            .collect();
+        assert_eq!(prompts.len(), 2);
+        assert!(prompts.iter().all(|t| count(t) == 10), "{prompts:?}");
+        assert_eq!(isl(r), count(&prompts.join(" ")));
+        assert_eq!(completions.served_of(r)["text_tokens"], 20);
+    }
+}
+
 /// Runs a profile that must be refused before sending: exit 2 and a message containing
 /// every `needle`.
 fn refused(args: &[&str], needles: &[&str]) {
@@ -498,6 +574,18 @@ fn contradicting_or_incomplete_prompt_flags_are_refused() {
     refused(
         &["--shared-system-prompt-length", "0"],
         &["--shared-system-prompt-length: 0 is not allowed"],
+    );
+    refused(
+        &["--seq-dist", "20,5:50;60,9:40"],
+        &["--seq-dist '20,5:50;60,9:40': the probabilities add up to 90, not 100"],
+    );
+    refused(
+        &["--sequence-distribution", "20,5:100", "--isl", "30"],
+        &["--seq-dist sets the input and output lengths and cannot be used with --isl"],
+    );
+    refused(
+        &["--prompt-batch-size", "0"],
+        &["--prompt-batch-size: 0 is not allowed"],
     );
     refused(
         &["--system-prompt", ""],

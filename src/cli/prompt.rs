@@ -38,4 +38,17 @@ pub struct PromptArgs {
     /// prefix + ISL tokens).
     #[arg(long, visible_aliases = ["prefix-prompt-length"], value_name = "L", default_value_t = 0, help_heading = "Prefix Prompt")]
     pub prompt_prefix_length: u64,
+
+    /// Input/output length pairs drawn per turn by probability (percentages summing to
+    /// 100), in place of --isl/--osl: "256,128:60;512,256:40"; a length may be
+    /// "MEAN|STDDEV" (normal, rounded, at least 1); also "[(256,128):60,(512,256):40]" or
+    /// {"pairs": [{"isl": 256, "osl": 128, "prob": 60, "isl_stddev": 0, "osl_stddev": 0}]}.
+    #[arg(long, visible_aliases = ["sequence-distribution"], value_name = "PAIRS", help_heading = "Input Sequence Length (ISL)")]
+    pub seq_dist: Option<String>,
+
+    /// Synthetic texts per request, each of --isl tokens (drawn for each text with
+    /// --isl-stddev): completions send `prompt` as a list of them, chat one text part
+    /// each in the user message. The input sequence length counts them all.
+    #[arg(short = 'b', long, visible_aliases = ["batch-size-text", "batch-size"], value_name = "N", default_value_t = 1, help_heading = "Prompt")]
+    pub prompt_batch_size: u64,
 }

@@ -379,6 +379,8 @@ impl ProfileConfig {
             random_seed,
             inputs: InputOptions {
                 shaping: prompt::prompt_shaping(a, endpoint_type)?,
+                seq_dist: prompt::seq_dist(a)?,
+                prompt_batch_size: prompt::prompt_batch_size(a, endpoint_type)?,
                 ..input_options(a)?
             },
 

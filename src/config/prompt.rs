@@ -5,6 +5,7 @@ use super::limits;
 use super::{ConfigError, bad};
 use crate::cli::{CustomDatasetType, ProfileArgs};
 use crate::dataset::MAX_INPUT_TOKENS;
+use crate::dataset::seq_dist::SeqDist;
 use crate::dataset::shaping::{PrefixPool, PromptShaping};
 use crate::endpoint::EndpointType;
 
@@ -110,6 +111,62 @@ pub(super) fn prompt_shaping(
         }
     }
     Ok(shaping)
+}
+
+/// `--seq-dist`, parsed; refused with the length flags it replaces and with input files.
+pub(super) fn seq_dist(a: &ProfileArgs) -> Result<Option<SeqDist>, ConfigError> {
+    let Some(text) = &a.prompt.seq_dist else {
+        return Ok(None);
+    };
+    let dist = SeqDist::parse(text).map_err(|e| bad(format!("--seq-dist '{text}': {e}")))?;
+    let replaced = [
+        ("isl_mean", "--isl"),
+        ("isl_stddev", "--isl-stddev"),
+        ("osl_mean", "--osl"),
+        ("osl_stddev", "--osl-stddev"),
+    ];
+    if let Some((_, flag)) = replaced.iter().find(|(id, _)| a.typed(id)) {
+        return Err(bad(format!(
+            "--seq-dist sets the input and output lengths and cannot be used with {flag}; drop {flag}"
+        )));
+    }
+    if a.input_file.is_some() {
+        return Err(bad(
+            "--seq-dist shapes synthetic prompts and cannot be used with --input-file",
+        ));
+    }
+    Ok(Some(dist))
+}
+
+/// Most texts per request.
+const MAX_PROMPT_BATCH: u64 = 10_000;
+
+/// `-b/--prompt-batch-size`: texts per synthetic turn, for chat and completions.
+pub(super) fn prompt_batch_size(
+    a: &ProfileArgs,
+    endpoint: EndpointType,
+) -> Result<usize, ConfigError> {
+    let b = a.prompt.prompt_batch_size;
+    limits::count(
+        "--prompt-batch-size",
+        b,
+        MAX_PROMPT_BATCH,
+        "texts per request",
+        "",
+    )?;
+    if b > 1 {
+        if a.input_file.is_some() {
+            return Err(bad(format!(
+                "--prompt-batch-size {b} shapes synthetic prompts and cannot be used with --input-file (give several \"texts\" in a line instead)"
+            )));
+        }
+        if endpoint == EndpointType::AudioTranscription {
+            return Err(bad(format!(
+                "--prompt-batch-size {b}: a transcription request has no prompt text; use --endpoint-type chat or completions"
+            )));
+        }
+    }
+    Ok(b as usize)
 }
 
 /// The shaping flags typed, for messages.

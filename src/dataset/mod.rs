@@ -3,10 +3,12 @@
 //! the entries of a custom input file.
 
 pub mod audio;
+pub mod batch;
 pub mod custom;
 pub mod image;
 pub mod media;
 pub mod prompt;
+pub mod seq_dist;
 pub mod shaping;
 pub mod source;
 pub mod video;
@@ -230,6 +232,10 @@ pub struct InputOptions {
     pub sampling: Option<DatasetSampling>,
     /// System prompt, user context and prefix pool added to the prompts.
     pub shaping: shaping::PromptShaping,
+    /// `--seq-dist`: input/output lengths drawn per turn from pairs, in place of the means.
+    pub seq_dist: Option<seq_dist::SeqDist>,
+    /// `--prompt-batch-size`: texts per synthetic turn (0 or 1: one).
+    pub prompt_batch_size: usize,
 }
 
 /// Why the dataset could not be built.
@@ -282,6 +288,13 @@ pub fn build(
     let shapes = plan_conversations(&synthetic, master_seed)?;
     synthetic.num_entries = shapes.iter().map(|c| c.delays.len()).sum();
     let mut entries = build_synthetic(&synthetic, inputs, tokenizer, threads, progress)?;
+    batch::add_texts(
+        &mut entries,
+        inputs.prompt_batch_size,
+        &synthetic,
+        tokenizer,
+        master_seed,
+    )?;
     media::attach(&mut entries, &synthetic.media, master_seed, threads)?;
     let mut entries = entries.into_iter();
     let conversations = shapes
@@ -359,7 +372,7 @@ pub fn build_synthetic(
             Some(PhotoPool::directory(dir, inputs.image_sampling).map_err(BuildError::Input)?)
         }
     };
-    let plan = plan_entries(opts, master_seed, pool.as_mut())?;
+    let plan = plan_entries(opts, master_seed, pool.as_mut(), inputs.seq_dist.as_ref())?;
     let images: Vec<&ImagePlan> = plan.iter().flat_map(|e| &e.images).collect();
     let builder = PromptBuilder::new(tokenizer);
 
@@ -436,6 +449,7 @@ const STREAM_ENTRY: u64 = 1;
 const STREAM_IMAGE: u64 = 2;
 const STREAM_PHOTO: u64 = 3;
 const STREAM_TURNS: u64 = 4;
+const STREAM_SEQ_DIST: u64 = 5;
 
 /// Most turns a synthetic conversation gets, whatever its distribution draws: a huge
 /// stddev must not turn into billions of entries.
@@ -454,6 +468,7 @@ fn plan_entries(
     opts: &SyntheticOptions,
     master_seed: u64,
     mut pool: Option<&mut PhotoPool>,
+    seq_dist: Option<&seq_dist::SeqDist>,
 ) -> Result<Vec<EntryPlan>, BuildError> {
     let mut photo_rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_PHOTO, 0));
     let isl = normal("input tokens", opts.isl_mean, opts.isl_stddev)?;
@@ -480,8 +495,13 @@ fn plan_entries(
     let mut plans = Vec::with_capacity(opts.num_entries);
     for i in 0..opts.num_entries {
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_ENTRY, i as u64));
-        let input_tokens = sample_at_least_one(&isl, &mut rng).min(MAX_INPUT_TOKENS) as usize;
-        let max_output_tokens = osl.as_ref().map(|d| sample_at_least_one(d, &mut rng));
+        let mut input_tokens = sample_at_least_one(&isl, &mut rng).min(MAX_INPUT_TOKENS) as usize;
+        let mut max_output_tokens = osl.as_ref().map(|d| sample_at_least_one(d, &mut rng));
+        if let Some(dist) = seq_dist {
+            let seed = derive_seed(master_seed, STREAM_SEQ_DIST, i as u64);
+            let (isl, osl) = dist.sample(&mut ChaCha8Rng::seed_from_u64(seed));
+            (input_tokens, max_output_tokens) = (isl as usize, Some(osl));
+        }
         let prompt_seed = rng.next_u64();
         let mut images = Vec::with_capacity(images_per_entry);
         for j in 0..images_per_entry {

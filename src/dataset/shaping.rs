@@ -118,18 +118,18 @@ fn add_prefixes(
         let Some(first) = conv.turns.first_mut() else {
             continue;
         };
-        let body_tokens = first.input_tokens as usize;
         let body = std::mem::take(&mut first.text);
-        let (text, tokens) = prefixed(
-            prefix,
-            body,
-            pool.tokens + body_tokens,
-            builder,
-            tokenizer,
-            &mut pick,
-        );
+        let target = pool.tokens + tokenizer.count(&body);
+        let (text, tokens) = prefixed(prefix, body, target, builder, tokenizer, &mut pick);
         first.text = text;
-        first.input_tokens = tokens as u64;
+        first.input_tokens = if first.extra_texts.is_empty() {
+            tokens as u64
+        } else {
+            // A prompt batch: its texts counted together, as the request carries them.
+            let mut all = vec![first.text.as_str()];
+            all.extend(first.extra_texts.iter().map(String::as_str));
+            tokenizer.count(&all.join(" ")) as u64
+        };
     }
 }
 
