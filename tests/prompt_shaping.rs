@@ -507,6 +507,42 @@ fn prompt_batches_are_text_parts_in_chat_and_a_prompt_list_in_completions() {
     }
 }
 
+#[test]
+fn random_range_ratio_draws_uniform_lengths_around_isl_and_osl() {
+    let run = run(
+        &[
+            "--isl",
+            "20",
+            "--osl",
+            "10",
+            "--random-range-ratio",
+            "0.5",
+            "--prompt-corpus",
+            "sonnet",
+            "--num-dataset-entries",
+            "40",
+            "--request-count",
+            "40",
+        ],
+        &[],
+    );
+    assert_eq!(run.records.len(), 40);
+    let (mut isls, mut osls) = (HashSet::new(), HashSet::new());
+    for r in &run.records {
+        let body = run.payload_of(r);
+        let n = count(text(&body["messages"][0]["content"]));
+        let max = body["max_completion_tokens"].as_u64().unwrap();
+        // [floor(20 x 0.5), ceil(20 x 1.5)] and [floor(10 x 0.5), ceil(10 x 1.5)].
+        assert!((10..=30).contains(&n), "{n}");
+        assert!((5..=15).contains(&max), "{max}");
+        assert_eq!(isl(r), n);
+        assert_eq!(r["metrics"]["output_sequence_length"]["value"], max);
+        isls.insert(n);
+        osls.insert(max);
+    }
+    assert!(isls.len() >= 8 && osls.len() >= 5, "{isls:?} {osls:?}");
+}
+
 /// Runs a profile that must be refused before sending: exit 2 and a message containing
 /// every `needle`.
 fn refused(args: &[&str], needles: &[&str]) {
@@ -586,6 +622,35 @@ fn contradicting_or_incomplete_prompt_flags_are_refused() {
     refused(
         &["--prompt-batch-size", "0"],
         &["--prompt-batch-size: 0 is not allowed"],
+    );
+    refused(
+        &["--isl", "20", "--osl", "5", "--random-range-ratio", "1"],
+        &["--random-range-ratio: 1 is not allowed"],
+    );
+    refused(
+        &["--isl", "20", "--random-range-ratio", "0.5"],
+        &["--random-range-ratio needs --osl"],
+    );
+    refused(
+        &[
+            "--isl",
+            "20",
+            "--osl",
+            "5",
+            "--random-range-ratio",
+            "0.5",
+            "--isl-stddev",
+            "3",
+        ],
+        &["--random-range-ratio cannot be used with --isl-stddev"],
+    );
+    refused(
+        &["--prompt-corpus", "coding"],
+        &["--prompt-corpus coding is not supported yet"],
+    );
+    refused(
+        &["--cache-bust", "system-prefix"],
+        &["--cache-bust is not supported by this build of aiperf"],
     );
     refused(
         &["--system-prompt", ""],

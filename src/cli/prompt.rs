@@ -1,7 +1,7 @@
 //! Prompt shaping flags (AIPerf's system prompt, shared system prompt, user context and
 //! prefix prompt pool).
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Default, Args)]
@@ -51,4 +51,23 @@ pub struct PromptArgs {
     /// each in the user message. The input sequence length counts them all.
     #[arg(short = 'b', long, visible_aliases = ["batch-size-text", "batch-size"], value_name = "N", default_value_t = 1, help_heading = "Prompt")]
     pub prompt_batch_size: u64,
+
+    /// Text the synthetic prompts are cut from: `sonnet` (Shakespeare, the default).
+    /// `coding` and `random` are refused: not supported yet.
+    #[arg(long, value_enum, help_heading = "Prompt")]
+    pub prompt_corpus: Option<PromptCorpus>,
+
+    /// Draw each input and output length uniformly from [floor(L x (1 - R)), ceil(L x (1 +
+    /// R))] around --isl and --osl (both needed), as vLLM's random dataset does, instead of
+    /// a normal spread; 0 <= R < 1. Not with --seq-dist or the stddev flags.
+    #[arg(long, value_name = "R", help_heading = "Input Sequence Length (ISL)")]
+    pub random_range_ratio: Option<f64>,
+}
+
+/// `--prompt-corpus` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PromptCorpus {
+    Sonnet,
+    Coding,
+    Random,
 }

@@ -184,6 +184,7 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
         shaping: Default::default(),
         seq_dist: None,
         prompt_batch_size: 1,
+        range_ratio: None,
     })
 }
 

@@ -381,6 +381,7 @@ impl ProfileConfig {
                 shaping: prompt::prompt_shaping(a, endpoint_type)?,
                 seq_dist: prompt::seq_dist(a)?,
                 prompt_batch_size: prompt::prompt_batch_size(a, endpoint_type)?,
+                range_ratio: prompt::range_ratio(a)?,
                 ..input_options(a)?
             },
 

@@ -3,6 +3,7 @@
 
 use super::limits;
 use super::{ConfigError, bad};
+use crate::cli::prompt::PromptCorpus;
 use crate::cli::{CustomDatasetType, ProfileArgs};
 use crate::dataset::MAX_INPUT_TOKENS;
 use crate::dataset::seq_dist::SeqDist;
@@ -17,6 +18,16 @@ pub(super) fn prompt_shaping(
     endpoint: EndpointType,
 ) -> Result<PromptShaping, ConfigError> {
     let p = &a.prompt;
+    if let Some(corpus @ (PromptCorpus::Coding | PromptCorpus::Random)) = p.prompt_corpus {
+        let name = if corpus == PromptCorpus::Coding {
+            "coding"
+        } else {
+            "random"
+        };
+        return Err(bad(format!(
+            "--prompt-corpus {name} is not supported yet: this build cuts prompts from the sonnet corpus only; drop the flag or give sonnet"
+        )));
+    }
     let system_text = match (&p.system_prompt, &p.system_prompt_file) {
         (Some(_), Some(_)) => {
             return Err(bad(
@@ -136,6 +147,44 @@ pub(super) fn seq_dist(a: &ProfileArgs) -> Result<Option<SeqDist>, ConfigError> 
         ));
     }
     Ok(Some(dist))
+}
+
+/// `--random-range-ratio R`: (ratio, output mean), checked; needs --isl and --osl typed.
+pub(super) fn range_ratio(a: &ProfileArgs) -> Result<Option<f64>, ConfigError> {
+    let Some(r) = a.prompt.random_range_ratio else {
+        return Ok(None);
+    };
+    if !(r.is_finite() && (0.0..1.0).contains(&r)) {
+        return Err(bad(format!(
+            "--random-range-ratio: {r} is not allowed; give a ratio >= 0 and below 1 (e.g. 0.5)"
+        )));
+    }
+    for (id, flag) in [("isl_mean", "--isl"), ("osl_mean", "--osl")] {
+        if !a.typed(id) {
+            return Err(bad(format!(
+                "--random-range-ratio needs {flag}: the lengths are drawn around --isl and --osl; give both"
+            )));
+        }
+    }
+    let conflicts = [
+        ("seq_dist", "--seq-dist"),
+        ("isl_stddev", "--isl-stddev"),
+        ("osl_stddev", "--osl-stddev"),
+        ("input_file", "--input-file"),
+    ];
+    if let Some((_, flag)) = conflicts.iter().find(|(id, _)| a.typed(id)) {
+        return Err(bad(format!(
+            "--random-range-ratio cannot be used with {flag}: both set how the lengths vary; keep one"
+        )));
+    }
+    let low = (a.isl_mean as f64 * (1.0 - r)).floor();
+    if low < 1.0 {
+        return Err(bad(format!(
+            "--random-range-ratio {r} with --isl {}: the shortest input would be {low} tokens; give a larger --isl or a smaller ratio",
+            a.isl_mean
+        )));
+    }
+    Ok(Some(r))
 }
 
 /// Most texts per request.

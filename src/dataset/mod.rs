@@ -236,6 +236,9 @@ pub struct InputOptions {
     pub seq_dist: Option<seq_dist::SeqDist>,
     /// `--prompt-batch-size`: texts per synthetic turn (0 or 1: one).
     pub prompt_batch_size: usize,
+    /// `--random-range-ratio R`: lengths uniform in [floor(L(1-R)), ceil(L(1+R))] around
+    /// the ISL and OSL means, in place of the normal spread.
+    pub range_ratio: Option<f64>,
 }
 
 /// Why the dataset could not be built.
@@ -372,7 +375,7 @@ pub fn build_synthetic(
             Some(PhotoPool::directory(dir, inputs.image_sampling).map_err(BuildError::Input)?)
         }
     };
-    let plan = plan_entries(opts, master_seed, pool.as_mut(), inputs.seq_dist.as_ref())?;
+    let plan = plan_entries(opts, master_seed, pool.as_mut(), inputs)?;
     let images: Vec<&ImagePlan> = plan.iter().flat_map(|e| &e.images).collect();
     let builder = PromptBuilder::new(tokenizer);
 
@@ -450,6 +453,7 @@ const STREAM_IMAGE: u64 = 2;
 const STREAM_PHOTO: u64 = 3;
 const STREAM_TURNS: u64 = 4;
 const STREAM_SEQ_DIST: u64 = 5;
+const STREAM_RANGE: u64 = 7;
 
 /// Most turns a synthetic conversation gets, whatever its distribution draws: a huge
 /// stddev must not turn into billions of entries.
@@ -468,7 +472,7 @@ fn plan_entries(
     opts: &SyntheticOptions,
     master_seed: u64,
     mut pool: Option<&mut PhotoPool>,
-    seq_dist: Option<&seq_dist::SeqDist>,
+    inputs: &InputOptions,
 ) -> Result<Vec<EntryPlan>, BuildError> {
     let mut photo_rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_PHOTO, 0));
     let isl = normal("input tokens", opts.isl_mean, opts.isl_stddev)?;
@@ -497,7 +501,20 @@ fn plan_entries(
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_ENTRY, i as u64));
         let mut input_tokens = sample_at_least_one(&isl, &mut rng).min(MAX_INPUT_TOKENS) as usize;
         let mut max_output_tokens = osl.as_ref().map(|d| sample_at_least_one(d, &mut rng));
-        if let Some(dist) = seq_dist {
+        if let Some(r) = inputs.range_ratio {
+            let seed = derive_seed(master_seed, STREAM_RANGE, i as u64);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let isl = opts.isl_mean;
+            let low = ((isl * (1.0 - r)).floor() as u64).max(1);
+            let high = ((isl * (1.0 + r)).ceil() as u64).clamp(low, MAX_INPUT_TOKENS);
+            input_tokens = rng.random_range(low..=high) as usize;
+            if let Some(osl) = opts.osl_mean {
+                let low = ((osl * (1.0 - r)).floor() as u64).max(1);
+                let high = ((osl * (1.0 + r)).ceil() as u64).max(low);
+                max_output_tokens = Some(rng.random_range(low..=high));
+            }
+        }
+        if let Some(dist) = &inputs.seq_dist {
             let seed = derive_seed(master_seed, STREAM_SEQ_DIST, i as u64);
             let (isl, osl) = dist.sample(&mut ChaCha8Rng::seed_from_u64(seed));
             (input_tokens, max_output_tokens) = (isl as usize, Some(osl));
