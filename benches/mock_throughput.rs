@@ -82,6 +82,7 @@ fn reference_frames() -> Vec<Bytes> {
     frames.push(w.tail(Some(UsageCounts {
         prompt_tokens: prompt_tokens(&request_body()),
         completion_tokens: TOKENS,
+        cached_tokens: None,
     })));
     frames
 }

@@ -6,7 +6,6 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-pub mod batch;
 pub mod collectors;
 mod config_file;
 pub mod dataset;
@@ -15,6 +14,7 @@ pub mod media;
 pub mod multirun;
 pub mod output;
 pub mod plot;
+pub mod prompt;
 pub mod rankings;
 pub mod service;
 pub mod shard;
@@ -543,6 +543,10 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub media: media::MediaArgs,
 
+    /// System prompt, shared system prompt, user context and prefix prompt pool.
+    #[command(flatten)]
+    pub prompt: prompt::PromptArgs,
+
     #[command(flatten)]
     pub collectors: collectors::CollectorArgs,
 
@@ -564,9 +568,6 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub rankings: rankings::RankingsArgs,
 
-    /// Texts per request.
-    #[command(flatten)]
-    pub batch: batch::BatchArgs,
     /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
     /// `<artifact dir>/plots`. A plotting failure only warns.
     #[arg(long, overrides_with = "no_auto_plot", help_heading = "Output")]

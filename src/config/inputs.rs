@@ -181,6 +181,10 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
             .dataset
             .dataset_sampling_strategy
             .map(DatasetSampling::from),
+        shaping: Default::default(),
+        seq_dist: None,
+        prompt_batch_size: 1,
+        range_ratio: None,
     })
 }
 

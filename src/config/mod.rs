@@ -28,6 +28,7 @@ mod media;
 pub mod multirun;
 mod non_chat;
 mod output;
+mod prompt;
 mod redact;
 mod shard;
 
@@ -109,8 +110,6 @@ pub struct ProfileConfig {
     pub shard: ShardOptions,
     /// Synthetic queries and passages (rankings endpoint types without an input file).
     pub rankings: Option<crate::dataset::rankings::RankingsOptions>,
-    /// `--prompt-batch-size`: synthetic texts per request.
-    pub prompt_batch_size: usize,
 }
 
 /// Which Prometheus endpoints a side collector scrapes, and how often.
@@ -273,7 +272,7 @@ impl ProfileConfig {
         }
         let secrets = collect_secrets(api_key.as_deref(), &header_pairs, userinfo.as_ref());
         let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
-        let (rankings, prompt_batch_size) = non_chat::check(a, endpoint_type, &extra_inputs)?;
+        let rankings = non_chat::check(a, endpoint_type, &extra_inputs)?;
         if let Some(g) = &a.goodput
             && g.trim().is_empty()
         {
@@ -364,7 +363,6 @@ impl ProfileConfig {
             model,
             endpoint_type,
             rankings,
-            prompt_batch_size,
             request_uris,
             models: servers.models,
             model_selection: servers.model_selection,
@@ -395,7 +393,13 @@ impl ProfileConfig {
             server_metrics_from_url,
             gpu_telemetry: gpu_telemetry::gpu_telemetry(a)?,
             random_seed,
-            inputs: input_options(a)?,
+            inputs: InputOptions {
+                shaping: prompt::prompt_shaping(a, endpoint_type)?,
+                seq_dist: prompt::seq_dist(a)?,
+                prompt_batch_size: prompt::prompt_batch_size(a, endpoint_type)?,
+                range_ratio: prompt::range_ratio(a)?,
+                ..input_options(a)?
+            },
 
             failures,
             load,

@@ -9,13 +9,12 @@ use crate::dataset::rankings::RankingsOptions;
 use crate::endpoint::EndpointType;
 use crate::endpoint::template::{PAYLOAD_TEMPLATE, PayloadTemplate, spec_of};
 
-/// The synthetic rankings options (None unless a rankings type makes synthetic data) and
-/// the synthetic texts per request.
+/// The synthetic rankings options (None unless a rankings type makes synthetic data).
 pub(super) fn check(
     a: &ProfileArgs,
     endpoint: EndpointType,
     extra_inputs: &Map<String, Value>,
-) -> Result<(Option<RankingsOptions>, usize), ConfigError> {
+) -> Result<Option<RankingsOptions>, ConfigError> {
     endpoint.response_shape(extra_inputs).map_err(bad)?;
     if endpoint == EndpointType::Template {
         match extra_inputs.get(PAYLOAD_TEMPLATE) {
@@ -41,37 +40,7 @@ pub(super) fn check(
             endpoint.as_str()
         )));
     }
-    Ok((rankings_options(a, endpoint)?, batch_size(a, endpoint)?))
-}
-
-/// `--prompt-batch-size`: synthetic single-turn text requests only.
-fn batch_size(a: &ProfileArgs, endpoint: EndpointType) -> Result<usize, ConfigError> {
-    let Some(n) = a.batch.prompt_batch_size.filter(|&n| n > 1) else {
-        return Ok(1);
-    };
-    let refuse = |why: &str| Err(bad(format!("--prompt-batch-size {n}: {why}")));
-    if a.input_file.is_some() {
-        return refuse(
-            "an input file's lines give their own batches (a \"texts\" list); drop one of them",
-        );
-    }
-    if endpoint.rankings_api().is_some() || endpoint == EndpointType::AudioTranscription {
-        return refuse(&format!(
-            "--endpoint-type {} does not take a batch of texts",
-            endpoint.as_str()
-        ));
-    }
-    if a.conversation_turn_mean > 1 {
-        return refuse("batches are for single-turn requests; drop --conversation-turn-mean");
-    }
-    if a.image_width_mean > 0.0
-        || a.image_height_mean > 0.0
-        || a.media.audio_length_mean > 0.0
-        || a.media.video_width.is_some()
-    {
-        return refuse("a batch holds texts only; drop the image, audio and video flags");
-    }
-    Ok(n as usize)
+    rankings_options(a, endpoint)
 }
 
 fn rankings_options(

@@ -1,62 +1,46 @@
-//! `--prompt-batch-size`: several synthetic prompts in one request. Each group of `size`
-//! consecutive single-turn entries becomes one entry whose texts are theirs, in order, and
-//! whose input length is their sum.
+//! `--prompt-batch-size B`: every synthetic turn carries B independent texts. The extra
+//! texts have the turn's length (or, with an ISL stddev, a length drawn for each), and the
+//! turn's input tokens count all of them joined by single spaces.
 
-use super::{Conversation, Dataset};
+use rand::SeedableRng;
+use rand::rngs::ChaCha8Rng;
 
-/// Groups the conversations `size` at a time (a last, short group is dropped, so every
-/// request has `size` texts).
-pub fn group(dataset: Dataset, size: usize) -> Dataset {
-    let mut conversations = Vec::with_capacity(dataset.conversations.len() / size.max(1));
-    let mut turns = dataset.conversations.into_iter().flat_map(|c| c.turns);
-    loop {
-        let group: Vec<_> = turns.by_ref().take(size).collect();
-        if group.len() < size || group.is_empty() {
-            break;
+use super::prompt::PromptBuilder;
+use super::{
+    BuildError, Entry, MAX_INPUT_TOKENS, SyntheticOptions, derive_seed, normal, sample_at_least_one,
+};
+use crate::tokenizer::Tokenizer;
+
+/// Its own random stream, so batches do not change the first texts.
+const STREAM_BATCH: u64 = 6;
+
+pub fn add_texts(
+    entries: &mut [Entry],
+    batch_size: usize,
+    opts: &SyntheticOptions,
+    tokenizer: &Tokenizer,
+    seed: u64,
+) -> Result<(), BuildError> {
+    if batch_size <= 1 {
+        return Ok(());
+    }
+    let isl = normal("input tokens", opts.isl_mean, opts.isl_stddev)?;
+    let builder = PromptBuilder::new(tokenizer);
+    for (i, entry) in entries.iter_mut().enumerate() {
+        let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, STREAM_BATCH, i as u64));
+        for _ in 1..batch_size {
+            let n = if opts.isl_stddev > 0.0 {
+                sample_at_least_one(&isl, &mut rng).min(MAX_INPUT_TOKENS)
+            } else {
+                entry.input_tokens
+            };
+            let text = builder.build(n as usize, &mut rng).text;
+            entry.extra_texts.push(text);
         }
-        let mut entries = group.into_iter();
-        let mut merged = entries.next().expect("a full group");
-        for e in entries {
-            merged.input_tokens += e.input_tokens;
-            merged.extra_texts.push(e.text);
-            merged.extra_texts.extend(e.extra_texts);
-        }
-        conversations.push(Conversation {
-            session_id: None,
-            system: None,
-            turns: vec![merged],
-        });
+        let all: Vec<&str> = std::iter::once(entry.text.as_str())
+            .chain(entry.extra_texts.iter().map(String::as_str))
+            .collect();
+        entry.input_tokens = tokenizer.count(&all.join(" ")) as u64;
     }
-    Dataset {
-        conversations,
-        sampling: dataset.sampling,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::{DatasetSampling, Entry};
-    use super::*;
-
-    #[test]
-    fn groups_of_texts_with_summed_lengths() {
-        let one = |t: &str| Conversation {
-            session_id: None,
-            system: None,
-            turns: vec![Entry::synthetic(t.into(), 2, Vec::new(), Some(5))],
-        };
-        let d = Dataset {
-            conversations: ["a", "b", "c", "d", "e"].into_iter().map(one).collect(),
-            sampling: DatasetSampling::Sequential,
-        };
-        let g = group(d, 2);
-        assert_eq!(g.conversations.len(), 2);
-        let e = &g.conversations[1].turns[0];
-        assert_eq!(
-            (e.text.as_str(), e.extra_texts.clone()),
-            ("c", vec!["d".to_string()])
-        );
-        assert_eq!(e.input_tokens, 4);
-        assert_eq!(e.max_output_tokens, Some(5));
-    }
+    Ok(())
 }

@@ -288,6 +288,7 @@ impl Loader<'_> {
             .map(|entry| Conversation {
                 session_id: None,
                 system: None,
+                context: None,
                 turns: vec![entry],
             })
             .collect();
@@ -329,6 +330,7 @@ impl Loader<'_> {
             conversations.push(Conversation {
                 session_id,
                 system,
+                context: None,
                 turns: entries,
             });
         }
@@ -786,6 +788,7 @@ impl Sessions {
         self.conversations.push(Conversation {
             session_id,
             system: None,
+            context: None,
             turns: vec![entry],
         });
     }

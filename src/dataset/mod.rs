@@ -10,6 +10,8 @@ pub mod media;
 pub mod prompt;
 pub mod rankings;
 pub mod raw_payload;
+pub mod seq_dist;
+pub mod shaping;
 pub mod source;
 pub mod video;
 
@@ -181,12 +183,15 @@ impl Entry {
 }
 
 /// One session: its turns are sent one after another, each with the history before it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Conversation {
     /// The input file's session id; None = a generated id.
     pub session_id: Option<String>,
     /// Sent as the leading system message of every turn.
     pub system: Option<String>,
+    /// `--user-context-prompt-length`: a user message sent after the system message and
+    /// before every turn.
+    pub context: Option<String>,
     pub turns: Vec<Entry>,
 }
 
@@ -227,6 +232,15 @@ pub struct InputOptions {
     pub isl_block_size: Option<usize>,
     /// `--dataset-sampling-strategy`; None = the source's default.
     pub sampling: Option<DatasetSampling>,
+    /// System prompt, user context and prefix pool added to the prompts.
+    pub shaping: shaping::PromptShaping,
+    /// `--seq-dist`: input/output lengths drawn per turn from pairs, in place of the means.
+    pub seq_dist: Option<seq_dist::SeqDist>,
+    /// `--prompt-batch-size`: texts per synthetic turn (0 or 1: one).
+    pub prompt_batch_size: usize,
+    /// `--random-range-ratio R`: lengths uniform in [floor(L(1-R)), ceil(L(1+R))] around
+    /// the ISL and OSL means, in place of the normal spread.
+    pub range_ratio: Option<f64>,
 }
 
 /// Why the dataset could not be built.
@@ -269,6 +283,7 @@ pub fn build(
         };
         let mut dataset = custom::load(&opts).map_err(BuildError::Input)?;
         dataset.sampling = inputs.sampling.unwrap_or(dataset.sampling);
+        shaping::apply(&mut dataset, &inputs.shaping, tokenizer, seed);
         return Ok(dataset);
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -278,6 +293,13 @@ pub fn build(
     let shapes = plan_conversations(&synthetic, master_seed)?;
     synthetic.num_entries = shapes.iter().map(|c| c.delays.len()).sum();
     let mut entries = build_synthetic(&synthetic, inputs, tokenizer, threads, progress)?;
+    batch::add_texts(
+        &mut entries,
+        inputs.prompt_batch_size,
+        &synthetic,
+        tokenizer,
+        master_seed,
+    )?;
     media::attach(&mut entries, &synthetic.media, master_seed, threads)?;
     let mut entries = entries.into_iter();
     let conversations = shapes
@@ -285,6 +307,7 @@ pub fn build(
         .map(|shape| Conversation {
             session_id: None,
             system: None,
+            context: None,
             turns: shape
                 .delays
                 .into_iter()
@@ -295,11 +318,13 @@ pub fn build(
                 .collect(),
         })
         .collect();
-    Ok(Dataset {
+    let mut dataset = Dataset {
         conversations,
         // AIPerf sends synthetic entries in the order they were made.
         sampling: inputs.sampling.unwrap_or(DatasetSampling::Sequential),
-    })
+    };
+    shaping::apply(&mut dataset, &inputs.shaping, tokenizer, master_seed);
+    Ok(dataset)
 }
 
 /// One synthetic conversation's shape: per turn, the think time before it.
@@ -352,7 +377,7 @@ pub fn build_synthetic(
             Some(PhotoPool::directory(dir, inputs.image_sampling).map_err(BuildError::Input)?)
         }
     };
-    let plan = plan_entries(opts, master_seed, pool.as_mut())?;
+    let plan = plan_entries(opts, master_seed, pool.as_mut(), inputs)?;
     let images: Vec<&ImagePlan> = plan.iter().flat_map(|e| &e.images).collect();
     let builder = PromptBuilder::new(tokenizer);
 
@@ -429,6 +454,8 @@ const STREAM_ENTRY: u64 = 1;
 const STREAM_IMAGE: u64 = 2;
 const STREAM_PHOTO: u64 = 3;
 const STREAM_TURNS: u64 = 4;
+const STREAM_SEQ_DIST: u64 = 5;
+const STREAM_RANGE: u64 = 7;
 
 /// Most turns a synthetic conversation gets, whatever its distribution draws: a huge
 /// stddev must not turn into billions of entries.
@@ -447,6 +474,7 @@ fn plan_entries(
     opts: &SyntheticOptions,
     master_seed: u64,
     mut pool: Option<&mut PhotoPool>,
+    inputs: &InputOptions,
 ) -> Result<Vec<EntryPlan>, BuildError> {
     let mut photo_rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_PHOTO, 0));
     let isl = normal("input tokens", opts.isl_mean, opts.isl_stddev)?;
@@ -473,8 +501,26 @@ fn plan_entries(
     let mut plans = Vec::with_capacity(opts.num_entries);
     for i in 0..opts.num_entries {
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_ENTRY, i as u64));
-        let input_tokens = sample_at_least_one(&isl, &mut rng).min(MAX_INPUT_TOKENS) as usize;
-        let max_output_tokens = osl.as_ref().map(|d| sample_at_least_one(d, &mut rng));
+        let mut input_tokens = sample_at_least_one(&isl, &mut rng).min(MAX_INPUT_TOKENS) as usize;
+        let mut max_output_tokens = osl.as_ref().map(|d| sample_at_least_one(d, &mut rng));
+        if let Some(r) = inputs.range_ratio {
+            let seed = derive_seed(master_seed, STREAM_RANGE, i as u64);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let isl = opts.isl_mean;
+            let low = ((isl * (1.0 - r)).floor() as u64).max(1);
+            let high = ((isl * (1.0 + r)).ceil() as u64).clamp(low, MAX_INPUT_TOKENS);
+            input_tokens = rng.random_range(low..=high) as usize;
+            if let Some(osl) = opts.osl_mean {
+                let low = ((osl * (1.0 - r)).floor() as u64).max(1);
+                let high = ((osl * (1.0 + r)).ceil() as u64).max(low);
+                max_output_tokens = Some(rng.random_range(low..=high));
+            }
+        }
+        if let Some(dist) = &inputs.seq_dist {
+            let seed = derive_seed(master_seed, STREAM_SEQ_DIST, i as u64);
+            let (isl, osl) = dist.sample(&mut ChaCha8Rng::seed_from_u64(seed));
+            (input_tokens, max_output_tokens) = (isl as usize, Some(osl));
+        }
         let prompt_seed = rng.next_u64();
         let mut images = Vec::with_capacity(images_per_entry);
         for j in 0..images_per_entry {

@@ -70,6 +70,7 @@ pub fn build(
             Conversation {
                 session_id: None,
                 system: None,
+                context: None,
                 turns: vec![entry],
             }
         })

@@ -37,6 +37,7 @@ pub fn load(path: &Path, tokenizer: &Tokenizer) -> Result<Dataset, InputError> {
         conversations.push(Conversation {
             session_id: None,
             system: None,
+            context: None,
             turns: vec![entry],
         });
     }

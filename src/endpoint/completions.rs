@@ -5,22 +5,26 @@ use serde_json::{Map, Value};
 use super::{BodyOptions, common_fields};
 use crate::dataset::Entry;
 
-/// Text parts are joined with a space; a system text goes first.
+/// One text is sent as the `prompt` string, several (a prompt batch or a line's `texts`) as
+/// a list; a system text goes first in the first, followed by a space.
 pub fn body(entry: Entry, system: Option<&str>, opts: &BodyOptions) -> Map<String, Value> {
     let mut body = Map::new();
-    let mut prompt = String::new();
-    for t in system
-        .map(str::to_string)
-        .into_iter()
-        .chain(std::iter::once(entry.text))
+    let mut prompts: Vec<Value> = std::iter::once(entry.text)
         .chain(entry.extra_texts)
-    {
-        if !prompt.is_empty() && !t.is_empty() {
-            prompt.push(' ');
-        }
-        prompt.push_str(&t);
+        .filter(|t| !t.is_empty())
+        .map(Value::String)
+        .collect();
+    match (system, prompts.first_mut()) {
+        (Some(s), Some(Value::String(first))) => *first = format!("{s} {first}"),
+        (Some(s), None) => prompts.push(Value::String(s.to_string())),
+        _ => {}
     }
-    body.insert("prompt".into(), Value::String(prompt));
+    let prompt = match prompts.len() {
+        0 => Value::String(String::new()),
+        1 => prompts.pop().expect("one prompt"),
+        _ => Value::Array(prompts),
+    };
+    body.insert("prompt".into(), prompt);
     common_fields(&mut body, opts, "max_tokens", entry.max_output_tokens);
     body
 }

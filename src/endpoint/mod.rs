@@ -228,6 +228,7 @@ fn prepare_one(
     endpoint: EndpointType,
     mut entry: Entry,
     system: Option<&str>,
+    context: Option<&str>,
     opts: &BodyOptions,
     model: Option<&str>,
     template: Option<&template::PayloadTemplate>,
@@ -259,8 +260,15 @@ fn prepare_one(
             audio_seconds,
         });
     }
-    let size_hint = body_size_hint(&entry, system);
+    let size_hint = body_size_hint(&entry, system) + context.map_or(0, str::len);
     let extra = std::mem::take(&mut entry.extra);
+    // Completions have no messages: the user context follows the system text in `prompt`.
+    let lead = match (system, context) {
+        (Some(s), Some(c)) if endpoint == EndpointType::Completions => Some(format!("{s} {c}")),
+        (None, Some(c)) if endpoint == EndpointType::Completions => Some(c.to_string()),
+        _ => system.map(str::to_string),
+    };
+    let system = lead.as_deref();
     let images = match endpoint {
         EndpointType::Chat => splice::take_urls(&mut entry.images, &mut entry.videos),
         _ => None,
@@ -273,6 +281,12 @@ fn prepare_one(
         EndpointType::Messages => messages::body(entry, system, opts),
         _ => unreachable!("other bodies are built above"),
     };
+    if endpoint == EndpointType::Chat
+        && let Some(c) = context
+        && let Some(Value::Array(messages)) = body.get_mut("messages")
+    {
+        messages.insert(usize::from(system.is_some()), context_message(c));
+    }
     set_model(&mut body, model);
     merge_extras(&mut body, opts, extra);
     let bytes = match images {
@@ -363,9 +377,14 @@ pub fn probe_body(
         delay: None,
         own: None,
     };
-    prepare_one(endpoint, entry, None, &opts, None, template.as_ref())
+    prepare_one(endpoint, entry, None, None, &opts, None, template.as_ref())
         .ok()
         .map(|r| r.body)
+}
+
+/// The user-context message (`--user-context-prompt-length`) of a chat conversation.
+fn context_message(text: &str) -> Value {
+    serde_json::json!({"role": "user", "content": text})
 }
 
 /// The length of an entry's first audio clip, when known.
@@ -461,6 +480,9 @@ pub struct TurnScript {
     pub head: Bytes,
     /// Every turn, the first included; empty for a single request.
     pub turns: Vec<PreparedTurn>,
+    /// The system message and user context joined by a space, which every turn sends
+    /// first: counted before the history.
+    pub lead: String,
 }
 
 impl TurnScript {
@@ -507,7 +529,8 @@ impl TurnScript {
     /// Every text turn `k` sends (earlier turns, their replies, its own), joined by
     /// spaces: what its input sequence length counts, as AIPerf counts a payload's texts.
     pub fn history_text(&self, k: usize, replies: &[String]) -> String {
-        let mut parts: Vec<&str> = Vec::with_capacity(2 * k + 1);
+        let mut parts: Vec<&str> = Vec::with_capacity(2 * k + 2);
+        parts.push(&self.lead);
         for (t, reply) in self.history(k).iter().zip(replies) {
             parts.extend([t.text.as_str(), reply.as_str()]);
         }
@@ -550,10 +573,15 @@ pub enum EndpointMismatch {
     #[error("--extra-inputs payload_template: {0}")]
     Template(String),
     #[error(
-        "a system prompt needs --endpoint-type chat or completions; {} has no place for it",
+        "a system prompt needs --endpoint-type chat, completions, responses or messages; {} has no place for it",
         .0.as_str()
     )]
     System(EndpointType),
+    #[error(
+        "--user-context-prompt-length needs --endpoint-type chat or completions; {} has no place for a user context message",
+        .0.as_str()
+    )]
+    Context(EndpointType),
 }
 
 fn audio_mismatch(endpoint: EndpointType) -> String {
@@ -600,6 +628,11 @@ pub fn prepare_dataset_with_models(
             .turns
             .iter()
             .all(|t| matches!(t.own, Some(OwnRequest::Payload(_))));
+        if conv.context.is_some()
+            && !matches!(endpoint, EndpointType::Chat | EndpointType::Completions)
+        {
+            return Err(EndpointMismatch::Context(endpoint));
+        }
         if endpoint == EndpointType::Raw && !own_payloads {
             return Err(EndpointMismatch::RawNeedsPayload);
         }
@@ -637,8 +670,14 @@ pub fn prepare_dataset_with_models(
         }
         let session_id = conv.session_id;
         let system = conv.system.as_deref();
+        let context = conv.context.as_deref();
         let timestamp_ms = conv.turns.first().and_then(|t| t.timestamp_ms);
-        let head = script_head(endpoint, system);
+        let head = script_head(endpoint, system, context);
+        let lead = [system, context]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
         let multi_turn = conv.turns.len() > 1;
         let mut entries = conv.turns.into_iter();
         let first_entry = entries.next().expect("conversations have a turn");
@@ -650,6 +689,7 @@ pub fn prepare_dataset_with_models(
             let mut script = TurnScript {
                 head: Bytes::from(head),
                 turns,
+                lead,
             };
             // The first body is the first turn spliced like any other; its message then
             // points into that body, so the first turn's images are held once.
@@ -669,6 +709,7 @@ pub fn prepare_dataset_with_models(
             let script = TurnScript {
                 head: Bytes::from(head),
                 turns: Vec::new(),
+                lead,
             };
             let model = models.next_model();
             (
@@ -676,6 +717,7 @@ pub fn prepare_dataset_with_models(
                     endpoint,
                     first_entry,
                     system,
+                    context,
                     opts,
                     model,
                     template.as_ref(),
@@ -696,13 +738,21 @@ pub fn prepare_dataset_with_models(
 /// The start of every body of a conversation, up to its first message: `{"messages":[`
 /// plus chat's system message, or the Responses API's `{"input":[` (its system text, like
 /// Anthropic's, is a field of the tail).
-fn script_head(endpoint: EndpointType, system: Option<&str>) -> Vec<u8> {
+fn script_head(endpoint: EndpointType, system: Option<&str>, context: Option<&str>) -> Vec<u8> {
     if endpoint == EndpointType::Responses {
         return b"{\"input\":[".to_vec();
     }
     let mut head = b"{\"messages\":[".to_vec();
-    if let Some(s) = system.filter(|_| endpoint == EndpointType::Chat) {
+    if endpoint != EndpointType::Chat {
+        return head;
+    }
+    if let Some(s) = system {
         serde_json::to_writer(&mut head, &chat::system_message(s)).expect("serializes");
+        head.push(b',');
+    }
+    // The user context (`--user-context-prompt-length`) follows the system message.
+    if let Some(c) = context {
+        serde_json::to_writer(&mut head, &context_message(c)).expect("serializes");
         head.push(b',');
     }
     head
@@ -1018,6 +1068,7 @@ mod tests {
             conversations: vec![crate::dataset::Conversation {
                 session_id: None,
                 system: Some("sys".into()),
+                context: None,
                 turns: vec![turn("one", 5), turn("two \"q\"", 6), turn("three", 7)],
             }],
             sampling: crate::dataset::DatasetSampling::Sequential,
@@ -1065,6 +1116,7 @@ mod tests {
                     conversations: vec![crate::dataset::Conversation {
                         session_id: None,
                         system: None,
+                        context: None,
                         turns: vec![turn("a", 1), turn("b", 1)],
                     }],
                     sampling: crate::dataset::DatasetSampling::Sequential,

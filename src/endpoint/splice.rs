@@ -208,6 +208,7 @@ mod tests {
             conversations: vec![Conversation {
                 session_id: None,
                 system: system.map(str::to_string),
+                context: None,
                 turns: vec![entry],
             }],
             sampling: DatasetSampling::Sequential,

@@ -367,6 +367,7 @@ mod tests {
             output_tokens: 0,
             completed: false,
             error: None,
+            cached_tokens: None,
         })
     }
 

@@ -18,6 +18,7 @@ pub mod image;
 pub mod image_generation;
 pub mod messages;
 pub mod metrics;
+pub mod prefix_cache;
 pub mod rankings;
 pub mod recorder;
 pub mod request;
@@ -105,6 +106,13 @@ pub struct MockServerArgs {
     /// Runtime worker threads for the standalone server (default: one per core).
     #[arg(long)]
     pub workers: Option<usize>,
+
+    /// Keep a prefix cache of N blocks of 16 prompt tokens (least recently used evicted) and
+    /// report the leading prompt tokens found in it as
+    /// `usage.prompt_tokens_details.cached_tokens` (and `cached_tokens` in
+    /// --record-requests). Off by default.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub prefix_cache_blocks: Option<u64>,
 
     /// Fault injection (boxed: rarely used, and keeps the argument struct small).
     #[command(flatten)]

@@ -47,6 +47,8 @@ pub struct RequestTrace {
     /// False when the client went away before the response was complete.
     pub completed: bool,
     pub error: Option<String>,
+    /// Prompt tokens found in the prefix cache (`--prefix-cache-blocks`); None when off.
+    pub cached_tokens: Option<u64>,
 }
 
 /// One line of the record file.
@@ -72,6 +74,9 @@ struct RecordLine<'a> {
     output_tokens: u64,
     completed: bool,
     error: Option<&'a str>,
+    /// Written only when the prefix cache is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cached_tokens: Option<u64>,
 }
 
 enum Msg {
@@ -163,6 +168,7 @@ fn write_line(out: &mut impl Write, t: &RequestTrace, clock: &Clock) -> io::Resu
         output_tokens: t.output_tokens,
         completed: t.completed,
         error: t.error.as_deref(),
+        cached_tokens: t.cached_tokens,
     };
     serde_json::to_writer(&mut *out, &line)?;
     out.write_all(b"\n")
@@ -200,6 +206,7 @@ mod tests {
                 output_tokens: 3,
                 completed: true,
                 error: None,
+                cached_tokens: None,
             }));
         }
         handle.finish().unwrap();

@@ -186,10 +186,13 @@ impl FinishReason {
 
 /// Text tokens of one text part (see the module doc).
 pub fn text_tokens(s: &str) -> u64 {
+    builtin_tokenizer().count(s) as u64
+}
+
+/// The builtin o200k_base tokenizer the mock counts with, loaded once.
+pub fn builtin_tokenizer() -> &'static Tokenizer {
     static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
-    let tokenizer =
-        TOKENIZER.get_or_init(|| Tokenizer::builtin().expect("the builtin tokenizer is embedded"));
-    tokenizer.count(s) as u64
+    TOKENIZER.get_or_init(|| Tokenizer::builtin().expect("the builtin tokenizer is embedded"))
 }
 
 /// What a chat prompt costs beyond its text and data-URL images.

@@ -72,15 +72,22 @@ impl ResponseHeader {
 pub struct UsageCounts {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Prompt tokens served from the prefix cache (`--prefix-cache-blocks`), reported as
+    /// `prompt_tokens_details.cached_tokens`; None when the cache is off.
+    pub cached_tokens: Option<u64>,
 }
 
 impl UsageCounts {
     fn to_json(self) -> serde_json::Value {
-        json!({
+        let mut usage = json!({
             "prompt_tokens": self.prompt_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
             "completion_tokens": self.completion_tokens,
-        })
+        });
+        if let Some(cached) = self.cached_tokens {
+            usage["prompt_tokens_details"] = json!({"cached_tokens": cached});
+        }
+        usage
     }
 }
 
@@ -299,6 +306,7 @@ mod tests {
         let tail = w.tail(Some(UsageCounts {
             prompt_tokens: 10,
             completion_tokens: 3,
+            cached_tokens: None,
         }));
         let s = std::str::from_utf8(&tail).unwrap();
         let (usage, done) = s.split_at(s.find("data: [DONE]").unwrap());
@@ -324,6 +332,7 @@ mod tests {
         let usage = UsageCounts {
             prompt_tokens: 4,
             completion_tokens: 2,
+            cached_tokens: None,
         };
         let body: Value = serde_json::from_slice(&full_body(
             &header(Api::Completions),

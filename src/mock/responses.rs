@@ -247,6 +247,7 @@ mod tests {
         let usage = UsageCounts {
             prompt_tokens: 5,
             completion_tokens: 2,
+            cached_tokens: None,
         };
         stream.extend_from_slice(&tail(&header, 2, usage));
         let text = String::from_utf8(stream).unwrap();

@@ -30,6 +30,8 @@ use super::{MockServer, MockServerArgs};
 use crate::clock::Clock;
 use crate::hash::splitmix64;
 
+use super::prefix_cache::{self, PrefixCache};
+
 /// Everything handlers share, fixed at start.
 struct Shared {
     ttft: Duration,
@@ -52,6 +54,8 @@ struct Shared {
     admission: Admission,
     /// What `GET /metrics` shows.
     metrics: Arc<MockMetrics>,
+    /// `--prefix-cache-blocks`: cached prompt blocks, reported in `usage`.
+    prefix_cache: Option<PrefixCache>,
 }
 
 pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
@@ -95,6 +99,9 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         stall: Duration::from_millis(args.faults.stall_ms),
         admission: Admission::new(args.max_concurrency),
         metrics: Arc::new(MockMetrics::new(&args.model, args.max_concurrency)),
+        prefix_cache: args
+            .prefix_cache_blocks
+            .map(|n| PrefixCache::new(usize::try_from(n).unwrap_or(usize::MAX))),
     });
 
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
@@ -302,6 +309,8 @@ struct Accepted {
     output: OutputPlan,
     stream: bool,
     include_usage: bool,
+    /// Leading prompt tokens found in the prefix cache, when it is on.
+    cached_tokens: Option<u64>,
 }
 
 async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
@@ -374,6 +383,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
     let usage = UsageCounts {
         prompt_tokens: accepted.prompt.prompt_tokens(),
         completion_tokens: accepted.output.tokens,
+        cached_tokens: accepted.cached_tokens,
     };
     let mut queued = QueuedTrace(shared.recorder.as_ref().map(|r| {
         let trace = RequestTrace {
@@ -395,6 +405,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             output_tokens: 0,
             completed: false,
             error: None,
+            cached_tokens: accepted.cached_tokens,
         };
         (Box::new(trace), r.clone())
     }));
@@ -499,15 +510,29 @@ fn parse_chat(bytes: &[u8], shared: &Shared) -> Result<Accepted, String> {
         return Err("messages: List should have at least 1 item".into());
     }
     let prompt = chat_prompt_stats(messages, shared.chat_costs)?;
-    accept(req.model.as_deref(), prompt, &req.generation, shared)
+    let cached = shared
+        .prefix_cache
+        .as_ref()
+        .map(|c| c.lookup_and_store(&prefix_cache::chat_ids(messages)));
+    accept(req.model.as_deref(), prompt, &req.generation, shared).map(|a| Accepted {
+        cached_tokens: cached,
+        ..a
+    })
 }
 
 fn parse_completion(bytes: &[u8], shared: &Shared) -> Result<Accepted, String> {
     let req: CompletionRequest<'_> =
         serde_json::from_slice(bytes).map_err(|e| format!("JSON decode error: {e}"))?;
     let prompt = req.prompt.as_ref().ok_or("prompt: Field required")?;
+    let cached = shared
+        .prefix_cache
+        .as_ref()
+        .map(|c| c.lookup_and_store(&prefix_cache::completion_ids(prompt)));
     let prompt = completion_prompt_stats(prompt);
-    accept(req.model.as_deref(), prompt, &req.generation, shared)
+    accept(req.model.as_deref(), prompt, &req.generation, shared).map(|a| Accepted {
+        cached_tokens: cached,
+        ..a
+    })
 }
 
 fn accept(
@@ -524,6 +549,7 @@ fn accept(
         output,
         stream: generation.stream(),
         include_usage: generation.include_usage(),
+        cached_tokens: None,
     })
 }
 
@@ -554,6 +580,7 @@ fn record_rejection(
             roles: Vec::new(),
             output_tokens: 0,
             completed: true,
+            cached_tokens: None,
             error: Some(message.to_owned()),
         }));
     }

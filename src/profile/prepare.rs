@@ -78,7 +78,7 @@ pub(super) fn prepare(
             cfg.model_selection,
             cfg.random_seed,
             tokenizer.name(),
-            (&cfg.rankings, cfg.prompt_batch_size)
+            &cfg.rankings
         )
     });
     let (conversations, sampling) = match (&key, &reuse.dataset) {
@@ -162,13 +162,6 @@ fn build_conversations(
                 d.sampling = s;
             }
             d
-        }
-        // A batch takes that many synthetic prompts.
-        None if cfg.prompt_batch_size > 1 => {
-            let mut synthetic = cfg.synthetic.clone();
-            synthetic.num_entries *= cfg.prompt_batch_size;
-            dataset::build(&synthetic, &cfg.inputs, tokenizer, &dataset_bar)
-                .map(|d| dataset::batch::group(d, cfg.prompt_batch_size))
         }
         None => dataset::build(&cfg.synthetic, &cfg.inputs, tokenizer, &dataset_bar),
     };
