@@ -14,6 +14,7 @@ pub mod media;
 pub mod multirun;
 pub mod output;
 pub mod plot;
+pub mod public_dataset;
 pub mod service;
 pub mod shard;
 mod spellings;
@@ -376,6 +377,10 @@ pub struct ProfileArgs {
 
     #[command(flatten)]
     pub dataset: dataset::DatasetArgs,
+
+    /// `--public-dataset`, `--hf-subset`, `--dataset-filter`.
+    #[command(flatten)]
+    pub public: public_dataset::PublicDatasetArgs,
 
     // ----- Failures -----
     /// Before sending, poll the server (`GET /v1/models`) until it answers 2xx, for up to this

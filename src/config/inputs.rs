@@ -181,6 +181,7 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
             .dataset
             .dataset_sampling_strategy
             .map(DatasetSampling::from),
+        public: None,
     })
 }
 

@@ -27,6 +27,7 @@ mod logging;
 mod media;
 pub mod multirun;
 mod output;
+mod public_dataset;
 mod redact;
 mod shard;
 
@@ -302,6 +303,13 @@ impl ProfileConfig {
         if a.input_file.is_none() {
             check_dataset_memory(&synthetic)?;
         }
+        let public = public_dataset::public_options(
+            a,
+            &synthetic,
+            endpoint_type,
+            conversations_needed as usize,
+            &mut warnings,
+        )?;
 
         let artifact_dir = match &a.artifact_dir {
             Some(d) => d.clone(),
@@ -376,7 +384,10 @@ impl ProfileConfig {
             server_metrics_from_url,
             gpu_telemetry: gpu_telemetry::gpu_telemetry(a)?,
             random_seed,
-            inputs: input_options(a)?,
+            inputs: InputOptions {
+                public,
+                ..input_options(a)?
+            },
 
             failures,
             load,

@@ -7,6 +7,7 @@ pub mod custom;
 pub mod image;
 pub mod media;
 pub mod prompt;
+pub mod public;
 pub mod source;
 pub mod video;
 
@@ -224,6 +225,8 @@ pub struct InputOptions {
     pub isl_block_size: Option<usize>,
     /// `--dataset-sampling-strategy`; None = the source's default.
     pub sampling: Option<DatasetSampling>,
+    /// `--public-dataset` with its subset and filters.
+    pub public: Option<public::PublicOptions>,
 }
 
 /// Why the dataset could not be built.
@@ -253,6 +256,14 @@ pub fn build(
     tokenizer: &Tokenizer,
     progress: &dyn BuildProgress,
 ) -> Result<Dataset, BuildError> {
+    if let Some(public) = &inputs.public {
+        let env = crate::tokenizer::HubEnv::from_process_env();
+        let default_output_tokens = synthetic.osl_mean.map(|m| (m.round() as u64).max(1));
+        let mut dataset = public::load(public, &env, tokenizer, default_output_tokens)
+            .map_err(BuildError::Input)?;
+        dataset.sampling = inputs.sampling.unwrap_or(dataset.sampling);
+        return Ok(dataset);
+    }
     if let Some((path, kind)) = &inputs.input_file {
         let seed = synthetic.seed.unwrap_or_else(|| rand::rng().next_u64());
         let opts = custom::CustomOptions {
