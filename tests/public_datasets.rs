@@ -451,8 +451,11 @@ const LLAVA_SCHEMA: &str = "message schema {
     }
 }";
 
-/// LLaVA-OneVision rows of one subset: (id, [(from, value)], image).
-fn write_llava(file: &Path, rows: &[(&str, Vec<(&str, &str)>, Vec<u8>)]) {
+/// One LLaVA-OneVision row: id, messages as (from, value), image bytes.
+type LlavaRow<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<u8>);
+
+/// Writes LLaVA-OneVision rows of one subset.
+fn write_llava(file: &Path, rows: &[LlavaRow]) {
     let n = rows.len();
     let mut froms = (Vec::new(), Vec::new(), Vec::new());
     let mut values = (Vec::new(), Vec::new(), Vec::new());

@@ -249,7 +249,10 @@ const MIN_SEQ: usize = 4;
 const MAX_PROMPT: usize = 1024;
 const MAX_TOTAL: usize = 2048;
 
-/// What a load found: the dataset, and rows read, kept and skipped (for the log).
+/// Which files of the repository a set reads (by their path in it).
+type FileFilter = dyn Fn(&str) -> bool;
+
+/// Rows read, filtered out and skipped (for the log and errors).
 struct Counts {
     read: usize,
     filtered_out: usize,
@@ -266,7 +269,7 @@ pub fn load(
 ) -> Result<Dataset, String> {
     let spec = opts.spec;
     let flag = format!("--public-dataset {}", spec.name);
-    let (revision, wanted): (&str, Box<dyn Fn(&str) -> bool>) = match spec.shape {
+    let (revision, wanted): (&str, Box<FileFilter>) = match spec.shape {
         Shape::ShareGpt => ("main", Box::new(|name: &str| name == SHAREGPT_FILE)),
         _ => {
             let subset = opts.subset().to_string();
