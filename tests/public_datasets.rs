@@ -396,6 +396,18 @@ fn dataset_filter_keeps_rows_whose_column_equals_the_value() {
         .map(|s| s.0)
         .collect();
     assert_eq!(texts, vec![mmstar_rows()[2].1]);
+    let summary = read_json(&tmp.path().join("run/profile_export_aiperf.json"));
+    assert_eq!(
+        summary["input_config"]["datasets"][0],
+        serde_json::json!({
+            "name": "main",
+            "type": "public",
+            "dataset": "mmstar",
+            "hf_subset": null,
+            "filters": ["category=coarse perception", "index=2"],
+            "random_seed": summary["input_config"]["datasets"][0]["random_seed"],
+        })
+    );
 
     // A column the dataset does not have is an error naming the columns it has.
     let out = profile(

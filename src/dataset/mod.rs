@@ -259,7 +259,7 @@ pub fn build(
     if let Some(public) = &inputs.public {
         let env = crate::tokenizer::HubEnv::from_process_env();
         let default_output_tokens = synthetic.osl_mean.map(|m| (m.round() as u64).max(1));
-        let mut dataset = public::load(public, &env, tokenizer, default_output_tokens)
+        let mut dataset = public::load(public, &env, tokenizer, default_output_tokens, progress)
             .map_err(BuildError::Input)?;
         dataset.sampling = inputs.sampling.unwrap_or(dataset.sampling);
         return Ok(dataset);

@@ -13,7 +13,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
 use self::rows::Cell;
-use super::{Conversation, Dataset, DatasetSampling, EncodedImage, Entry};
+use super::{BuildProgress, Conversation, Dataset, DatasetSampling, EncodedImage, Entry};
 use crate::tokenizer::{HubEnv, Tokenizer};
 
 /// How a set's rows become prompts.
@@ -266,6 +266,7 @@ pub fn load(
     env: &HubEnv,
     tokenizer: &Tokenizer,
     default_output_tokens: Option<u64>,
+    progress: &dyn BuildProgress,
 ) -> Result<Dataset, String> {
     let spec = opts.spec;
     let flag = format!("--public-dataset {}", spec.name);
@@ -292,6 +293,8 @@ pub fn load(
         ));
     }
 
+    // The progress line counts the rows kept toward the most the run can use.
+    progress.begin(opts.max_rows as u64);
     let mut entries: Vec<Entry> = Vec::new();
     let mut counts = Counts {
         read: 0,
@@ -305,8 +308,15 @@ pub fn load(
         if entries.len() >= opts.max_rows {
             break;
         }
-        let Some((name, path)) = files.get(i).map_err(|e| format!("{flag}: {e}"))? else {
-            break;
+        let (name, path) = match files.get(i) {
+            Ok(Some(file)) => file,
+            Ok(None) => break,
+            // The hub cannot be reached for more files: the cached rows are enough to run.
+            Err(e) if !entries.is_empty() => {
+                tracing::warn!("{flag}: {e}; using the {} rows read", entries.len());
+                break;
+            }
+            Err(e) => return Err(format!("{flag}: {e}")),
         };
         tracing::info!("Reading {name} of dataset {}", spec.repo);
         let mut each = |row: Cell| {
@@ -323,7 +333,10 @@ pub fn load(
                 return ControlFlow::Continue(());
             }
             match entry_of(spec.shape, &row, tokenizer, default_output_tokens) {
-                Ok(Some(entry)) => entries.push(entry),
+                Ok(Some(entry)) => {
+                    entries.push(entry);
+                    progress.advance();
+                }
                 Ok(None) => counts.skipped += 1,
                 Err(e) => {
                     failure = Some(format!("row {}: {e}", counts.read));
