@@ -699,8 +699,8 @@ fn names_not_implemented_and_misused_flags_are_refused() {
     let url = "http://127.0.0.1:9";
     let cases: [(&[&str], &str); 6] = [
         (
-            &["--public-dataset", "mmvu"],
-            "--public-dataset mmvu: is an AIPerf dataset this build does not read yet; the ones this build reads are: sharegpt, mmstar, vision_arena, llava_onevision,",
+            &["--public-dataset", "librispeech"],
+            "--public-dataset librispeech: is an AIPerf dataset this build does not read yet; the ones this build reads are: sharegpt, mmstar, vision_arena, llava_onevision, mmvu,",
         ),
         (
             &["--public-dataset", "imagenet"],
@@ -718,7 +718,7 @@ fn names_not_implemented_and_misused_flags_are_refused() {
                 "--endpoint-type",
                 "completions",
             ],
-            "--public-dataset mmstar: its rows carry images, which need --endpoint-type chat, not completions",
+            "--public-dataset mmstar: its rows carry images or video, which need --endpoint-type chat, not completions",
         ),
         (
             &[
@@ -902,4 +902,56 @@ fn first_run_downloads_into_the_standard_cache_and_later_runs_use_it() {
     );
     server.finish();
     assert!(out.status.success(), "{}", stderr_text(&out));
+}
+
+#[test]
+fn mmvu_sends_the_question_with_its_choices_and_the_video_url() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("hf");
+    let file =
+        snapshot(&home, "yale-nlp/MMVU", PARQUET_REF).join("default/validation/0000.parquet");
+    let schema = "message schema {
+        optional binary question (STRING);
+        optional group choices {
+            optional binary A (STRING);
+            optional binary B (STRING);
+            optional binary C (STRING);
+        }
+        optional binary video (STRING);
+    }";
+    write_parquet(
+        &file,
+        schema,
+        vec![
+            texts(&["Which law explains the motion?"]),
+            // Struct fields: defined at level 2 (the struct, then the field).
+            Leaf::Text(vec![b"Newton's first law".to_vec()], vec![2], None),
+            Leaf::Text(vec![b"Hooke's law".to_vec()], vec![2], None),
+            Leaf::Text(vec![Vec::new()], vec![2], None),
+            texts(&["https://example.com/videos/physics_1.mp4"]),
+        ],
+    );
+    let server = Recorded::start(tmp.path());
+    let out = profile(
+        tmp.path(),
+        &home,
+        None,
+        &server.mock.url,
+        &["--public-dataset", "mmvu", "--request-count", "1"],
+    );
+    server.finish();
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let run = tmp.path().join("run");
+    let parts =
+        read_json(&run.join("inputs.json"))["data"][0]["payloads"][0]["messages"][0]["content"]
+            .clone();
+    let prompt = "Which law explains the motion? A.Newton's first law B.Hooke's law";
+    assert_eq!(
+        parts,
+        serde_json::json!([
+            {"type": "text", "text": prompt},
+            {"type": "video_url", "video_url": {"url": "https://example.com/videos/physics_1.mp4"}},
+        ])
+    );
+    assert_eq!(isl(&run), vec![count(prompt)]);
 }

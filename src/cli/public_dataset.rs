@@ -6,13 +6,14 @@ use clap::Args;
 #[derive(Debug, Clone, Default, Args)]
 pub struct PublicDatasetArgs {
     /// A public benchmark dataset from the Hugging Face hub, used in place of synthetic
-    /// prompts: sharegpt, mmstar, vision_arena, llava_onevision, aimo, aimo_aime,
+    /// prompts: sharegpt, mmstar, vision_arena, llava_onevision, mmvu, aimo, aimo_aime,
     /// aimo_numina_cot, aimo_numina_1_5, spec_al_gsm8k, spec_al_math500, spec_al_humaneval,
     /// spec_al_mbpp, instruct_coder. One single-turn request per row (for the vision sets
-    /// with the row's image, sent as a data URL of its stored bytes), in dataset order.
+    /// with the row's image, sent as a data URL of its stored bytes; for mmvu the question
+    /// with its choices and the video's URL), in dataset order.
     /// Downloaded once into the Hugging Face cache ($HF_HOME/hub; HF_ENDPOINT, HF_TOKEN and
     /// HF_HUB_OFFLINE=1 are honoured); only as many rows as can be sent are read. AIPerf's
-    /// other names (mmvu, exgentic, ASR sets, traces, ...) are refused.
+    /// other names (exgentic, ASR sets, traces, ...) are refused.
     #[arg(long, value_name = "NAME", help_heading = "Input")]
     pub public_dataset: Option<String>,
 

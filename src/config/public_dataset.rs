@@ -74,13 +74,15 @@ pub(super) fn public_options(
             spec.name
         )));
     }
-    let has_images = matches!(
+    let has_media = matches!(
         spec.shape,
-        Shape::Instruction { image: Some(_), .. } | Shape::Messages { image: Some(_), .. }
+        Shape::Instruction { image: Some(_), .. }
+            | Shape::Messages { image: Some(_), .. }
+            | Shape::Video { .. }
     );
-    if has_images && endpoint_type != EndpointType::Chat {
+    if has_media && endpoint_type != EndpointType::Chat {
         return Err(bad(format!(
-            "--public-dataset {}: its rows carry images, which need --endpoint-type chat, not {}",
+            "--public-dataset {}: its rows carry images or video, which need --endpoint-type chat, not {}",
             spec.name,
             endpoint_type.as_str()
         )));

@@ -27,6 +27,13 @@ pub enum Shape {
         prompt: &'static str,
         image: Option<&'static str>,
     },
+    /// MMVU: the question and its lettered choices (vLLM's prompt format), and the video
+    /// column's URL (or stored bytes).
+    Video {
+        question: &'static str,
+        choices: &'static str,
+        video: &'static str,
+    },
     /// A list of messages: the first user (or human) message's text, and an optional
     /// image column.
     Messages {
@@ -108,6 +115,17 @@ pub const CATALOG: &[Spec] = &[
             image: Some("image"),
         },
     },
+    Spec {
+        name: "mmvu",
+        repo: "yale-nlp/MMVU",
+        split: "validation",
+        subset: None,
+        shape: Shape::Video {
+            question: "question",
+            choices: "choices",
+            video: "video",
+        },
+    },
     text("aimo", "AI-MO/NuminaMath-TIR", "train", None, "problem"),
     text(
         "aimo_aime",
@@ -171,7 +189,6 @@ pub const CATALOG: &[Spec] = &[
 const NOT_BUILT: &[&str] = &[
     "exgentic_v2",
     "exgentic",
-    "mmvu",
     "spec_bench",
     "spec_al_mtbench",
     "blazedit_5k",
@@ -430,6 +447,9 @@ fn check_columns(spec: &Spec, opts: &PublicOptions, row: &Cell) -> Result<(), St
         Shape::ShareGpt => vec!["conversations"],
         Shape::Instruction { prompt, image } => std::iter::once(prompt).chain(image).collect(),
         Shape::Messages { column, image, .. } => std::iter::once(column).chain(image).collect(),
+        Shape::Video {
+            question, video, ..
+        } => vec![question, video],
     };
     needed.extend(opts.filters.iter().map(|(k, _)| k.as_str()));
     match needed.iter().find(|c| row.get(c).is_none()) {
@@ -454,6 +474,7 @@ fn entry_of(
     tokenizer: &Tokenizer,
     default_output_tokens: Option<u64>,
 ) -> Result<Option<Entry>, String> {
+    let mut videos = Vec::new();
     let (text, image, max_output_tokens) = match shape {
         Shape::ShareGpt => {
             let Some((prompt, reply)) = row.get("conversations").and_then(first_pair) else {
@@ -490,14 +511,27 @@ fn entry_of(
             };
             (text, image_of(row, image)?, default_output_tokens)
         }
+        Shape::Video {
+            question,
+            choices,
+            video,
+        } => {
+            let Some(text) = mmvu_prompt(row, question, choices) else {
+                return Ok(None);
+            };
+            videos.extend(video_of(row.get(video)));
+            (text, None, default_output_tokens)
+        }
     };
     let input_tokens = tokenizer.count(&text) as u64;
-    Ok(Some(Entry::synthetic(
+    let mut entry = Entry::synthetic(
         text,
         input_tokens,
         image.into_iter().collect(),
         max_output_tokens,
-    )))
+    );
+    entry.videos = videos;
+    Ok(Some(entry))
 }
 
 /// ShareGPT's first prompt and reply: with `from` roles, the first `human` message
@@ -569,6 +603,54 @@ fn first_user_text(messages: &Cell, content_key: &str) -> Option<String> {
     let text = chosen.get(content_key)?.as_text()?.replace("<image>", "");
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_string())
+}
+
+/// MMVU's prompt: the question, then each non-empty choice as `A.text`, space-separated.
+fn mmvu_prompt(row: &Cell, question: &str, choices: &str) -> Option<String> {
+    let question = row.get(question).and_then(Cell::scalar).unwrap_or_default();
+    let listed: Vec<String> = match row.get(choices) {
+        Some(Cell::Group(fields)) => fields
+            .iter()
+            .filter_map(|(k, v)| {
+                v.scalar()
+                    .filter(|v| !v.is_empty())
+                    .map(|v| format!("{k}.{v}"))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let prompt = if listed.is_empty() {
+        question
+    } else {
+        format!("{question} {}", listed.join(" "))
+            .trim()
+            .to_string()
+    };
+    (!prompt.is_empty()).then_some(prompt)
+}
+
+/// A video cell: a URL as it is (a bare path as a `file://` URL, as AIPerf sends it), or
+/// stored bytes as a data URL of their type (from the path's extension; MP4 without one).
+fn video_of(cell: Option<&Cell>) -> Option<super::video::EncodedVideo> {
+    let url = match cell? {
+        Cell::Text(v) if v.contains("://") || v.starts_with("data:") => v.clone(),
+        Cell::Text(v) if !v.is_empty() => format!("file://{v}"),
+        group => {
+            let Some(Cell::Bytes(bytes)) = group.get("bytes") else {
+                return None;
+            };
+            let path = group.get("path").and_then(Cell::as_text).unwrap_or("");
+            let mime = match path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()) {
+                Some(e) if e == "webm" => "video/webm",
+                Some(e) if e == "mov" => "video/quicktime",
+                _ => "video/mp4",
+            };
+            let mut url = format!("data:{mime};base64,");
+            STANDARD.encode_string(bytes, &mut url);
+            url
+        }
+    };
+    Some(super::video::EncodedVideo { url })
 }
 
 /// The row's image: a Hugging Face `Image` value (`{bytes, path}`), or the first of a
@@ -726,6 +808,44 @@ mod tests {
     }
 
     #[test]
+    fn mmvu_prompts_list_the_choices_and_videos_pass_through() {
+        let row = group(&[
+            ("question", text("Which force acts here?")),
+            (
+                "choices",
+                group(&[
+                    ("A", text("gravity")),
+                    ("B", text("friction")),
+                    ("C", text("")),
+                    ("D", Cell::Null),
+                ]),
+            ),
+        ]);
+        assert_eq!(
+            mmvu_prompt(&row, "question", "choices").as_deref(),
+            Some("Which force acts here? A.gravity B.friction")
+        );
+        let url = text("https://example.com/v.mp4");
+        assert_eq!(
+            video_of(Some(&url)).unwrap().url,
+            "https://example.com/v.mp4"
+        );
+        assert_eq!(
+            video_of(Some(&text("v/1.mp4"))).unwrap().url,
+            "file://v/1.mp4"
+        );
+        let stored = group(&[
+            ("bytes", Cell::Bytes(b"abc".to_vec())),
+            ("path", text("c.webm")),
+        ]);
+        assert_eq!(
+            video_of(Some(&stored)).unwrap().url,
+            "data:video/webm;base64,YWJj"
+        );
+        assert!(video_of(Some(&Cell::Null)).is_none());
+    }
+
+    #[test]
     fn files_filters_and_names() {
         assert!(parquet_of("default/val/0000.parquet", "default", "val"));
         assert!(parquet_of(
@@ -748,6 +868,10 @@ mod tests {
         ));
         assert!(!keep(&row, &[("n".into(), "3".into())]));
         assert_eq!(lookup("MMStar").unwrap().repo, "Lin-Chen/MMStar");
-        assert!(lookup("mmvu").unwrap_err().contains("does not read yet"));
+        assert!(
+            lookup("librispeech")
+                .unwrap_err()
+                .contains("does not read yet")
+        );
     }
 }
