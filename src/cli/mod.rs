@@ -15,6 +15,7 @@ pub mod multirun;
 pub mod output;
 pub mod plot;
 pub mod prompt;
+pub mod public_dataset;
 pub mod rankings;
 pub mod service;
 pub mod shard;
@@ -405,6 +406,10 @@ pub struct ProfileArgs {
 
     #[command(flatten)]
     pub dataset: dataset::DatasetArgs,
+
+    /// `--public-dataset`, `--hf-subset`, `--dataset-filter`.
+    #[command(flatten)]
+    pub public: public_dataset::PublicDatasetArgs,
 
     // ----- Failures -----
     /// Before sending, poll the server (`GET /v1/models`) until it answers 2xx, for up to this

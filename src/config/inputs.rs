@@ -185,6 +185,7 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
         seq_dist: None,
         prompt_batch_size: 1,
         range_ratio: None,
+        public: None,
     })
 }
 

@@ -29,6 +29,7 @@ pub mod multirun;
 mod non_chat;
 mod output;
 mod prompt;
+mod public_dataset;
 mod redact;
 mod shard;
 
@@ -318,6 +319,13 @@ impl ProfileConfig {
         if a.input_file.is_none() {
             check_dataset_memory(&synthetic)?;
         }
+        let public = public_dataset::public_options(
+            a,
+            &synthetic,
+            endpoint_type,
+            conversations_needed as usize,
+            &mut warnings,
+        )?;
 
         let artifact_dir = match &a.artifact_dir {
             Some(d) => d.clone(),
@@ -398,6 +406,7 @@ impl ProfileConfig {
                 seq_dist: prompt::seq_dist(a)?,
                 prompt_batch_size: prompt::prompt_batch_size(a, endpoint_type)?,
                 range_ratio: prompt::range_ratio(a)?,
+                public,
                 ..input_options(a)?
             },
 

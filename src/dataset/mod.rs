@@ -8,6 +8,7 @@ pub mod custom;
 pub mod image;
 pub mod media;
 pub mod prompt;
+pub mod public;
 pub mod rankings;
 pub mod raw_payload;
 pub mod seq_dist;
@@ -241,6 +242,8 @@ pub struct InputOptions {
     /// `--random-range-ratio R`: lengths uniform in [floor(L(1-R)), ceil(L(1+R))] around
     /// the ISL and OSL means, in place of the normal spread.
     pub range_ratio: Option<f64>,
+    /// `--public-dataset` with its subset and filters.
+    pub public: Option<public::PublicOptions>,
 }
 
 /// Why the dataset could not be built.
@@ -270,6 +273,17 @@ pub fn build(
     tokenizer: &Tokenizer,
     progress: &dyn BuildProgress,
 ) -> Result<Dataset, BuildError> {
+    if let Some(public) = &inputs.public {
+        let env = crate::tokenizer::HubEnv::from_process_env();
+        let default_output_tokens = synthetic.osl_mean.map(|m| (m.round() as u64).max(1));
+        let mut dataset = public::load(public, &env, tokenizer, default_output_tokens, progress)
+            .map_err(BuildError::Input)?;
+        dataset.sampling = inputs.sampling.unwrap_or(dataset.sampling);
+        // Only the system prompt applies (config refuses the synthetic shaping flags).
+        let seed = synthetic.seed.unwrap_or_else(|| rand::rng().next_u64());
+        shaping::apply(&mut dataset, &inputs.shaping, tokenizer, seed);
+        return Ok(dataset);
+    }
     if let Some((path, kind)) = &inputs.input_file {
         let seed = synthetic.seed.unwrap_or_else(|| rand::rng().next_u64());
         let opts = custom::CustomOptions {

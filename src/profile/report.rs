@@ -280,6 +280,16 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
             },
         }),
     };
+    let dataset = cfg.inputs.public.as_ref().map_or(dataset, |p| {
+        json!({
+            "name": "main",
+            "type": "public",
+            "dataset": p.spec.name,
+            "hf_subset": p.subset.as_deref(),
+            "filters": p.filters.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+            "random_seed": cfg.random_seed,
+        })
+    });
     let load = &cfg.load;
     let profiling_type = if load.fixed_schedule {
         "fixed_schedule"
