@@ -955,3 +955,67 @@ fn mmvu_sends_the_question_with_its_choices_and_the_video_url() {
     );
     assert_eq!(isl(&run), vec![count(prompt)]);
 }
+
+#[test]
+fn a_system_prompt_leads_every_row_and_synthetic_shaping_flags_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("hf");
+    cache_mmstar(&home);
+    let server = Recorded::start(tmp.path());
+    let system = "Answer in one word.";
+    let out = profile(
+        tmp.path(),
+        &home,
+        None,
+        &server.mock.url,
+        &[
+            "--public-dataset",
+            "mmstar",
+            "--request-count",
+            "3",
+            "--system-prompt",
+            system,
+        ],
+    );
+    server.finish();
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let run = tmp.path().join("run");
+    let inputs = read_json(&run.join("inputs.json"));
+    let rows = mmstar_rows();
+    for (i, s) in inputs["data"].as_array().unwrap().iter().enumerate() {
+        let messages = &s["payloads"][0]["messages"];
+        assert_eq!(messages[0]["role"], "system", "{messages}");
+        assert_eq!(messages[0]["content"], system);
+        assert_eq!(messages[1]["role"], "user");
+        let question = rows[i].1;
+        assert!(messages[1]["content"].to_string().contains(question));
+    }
+    // The system text counts in the input length, joined to the question by a space.
+    assert_eq!(
+        isl(&run),
+        rows[..3]
+            .iter()
+            .map(|r| count(&format!("{system} {}", r.1)))
+            .collect::<Vec<_>>()
+    );
+    for flag in [
+        &["-b", "2"][..],
+        &["--seq-dist", "10,5:100"],
+        &[
+            "--prompt-prefix-pool-size",
+            "2",
+            "--prompt-prefix-length",
+            "8",
+        ],
+    ] {
+        let mut args = vec!["--public-dataset", "mmstar", "--request-count", "1"];
+        args.extend_from_slice(flag);
+        let out = profile(tmp.path(), &home, None, "http://127.0.0.1:9", &args);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        let err = stderr_text(&out);
+        assert!(
+            err.contains("shapes synthetic prompts") && err.contains("--public-dataset mmstar"),
+            "{flag:?}: {err}"
+        );
+    }
+}
