@@ -501,6 +501,12 @@ fn audio_transcription_end_to_end() {
     );
     mock.terminate();
     assert!(out.status.success(), "{}", stderr_text(&out));
+    // AIPerf's title for this endpoint type.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("NVIDIA AIPerf | Audio Transcription Metrics"),
+        "{stdout}"
+    );
     let run = tmp.path().join("run");
     let records = records(&run);
     assert_eq!(records.len(), 3);

@@ -132,6 +132,7 @@ impl EndpointType {
             EndpointType::NimRankings => "Rankings Metrics",
             EndpointType::CohereRankings | EndpointType::HfTeiRankings => "Ranking Metrics",
             EndpointType::ImageGeneration => "Image Generation Metrics",
+            EndpointType::AudioTranscription => "Audio Transcription Metrics",
             _ => "LLM Metrics",
         }
     }
