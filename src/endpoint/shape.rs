@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::rankings::{self, RankingsApi};
 use super::template::FieldPath;
 use super::{ParsedEvent, embeddings, image_generation, lenient, messages, parse_event, responses};
+use crate::record::Usage;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub enum ResponseShape {
@@ -58,6 +59,27 @@ impl ResponseShape {
                 Ok(out)
             }
             ResponseShape::Auto(field) => Ok(auto(data, field.as_ref())),
+        }
+    }
+}
+
+impl ResponseShape {
+    /// The event that closes a stream of an API whose events are all named and carry JSON
+    /// (its `error` events too); `None` for OpenAI streams, which end with `[DONE]`.
+    pub fn closing_event(&self) -> Option<&'static str> {
+        match self {
+            ResponseShape::Responses => Some("response.completed"),
+            ResponseShape::Messages => Some("message_stop"),
+            _ => None,
+        }
+    }
+
+    /// A stream's usage so far after one more usage object: the Messages API sends it in
+    /// parts (input at the start, output at the end); elsewhere the last object wins.
+    pub fn merge_usage(&self, earlier: Option<Usage>, new: Usage) -> Usage {
+        match self {
+            ResponseShape::Messages => messages::merge_usage(earlier, new),
+            _ => new,
         }
     }
 }

@@ -134,8 +134,6 @@ pub struct HttpClient {
     /// The cancel generation: `cancel_in_flight` bumps it (ending the exchanges started
     /// before), `cancel_all` sets it to `CANCEL_ALL` for good. Every exchange watches it.
     cancel: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
-    /// The endpoint type: its auth header, usage merging and closing event.
-    endpoint: EndpointType,
     /// How response payloads are read (the endpoint type's shape).
     shape: Arc<ResponseShape>,
 }
@@ -207,7 +205,6 @@ impl HttpClient {
             timeout,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             cancel: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
-            endpoint: EndpointType::Chat,
             shape: Arc::default(),
         })
     }
@@ -296,11 +293,10 @@ impl HttpClient {
         Ok(self)
     }
 
-    /// Reads responses in `endpoint`'s shapes. The Messages API takes `api_key` as
-    /// `x-api-key` in place of the bearer token, and wants `anthropic-version`; headers given
-    /// with --header stay as they are.
+    /// The headers `endpoint` wants: the Messages API takes `api_key` as `x-api-key` in
+    /// place of the bearer token, and wants `anthropic-version`; headers given with --header
+    /// stay as they are. (Responses are read as `with_response_shape` says.)
     pub fn with_endpoint(mut self, endpoint: EndpointType, api_key: Option<&str>) -> Self {
-        self.endpoint = endpoint;
         if endpoint != EndpointType::Messages {
             return self;
         }
@@ -605,7 +601,6 @@ impl HttpClient {
             record.streamed = true;
             let mut framer = SseFramer::new();
             let mut state = StreamState {
-                endpoint: self.endpoint,
                 shape: self.shape.clone(),
                 ..StreamState::default()
             };
@@ -648,15 +643,10 @@ impl HttpClient {
                 record.error = Some(ErrorDetails {
                     code: None,
                     kind: "IncompleteStreamError".into(),
-                    message: match self.endpoint {
-                        EndpointType::Responses => {
-                            "The stream ended without a response.completed event".into()
-                        }
-                        EndpointType::Messages => {
-                            "The stream ended without a message_stop event".into()
-                        }
-                        _ => "The stream ended without a [DONE] event".into(),
-                    },
+                    message: format!(
+                        "The stream ended without a {} event",
+                        self.shape.closing_event().unwrap_or("[DONE]")
+                    ),
                 });
             }
             if record.error.is_none() && record.responses.is_empty() {
@@ -747,8 +737,8 @@ fn no_content_error(unexpected: Option<&str>) -> ErrorDetails {
 }
 
 /// Per-stream parsing state.
+#[derive(Default)]
 struct StreamState {
-    endpoint: EndpointType,
     done: bool,
     /// Why the first event of an unexpected shape was (partly) skipped.
     unexpected: Option<String>,
@@ -766,7 +756,7 @@ impl StreamState {
             return;
         }
         // Chat's error events are read as they come; the other APIs' carry JSON.
-        if ev.event == Some("error") && !self.named_events() {
+        if ev.event == Some("error") && self.shape.closing_event().is_none() {
             record.error.get_or_insert_with(|| ErrorDetails {
                 code: None,
                 kind: "StreamError".into(),
@@ -788,14 +778,7 @@ impl StreamState {
                     });
                 }
                 if let Some(usage) = parsed.usage {
-                    record.usage = Some(match self.endpoint {
-                        // Usage in parts: input at the start, output at the end.
-                        EndpointType::Messages => {
-                            crate::endpoint::messages::merge_usage(record.usage, usage)
-                        }
-                        // The last usage object of the stream wins.
-                        _ => usage,
-                    });
+                    record.usage = Some(self.shape.merge_usage(record.usage, usage));
                 }
                 if parsed.has_content() {
                     record.responses.push(ContentResponse {
@@ -814,27 +797,6 @@ impl StreamState {
                 });
             }
         }
-    }
-}
-
-impl Default for StreamState {
-    fn default() -> Self {
-        StreamState {
-            endpoint: EndpointType::Chat,
-            done: false,
-            unexpected: None,
-            shape: Arc::default(),
-        }
-    }
-}
-
-impl StreamState {
-    /// APIs whose streams name every event and end with their own closing event.
-    fn named_events(&self) -> bool {
-        matches!(
-            self.endpoint,
-            EndpointType::Responses | EndpointType::Messages
-        )
     }
 }
 
