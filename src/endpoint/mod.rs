@@ -277,10 +277,9 @@ fn prepare_one(
     let mut body = match endpoint {
         EndpointType::Chat => chat::body(entry, system, opts),
         EndpointType::Completions => completions::body(entry, system, opts),
-        EndpointType::AudioTranscription => unreachable!("multipart bodies are built above"),
         EndpointType::Responses => responses::body(entry, system, opts),
         EndpointType::Messages => messages::body(entry, system, opts),
-        _ => unreachable!("other bodies are built above"),
+        _ => unreachable!("multipart and non-chat bodies are built above"),
     };
     if endpoint == EndpointType::Chat
         && let Some(c) = context
