@@ -6,6 +6,7 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub mod cache_bust;
 pub mod collectors;
 mod config_file;
 pub mod dataset;
@@ -572,6 +573,10 @@ pub struct ProfileArgs {
     /// Synthetic queries and passages for the rankings endpoint types.
     #[command(flatten)]
     pub rankings: rankings::RankingsArgs,
+
+    /// `--cache-bust`: per-conversation prefix-cache markers.
+    #[command(flatten)]
+    pub cache_bust: cache_bust::CacheBustArgs,
 
     /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
     /// `<artifact dir>/plots`. A plotting failure only warns.

@@ -186,6 +186,7 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
         prompt_batch_size: 1,
         range_ratio: None,
         public: None,
+        cache_bust: None,
     })
 }
 

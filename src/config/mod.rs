@@ -16,6 +16,7 @@ use crate::endpoint::{EndpointType, ModelSelection};
 use crate::transport::ConnectionReuse;
 use crate::ui::{LogDetail, UiType};
 
+mod cache_bust;
 mod collectors;
 mod endpoint;
 mod enums;
@@ -407,6 +408,7 @@ impl ProfileConfig {
                 prompt_batch_size: prompt::prompt_batch_size(a, endpoint_type)?,
                 range_ratio: prompt::range_ratio(a)?,
                 public,
+                cache_bust: cache_bust::cache_bust(a, endpoint_type)?,
                 ..input_options(a)?
             },
 

@@ -4,6 +4,7 @@
 
 pub mod audio;
 pub mod batch;
+pub mod cache_bust;
 pub mod custom;
 pub mod image;
 pub mod media;
@@ -244,6 +245,8 @@ pub struct InputOptions {
     pub range_ratio: Option<f64>,
     /// `--public-dataset` with its subset and filters.
     pub public: Option<public::PublicOptions>,
+    /// `--cache-bust`: a marker in each conversation's system message or first turn.
+    pub cache_bust: Option<cache_bust::CacheBust>,
 }
 
 /// Why the dataset could not be built.
@@ -282,6 +285,7 @@ pub fn build(
         // Only the system prompt applies (config refuses the synthetic shaping flags).
         let seed = synthetic.seed.unwrap_or_else(|| rand::rng().next_u64());
         shaping::apply(&mut dataset, &inputs.shaping, tokenizer, seed);
+        mark_cache_bust(&mut dataset, inputs, tokenizer)?;
         return Ok(dataset);
     }
     if let Some((path, kind)) = &inputs.input_file {
@@ -298,6 +302,7 @@ pub fn build(
         let mut dataset = custom::load(&opts).map_err(BuildError::Input)?;
         dataset.sampling = inputs.sampling.unwrap_or(dataset.sampling);
         shaping::apply(&mut dataset, &inputs.shaping, tokenizer, seed);
+        mark_cache_bust(&mut dataset, inputs, tokenizer)?;
         return Ok(dataset);
     }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -306,7 +311,28 @@ pub fn build(
     let master_seed = *synthetic.seed.get_or_insert_with(|| rand::rng().next_u64());
     let shapes = plan_conversations(&synthetic, master_seed)?;
     synthetic.num_entries = shapes.iter().map(|c| c.delays.len()).sum();
-    let mut entries = build_synthetic(&synthetic, inputs, tokenizer, threads, progress)?;
+    // A `[rid:]` marker takes its tokens from the first turn or the shared system prompt.
+    let mut shaping = inputs.shaping.clone();
+    let first_turn_cut = match inputs.cache_bust.map(|target| {
+        let verbatim = shaping.system_text.is_some();
+        let shared = shaping.shared_system_tokens.is_some();
+        cache_bust::budget(target, tokenizer, verbatim, shared)
+    }) {
+        Some(cache_bust::Budget::FirstTurn(cost)) => cost,
+        Some(cache_bust::Budget::SharedSystem(cost)) => {
+            shaping.shared_system_tokens = shaping
+                .shared_system_tokens
+                .map(|n| n.saturating_sub(cost).max(1));
+            0
+        }
+        _ => 0,
+    };
+    let mut first_turns = Vec::with_capacity(synthetic.num_entries);
+    for shape in &shapes {
+        first_turns.extend((0..shape.delays.len()).map(|t| t == 0));
+    }
+    let cut = |i: usize| if first_turns[i] { first_turn_cut } else { 0 };
+    let mut entries = build_synthetic_cut(&synthetic, inputs, tokenizer, threads, progress, &cut)?;
     batch::add_texts(
         &mut entries,
         inputs.prompt_batch_size,
@@ -337,8 +363,21 @@ pub fn build(
         // AIPerf sends synthetic entries in the order they were made.
         sampling: inputs.sampling.unwrap_or(DatasetSampling::Sequential),
     };
-    shaping::apply(&mut dataset, &inputs.shaping, tokenizer, master_seed);
+    shaping::apply(&mut dataset, &shaping, tokenizer, master_seed);
+    mark_cache_bust(&mut dataset, inputs, tokenizer)?;
     Ok(dataset)
+}
+
+/// `--cache-bust`: the marker in every conversation (see `cache_bust`).
+fn mark_cache_bust(
+    dataset: &mut Dataset,
+    inputs: &InputOptions,
+    tokenizer: &Tokenizer,
+) -> Result<(), BuildError> {
+    match inputs.cache_bust {
+        Some(target) => cache_bust::mark(dataset, target, tokenizer),
+        None => Ok(()),
+    }
 }
 
 /// One synthetic conversation's shape: per turn, the think time before it.
@@ -382,6 +421,19 @@ pub fn build_synthetic(
     threads: usize,
     progress: &dyn BuildProgress,
 ) -> Result<Vec<Entry>, BuildError> {
+    build_synthetic_cut(opts, inputs, tokenizer, threads, progress, &|_| 0)
+}
+
+/// `build_synthetic`, entry `i`'s input length shortened by `cut(i)` tokens (at least 1
+/// is left): room for a cache-bust marker.
+fn build_synthetic_cut(
+    opts: &SyntheticOptions,
+    inputs: &InputOptions,
+    tokenizer: &Tokenizer,
+    threads: usize,
+    progress: &dyn BuildProgress,
+    cut: &dyn Fn(usize) -> usize,
+) -> Result<Vec<Entry>, BuildError> {
     let master_seed = opts.seed.unwrap_or_else(|| rand::rng().next_u64());
     let mut pool = match &inputs.image_source {
         _ if !opts.images_enabled() => None,
@@ -391,7 +443,13 @@ pub fn build_synthetic(
             Some(PhotoPool::directory(dir, inputs.image_sampling).map_err(BuildError::Input)?)
         }
     };
-    let plan = plan_entries(opts, master_seed, pool.as_mut(), inputs)?;
+    let mut plan = plan_entries(opts, master_seed, pool.as_mut(), inputs)?;
+    for (i, p) in plan.iter_mut().enumerate() {
+        let cut = cut(i);
+        if cut > 0 {
+            p.input_tokens = p.input_tokens.saturating_sub(cut).max(1);
+        }
+    }
     let images: Vec<&ImagePlan> = plan.iter().flat_map(|e| &e.images).collect();
     let builder = PromptBuilder::new(tokenizer);
 

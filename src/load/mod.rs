@@ -2,6 +2,7 @@
 //! flight until the phase's count has been sent; each finished record goes straight to the
 //! collector. A conversation's next turn is sent after the previous reply, with the history.
 
+pub mod cache_bust;
 mod options;
 pub mod pacing;
 mod phase;
@@ -45,6 +46,10 @@ pub struct SendPlan {
     next_session: AtomicU64,
     /// Seed of the ids drawn past the end of `request_ids` (runs limited by duration).
     id_seed: u64,
+    /// This run's id (`benchmark_id` of the summary; cache-bust markers digest it).
+    pub benchmark_id: String,
+    /// `--cache-bust`: the markers written into the bodies at send time.
+    pub cache_bust: Option<cache_bust::CacheBustPlan>,
 }
 
 impl SendPlan {
@@ -62,6 +67,8 @@ impl SendPlan {
             timestamps_ms: vec![None; n],
             next_session: AtomicU64::new(0),
             id_seed: seed,
+            benchmark_id: uuid4(&mut rand::rng()),
+            cache_bust: None,
         };
         plan.draw(DatasetSampling::Shuffle, total_sends, seed);
         plan
@@ -85,6 +92,8 @@ impl SendPlan {
             timestamps_ms: Vec::with_capacity(n),
             next_session: AtomicU64::new(0),
             id_seed: seed,
+            benchmark_id: uuid4(&mut rand::rng()),
+            cache_bust: None,
         };
         let mut session_ids = Vec::with_capacity(n);
         for c in conversations {

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::cache_bust::Mark;
 use super::pacing::{PacingReport, SendSample};
 use super::ramp::{self, Ramps};
 use super::schedule::{ArrivalPattern, Arrivals};
@@ -337,7 +338,7 @@ impl PhaseRun {
         input: RequestInput,
         body: Bytes,
         permit: Option<OwnedSemaphorePermit>,
-        history: Option<(&TurnScript, usize, &[String])>,
+        history: Option<(&TurnScript, usize, &[String], Option<&Mark<'_>>)>,
     ) -> Option<(bool, String)> {
         let ctx = &self.ctx;
         let mut input = input;
@@ -388,8 +389,12 @@ impl PhaseRun {
         } else {
             String::new()
         };
-        if let Some((script, turn, replies)) = history {
-            record.input.history_text = Some(script.history_text(turn, replies));
+        if let Some((script, turn, replies, mark)) = history {
+            let text = script.history_text(turn, replies);
+            record.input.history_text = Some(match mark {
+                Some(m) => m.history_text(text),
+                None => text,
+            });
         }
         self.records.send(record).ok()?;
         Some((failed, reply))
@@ -441,6 +446,15 @@ impl PhaseRun {
         };
         let script = &plan.scripts[entry];
         let first_req = &plan.requests[entry];
+        // `--cache-bust`: this conversation's marker, written into each of its bodies.
+        let mark = plan
+            .cache_bust
+            .as_ref()
+            .map(|c| c.start(entry, self.spec.phase));
+        let (first_body, first_tokens) = match &mark {
+            Some(m) => m.first(first_req),
+            None => (first_req.body.clone(), first_req.input_tokens),
+        };
         // Sticky sessions: every turn on the conversation's own connection.
         let own_client = SessionClient(ctx.client.for_session());
         let client = own_client.0.as_ref().unwrap_or(&ctx.client);
@@ -450,7 +464,7 @@ impl PhaseRun {
             conversation_id: plan.conversation_ids[entry].clone(),
             correlation_id: correlation_id.clone(),
             turn_index: 0,
-            input_tokens: Some(first_req.input_tokens),
+            input_tokens: Some(first_tokens),
             history_text: None,
             num_images: first_req.num_images,
             requested_output_tokens: first_req.max_output_tokens,
@@ -458,14 +472,7 @@ impl PhaseRun {
             timing: first_timing,
         };
         let Some((failed, reply)) = self
-            .send(
-                client,
-                first,
-                input,
-                first_req.body.clone(),
-                first_permit,
-                None,
-            )
+            .send(client, first, input, first_body, first_permit, None)
             .await
         else {
             return ended(false);
@@ -516,8 +523,11 @@ impl PhaseRun {
                     slot_wait_ns,
                 },
             };
-            let body = script.turn_body(turn, &replies);
-            let history = Some((script, turn, replies.as_slice()));
+            let mut body = script.turn_body(turn, &replies);
+            if let Some(m) = &mark {
+                body = m.turn(body);
+            }
+            let history = Some((script, turn, replies.as_slice(), mark.as_ref()));
             let sent = self.send(client, send, input, body, permit, history).await;
             let Some((failed, reply)) = sent else {
                 return Ended {

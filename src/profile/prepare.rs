@@ -11,6 +11,7 @@ use crate::config::{ConfigError, ProfileConfig};
 use crate::dataset::DatasetSampling;
 use crate::endpoint::{self, BodyOptions, ModelPicker, PreparedConversation};
 use crate::load::SendPlan;
+use crate::load::cache_bust::CacheBustPlan;
 use crate::tokenizer::{self, Tokenizer};
 use crate::{dataset, ui};
 
@@ -121,6 +122,17 @@ pub(super) fn prepare(
     } else {
         None
     };
+    if let Some(target) = cfg.inputs.cache_bust {
+        let count = tokenizer.clone();
+        plan.cache_bust = Some(CacheBustPlan::new(
+            target,
+            &plan.benchmark_id,
+            &plan.conversation_ids,
+            &plan.order,
+            &plan.requests,
+            Arc::new(move |text: &str| count.count(text)),
+        ));
+    }
     info!(
         "Dataset ready: {} unique entries in {:.1} ms ({:.1} MB of first-turn bodies)",
         plan.requests.len(),

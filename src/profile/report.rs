@@ -104,7 +104,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         warn!("No request was sent; no results were written");
     } else {
         let info = RunInfo {
-            benchmark_id: crate::ids::uuid4(&mut rand::rng()),
+            benchmark_id: plan.benchmark_id.clone(),
             start_wall_ns: ran.start_wall_ns,
             end_wall_ns: ran.end_wall_ns,
             was_cancelled: stop_reason.is_some(),
