@@ -70,6 +70,7 @@ fn accepted_flags_per_section() {
         "Goodput",
         "Output Sequence Length (OSL)",
         "Audio Input",
+        "Cache Bust",
         "Image Input",
         "Video Input",
         "Request Cancellation",

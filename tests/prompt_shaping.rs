@@ -649,8 +649,8 @@ fn contradicting_or_incomplete_prompt_flags_are_refused() {
         &["--prompt-corpus coding is not supported yet"],
     );
     refused(
-        &["--cache-bust", "system-prefix"],
-        &["--cache-bust is not supported by this build of aiperf"],
+        &["--cache-bust", "warmup-isolation-system"],
+        &["--cache-bust warmup-isolation-system needs a system message"],
     );
     refused(
         &["--system-prompt", ""],
