@@ -488,3 +488,64 @@ fn cache_bust_is_refused_where_it_cannot_apply() {
     );
     refused(&["--cache-bust", "system-middle"], "system-prefix");
 }
+
+/// Input-file prompts are marked as written (no length to keep: the marker adds to them);
+/// rows sent as their own messages have no place this build can mark, and are refused.
+#[test]
+fn input_file_prompts_are_marked_and_own_messages_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("in.jsonl");
+    let texts = ["Hello there", "General Kenobi"];
+    let lines: Vec<String> = texts
+        .iter()
+        .map(|t| json!({"text": t}).to_string())
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let path = file.to_str().unwrap();
+    let run = profile(&[
+        "--input-file",
+        path,
+        "--custom-dataset-type",
+        "single_turn",
+        "--request-count",
+        "2",
+        "--cache-bust",
+        "system-suffix",
+    ]);
+    assert_eq!(run.bodies.len(), 2);
+    for (i, body) in run.bodies.iter().enumerate() {
+        let user = text(&body["messages"][0]["content"]);
+        let entry = texts.iter().position(|t| user.starts_with(t)).unwrap();
+        let hex = hex12(&run.benchmark_id, 0, entry as u64, &run.conversation_id(i));
+        assert_eq!(user, format!("{}\n\n[rid:{hex}]", texts[entry]));
+        assert_eq!(isl(run.record(i)), count(user));
+    }
+
+    let trace = tmp.path().join("trace.jsonl");
+    let row = json!({"timestamp": 0, "messages": [{"role": "user", "content": "Hi"}], "output_length": 2});
+    std::fs::write(&trace, format!("{row}\n")).unwrap();
+    let out = run_aiperf_in(
+        tmp.path(),
+        &[
+            "profile",
+            "--model",
+            "m",
+            "--url",
+            "http://127.0.0.1:9",
+            "--tokenizer",
+            "builtin",
+            "--input-file",
+            trace.to_str().unwrap(),
+            "--custom-dataset-type",
+            "mooncake_trace",
+            "--cache-bust",
+            "first-turn-prefix",
+        ],
+    );
+    let err = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--cache-bust: conversation 1 is sent as the input file's own messages"),
+        "{err}"
+    );
+}
