@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use aiperf::api::Tokenizer;
 use common::raw_server::{After, RawServer, json_reply};
@@ -40,6 +39,8 @@ struct Run {
     /// The profiling records, by request id.
     records: HashMap<String, Value>,
     benchmark_id: String,
+    /// `profile_export_aiperf.json`.
+    summary: Value,
 }
 
 impl Run {
@@ -81,6 +82,7 @@ fn profile(extra: &[&str]) -> Run {
     let out = run_aiperf_in(tmp.path(), &args);
     assert!(out.status.success(), "{}", stderr_text(&out));
     let dir = tmp.path().join("run");
+    let summary = read_json(&dir.join("profile_export_aiperf.json"));
     let probe = aiperf::api::PROBE_REQUEST_ID;
     let requests: Vec<_> = server
         .requests()
@@ -107,15 +109,9 @@ fn profile(extra: &[&str]) -> Run {
             .map(|r| r.header("x-request-id").unwrap().to_string())
             .collect(),
         records,
-        benchmark_id: summary_id(&dir),
+        benchmark_id: summary["benchmark_id"].as_str().unwrap().to_string(),
+        summary,
     }
-}
-
-fn summary_id(dir: &Path) -> String {
-    read_json(&dir.join("profile_export_aiperf.json"))["benchmark_id"]
-        .as_str()
-        .unwrap()
-        .to_string()
 }
 
 fn hex12(benchmark_id: &str, pass: u64, trajectory: u64, trace: &str) -> String {
@@ -179,6 +175,10 @@ fn first_turn_prefix_marks_each_conversation_and_pass_and_keeps_the_isl() {
         "first_turn_prefix",
     ]);
     assert_eq!(run.bodies.len(), 9);
+    assert_eq!(
+        run.summary["input_config"]["datasets"][0]["prompts"]["cache_bust"],
+        json!({"target": "first_turn_prefix"})
+    );
     // Send i uses conversation i % 3; the profiling sends (2..9) have records.
     let conv_id = |entry: usize| run.conversation_id((2..9).find(|i| i % 3 == entry).unwrap());
     let passes = [0, 0, 0, 0, 0, 1, 1, 1, 2];

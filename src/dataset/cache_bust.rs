@@ -47,6 +47,18 @@ pub const HEX_LEN: usize = 12;
 const COST_SAMPLES: u64 = 8;
 
 impl CacheBust {
+    /// AIPerf's name of the target (`cache_bust.target` of its configuration).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheBust::SystemPrefix => "system_prefix",
+            CacheBust::SystemSuffix => "system_suffix",
+            CacheBust::FirstTurnPrefix => "first_turn_prefix",
+            CacheBust::FirstTurnSuffix => "first_turn_suffix",
+            CacheBust::WarmupIsolationSystem => "warmup_isolation_system",
+            CacheBust::WarmupIsolationFirstTurn => "warmup_isolation_first_turn",
+        }
+    }
+
     /// The `[rid:...]` targets, whose marker is the same in warmup and profiling.
     pub fn is_rid(self) -> bool {
         !matches!(

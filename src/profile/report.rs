@@ -265,6 +265,7 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
             "prompts": {
                 "isl": {"mean": s.isl_mean, "stddev": s.isl_stddev},
                 "osl": {"mean": s.osl_mean, "stddev": s.osl_stddev},
+                "cache_bust": {"target": cfg.inputs.cache_bust.map_or("none", |t| t.as_str())},
             },
             "images": {
                 "width": {"mean": s.image_width_mean, "stddev": s.image_width_stddev},
