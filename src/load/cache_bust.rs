@@ -14,8 +14,11 @@
 //! body's stamp (allocation, copy, 12-byte patch) takes about 1.1 µs, a 64 KB body's about
 //! 3.6 µs; an optimized build is faster still. A loopback exchange takes tens of µs.
 //!
-//! `warmup-isolation-*` bodies hold `[warmup]\n\n`: warmup sends them as they are, profiling
-//! sends a copy without those 12 bytes (the body of a run without the flag).
+//! `warmup-isolation-*` bodies are built with `[warmup]\n\n`; before the run it is cut out of
+//! the first bodies (so they are the bodies of a run without the flag, sent as they are in
+//! profiling, and what the chat-template probe sees) and warmup sends a copy with those 12
+//! bytes put back. A later turn's body (spliced at send time) keeps it and profiling sends a
+//! copy without it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -61,13 +64,13 @@ pub struct CacheBustPlan {
 
 impl CacheBustPlan {
     /// The stamps of every use `order` (entry per conversation started) can make of an
-    /// entry, and where each first body holds its marker.
+    /// entry, and where each first body holds its marker (a warmup marker is cut out of it).
     pub fn new(
         target: CacheBust,
         benchmark_id: &str,
         trace_ids: &[String],
         order: &[u32],
-        first_bodies: &[PreparedRequest],
+        first_bodies: &mut [PreparedRequest],
         count: TokenCount,
     ) -> Self {
         let n = trace_ids.len();
@@ -77,7 +80,16 @@ impl CacheBustPlan {
             WARMUP_NEEDLE
         };
         let finder = memmem::Finder::new(needle);
-        let slots = first_bodies.iter().map(|r| finder.find(&r.body)).collect();
+        let slots = first_bodies
+            .iter_mut()
+            .map(|r| {
+                let at = finder.find(&r.body);
+                if !target.is_rid() {
+                    r.body = cut(&r.body, at);
+                }
+                at
+            })
+            .collect();
         let placeholder_tokens = count(&target.marker(PLACEHOLDER_HEX));
         let warmup_tokens = count(WARMUP_MARKER) as u64;
         let mut plan = CacheBustPlan {
@@ -159,23 +171,26 @@ impl Mark<'_> {
     /// The first request's body and input length.
     pub fn first(&self, req: &PreparedRequest) -> (Bytes, u64) {
         let slot = self.plan.slots[self.entry];
-        let tokens = match self.kind {
-            Kind::Rid(s) => req.input_tokens.saturating_add_signed(s.token_delta),
-            Kind::WarmupKeep => req.input_tokens + self.plan.warmup_tokens,
-            Kind::WarmupCut => req.input_tokens,
-        };
-        (self.apply(&req.body, slot), tokens)
+        match self.kind {
+            Kind::Rid(s) => (
+                patch(&req.body, slot, &s.hex),
+                req.input_tokens.saturating_add_signed(s.token_delta),
+            ),
+            Kind::WarmupKeep => (
+                put_back(&req.body, slot),
+                req.input_tokens + self.plan.warmup_tokens,
+            ),
+            Kind::WarmupCut => (req.body.clone(), req.input_tokens),
+        }
     }
 
     /// A later turn's body (spliced at send time; the marker is found in it).
     pub fn turn(&self, body: Bytes) -> Bytes {
-        let needle = match self.kind {
-            Kind::Rid(_) => RID_NEEDLE,
-            Kind::WarmupKeep => return body,
-            Kind::WarmupCut => WARMUP_NEEDLE,
-        };
-        let slot = memmem::find(&body, needle);
-        self.apply(&body, slot)
+        match self.kind {
+            Kind::Rid(s) => patch(&body, memmem::find(&body, RID_NEEDLE), &s.hex),
+            Kind::WarmupKeep => body,
+            Kind::WarmupCut => cut(&body, memmem::find(&body, WARMUP_NEEDLE)),
+        }
     }
 
     /// A later turn's texts, counted after the exchange: with this request's marker.
@@ -190,27 +205,40 @@ impl Mark<'_> {
             Kind::WarmupCut => text.replacen(WARMUP_MARKER, "", 1),
         }
     }
+}
 
-    fn apply(&self, body: &Bytes, slot: Option<usize>) -> Bytes {
-        let Some(at) = slot else {
-            return body.clone();
-        };
-        match self.kind {
-            Kind::Rid(s) => {
-                let mut out = body.to_vec();
-                let hex_at = at + "[rid:".len();
-                out[hex_at..hex_at + HEX_LEN].copy_from_slice(&s.hex);
-                Bytes::from(out)
-            }
-            Kind::WarmupKeep => body.clone(),
-            Kind::WarmupCut => {
-                let mut out = Vec::with_capacity(body.len() - WARMUP_NEEDLE.len());
-                out.extend_from_slice(&body[..at]);
-                out.extend_from_slice(&body[at + WARMUP_NEEDLE.len()..]);
-                Bytes::from(out)
-            }
-        }
-    }
+/// A copy of `body` with the digest of the `[rid:` marker at `slot` replaced by `hex`.
+fn patch(body: &Bytes, slot: Option<usize>, hex: &[u8; HEX_LEN]) -> Bytes {
+    let Some(at) = slot else {
+        return body.clone();
+    };
+    let mut out = body.to_vec();
+    let hex_at = at + "[rid:".len();
+    out[hex_at..hex_at + HEX_LEN].copy_from_slice(hex);
+    Bytes::from(out)
+}
+
+/// `body` without the warmup marker at `slot`.
+fn cut(body: &Bytes, slot: Option<usize>) -> Bytes {
+    let Some(at) = slot else {
+        return body.clone();
+    };
+    let mut out = Vec::with_capacity(body.len() - WARMUP_NEEDLE.len());
+    out.extend_from_slice(&body[..at]);
+    out.extend_from_slice(&body[at + WARMUP_NEEDLE.len()..]);
+    Bytes::from(out)
+}
+
+/// `body` with the warmup marker put back at `slot`.
+fn put_back(body: &Bytes, slot: Option<usize>) -> Bytes {
+    let Some(at) = slot else {
+        return body.clone();
+    };
+    let mut out = Vec::with_capacity(body.len() + WARMUP_NEEDLE.len());
+    out.extend_from_slice(&body[..at]);
+    out.extend_from_slice(WARMUP_NEEDLE);
+    out.extend_from_slice(&body[at..]);
+    Bytes::from(out)
 }
 
 #[cfg(test)]
@@ -233,7 +261,7 @@ mod tests {
 
     #[test]
     fn rid_stamps_per_pass_and_phase() {
-        let bodies = [
+        let mut bodies = [
             req(
                 r#"{"messages":[{"role":"user","content":"[rid:000000000000]\n\nhi"}]}"#,
                 10,
@@ -249,7 +277,7 @@ mod tests {
             "bench",
             &ids,
             &[0, 1, 0],
-            &bodies,
+            &mut bodies,
             chars(),
         );
         let hex = |body: &Bytes| {
@@ -277,24 +305,28 @@ mod tests {
 
     #[test]
     fn warmup_isolation_cuts_the_marker_from_profiling() {
-        let body = r#"{"messages":[{"role":"user","content":"[warmup]\n\nhi"}]}"#;
-        let bodies = [req(body, 3)];
+        let marked = r#"{"messages":[{"role":"user","content":"[warmup]\n\nhi"}]}"#;
+        let clean = br#"{"messages":[{"role":"user","content":"hi"}]}"#;
+        let mut bodies = [req(marked, 3)];
         let ids = ["a".to_string()];
         let plan = CacheBustPlan::new(
             CacheBust::WarmupIsolationFirstTurn,
             "b",
             &ids,
             &[0],
-            &bodies,
+            &mut bodies,
             chars(),
         );
+        // Cut before the run: the prepared body is the body of a run without the flag.
+        assert_eq!(&bodies[0].body[..], clean);
         let (w, wt) = plan.start(0, Phase::Warmup).first(&bodies[0]);
-        assert_eq!(w, bodies[0].body);
+        assert_eq!(&w[..], marked.as_bytes());
         assert_eq!(wt, 3 + WARMUP_MARKER.len() as u64);
         let (p, pt) = plan.start(0, Phase::Profiling).first(&bodies[0]);
-        assert_eq!(&p[..], br#"{"messages":[{"role":"user","content":"hi"}]}"#);
+        assert_eq!(&p[..], clean);
         assert_eq!(pt, 3);
         let m = plan.start(0, Phase::Profiling);
+        assert_eq!(&m.turn(Bytes::from(marked))[..], clean);
         assert_eq!(m.history_text("[warmup]\n\nhi r".into()), "hi r");
     }
 
@@ -307,7 +339,7 @@ mod tests {
             let body = format!(
                 r#"{{"messages":[{{"role":"user","content":"[rid:000000000000]\n\n{text}"}}]}}"#
             );
-            let bodies = [req(&body, 1)];
+            let mut bodies = [req(&body, 1)];
             let ids = ["a".to_string()];
             let n = 20_000;
             let order = vec![0; n];
@@ -316,7 +348,7 @@ mod tests {
                 "b",
                 &ids,
                 &order,
-                &bodies,
+                &mut bodies,
                 chars(),
             );
             let t = std::time::Instant::now();

@@ -129,7 +129,7 @@ pub(super) fn prepare(
             &plan.benchmark_id,
             &plan.conversation_ids,
             &plan.order,
-            &plan.requests,
+            &mut plan.requests,
             Arc::new(move |text: &str| count.count(text)),
         ));
     }
