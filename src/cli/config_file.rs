@@ -177,7 +177,15 @@ fn read_dataset(d: &Value, at: &str, out: &mut Args) -> Result<(), String> {
                     match key.as_str() {
                         "isl" => mean_stddev(v, &path, "isl", out)?,
                         "osl" => mean_stddev(v, &path, "osl", out)?,
-                        _ => return Err(unknown(&path, "isl, osl")),
+                        "cache_bust" => {
+                            for (key, path, v) in entries(v, &path)? {
+                                match key.as_str() {
+                                    "target" => out.value("cache-bust", v, &path)?,
+                                    _ => return Err(unknown(&path, "target")),
+                                }
+                            }
+                        }
+                        _ => return Err(unknown(&path, "isl, osl, cache_bust")),
                     }
                 }
             }
@@ -304,6 +312,18 @@ mod tests {
         ];
         want.sort();
         assert_eq!(args, want);
+    }
+
+    #[test]
+    fn cache_bust_target_becomes_the_flag() {
+        let args = args_of(
+            "benchmark:\n  dataset:\n    prompts: {isl: 64, cache_bust: {target: warmup_isolation_first_turn}}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            args,
+            ["--cache-bust=warmup_isolation_first_turn", "--isl=64"]
+        );
     }
 
     #[test]
