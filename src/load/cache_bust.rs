@@ -7,8 +7,9 @@
 //! warmup and profiling count on their own, so a conversation's warmup and first profiling
 //! use share one marker and warmup primes its cache). The bodies hold a 12-byte placeholder
 //! digest; the send path copies the body and writes the 12 hex characters over it. Nothing
-//! is serialized, hashed or tokenized at send time: the digests and their token counts are
-//! drawn up front for every use the plan can make of a conversation.
+//! is serialized at send time, and the digests and their token counts are drawn up front for
+//! every use the plan's order makes of a conversation (only a run limited by duration that
+//! goes past the drawn order hashes and counts a 20-character marker when a use starts).
 //!
 //! Measured with `cost_of_a_stamp` below (a debug build on a shared 2-core machine): a 4 KB
 //! body's stamp (allocation, copy, 12-byte patch) takes about 1.1 µs, a 64 KB body's about
