@@ -4,6 +4,7 @@
 
 pub mod audio;
 pub mod batch;
+pub mod coding;
 pub mod custom;
 pub mod image;
 pub mod media;
@@ -312,6 +313,7 @@ pub fn build(
         inputs.prompt_batch_size,
         &synthetic,
         tokenizer,
+        inputs.shaping.corpus,
         master_seed,
     )?;
     media::attach(&mut entries, &synthetic.media, master_seed, threads)?;
@@ -393,7 +395,7 @@ pub fn build_synthetic(
     };
     let plan = plan_entries(opts, master_seed, pool.as_mut(), inputs)?;
     let images: Vec<&ImagePlan> = plan.iter().flat_map(|e| &e.images).collect();
-    let builder = PromptBuilder::new(tokenizer);
+    let builder = PromptBuilder::for_corpus(tokenizer, inputs.shaping.corpus);
 
     // Images go first: the builtin tokenizer may still be loading on its own thread.
     let jobs = images.len() + plan.len();
