@@ -117,12 +117,21 @@ impl EndpointType {
         )
     }
 
-    /// False when the answers are vectors or scores: no output tokens, TTFT or ITL.
+    /// False when the answers are vectors, scores, images or transcripts: no output
+    /// tokens, TTFT or ITL.
     pub fn produces_tokens(self) -> bool {
         !matches!(
             self,
-            EndpointType::Embeddings | EndpointType::ImageGeneration
+            EndpointType::Embeddings
+                | EndpointType::ImageGeneration
+                | EndpointType::AudioTranscription
         ) && self.rankings_api().is_none()
+    }
+
+    /// False when the request carries no text to count: no input sequence length (AIPerf's
+    /// `tokenizes_input`), rather than zeros.
+    pub fn tokenizes_input(self) -> bool {
+        !matches!(self, EndpointType::AudioTranscription)
     }
 
     /// The console tables' title (AIPerf's `metrics_title`).
