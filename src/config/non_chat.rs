@@ -40,6 +40,27 @@ pub(super) fn check(
             endpoint.as_str()
         )));
     }
+    let no_limit = matches!(
+        endpoint,
+        EndpointType::ChatEmbeddings
+            | EndpointType::NimEmbeddings
+            | EndpointType::ImageRetrieval
+            | EndpointType::SolidoRag
+    );
+    if no_limit && a.osl_mean.is_some() {
+        return Err(bad(format!(
+            "--output-tokens-mean: --endpoint-type {} has no output limit to send; drop it",
+            endpoint.as_str()
+        )));
+    }
+    if endpoint == EndpointType::ImageRetrieval
+        && a.input_file.is_none()
+        && (a.image_width_mean <= 0.0 || a.image_height_mean <= 0.0)
+    {
+        return Err(bad(
+            "--endpoint-type image_retrieval sends images only: give --image-width-mean and --image-height-mean (synthetic images), or an --input-file whose lines have \"image\"",
+        ));
+    }
     rankings_options(a, endpoint)
 }
 

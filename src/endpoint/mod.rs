@@ -16,6 +16,12 @@ pub mod image_generation;
 pub mod rankings;
 pub mod shape;
 pub mod template;
+// Embeddings with chat messages or images, TGI, image retrieval and SOLIDO RAG.
+pub mod chat_embeddings;
+pub mod huggingface_generate;
+pub mod image_retrieval;
+pub mod nim_embeddings;
+pub mod solido_rag;
 
 pub use models::{ModelPicker, ModelSelection};
 
@@ -54,6 +60,16 @@ pub enum EndpointType {
     Raw,
     /// OpenAI image generation (`/v1/images/generations`).
     ImageGeneration,
+    /// Embeddings of chat messages with text and images (`/v1/embeddings`, vLLM).
+    ChatEmbeddings,
+    /// NVIDIA NIM embeddings of texts and/or images (`/v1/embeddings`).
+    NimEmbeddings,
+    /// Hugging Face TGI (`/generate`, `/generate_stream`).
+    HuggingfaceGenerate,
+    /// NVIDIA NIM image retrieval (`/v1/infer`).
+    ImageRetrieval,
+    /// SOLIDO RAG (`/rag/api/prompt`).
+    SolidoRag,
 }
 
 impl EndpointType {
@@ -71,8 +87,37 @@ impl EndpointType {
             EndpointType::Template => "template",
             EndpointType::Raw => "raw",
             EndpointType::ImageGeneration => "image_generation",
+            EndpointType::ChatEmbeddings => "chat_embeddings",
+            EndpointType::NimEmbeddings => "nim_embeddings",
+            EndpointType::HuggingfaceGenerate => "huggingface_generate",
+            EndpointType::ImageRetrieval => "image_retrieval",
+            EndpointType::SolidoRag => "solido_rag",
         }
     }
+
+    /// Every endpoint type, for lookups by name.
+    pub const ALL: [EndpointType; 17] = {
+        use EndpointType::*;
+        [
+            Chat,
+            Completions,
+            AudioTranscription,
+            Responses,
+            Messages,
+            Embeddings,
+            NimRankings,
+            CohereRankings,
+            HfTeiRankings,
+            Template,
+            Raw,
+            ImageGeneration,
+            ChatEmbeddings,
+            NimEmbeddings,
+            HuggingfaceGenerate,
+            ImageRetrieval,
+            SolidoRag,
+        ]
+    };
 
     /// The `Content-Type` of the request bodies.
     pub fn content_type(self) -> String {
@@ -96,7 +141,31 @@ impl EndpointType {
             // Nothing is appended to --url.
             EndpointType::Template | EndpointType::Raw => "",
             EndpointType::ImageGeneration => "/v1/images/generations",
+            EndpointType::ChatEmbeddings | EndpointType::NimEmbeddings => "/v1/embeddings",
+            EndpointType::HuggingfaceGenerate => "/generate",
+            EndpointType::ImageRetrieval => "/v1/infer",
+            EndpointType::SolidoRag => "/rag/api/prompt",
         }
+    }
+
+    /// The path of streamed requests, where the API has one of its own (TGI).
+    pub fn streaming_path(self) -> Option<&'static str> {
+        match self {
+            EndpointType::HuggingfaceGenerate => Some("/generate_stream"),
+            _ => None,
+        }
+    }
+
+    /// Whether requests may carry images: the conversational APIs and the multimodal
+    /// embeddings and retrieval types.
+    pub fn takes_images(self) -> bool {
+        self.is_conversational()
+            || matches!(
+                self,
+                EndpointType::ChatEmbeddings
+                    | EndpointType::NimEmbeddings
+                    | EndpointType::ImageRetrieval
+            )
     }
 
     /// The reranking API, for the rankings types.
@@ -125,13 +194,19 @@ impl EndpointType {
             EndpointType::Embeddings
                 | EndpointType::ImageGeneration
                 | EndpointType::AudioTranscription
+                | EndpointType::ChatEmbeddings
+                | EndpointType::NimEmbeddings
+                | EndpointType::ImageRetrieval
         ) && self.rankings_api().is_none()
     }
 
     /// False when the request carries no text to count: no input sequence length (AIPerf's
     /// `tokenizes_input`), rather than zeros.
     pub fn tokenizes_input(self) -> bool {
-        !matches!(self, EndpointType::AudioTranscription)
+        !matches!(
+            self,
+            EndpointType::AudioTranscription | EndpointType::ImageRetrieval
+        )
     }
 
     /// The console tables' title (AIPerf's `metrics_title`).
@@ -142,29 +217,17 @@ impl EndpointType {
             EndpointType::CohereRankings | EndpointType::HfTeiRankings => "Ranking Metrics",
             EndpointType::ImageGeneration => "Image Generation Metrics",
             EndpointType::AudioTranscription => "Audio Transcription Metrics",
+            EndpointType::ChatEmbeddings => "Embeddings Metrics",
+            EndpointType::NimEmbeddings => "NIM Embeddings Metrics",
+            EndpointType::ImageRetrieval => "Image Retrieval Metrics",
+            EndpointType::SolidoRag => "SOLIDO RAG Metrics",
             _ => "LLM Metrics",
         }
     }
 
     /// The type named `name` (its `as_str`), for reading a run's saved configuration.
     pub fn from_name(name: &str) -> Option<EndpointType> {
-        use EndpointType::*;
-        [
-            Chat,
-            Completions,
-            AudioTranscription,
-            Responses,
-            Messages,
-            Embeddings,
-            NimRankings,
-            CohereRankings,
-            HfTeiRankings,
-            Template,
-            Raw,
-            ImageGeneration,
-        ]
-        .into_iter()
-        .find(|t| t.as_str() == name)
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
     /// How responses are read; `extra_inputs` may hold a `response_field` (raw, template).
@@ -199,7 +262,12 @@ impl EndpointType {
             ));
         }
         Ok(match self {
-            EndpointType::Embeddings => shape::ResponseShape::Embeddings,
+            EndpointType::Embeddings
+            | EndpointType::ChatEmbeddings
+            | EndpointType::NimEmbeddings => shape::ResponseShape::Embeddings,
+            EndpointType::HuggingfaceGenerate => shape::ResponseShape::HuggingfaceGenerate,
+            EndpointType::ImageRetrieval => shape::ResponseShape::ImageRetrieval,
+            EndpointType::SolidoRag => shape::ResponseShape::SolidoRag,
             EndpointType::ImageGeneration => shape::ResponseShape::Images,
             EndpointType::Responses => shape::ResponseShape::Responses,
             EndpointType::Messages => shape::ResponseShape::Messages,
@@ -259,14 +327,20 @@ fn prepare_one(
     if endpoint == EndpointType::AudioTranscription {
         return Ok(audio_transcription::prepare(entry, opts, model));
     }
-    if !endpoint.is_conversational() && endpoint != EndpointType::Completions {
+    if !endpoint.is_conversational()
+        && !matches!(
+            endpoint,
+            EndpointType::Completions | EndpointType::ChatEmbeddings
+        )
+    {
         let body = non_chat_body(endpoint, entry, opts, model, template)?;
         return Ok(PreparedRequest {
             body: Bytes::from(serde_json::to_vec(&body).expect("a JSON map always serializes")),
             input_tokens,
             num_images,
-            // Vectors and scores have no output length to ask for.
-            max_output_tokens: max_output_tokens.filter(|_| endpoint.produces_tokens()),
+            // Vectors and scores have no output length to ask for, nor has SOLIDO RAG.
+            max_output_tokens: max_output_tokens
+                .filter(|_| endpoint.produces_tokens() && endpoint != EndpointType::SolidoRag),
             audio_seconds,
         });
     }
@@ -288,6 +362,7 @@ fn prepare_one(
         EndpointType::Completions => completions::body(entry, system, opts),
         EndpointType::Responses => responses::body(entry, system, opts),
         EndpointType::Messages => messages::body(entry, system, opts),
+        EndpointType::ChatEmbeddings => chat_embeddings::body(entry, system, opts),
         _ => unreachable!("multipart and non-chat bodies are built above"),
     };
     if endpoint == EndpointType::Chat
@@ -316,7 +391,7 @@ fn prepare_one(
         body: Bytes::from(bytes),
         input_tokens,
         num_images,
-        max_output_tokens,
+        max_output_tokens: max_output_tokens.filter(|_| endpoint.produces_tokens()),
         audio_seconds,
     })
 }
@@ -335,6 +410,14 @@ fn non_chat_body(
     let mut body = match endpoint {
         EndpointType::Embeddings => embeddings::body(entry, model),
         EndpointType::ImageGeneration => image_generation::body(entry, model),
+        EndpointType::NimEmbeddings => nim_embeddings::body(entry, model)?,
+        EndpointType::ImageRetrieval => image_retrieval::body(entry)?,
+        EndpointType::SolidoRag => solido_rag::body(entry, model),
+        // --extra-inputs go into `parameters`, the entry's own extras at top level.
+        EndpointType::HuggingfaceGenerate => {
+            entry.extra = extra;
+            return Ok(huggingface_generate::body(entry, opts));
+        }
         EndpointType::Template => {
             let template = template.expect("the template is compiled before the bodies");
             entry.extra = extra;
@@ -566,7 +649,7 @@ pub struct PreparedConversation {
 pub enum EndpointMismatch {
     #[error("multi-turn conversations need --endpoint-type chat, responses or messages, not {}", .0.as_str())]
     MultiTurn(EndpointType),
-    #[error("the input has images, which need --endpoint-type chat, responses or messages, not {}", .0.as_str())]
+    #[error("the input has images, which need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings or image_retrieval, not {}", .0.as_str())]
     Images(EndpointType),
     #[error("the input has chat messages, which need --endpoint-type chat, not {}", .0.as_str())]
     Messages(EndpointType),
@@ -591,6 +674,15 @@ pub enum EndpointMismatch {
         .0.as_str()
     )]
     Context(EndpointType),
+    #[error(
+        "--endpoint-type {} needs an image in every request: give --image-width-mean and --image-height-mean, or \"image\"/\"images\" in each line of the input file",
+        .0.as_str()
+    )]
+    NeedsImages(EndpointType),
+    #[error(
+        "--endpoint-type nim_embeddings pairs each text with one image: a request has {0} texts and {1} images; give as many of each, or only one kind"
+    )]
+    NimEmbeddingsPairs(usize, usize),
 }
 
 fn audio_mismatch(endpoint: EndpointType) -> String {
@@ -646,7 +738,10 @@ pub fn prepare_dataset_with_models(
             return Err(EndpointMismatch::RawNeedsPayload);
         }
         if !endpoint.is_conversational()
-            && endpoint != EndpointType::Completions
+            && !matches!(
+                endpoint,
+                EndpointType::Completions | EndpointType::ChatEmbeddings
+            )
             && conv.system.is_some()
         {
             return Err(EndpointMismatch::System(endpoint));
@@ -656,8 +751,13 @@ pub fn prepare_dataset_with_models(
             if conv.turns.len() > 1 && !endpoint.is_conversational() {
                 return Err(EndpointMismatch::MultiTurn(endpoint));
             }
-            if conv.turns.iter().any(|t| !t.images.is_empty()) && !endpoint.is_conversational() {
+            if conv.turns.iter().any(|t| !t.images.is_empty()) && !endpoint.takes_images() {
                 return Err(EndpointMismatch::Images(endpoint));
+            }
+            if endpoint == EndpointType::ImageRetrieval
+                && conv.turns.iter().any(|t| t.images.is_empty())
+            {
+                return Err(EndpointMismatch::NeedsImages(endpoint));
             }
             if conv
                 .turns

@@ -156,6 +156,19 @@ fn router(shared: Arc<Shared>) -> Router {
             post(|s: State<Arc<Shared>>, r: Request| rerank(s, r, RerankApi::Tei)),
         )
         .route("/v1/images/generations", post(images))
+        .route(
+            "/generate",
+            post(|s: State<Arc<Shared>>, r: Request| handle(s.0, r, Api::Generate)),
+        )
+        .route(
+            "/generate_stream",
+            post(|s: State<Arc<Shared>>, r: Request| handle(s.0, r, Api::GenerateStream)),
+        )
+        .route(
+            "/rag/api/prompt",
+            post(|s: State<Arc<Shared>>, r: Request| handle(s.0, r, Api::Solido)),
+        )
+        .route("/v1/infer", post(infer))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -229,6 +242,10 @@ async fn images(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         super::image_generation::answer(body, model)
     })
     .await
+}
+
+async fn infer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    one_piece(shared, req, |body, _| super::retrieval::answer(body)).await
 }
 
 async fn rerank(State(shared): State<Arc<Shared>>, req: Request, api: RerankApi) -> Response {
@@ -335,6 +352,12 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
                 .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared)),
             Api::Messages => super::messages::parse_request(bytes, shared.chat_costs)
                 .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared)),
+            Api::Generate | Api::GenerateStream => {
+                super::tgi::parse_request(bytes, api == Api::GenerateStream)
+                    .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared))
+            }
+            Api::Solido => super::solido::parse_request(bytes)
+                .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared)),
         },
         Err(e) => Err(format!("reading the request body failed: {e}")),
     };
@@ -429,7 +452,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
     let tokens = accepted.output.tokens;
     // Streamed faults strike once half the tokens (after the role chunk) have gone out.
     let strike = match api {
-        Api::Completions => tokens / 2,
+        Api::Completions | Api::Generate | Api::GenerateStream | Api::Solido => tokens / 2,
         // The role chunk or the opening events come first.
         _ => 1 + tokens / 2,
     };
@@ -451,6 +474,14 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             Api::Messages => (
                 super::messages::writer(&header, usage),
                 super::messages::tail(usage, finish),
+            ),
+            // TGI's last token event ends its stream.
+            Api::Generate | Api::GenerateStream => {
+                (super::tgi::writer(tokens, finish), Bytes::new())
+            }
+            Api::Solido => (
+                super::solido::writer(),
+                Bytes::from_static(super::response::DONE_EVENT),
             ),
             Api::Chat | Api::Completions => {
                 let writer = ChunkWriter::new(&header, finish);
@@ -593,6 +624,8 @@ fn response_id(api: Api, seed: u64, n: u64) -> String {
         Api::Completions => "cmpl-",
         Api::Responses => "resp_",
         Api::Messages => "msg_",
+        Api::Generate | Api::GenerateStream => "gen-",
+        Api::Solido => "rag-",
     };
     let a = splitmix64(seed ^ n);
     let b = splitmix64(a ^ n.rotate_left(32));

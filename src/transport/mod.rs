@@ -639,7 +639,7 @@ impl HttpClient {
                 }
             }
             framer.finish(|ev| state.on_event(ev, record));
-            if record.error.is_none() && !state.done {
+            if record.error.is_none() && !state.done && !self.shape.ends_at_close() {
                 record.error = Some(ErrorDetails {
                     code: None,
                     kind: "IncompleteStreamError".into(),
