@@ -282,8 +282,12 @@ fn solido_rag_streams_content_events() {
 
 /// A run against the mock: the records, the summary and the console.
 fn mock_run(args: &[&str]) -> (Vec<Value>, Value, String) {
+    mock_run_with(&["--fast"], args)
+}
+
+fn mock_run_with(mock_args: &[&str], args: &[&str]) -> (Vec<Value>, Value, String) {
     let tmp = tempfile::tempdir().unwrap();
-    let mock = MockChild::spawn(&["--fast"]);
+    let mock = MockChild::spawn(mock_args);
     let mut all = vec!["--url", mock.url.as_str(), "--request-count", "3"];
     all.extend_from_slice(args);
     let out = profile(tmp.path(), &all);
@@ -414,11 +418,39 @@ fn solido_rag_end_to_end() {
         assert_eq!(metric(r, "input_sequence_length"), Some(16.0));
         // Without an output limit the mock answers clamp(prompt tokens, 16, 256) tokens.
         assert_eq!(metric(r, "output_sequence_length"), Some(16.0));
+        assert_eq!(metric(r, "time_to_first_token"), None);
     }
     assert!(
         console.contains("NVIDIA AIPerf | SOLIDO RAG Metrics"),
         "{console}"
     );
+    // The mock streams when the body asks; its requests are recorded like chat's.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("served.jsonl");
+    let (records, _, _) = mock_run_with(
+        &["--fast", "--record-requests", log.to_str().unwrap()],
+        &[
+            "--endpoint-type",
+            "solido_rag",
+            "--isl",
+            "20",
+            "--streaming",
+            "--extra-inputs",
+            "stream:true",
+        ],
+    );
+    for r in &records {
+        assert_eq!(metric(r, "output_sequence_length"), Some(20.0));
+        assert!(metric(r, "time_to_first_token").is_some(), "{r}");
+    }
+    let served = common::read_served(&log);
+    assert_eq!(served.len(), 3);
+    for s in &served {
+        assert_eq!(s["endpoint"], "solido_rag", "{s}");
+        assert_eq!(s["stream"], true, "{s}");
+        assert_eq!(s["prompt_tokens"], 20, "{s}");
+        assert_eq!(s["output_tokens"], 20, "{s}");
+    }
 }
 
 #[test]
