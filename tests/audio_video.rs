@@ -472,7 +472,14 @@ fn audio_and_video_from_an_input_file() {
 #[test]
 fn audio_transcription_end_to_end() {
     let tmp = tempfile::tempdir().unwrap();
-    let mock = mock();
+    let log = tmp.path().join("served.jsonl");
+    let mock = MockChild::spawn(&[
+        "--fast",
+        "--chat-template-tokens",
+        "0",
+        "--record-requests",
+        log.to_str().unwrap(),
+    ]);
     let out = run_aiperf_in(
         tmp.path(),
         &[
@@ -537,6 +544,21 @@ fn audio_transcription_end_to_end() {
             .decode(form["file"]["base64"].as_str().unwrap())
             .unwrap();
         assert_eq!(wav_header(&wav), (16_000, 1, 16, 2.0));
+    }
+    // The mock records transcriptions like chat requests.
+    // (Besides the readiness probe that --wait-for-model-timeout sends first.)
+    let served: Vec<Value> = common::read_served(&log)
+        .into_iter()
+        .filter(|s| s["x_request_id"] != "aiperf-readiness-probe")
+        .collect();
+    assert_eq!(served.len(), 3);
+    for s in &served {
+        assert_eq!(s["endpoint"], "audio_transcription", "{s}");
+        assert_eq!(
+            (s["prompt_tokens"].as_u64(), s["output_tokens"].as_u64()),
+            (Some(52), Some(5)),
+            "{s}"
+        );
     }
     let summary = read_json(&run.join("profile_export_aiperf.json"));
     for absent in [

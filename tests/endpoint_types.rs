@@ -492,3 +492,44 @@ fn what_the_types_cannot_send_is_refused() {
         );
     }
 }
+
+#[test]
+fn the_mocks_one_piece_routes_are_recorded_like_chat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("served.jsonl");
+    let (records, _, _) = mock_run_with(
+        &["--fast", "--record-requests", log.to_str().unwrap()],
+        &["--endpoint-type", "embeddings", "--isl", "12"],
+    );
+    let served = common::read_served(&log);
+    assert_eq!(served.len(), 3);
+    for (s, r) in served.iter().zip(&records) {
+        assert_eq!(s["endpoint"], "embeddings", "{s}");
+        assert_eq!(
+            (s["status"].as_u64(), s["prompt_tokens"].as_u64()),
+            (Some(200), Some(12)),
+            "{s}"
+        );
+        assert_eq!(s["output_tokens"], 0, "{s}");
+        assert_eq!(s["model"], "m", "{s}");
+        assert!(s["x_request_id"].is_string(), "{s}");
+        assert!(metric(r, "request_latency").is_some());
+    }
+    // A bad body is recorded with its status and reason.
+    let log = tmp.path().join("rejected.jsonl");
+    let mock = MockChild::spawn(&["--fast", "--record-requests", log.to_str().unwrap()]);
+    let resp = common::post_json(mock.addr, "/v1/ranking", &json!({"query": 5}));
+    assert_eq!(resp.status, 400);
+    mock.terminate();
+    let served = common::read_served(&log);
+    assert_eq!(served.len(), 1);
+    assert_eq!(
+        (served[0]["endpoint"].as_str(), served[0]["status"].as_u64()),
+        (Some("nim_rankings"), Some(400))
+    );
+    assert!(
+        served[0]["error"].as_str().unwrap().contains("passages"),
+        "{}",
+        served[0]
+    );
+}

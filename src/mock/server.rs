@@ -194,7 +194,8 @@ async fn messages(State(shared): State<Arc<Shared>>, req: Request) -> Response {
 }
 
 /// `/v1/audio/transcriptions`: answers after the first-token delay plus one inter-token
-/// delay per further transcript token (see `audio`). Not queued, faulted or recorded.
+/// delay per further transcript token (see `audio`). Not queued or faulted; recorded with
+/// `--record-requests` (audio tokens as the prompt, transcript tokens as the output).
 async fn audio_transcriptions(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let content_type = parts
@@ -207,15 +208,32 @@ async fn audio_transcriptions(State(shared): State<Arc<Shared>>, req: Request) -
         Ok(bytes) => super::audio::transcription(&content_type, &bytes),
         Err(e) => Err(format!("reading the request body failed: {e}")),
     };
+    let received = Instant::now();
+    let seen = (
+        parts
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.port()),
+    );
     let t = match parsed {
         Ok(t) => t,
         Err(message) => {
+            if let Some(r) = &shared.recorder {
+                let mut trace = one_piece_trace("audio_transcription", 400, received, seen, None);
+                trace.error = Some(message.clone());
+                r.record(Box::new(trace));
+            }
             return error_response(StatusCode::BAD_REQUEST, "BadRequestError", &message);
         }
     };
     let n = shared.requests.fetch_add(1, Ordering::Relaxed);
     let wait = shared.ttft + shared.itl * (t.output_tokens.saturating_sub(1) as u32);
-    crate::timer::sleep_until(Instant::now() + wait).await;
+    crate::timer::sleep_until(received + wait).await;
     let body = serde_json::json!({
         "text": super::words::text(t.output_tokens),
         "usage": {
@@ -227,6 +245,11 @@ async fn audio_transcriptions(State(shared): State<Arc<Shared>>, req: Request) -
         "model": t.model.unwrap_or_else(|| shared.model.clone()),
         "id": format!("trsc-{n}"),
     });
+    if let Some(r) = &shared.recorder {
+        let mut trace = one_piece_trace("audio_transcription", 200, received, seen, Some(&body));
+        trace.output_tokens = t.output_tokens;
+        r.record(Box::new(trace));
+    }
     json_response(StatusCode::OK, Bytes::from(body.to_string()))
 }
 
@@ -255,27 +278,107 @@ async fn rerank(State(shared): State<Arc<Shared>>, req: Request, api: RerankApi)
     .await
 }
 
-/// A non-chat route (embeddings, reranking): answers in one piece after the first-token
-/// delay plus one inter-token delay per input or passage. Not queued, faulted or recorded.
+/// A non-chat route (embeddings, reranking, image generation, retrieval): answers in one
+/// piece after the first-token delay plus one inter-token delay per input or passage. Not
+/// queued or faulted; recorded with `--record-requests` (the answer's `usage.prompt_tokens`
+/// as its text tokens, no output tokens), rejections included.
 async fn one_piece(
     shared: Arc<Shared>,
     req: Request,
     answer: impl FnOnce(&[u8], &str) -> Result<(serde_json::Value, u64), String>,
 ) -> Response {
-    let parsed = match axum::body::to_bytes(req.into_body(), usize::MAX).await {
+    let (parts, body) = req.into_parts();
+    let seen = (
+        parts
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.port()),
+    );
+    let endpoint = route_name(parts.uri.path());
+    let parsed = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => answer(&bytes, &shared.model),
         Err(e) => Err(format!("reading the request body failed: {e}")),
     };
+    let received = Instant::now();
     let (body, items) = match parsed {
         Ok(a) => a,
         Err(message) => {
+            if let Some(r) = &shared.recorder {
+                let mut trace = one_piece_trace(endpoint, 400, received, seen, None);
+                trace.error = Some(message.clone());
+                r.record(Box::new(trace));
+            }
             return error_response(StatusCode::BAD_REQUEST, "BadRequestError", &message);
         }
     };
     shared.requests.fetch_add(1, Ordering::Relaxed);
     let wait = shared.ttft + shared.itl * (items as u32);
-    crate::timer::sleep_until(Instant::now() + wait).await;
+    crate::timer::sleep_until(received + wait).await;
+    if let Some(r) = &shared.recorder {
+        r.record(Box::new(one_piece_trace(
+            endpoint,
+            200,
+            received,
+            seen,
+            Some(&body),
+        )));
+    }
     json_response(StatusCode::OK, Bytes::from(body.to_string()))
+}
+
+/// The `endpoint` name a one-piece route's requests are recorded under.
+fn route_name(path: &str) -> &'static str {
+    match path {
+        "/v1/embeddings" => "embeddings",
+        "/v1/ranking" => "nim_rankings",
+        "/v2/rerank" => "cohere_rankings",
+        "/rerank" => "hf_tei_rankings",
+        "/v1/images/generations" => "image_generation",
+        "/v1/infer" => "image_retrieval",
+        _ => "other",
+    }
+}
+
+fn one_piece_trace(
+    endpoint: &'static str,
+    status: u16,
+    received: Instant,
+    (x_request_id, peer_port): (Option<String>, Option<u16>),
+    answer: Option<&serde_json::Value>,
+) -> RequestTrace {
+    let field = |k: &str| answer.and_then(|a| a.get(k));
+    RequestTrace {
+        endpoint,
+        status,
+        stream: false,
+        model: field("model")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        x_request_id,
+        peer_port,
+        received,
+        admitted: answer.map(|_| received),
+        first_token: None,
+        last_token: answer.map(|_| Instant::now()),
+        text_tokens: field("usage")
+            .and_then(|u| u.get("prompt_tokens"))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0),
+        image_tokens: 0,
+        template_tokens: 0,
+        image_sizes: Vec::new(),
+        roles: Vec::new(),
+        output_tokens: 0,
+        completed: true,
+        error: None,
+        cached_tokens: None,
+    }
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
