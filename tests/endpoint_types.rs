@@ -465,6 +465,14 @@ fn what_the_types_cannot_send_is_refused() {
             "--output-tokens-mean: --endpoint-type nim_embeddings has no output limit",
         ),
         (
+            &["--endpoint-type", "image-edit"][..],
+            "--endpoint-type image_edit is not supported by this build of aiperf",
+        ),
+        (
+            &["--endpoint-type", "video_generation"][..],
+            "--endpoint-type video_generation is not supported by this build of aiperf",
+        ),
+        (
             &["--endpoint-type", "chat_embeddings", "--streaming"][..],
             "--endpoint-type chat_embeddings answers in one piece",
         ),

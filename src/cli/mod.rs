@@ -214,6 +214,28 @@ pub enum EndpointType {
     /// SOLIDO RAG (`/rag/api/prompt`): `query`, `filters` and `inference_model`; the
     /// answer's `content` (streamed too); "SOLIDO RAG Metrics".
     SolidoRag,
+    /// OpenAI image edits (`/v1/images/edits`, multipart): refused, not supported by this
+    /// build.
+    ImageEdit,
+    /// OpenAI video generation (`/v1/videos`, POST then poll): refused, not supported by
+    /// this build.
+    VideoGeneration,
+}
+
+impl EndpointType {
+    /// AIPerf's endpoint types this build refuses: their name and what they would need.
+    pub fn unsupported(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            EndpointType::ImageEdit => {
+                Some(("image_edit", "multipart image uploads to /v1/images/edits"))
+            }
+            EndpointType::VideoGeneration => Some((
+                "video_generation",
+                "a POST to /v1/videos then polling GET /v1/videos/{id} until the job ends",
+            )),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

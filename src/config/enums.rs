@@ -30,6 +30,9 @@ impl From<cli::EndpointType> for EndpointType {
             cli::EndpointType::HuggingfaceGenerate => EndpointType::HuggingfaceGenerate,
             cli::EndpointType::ImageRetrieval => EndpointType::ImageRetrieval,
             cli::EndpointType::SolidoRag => EndpointType::SolidoRag,
+            cli::EndpointType::ImageEdit | cli::EndpointType::VideoGeneration => {
+                unreachable!("refused before the configuration is built")
+            }
         }
     }
 }

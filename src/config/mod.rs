@@ -157,6 +157,11 @@ impl ProfileConfig {
                 bad("--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct")
             })?;
 
+        if let Some((name, needs)) = a.endpoint_type.unsupported() {
+            return Err(bad(format!(
+                "--endpoint-type {name} is not supported by this build of aiperf ({needs}); use another endpoint type"
+            )));
+        }
         let endpoint_type = EndpointType::from(a.endpoint_type);
         // TGI streams from a path of its own.
         let custom_endpoint = a
