@@ -458,15 +458,24 @@ fn what_the_types_cannot_send_is_refused() {
     for (args, needle) in [
         (
             &["--endpoint-type", "image_retrieval"][..],
-            "--endpoint-type image_retrieval sends images only",
+            "--endpoint-type image_retrieval sends images: give --image-width-mean",
         ),
         (
             &["--endpoint-type", "nim_embeddings", "--osl", "5"][..],
             "--output-tokens-mean: --endpoint-type nim_embeddings has no output limit",
         ),
         (
-            &["--endpoint-type", "image-edit"][..],
-            "--endpoint-type image_edit is not supported by this build of aiperf",
+            &[
+                "--endpoint-type",
+                "image-edit",
+                "--image-width-mean",
+                "8",
+                "--image-height-mean",
+                "8",
+                "--extra-inputs",
+                "mask:x",
+            ][..],
+            "--extra-inputs mask: image_edit fills the prompt, image, url and mask fields itself",
         ),
         (
             &["--endpoint-type", "video_generation"][..],
@@ -539,5 +548,86 @@ fn the_mocks_one_piece_routes_are_recorded_like_chat() {
         served[0]["error"].as_str().unwrap().contains("passages"),
         "{}",
         served[0]
+    );
+}
+
+#[test]
+fn image_edit_sends_a_multipart_form_with_the_image_file() {
+    let (r, rec) = one_request(
+        json!({"text": "make it blue", "image": PNG}),
+        |_| {
+            json_reply(
+                "",
+                &json!({"created": 1, "data": [{"b64_json": "iVBO"}]}),
+                After::KeepOpen,
+            )
+        },
+        &[
+            "--endpoint-type",
+            "image_edit",
+            "--extra-inputs",
+            "size:64x64",
+        ],
+    );
+    assert_eq!(request_line(&r), "post /v1/images/edits http/1.1");
+    let boundary = "aiperf-form-boundary-5f3a9c2e7b1d4086a4e2c9b7";
+    assert_eq!(
+        r.header("content-type"),
+        Some(format!("multipart/form-data; boundary={boundary}").as_str())
+    );
+    use base64::Engine;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(PNG.split_once(',').unwrap().1)
+        .unwrap();
+    let field = |name: &str, value: &str| {
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+        )
+        .into_bytes()
+    };
+    let expected = [
+        field("prompt", "make it blue"),
+        field("model", "m"),
+        field("response_format", "b64_json"),
+        field("n", "1"),
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"image\"; filename=\"image.png\"\r\nContent-Type: image/png\r\n\r\n").into_bytes(),
+        png,
+        b"\r\n".to_vec(),
+        field("size", "64x64"),
+        format!("--{boundary}--\r\n").into_bytes(),
+    ]
+    .concat();
+    assert_eq!(r.body, expected);
+    assert_eq!(metric(&rec, "num_images"), Some(1.0));
+    assert_eq!(
+        metric(&rec, "input_sequence_length"),
+        Some(count("make it blue"))
+    );
+}
+
+#[test]
+fn image_edit_end_to_end() {
+    let (records, summary, console) = mock_run(&[
+        "--endpoint-type",
+        "image_edit",
+        "--isl",
+        "12",
+        "--image-width-mean",
+        "32",
+        "--image-height-mean",
+        "32",
+        "--extra-inputs",
+        "n:2",
+    ]);
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        assert_eq!(metric(r, "input_sequence_length"), Some(12.0));
+        // Two images answered.
+        assert_eq!(metric(r, "num_images"), Some(2.0));
+    }
+    assert_no_output_tokens(&records, &summary);
+    assert!(
+        console.contains("NVIDIA AIPerf | Image Edit Metrics"),
+        "{console}"
     );
 }

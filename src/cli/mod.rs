@@ -214,8 +214,9 @@ pub enum EndpointType {
     /// SOLIDO RAG (`/rag/api/prompt`): `query`, `filters` and `inference_model`; the
     /// answer's `content` (streamed too); "SOLIDO RAG Metrics".
     SolidoRag,
-    /// OpenAI image edits (`/v1/images/edits`, multipart): refused, not supported by this
-    /// build.
+    /// OpenAI image edits (`/v1/images/edits`): a multipart form with the prompt and the
+    /// request's first image as the `image` file (an http(s) image as `url`), `n: 1`,
+    /// `response_format: b64_json`; the images answered are counted; "Image Edit Metrics".
     ImageEdit,
     /// OpenAI video generation (`/v1/videos`, POST then poll): refused, not supported by
     /// this build.
@@ -226,9 +227,6 @@ impl EndpointType {
     /// AIPerf's endpoint types this build refuses: their name and what they would need.
     pub fn unsupported(self) -> Option<(&'static str, &'static str)> {
         match self {
-            EndpointType::ImageEdit => {
-                Some(("image_edit", "multipart image uploads to /v1/images/edits"))
-            }
             EndpointType::VideoGeneration => Some((
                 "video_generation",
                 "a POST to /v1/videos then polling GET /v1/videos/{id} until the job ends",

@@ -30,7 +30,8 @@ impl From<cli::EndpointType> for EndpointType {
             cli::EndpointType::HuggingfaceGenerate => EndpointType::HuggingfaceGenerate,
             cli::EndpointType::ImageRetrieval => EndpointType::ImageRetrieval,
             cli::EndpointType::SolidoRag => EndpointType::SolidoRag,
-            cli::EndpointType::ImageEdit | cli::EndpointType::VideoGeneration => {
+            cli::EndpointType::ImageEdit => EndpointType::ImageEdit,
+            cli::EndpointType::VideoGeneration => {
                 unreachable!("refused before the configuration is built")
             }
         }

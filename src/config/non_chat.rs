@@ -45,6 +45,7 @@ pub(super) fn check(
         EndpointType::ChatEmbeddings
             | EndpointType::NimEmbeddings
             | EndpointType::ImageRetrieval
+            | EndpointType::ImageEdit
             | EndpointType::SolidoRag
     );
     if no_limit && a.osl_mean.is_some() {
@@ -53,13 +54,25 @@ pub(super) fn check(
             endpoint.as_str()
         )));
     }
-    if endpoint == EndpointType::ImageRetrieval
-        && a.input_file.is_none()
+    if endpoint == EndpointType::ImageEdit
+        && let Some(key) = crate::endpoint::image_edit::RESERVED
+            .iter()
+            .find(|k| extra_inputs.contains_key(**k))
+    {
+        return Err(bad(format!(
+            "--extra-inputs {key}: image_edit fills the prompt, image, url and mask fields itself; drop it"
+        )));
+    }
+    if matches!(
+        endpoint,
+        EndpointType::ImageRetrieval | EndpointType::ImageEdit
+    ) && a.input_file.is_none()
         && (a.image_width_mean <= 0.0 || a.image_height_mean <= 0.0)
     {
-        return Err(bad(
-            "--endpoint-type image_retrieval sends images only: give --image-width-mean and --image-height-mean (synthetic images), or an --input-file whose lines have \"image\"",
-        ));
+        return Err(bad(format!(
+            "--endpoint-type {} sends images: give --image-width-mean and --image-height-mean (synthetic images), or an --input-file whose lines have \"image\"",
+            endpoint.as_str()
+        )));
     }
     rankings_options(a, endpoint)
 }

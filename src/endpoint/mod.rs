@@ -19,6 +19,7 @@ pub mod template;
 // Embeddings with chat messages or images, TGI, image retrieval and SOLIDO RAG.
 pub mod chat_embeddings;
 pub mod huggingface_generate;
+pub mod image_edit;
 pub mod image_retrieval;
 pub mod nim_embeddings;
 pub mod solido_rag;
@@ -70,6 +71,8 @@ pub enum EndpointType {
     ImageRetrieval,
     /// SOLIDO RAG (`/rag/api/prompt`).
     SolidoRag,
+    /// OpenAI image edits (`/v1/images/edits`, multipart).
+    ImageEdit,
 }
 
 impl EndpointType {
@@ -92,11 +95,12 @@ impl EndpointType {
             EndpointType::HuggingfaceGenerate => "huggingface_generate",
             EndpointType::ImageRetrieval => "image_retrieval",
             EndpointType::SolidoRag => "solido_rag",
+            EndpointType::ImageEdit => "image_edit",
         }
     }
 
     /// Every endpoint type, for lookups by name.
-    pub const ALL: [EndpointType; 17] = {
+    pub const ALL: [EndpointType; 18] = {
         use EndpointType::*;
         [
             Chat,
@@ -116,13 +120,16 @@ impl EndpointType {
             HuggingfaceGenerate,
             ImageRetrieval,
             SolidoRag,
+            ImageEdit,
         ]
     };
 
     /// The `Content-Type` of the request bodies.
     pub fn content_type(self) -> String {
         match self {
-            EndpointType::AudioTranscription => audio_transcription::content_type(),
+            EndpointType::AudioTranscription | EndpointType::ImageEdit => {
+                audio_transcription::content_type()
+            }
             _ => "application/json".into(),
         }
     }
@@ -145,6 +152,7 @@ impl EndpointType {
             EndpointType::HuggingfaceGenerate => "/generate",
             EndpointType::ImageRetrieval => "/v1/infer",
             EndpointType::SolidoRag => "/rag/api/prompt",
+            EndpointType::ImageEdit => "/v1/images/edits",
         }
     }
 
@@ -165,6 +173,7 @@ impl EndpointType {
                 EndpointType::ChatEmbeddings
                     | EndpointType::NimEmbeddings
                     | EndpointType::ImageRetrieval
+                    | EndpointType::ImageEdit
             )
     }
 
@@ -197,6 +206,7 @@ impl EndpointType {
                 | EndpointType::ChatEmbeddings
                 | EndpointType::NimEmbeddings
                 | EndpointType::ImageRetrieval
+                | EndpointType::ImageEdit
         ) && self.rankings_api().is_none()
     }
 
@@ -221,6 +231,7 @@ impl EndpointType {
             EndpointType::NimEmbeddings => "NIM Embeddings Metrics",
             EndpointType::ImageRetrieval => "Image Retrieval Metrics",
             EndpointType::SolidoRag => "SOLIDO RAG Metrics",
+            EndpointType::ImageEdit => "Image Edit Metrics",
             _ => "LLM Metrics",
         }
     }
@@ -268,7 +279,7 @@ impl EndpointType {
             EndpointType::HuggingfaceGenerate => shape::ResponseShape::HuggingfaceGenerate,
             EndpointType::ImageRetrieval => shape::ResponseShape::ImageRetrieval,
             EndpointType::SolidoRag => shape::ResponseShape::SolidoRag,
-            EndpointType::ImageGeneration => shape::ResponseShape::Images,
+            EndpointType::ImageGeneration | EndpointType::ImageEdit => shape::ResponseShape::Images,
             EndpointType::Responses => shape::ResponseShape::Responses,
             EndpointType::Messages => shape::ResponseShape::Messages,
             EndpointType::Template | EndpointType::Raw => shape::ResponseShape::Auto(field),
@@ -326,6 +337,9 @@ fn prepare_one(
     }
     if endpoint == EndpointType::AudioTranscription {
         return Ok(audio_transcription::prepare(entry, opts, model));
+    }
+    if endpoint == EndpointType::ImageEdit {
+        return image_edit::prepare(entry, opts, model);
     }
     if !endpoint.is_conversational()
         && !matches!(
@@ -675,7 +689,7 @@ pub enum EndpointMismatch {
     )]
     Context(EndpointType),
     #[error(
-        "--endpoint-type {} needs an image in every request: give --image-width-mean and --image-height-mean, or \"image\"/\"images\" in each line of the input file",
+        "--endpoint-type {} needs an image (and, for image_edit, a prompt) in every request: give --image-width-mean and --image-height-mean, or \"image\"/\"images\" in each line of the input file",
         .0.as_str()
     )]
     NeedsImages(EndpointType),
@@ -754,8 +768,10 @@ pub fn prepare_dataset_with_models(
             if conv.turns.iter().any(|t| !t.images.is_empty()) && !endpoint.takes_images() {
                 return Err(EndpointMismatch::Images(endpoint));
             }
-            if endpoint == EndpointType::ImageRetrieval
-                && conv.turns.iter().any(|t| t.images.is_empty())
+            if matches!(
+                endpoint,
+                EndpointType::ImageRetrieval | EndpointType::ImageEdit
+            ) && conv.turns.iter().any(|t| t.images.is_empty())
             {
                 return Err(EndpointMismatch::NeedsImages(endpoint));
             }

@@ -169,6 +169,7 @@ fn router(shared: Arc<Shared>) -> Router {
             post(|s: State<Arc<Shared>>, r: Request| handle(s.0, r, Api::Solido)),
         )
         .route("/v1/infer", post(infer))
+        .route("/v1/images/edits", post(image_edits))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -267,6 +268,19 @@ async fn images(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     .await
 }
 
+async fn image_edits(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    one_piece(shared, req, move |body, _| {
+        super::image_generation::edit_answer(&content_type, body)
+    })
+    .await
+}
+
 async fn infer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     one_piece(shared, req, |body, _| super::retrieval::answer(body)).await
 }
@@ -340,6 +354,7 @@ fn route_name(path: &str) -> &'static str {
         "/rerank" => "hf_tei_rankings",
         "/v1/images/generations" => "image_generation",
         "/v1/infer" => "image_retrieval",
+        "/v1/images/edits" => "image_edit",
         _ => "other",
     }
 }
