@@ -494,7 +494,7 @@ fn what_the_types_cannot_send_is_refused() {
                 "--image-height-mean",
                 "8",
             ][..],
-            "images need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings or image_retrieval, not huggingface_generate",
+            "images need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings, image_edit or image_retrieval, not huggingface_generate",
         ),
     ] {
         let tmp = tempfile::tempdir().unwrap();

@@ -251,7 +251,7 @@ impl ProfileConfig {
         }
         if images_on && !endpoint_type.takes_images() {
             return Err(bad(format!(
-                "--image-width-mean/--image-height-mean: images need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings or image_retrieval, not {}",
+                "--image-width-mean/--image-height-mean: images need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings, image_edit or image_retrieval, not {}",
                 endpoint_type.as_str()
             )));
         }

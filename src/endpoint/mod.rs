@@ -663,7 +663,7 @@ pub struct PreparedConversation {
 pub enum EndpointMismatch {
     #[error("multi-turn conversations need --endpoint-type chat, responses or messages, not {}", .0.as_str())]
     MultiTurn(EndpointType),
-    #[error("the input has images, which need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings or image_retrieval, not {}", .0.as_str())]
+    #[error("the input has images, which need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings, image_edit or image_retrieval, not {}", .0.as_str())]
     Images(EndpointType),
     #[error("the input has chat messages, which need --endpoint-type chat, not {}", .0.as_str())]
     Messages(EndpointType),
