@@ -449,7 +449,8 @@ fn non_chat_body(
 }
 
 /// A one-text request of a non-chat endpoint type, for the readiness probe: "Hello" as the
-/// input (the query and one passage for rankings). None when it cannot be built.
+/// input (the query and one passage for rankings; a small image too for the types that
+/// need one). None when it cannot be built.
 pub fn probe_body(
     endpoint: EndpointType,
     model: &str,
@@ -465,10 +466,19 @@ pub fn probe_body(
         Some(spec) => template::PayloadTemplate::new(&template::spec_of(spec)).ok(),
         None => None,
     };
+    let images = match endpoint {
+        EndpointType::ImageRetrieval | EndpointType::ImageEdit => {
+            crate::dataset::image::noise_image(16, 16, crate::dataset::image::ImageEncoding::Png, 0)
+                .ok()
+                .into_iter()
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     let entry = Entry {
         text: "Hello".into(),
         input_tokens: 1,
-        images: Vec::new(),
+        images,
         audios: Vec::new(),
         videos: Vec::new(),
         max_output_tokens: Some(1),
@@ -1250,6 +1260,25 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn probes_of_the_image_types_carry_an_image() {
+        for endpoint in [EndpointType::ImageRetrieval, EndpointType::ImageEdit] {
+            let body = probe_body(endpoint, "m", &Map::new()).unwrap();
+            let text = String::from_utf8_lossy(&body);
+            assert!(
+                text.contains("data:image/png;base64,") || text.contains("filename=\"image.png\""),
+                "{text}"
+            );
+        }
+        let body = probe_body(EndpointType::SolidoRag, "m", &Map::new()).unwrap();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["query"][0], "Hello");
+        let body = probe_body(EndpointType::HuggingfaceGenerate, "m", &Map::new()).unwrap();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["inputs"], "Hello");
+        assert_eq!(v["parameters"]["max_new_tokens"], 1);
     }
 
     #[test]
