@@ -631,3 +631,42 @@ fn image_edit_end_to_end() {
         "{console}"
     );
 }
+
+#[test]
+fn a_tgi_stream_cut_before_its_final_token_is_incomplete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = line_file(tmp.path(), json!({"text": "hi"}));
+    let event = format!(
+        "data:{}\n\n",
+        json!({"index": 1, "token": {"id": 5, "text": " a", "logprob": 0.0, "special": false}, "generated_text": null, "details": null})
+    );
+    let server =
+        RawServer::start(move |_| sse_reply("", std::slice::from_ref(&event), After::Close));
+    let out = profile(
+        tmp.path(),
+        &[
+            "--url",
+            server.url.as_str(),
+            "--request-count",
+            "1",
+            "--input-file",
+            &file,
+            "--custom-dataset-type",
+            "single_turn",
+            "--endpoint-type",
+            "huggingface_generate",
+            "--streaming",
+        ],
+    );
+    // Its only request failed, which fails the run.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let r = &read_jsonl(&tmp.path().join("run/profile_export.jsonl"))[0];
+    assert_eq!(r["error"]["type"], "IncompleteStreamError", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("without a final token (generated_text) event"),
+        "{r}"
+    );
+}

@@ -91,6 +91,14 @@ impl ResponseShape {
         }
     }
 
+    /// What a complete stream ends with, for the error when it does not.
+    pub fn stream_end(&self) -> &'static str {
+        match self {
+            ResponseShape::HuggingfaceGenerate => "final token (generated_text)",
+            other => other.closing_event().unwrap_or("[DONE]"),
+        }
+    }
+
     /// True when closing the connection ends the stream (SOLIDO RAG documents no closing
     /// event): no `IncompleteStreamError` without `[DONE]`.
     pub fn ends_at_close(&self) -> bool {

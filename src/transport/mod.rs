@@ -645,7 +645,7 @@ impl HttpClient {
                     kind: "IncompleteStreamError".into(),
                     message: format!(
                         "The stream ended without a {} event",
-                        self.shape.closing_event().unwrap_or("[DONE]")
+                        self.shape.stream_end()
                     ),
                 });
             }
