@@ -291,6 +291,7 @@ fn main() {
         template_tokens: None,
         skip_tokenizer: false,
         no_output_tokens: false,
+        no_input_tokens: false,
     };
     let records: Vec<(RequestRecord, RecordMetrics)> = (0..n as u64)
         .map(|i| {

@@ -472,7 +472,14 @@ fn audio_and_video_from_an_input_file() {
 #[test]
 fn audio_transcription_end_to_end() {
     let tmp = tempfile::tempdir().unwrap();
-    let mock = mock();
+    let log = tmp.path().join("served.jsonl");
+    let mock = MockChild::spawn(&[
+        "--fast",
+        "--chat-template-tokens",
+        "0",
+        "--record-requests",
+        log.to_str().unwrap(),
+    ]);
     let out = run_aiperf_in(
         tmp.path(),
         &[
@@ -511,11 +518,17 @@ fn audio_transcription_end_to_end() {
     let records = records(&run);
     assert_eq!(records.len(), 3);
     for (_, r) in &records {
-        // 2 s of audio: 52 prompt tokens; the transcript is 5 one-token words.
+        // 2 s of audio: 52 prompt tokens.
         assert_eq!(metric(r, "usage_prompt_tokens"), 52.0);
-        assert_eq!(metric(r, "output_sequence_length"), 5.0);
-        // No text is sent.
-        assert_eq!(metric(r, "input_sequence_length"), 0.0);
+        // As AIPerf: the endpoint neither tokenizes its input nor produces tokens, so the
+        // lengths are absent rather than zero.
+        for absent in [
+            "input_sequence_length",
+            "output_sequence_length",
+            "output_token_count",
+        ] {
+            assert!(r["metrics"].get(absent).is_none(), "{absent} in {r}");
+        }
         assert_eq!(metric(r, "audio_duration"), 2.0);
         let rtfx = metric(r, "rtfx");
         assert!((rtfx - 2.0 / (metric(r, "request_latency") / 1e3)).abs() <= 1e-6 * rtfx);
@@ -532,7 +545,36 @@ fn audio_transcription_end_to_end() {
             .unwrap();
         assert_eq!(wav_header(&wav), (16_000, 1, 16, 2.0));
     }
+    // The mock records transcriptions like chat requests.
+    // (Besides the readiness probe that --wait-for-model-timeout sends first.)
+    let served: Vec<Value> = common::read_served(&log)
+        .into_iter()
+        .filter(|s| s["x_request_id"] != "aiperf-readiness-probe")
+        .collect();
+    assert_eq!(served.len(), 3);
+    for s in &served {
+        assert_eq!(s["endpoint"], "audio_transcription", "{s}");
+        assert_eq!(
+            (s["prompt_tokens"].as_u64(), s["output_tokens"].as_u64()),
+            (Some(52), Some(5)),
+            "{s}"
+        );
+    }
     let summary = read_json(&run.join("profile_export_aiperf.json"));
+    for absent in [
+        "input_sequence_length",
+        "output_sequence_length",
+        "output_token_throughput",
+        "input_token_throughput",
+        "total_token_throughput",
+        "total_isl",
+        "total_osl",
+    ] {
+        assert!(summary.get(absent).is_none(), "{absent}: {summary}");
+    }
+    assert_eq!(summary["request_count"]["avg"], 3.0, "{summary}");
+    assert!(!stdout.contains("Input Sequence Length"), "{stdout}");
+    assert!(!stdout.contains("Output Token Throughput"), "{stdout}");
     assert_eq!(
         summary["input_config"]["endpoint"]["type"], "audio_transcription",
         "{}",

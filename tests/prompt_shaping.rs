@@ -645,10 +645,6 @@ fn contradicting_or_incomplete_prompt_flags_are_refused() {
         &["--random-range-ratio cannot be used with --isl-stddev"],
     );
     refused(
-        &["--prompt-corpus", "coding"],
-        &["--prompt-corpus coding is not supported yet"],
-    );
-    refused(
         &["--cache-bust", "warmup-isolation-system"],
         &["--cache-bust warmup-isolation-system needs a system message"],
     );

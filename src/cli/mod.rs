@@ -199,6 +199,42 @@ pub enum EndpointType {
     /// `response_format: b64_json`; the images are counted (num_images, image_throughput,
     /// image_latency).
     ImageGeneration,
+    /// Embeddings of chat messages (`/v1/embeddings`, vLLM's multimodal embeddings): the
+    /// chat body with text and image parts; "Embeddings Metrics".
+    ChatEmbeddings,
+    /// NVIDIA NIM embeddings (`/v1/embeddings`): texts, images as `<img src='URL'/>`, or
+    /// each text paired with an image; "NIM Embeddings Metrics".
+    NimEmbeddings,
+    /// Hugging Face TGI (`/generate`; `/generate_stream` with --streaming): `inputs` and
+    /// `parameters.max_new_tokens` (--extra-inputs go into `parameters`).
+    HuggingfaceGenerate,
+    /// NVIDIA NIM image retrieval (`/v1/infer`): each request's images as `input` items
+    /// (needs --image-width-mean/--image-height-mean or images in the input file); the
+    /// answer's `data[]` is counted; "Image Retrieval Metrics".
+    ImageRetrieval,
+    /// SOLIDO RAG (`/rag/api/prompt`): `query`, `filters` and `inference_model`; the
+    /// answer's `content` (streamed too); "SOLIDO RAG Metrics".
+    SolidoRag,
+    /// OpenAI image edits (`/v1/images/edits`): a multipart form with the prompt and the
+    /// request's first image as the `image` file (an http(s) image as `url`), `n: 1`,
+    /// `response_format: b64_json`; the images answered are counted; "Image Edit Metrics".
+    ImageEdit,
+    /// OpenAI video generation (`/v1/videos`, POST then poll): refused, not supported by
+    /// this build.
+    VideoGeneration,
+}
+
+impl EndpointType {
+    /// AIPerf's endpoint types this build refuses: their name and what they would need.
+    pub fn unsupported(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            EndpointType::VideoGeneration => Some((
+                "video_generation",
+                "a POST to /v1/videos then polling GET /v1/videos/{id} until the job ends",
+            )),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -52,8 +52,11 @@ pub struct PromptArgs {
     #[arg(short = 'b', long, visible_aliases = ["batch-size-text", "batch-size"], value_name = "N", default_value_t = 1, help_heading = "Prompt")]
     pub prompt_batch_size: u64,
 
-    /// Text the synthetic prompts are cut from: `sonnet` (Shakespeare, the default).
-    /// `coding` and `random` are refused: not supported yet.
+    /// Text the synthetic prompts are cut from: `sonnet` (Shakespeare, the default),
+    /// `coding` (generated code, shell output, JSON, diffs and tracebacks) or `random`
+    /// (runs of consecutive vocabulary ids from a random offset, special tokens left out,
+    /// as vLLM's random dataset). Prompts keep their exact --isl; --random-seed makes them
+    /// reproducible. Synthetic prompts only (not with --input-file or --public-dataset).
     #[arg(long, value_enum, help_heading = "Prompt")]
     pub prompt_corpus: Option<PromptCorpus>,
 

@@ -25,6 +25,15 @@ impl From<cli::EndpointType> for EndpointType {
             cli::EndpointType::Template => EndpointType::Template,
             cli::EndpointType::Raw => EndpointType::Raw,
             cli::EndpointType::ImageGeneration => EndpointType::ImageGeneration,
+            cli::EndpointType::ChatEmbeddings => EndpointType::ChatEmbeddings,
+            cli::EndpointType::NimEmbeddings => EndpointType::NimEmbeddings,
+            cli::EndpointType::HuggingfaceGenerate => EndpointType::HuggingfaceGenerate,
+            cli::EndpointType::ImageRetrieval => EndpointType::ImageRetrieval,
+            cli::EndpointType::SolidoRag => EndpointType::SolidoRag,
+            cli::EndpointType::ImageEdit => EndpointType::ImageEdit,
+            cli::EndpointType::VideoGeneration => {
+                unreachable!("refused before the configuration is built")
+            }
         }
     }
 }

@@ -158,9 +158,18 @@ impl ProfileConfig {
                 bad("--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct")
             })?;
 
+        if let Some((name, needs)) = a.endpoint_type.unsupported() {
+            return Err(bad(format!(
+                "--endpoint-type {name} is not supported by this build of aiperf ({needs}); use another endpoint type"
+            )));
+        }
         let endpoint_type = EndpointType::from(a.endpoint_type);
-        let (request_uris, userinfo) =
-            build_request_uris(&a.url, a.custom_endpoint.as_deref(), endpoint_type)?;
+        // TGI streams from a path of its own.
+        let custom_endpoint = a
+            .custom_endpoint
+            .as_deref()
+            .or(endpoint_type.streaming_path().filter(|_| a.streaming));
+        let (request_uris, userinfo) = build_request_uris(&a.url, custom_endpoint, endpoint_type)?;
         let servers = check_servers_and_models(a, endpoint_type)?;
         let mut warnings = Vec::new();
 
@@ -241,9 +250,9 @@ impl ProfileConfig {
                 a.image_width_mean, a.image_height_mean
             )));
         }
-        if images_on && !endpoint_type.is_conversational() {
+        if images_on && !endpoint_type.takes_images() {
             return Err(bad(format!(
-                "--image-width-mean/--image-height-mean: images need --endpoint-type chat, responses or messages, not {}",
+                "--image-width-mean/--image-height-mean: images need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings, image_edit or image_retrieval, not {}",
                 endpoint_type.as_str()
             )));
         }

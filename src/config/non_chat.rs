@@ -40,6 +40,40 @@ pub(super) fn check(
             endpoint.as_str()
         )));
     }
+    let no_limit = matches!(
+        endpoint,
+        EndpointType::ChatEmbeddings
+            | EndpointType::NimEmbeddings
+            | EndpointType::ImageRetrieval
+            | EndpointType::ImageEdit
+            | EndpointType::SolidoRag
+    );
+    if no_limit && a.osl_mean.is_some() {
+        return Err(bad(format!(
+            "--output-tokens-mean: --endpoint-type {} has no output limit to send; drop it",
+            endpoint.as_str()
+        )));
+    }
+    if endpoint == EndpointType::ImageEdit
+        && let Some(key) = crate::endpoint::image_edit::RESERVED
+            .iter()
+            .find(|k| extra_inputs.contains_key(**k))
+    {
+        return Err(bad(format!(
+            "--extra-inputs {key}: image_edit fills the prompt, image, url and mask fields itself; drop it"
+        )));
+    }
+    if matches!(
+        endpoint,
+        EndpointType::ImageRetrieval | EndpointType::ImageEdit
+    ) && a.input_file.is_none()
+        && (a.image_width_mean <= 0.0 || a.image_height_mean <= 0.0)
+    {
+        return Err(bad(format!(
+            "--endpoint-type {} sends images: give --image-width-mean and --image-height-mean (synthetic images), or an --input-file whose lines have \"image\"",
+            endpoint.as_str()
+        )));
+    }
     rankings_options(a, endpoint)
 }
 

@@ -6,6 +6,7 @@ use super::{ConfigError, bad};
 use crate::cli::prompt::PromptCorpus;
 use crate::cli::{CustomDatasetType, ProfileArgs};
 use crate::dataset::MAX_INPUT_TOKENS;
+use crate::dataset::prompt::Corpus;
 use crate::dataset::seq_dist::SeqDist;
 use crate::dataset::shaping::{PrefixPool, PromptShaping};
 use crate::endpoint::EndpointType;
@@ -18,16 +19,7 @@ pub(super) fn prompt_shaping(
     endpoint: EndpointType,
 ) -> Result<PromptShaping, ConfigError> {
     let p = &a.prompt;
-    if let Some(corpus @ (PromptCorpus::Coding | PromptCorpus::Random)) = p.prompt_corpus {
-        let name = if corpus == PromptCorpus::Coding {
-            "coding"
-        } else {
-            "random"
-        };
-        return Err(bad(format!(
-            "--prompt-corpus {name} is not supported yet: this build cuts prompts from the sonnet corpus only; drop the flag or give sonnet"
-        )));
-    }
+    let corpus = prompt_corpus(a, endpoint)?;
     let system_text = match (&p.system_prompt, &p.system_prompt_file) {
         (Some(_), Some(_)) => {
             return Err(bad(
@@ -96,9 +88,10 @@ pub(super) fn prompt_shaping(
         shared_system_tokens,
         user_context_tokens,
         prefix_pool,
+        corpus: Corpus::Sonnet,
     };
     if shaping == PromptShaping::default() {
-        return Ok(shaping);
+        return Ok(PromptShaping { corpus, ..shaping });
     }
     let given = given_flags(a);
     if endpoint == EndpointType::AudioTranscription {
@@ -121,7 +114,33 @@ pub(super) fn prompt_shaping(
             )));
         }
     }
-    Ok(shaping)
+    Ok(PromptShaping { corpus, ..shaping })
+}
+
+/// `--prompt-corpus`: coding and random shape synthetic prompts only.
+fn prompt_corpus(a: &ProfileArgs, endpoint: EndpointType) -> Result<Corpus, ConfigError> {
+    let (corpus, name) = match a.prompt.prompt_corpus {
+        None | Some(PromptCorpus::Sonnet) => return Ok(Corpus::Sonnet),
+        Some(PromptCorpus::Coding) => (Corpus::Coding, "coding"),
+        Some(PromptCorpus::Random) => (Corpus::Random, "random"),
+    };
+    let refused = if a.input_file.is_some() {
+        Some("--input-file (its prompts come from the file)")
+    } else if a.public.public_dataset.is_some() {
+        Some("--public-dataset (its prompts come from the dataset)")
+    } else if endpoint.rankings_api().is_some() {
+        Some("the rankings endpoint types (their queries and passages are cut from sonnet)")
+    } else if endpoint == EndpointType::AudioTranscription {
+        Some("--endpoint-type audio_transcription (its requests have no prompt text)")
+    } else {
+        None
+    };
+    match refused {
+        Some(why) => Err(bad(format!(
+            "--prompt-corpus {name} shapes synthetic prompts and cannot be used with {why}; drop --prompt-corpus"
+        ))),
+        None => Ok(corpus),
+    }
 }
 
 /// `--seq-dist`, parsed; refused with the length flags it replaces and with input files.

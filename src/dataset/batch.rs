@@ -5,7 +5,7 @@
 use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
 
-use super::prompt::PromptBuilder;
+use super::prompt::{Corpus, PromptBuilder};
 use super::{
     BuildError, Entry, MAX_INPUT_TOKENS, SyntheticOptions, derive_seed, normal, sample_at_least_one,
 };
@@ -19,13 +19,14 @@ pub fn add_texts(
     batch_size: usize,
     opts: &SyntheticOptions,
     tokenizer: &Tokenizer,
+    corpus: Corpus,
     seed: u64,
 ) -> Result<(), BuildError> {
     if batch_size <= 1 {
         return Ok(());
     }
     let isl = normal("input tokens", opts.isl_mean, opts.isl_stddev)?;
-    let builder = PromptBuilder::new(tokenizer);
+    let builder = PromptBuilder::for_corpus(tokenizer, corpus);
     for (i, entry) in entries.iter_mut().enumerate() {
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(seed, STREAM_BATCH, i as u64));
         for _ in 1..batch_size {

@@ -5,6 +5,7 @@
 pub mod audio;
 pub mod batch;
 pub mod cache_bust;
+pub mod coding;
 pub mod custom;
 pub mod image;
 pub mod media;
@@ -338,6 +339,7 @@ pub fn build(
         inputs.prompt_batch_size,
         &synthetic,
         tokenizer,
+        inputs.shaping.corpus,
         master_seed,
     )?;
     media::attach(&mut entries, &synthetic.media, master_seed, threads)?;
@@ -451,7 +453,7 @@ fn build_synthetic_cut(
         }
     }
     let images: Vec<&ImagePlan> = plan.iter().flat_map(|e| &e.images).collect();
-    let builder = PromptBuilder::new(tokenizer);
+    let builder = PromptBuilder::for_corpus(tokenizer, inputs.shaping.corpus);
 
     // Images go first: the builtin tokenizer may still be loading on its own thread.
     let jobs = images.len() + plan.len();

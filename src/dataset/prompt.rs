@@ -20,10 +20,25 @@ const MAX_FIXUPS: usize = 10;
 /// Positions tried before giving up on an exact count.
 const MAX_POSITIONS: usize = 8;
 
+/// Which text synthetic prompts are made of (`--prompt-corpus`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Corpus {
+    /// Windows of the bundled Shakespeare.
+    #[default]
+    Sonnet,
+    /// Windows of generated code, shell output, JSON, diffs and tracebacks (`coding`).
+    Coding,
+    /// Runs of consecutive vocabulary ids (special tokens left out), from a random offset,
+    /// as vLLM's random dataset makes them.
+    Random,
+}
+
 /// Builds prompts of an exact token count for one tokenizer.
 pub struct PromptBuilder<'a> {
     tokenizer: &'a Tokenizer,
     corpus: &'a str,
+    /// The allowed ids, for the random corpus.
+    vocabulary: Option<Vec<u32>>,
 }
 
 /// A prompt and its token count (`== n` unless no exact window was found, which the tests
@@ -39,20 +54,47 @@ impl<'a> PromptBuilder<'a> {
         Self::with_corpus(tokenizer, CORPUS)
     }
 
+    /// The builder for `--prompt-corpus`.
+    pub fn for_corpus(tokenizer: &'a Tokenizer, corpus: Corpus) -> Self {
+        match corpus {
+            Corpus::Sonnet => Self::new(tokenizer),
+            Corpus::Coding => Self::with_corpus(tokenizer, super::coding::corpus()),
+            Corpus::Random => {
+                let ids = tokenizer.ordinary_ids();
+                assert!(!ids.is_empty(), "the tokenizer has no ordinary tokens");
+                PromptBuilder {
+                    tokenizer,
+                    corpus: CORPUS,
+                    vocabulary: Some(ids),
+                }
+            }
+        }
+    }
+
     /// `corpus` must not be empty or all whitespace.
     pub fn with_corpus(tokenizer: &'a Tokenizer, corpus: &'a str) -> Self {
         assert!(!corpus.trim().is_empty(), "prompt corpus is empty");
-        PromptBuilder { tokenizer, corpus }
+        PromptBuilder {
+            tokenizer,
+            corpus,
+            vocabulary: None,
+        }
     }
 
-    /// A prompt of `n` tokens (at least 1) starting at a random line of the corpus.
+    /// A prompt of `n` tokens (at least 1) starting at a random line of the corpus (or, for
+    /// the random corpus, at a random vocabulary id).
     pub fn build(&self, n: usize, rng: &mut impl Rng) -> Prompt {
         let n = n.max(1);
         let mut best: Option<Prompt> = None;
         for _ in 0..MAX_POSITIONS {
-            let start = self.line_start_at(rng.random_range(0..self.corpus.len()));
-            let tokens = self.tokens_from(start, n + SLACK_TOKENS);
-            let candidate = self.fit_window(&tokens, n);
+            let candidate = match &self.vocabulary {
+                Some(ids) => self.random_run(ids, rng.random_range(0..ids.len()), n),
+                None => {
+                    let start = self.line_start_at(rng.random_range(0..self.corpus.len()));
+                    let tokens = self.tokens_from(start, n + SLACK_TOKENS);
+                    self.fit_window(&tokens, n)
+                }
+            };
             if candidate.tokens == n {
                 return candidate;
             }
@@ -93,6 +135,46 @@ impl<'a> PromptBuilder<'a> {
             take = next;
         }
         best.expect("at least one window is tried")
+    }
+
+    /// `n` consecutive allowed ids from `start` (wrapping), decoded; the text is encoded
+    /// again and cut or topped up with the following ids until it has `n` tokens, since
+    /// random neighbours merge differently once decoded.
+    fn random_run(&self, ids: &[u32], start: usize, n: usize) -> Prompt {
+        let mut next = start;
+        let mut take = |k: usize, out: &mut Vec<u32>| {
+            for _ in 0..k {
+                out.push(ids[next % ids.len()]);
+                next += 1;
+            }
+        };
+        let mut tokens = Vec::with_capacity(n + SLACK_TOKENS);
+        take(n, &mut tokens);
+        let mut best: Option<Prompt> = None;
+        for _ in 0..MAX_FIXUPS {
+            let text = self.tokenizer.decode(&tokens);
+            let mut again = self.tokenizer.encode(&text);
+            let prompt = Prompt {
+                text,
+                tokens: again.len(),
+            };
+            if prompt.tokens == n {
+                return prompt;
+            }
+            if best
+                .as_ref()
+                .is_none_or(|b| prompt.tokens.abs_diff(n) < b.tokens.abs_diff(n))
+            {
+                best = Some(prompt);
+            }
+            if again.len() > n {
+                again.truncate(n);
+            } else {
+                take(n - again.len(), &mut again);
+            }
+            tokens = again;
+        }
+        best.expect("at least one run is tried")
     }
 
     /// The start of the line at or after byte `pos` (wrapping to the corpus start).
@@ -208,6 +290,43 @@ mod tests {
             assert_eq!(tokenizer.count(&prompt.text), n, "{:?}", prompt.text);
             assert_eq!(prompt.tokens, n);
         }
+    }
+
+    #[test]
+    fn random_and_coding_prompts_are_token_exact() {
+        for t in [Tokenizer::builtin().unwrap(), gpt2()] {
+            for corpus in [Corpus::Random, Corpus::Coding] {
+                let builder = PromptBuilder::for_corpus(&t, corpus);
+                let mut rng = ChaCha8Rng::seed_from_u64(21);
+                for _ in 0..100 {
+                    let n = rng.random_range(1..=1500usize);
+                    let prompt = builder.build(n, &mut rng);
+                    assert_eq!(t.count(&prompt.text), n, "{corpus:?} {:?}", prompt.text);
+                    assert_eq!(prompt.tokens, n);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_prompts_are_consecutive_vocabulary_ids() {
+        let t = Tokenizer::builtin().unwrap();
+        let builder = PromptBuilder::for_corpus(&t, Corpus::Random);
+        let ids = t.ordinary_ids();
+        assert_eq!(ids.len(), crate::tokenizer::builtin_bpe().len());
+        // Where two neighbouring ids survive decoding and encoding again, the prompt is
+        // exactly those two ids' text.
+        let start = (1000..2000)
+            .find(|&i| t.encode(&t.decode(&ids[i..i + 2])) == ids[i..i + 2])
+            .unwrap();
+        let p = builder.random_run(&ids, start, 2);
+        assert_eq!(
+            (p.text.as_str(), p.tokens),
+            (t.decode(&ids[start..start + 2]).as_str(), 2)
+        );
+        // The run wraps around the end of the vocabulary.
+        let p = builder.random_run(&ids, ids.len() - 1, 3);
+        assert_eq!(p.tokens, 3);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use rand::SeedableRng;
 use rand::rngs::ChaCha8Rng;
 use rand::{Rng, RngExt};
 
-use super::prompt::PromptBuilder;
+use super::prompt::{Corpus, PromptBuilder};
 use super::{Conversation, Dataset, derive_seed};
 use crate::tokenizer::Tokenizer;
 
@@ -26,6 +26,8 @@ pub struct PromptShaping {
     pub user_context_tokens: Option<usize>,
     /// `--prompt-prefix-pool-size` / `--prompt-prefix-length`.
     pub prefix_pool: Option<PrefixPool>,
+    /// `--prompt-corpus`: the text of synthetic prompts, and of the texts added here.
+    pub corpus: Corpus,
 }
 
 /// `size` synthetic prefixes of `tokens` tokens each.
@@ -51,7 +53,7 @@ fn stream(seed: u64, stream: u64, index: u64) -> ChaCha8Rng {
 /// Applies `shaping` to every conversation and counts each first turn's input again when
 /// its conversation has a system message or a user context (also one from an input file).
 pub fn apply(dataset: &mut Dataset, shaping: &PromptShaping, tokenizer: &Tokenizer, seed: u64) {
-    let builder = PromptBuilder::new(tokenizer);
+    let builder = PromptBuilder::for_corpus(tokenizer, shaping.corpus);
     if let Some(pool) = shaping.prefix_pool {
         add_prefixes(&mut dataset.conversations, pool, &builder, tokenizer, seed);
     }

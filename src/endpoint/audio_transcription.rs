@@ -27,7 +27,7 @@ fn mime(format: &str) -> &'static str {
     }
 }
 
-fn field(out: &mut Vec<u8>, name: &str, value: &str) {
+pub(super) fn field(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend_from_slice(
         format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n")
             .as_bytes(),
@@ -37,7 +37,7 @@ fn field(out: &mut Vec<u8>, name: &str, value: &str) {
 }
 
 /// A form value: strings as they are, anything else as JSON.
-fn form_value(v: &Value) -> String {
+pub(super) fn form_value(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),

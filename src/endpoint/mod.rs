@@ -16,6 +16,13 @@ pub mod image_generation;
 pub mod rankings;
 pub mod shape;
 pub mod template;
+// Embeddings with chat messages or images, TGI, image retrieval and SOLIDO RAG.
+pub mod chat_embeddings;
+pub mod huggingface_generate;
+pub mod image_edit;
+pub mod image_retrieval;
+pub mod nim_embeddings;
+pub mod solido_rag;
 
 pub use models::{ModelPicker, ModelSelection};
 
@@ -54,6 +61,18 @@ pub enum EndpointType {
     Raw,
     /// OpenAI image generation (`/v1/images/generations`).
     ImageGeneration,
+    /// Embeddings of chat messages with text and images (`/v1/embeddings`, vLLM).
+    ChatEmbeddings,
+    /// NVIDIA NIM embeddings of texts and/or images (`/v1/embeddings`).
+    NimEmbeddings,
+    /// Hugging Face TGI (`/generate`, `/generate_stream`).
+    HuggingfaceGenerate,
+    /// NVIDIA NIM image retrieval (`/v1/infer`).
+    ImageRetrieval,
+    /// SOLIDO RAG (`/rag/api/prompt`).
+    SolidoRag,
+    /// OpenAI image edits (`/v1/images/edits`, multipart).
+    ImageEdit,
 }
 
 impl EndpointType {
@@ -71,13 +90,46 @@ impl EndpointType {
             EndpointType::Template => "template",
             EndpointType::Raw => "raw",
             EndpointType::ImageGeneration => "image_generation",
+            EndpointType::ChatEmbeddings => "chat_embeddings",
+            EndpointType::NimEmbeddings => "nim_embeddings",
+            EndpointType::HuggingfaceGenerate => "huggingface_generate",
+            EndpointType::ImageRetrieval => "image_retrieval",
+            EndpointType::SolidoRag => "solido_rag",
+            EndpointType::ImageEdit => "image_edit",
         }
     }
+
+    /// Every endpoint type, for lookups by name.
+    pub const ALL: [EndpointType; 18] = {
+        use EndpointType::*;
+        [
+            Chat,
+            Completions,
+            AudioTranscription,
+            Responses,
+            Messages,
+            Embeddings,
+            NimRankings,
+            CohereRankings,
+            HfTeiRankings,
+            Template,
+            Raw,
+            ImageGeneration,
+            ChatEmbeddings,
+            NimEmbeddings,
+            HuggingfaceGenerate,
+            ImageRetrieval,
+            SolidoRag,
+            ImageEdit,
+        ]
+    };
 
     /// The `Content-Type` of the request bodies.
     pub fn content_type(self) -> String {
         match self {
-            EndpointType::AudioTranscription => audio_transcription::content_type(),
+            EndpointType::AudioTranscription | EndpointType::ImageEdit => {
+                audio_transcription::content_type()
+            }
             _ => "application/json".into(),
         }
     }
@@ -96,7 +148,33 @@ impl EndpointType {
             // Nothing is appended to --url.
             EndpointType::Template | EndpointType::Raw => "",
             EndpointType::ImageGeneration => "/v1/images/generations",
+            EndpointType::ChatEmbeddings | EndpointType::NimEmbeddings => "/v1/embeddings",
+            EndpointType::HuggingfaceGenerate => "/generate",
+            EndpointType::ImageRetrieval => "/v1/infer",
+            EndpointType::SolidoRag => "/rag/api/prompt",
+            EndpointType::ImageEdit => "/v1/images/edits",
         }
+    }
+
+    /// The path of streamed requests, where the API has one of its own (TGI).
+    pub fn streaming_path(self) -> Option<&'static str> {
+        match self {
+            EndpointType::HuggingfaceGenerate => Some("/generate_stream"),
+            _ => None,
+        }
+    }
+
+    /// Whether requests may carry images: the conversational APIs and the multimodal
+    /// embeddings and retrieval types.
+    pub fn takes_images(self) -> bool {
+        self.is_conversational()
+            || matches!(
+                self,
+                EndpointType::ChatEmbeddings
+                    | EndpointType::NimEmbeddings
+                    | EndpointType::ImageRetrieval
+                    | EndpointType::ImageEdit
+            )
     }
 
     /// The reranking API, for the rankings types.
@@ -117,12 +195,28 @@ impl EndpointType {
         )
     }
 
-    /// False when the answers are vectors or scores: no output tokens, TTFT or ITL.
+    /// False when the answers are vectors, scores, images or transcripts: no output
+    /// tokens, TTFT or ITL.
     pub fn produces_tokens(self) -> bool {
         !matches!(
             self,
-            EndpointType::Embeddings | EndpointType::ImageGeneration
+            EndpointType::Embeddings
+                | EndpointType::ImageGeneration
+                | EndpointType::AudioTranscription
+                | EndpointType::ChatEmbeddings
+                | EndpointType::NimEmbeddings
+                | EndpointType::ImageRetrieval
+                | EndpointType::ImageEdit
         ) && self.rankings_api().is_none()
+    }
+
+    /// False when the request carries no text to count: no input sequence length (AIPerf's
+    /// `tokenizes_input`), rather than zeros.
+    pub fn tokenizes_input(self) -> bool {
+        !matches!(
+            self,
+            EndpointType::AudioTranscription | EndpointType::ImageRetrieval
+        )
     }
 
     /// The console tables' title (AIPerf's `metrics_title`).
@@ -133,29 +227,18 @@ impl EndpointType {
             EndpointType::CohereRankings | EndpointType::HfTeiRankings => "Ranking Metrics",
             EndpointType::ImageGeneration => "Image Generation Metrics",
             EndpointType::AudioTranscription => "Audio Transcription Metrics",
+            EndpointType::ChatEmbeddings => "Embeddings Metrics",
+            EndpointType::NimEmbeddings => "NIM Embeddings Metrics",
+            EndpointType::ImageRetrieval => "Image Retrieval Metrics",
+            EndpointType::SolidoRag => "SOLIDO RAG Metrics",
+            EndpointType::ImageEdit => "Image Edit Metrics",
             _ => "LLM Metrics",
         }
     }
 
     /// The type named `name` (its `as_str`), for reading a run's saved configuration.
     pub fn from_name(name: &str) -> Option<EndpointType> {
-        use EndpointType::*;
-        [
-            Chat,
-            Completions,
-            AudioTranscription,
-            Responses,
-            Messages,
-            Embeddings,
-            NimRankings,
-            CohereRankings,
-            HfTeiRankings,
-            Template,
-            Raw,
-            ImageGeneration,
-        ]
-        .into_iter()
-        .find(|t| t.as_str() == name)
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
     /// How responses are read; `extra_inputs` may hold a `response_field` (raw, template).
@@ -190,8 +273,13 @@ impl EndpointType {
             ));
         }
         Ok(match self {
-            EndpointType::Embeddings => shape::ResponseShape::Embeddings,
-            EndpointType::ImageGeneration => shape::ResponseShape::Images,
+            EndpointType::Embeddings
+            | EndpointType::ChatEmbeddings
+            | EndpointType::NimEmbeddings => shape::ResponseShape::Embeddings,
+            EndpointType::HuggingfaceGenerate => shape::ResponseShape::HuggingfaceGenerate,
+            EndpointType::ImageRetrieval => shape::ResponseShape::ImageRetrieval,
+            EndpointType::SolidoRag => shape::ResponseShape::SolidoRag,
+            EndpointType::ImageGeneration | EndpointType::ImageEdit => shape::ResponseShape::Images,
             EndpointType::Responses => shape::ResponseShape::Responses,
             EndpointType::Messages => shape::ResponseShape::Messages,
             EndpointType::Template | EndpointType::Raw => shape::ResponseShape::Auto(field),
@@ -250,14 +338,23 @@ fn prepare_one(
     if endpoint == EndpointType::AudioTranscription {
         return Ok(audio_transcription::prepare(entry, opts, model));
     }
-    if !endpoint.is_conversational() && endpoint != EndpointType::Completions {
+    if endpoint == EndpointType::ImageEdit {
+        return image_edit::prepare(entry, opts, model);
+    }
+    if !endpoint.is_conversational()
+        && !matches!(
+            endpoint,
+            EndpointType::Completions | EndpointType::ChatEmbeddings
+        )
+    {
         let body = non_chat_body(endpoint, entry, opts, model, template)?;
         return Ok(PreparedRequest {
             body: Bytes::from(serde_json::to_vec(&body).expect("a JSON map always serializes")),
             input_tokens,
             num_images,
-            // Vectors and scores have no output length to ask for.
-            max_output_tokens: max_output_tokens.filter(|_| endpoint.produces_tokens()),
+            // Vectors and scores have no output length to ask for, nor has SOLIDO RAG.
+            max_output_tokens: max_output_tokens
+                .filter(|_| endpoint.produces_tokens() && endpoint != EndpointType::SolidoRag),
             audio_seconds,
         });
     }
@@ -279,6 +376,7 @@ fn prepare_one(
         EndpointType::Completions => completions::body(entry, system, opts),
         EndpointType::Responses => responses::body(entry, system, opts),
         EndpointType::Messages => messages::body(entry, system, opts),
+        EndpointType::ChatEmbeddings => chat_embeddings::body(entry, system, opts),
         _ => unreachable!("multipart and non-chat bodies are built above"),
     };
     if endpoint == EndpointType::Chat
@@ -307,7 +405,7 @@ fn prepare_one(
         body: Bytes::from(bytes),
         input_tokens,
         num_images,
-        max_output_tokens,
+        max_output_tokens: max_output_tokens.filter(|_| endpoint.produces_tokens()),
         audio_seconds,
     })
 }
@@ -326,6 +424,14 @@ fn non_chat_body(
     let mut body = match endpoint {
         EndpointType::Embeddings => embeddings::body(entry, model),
         EndpointType::ImageGeneration => image_generation::body(entry, model),
+        EndpointType::NimEmbeddings => nim_embeddings::body(entry, model)?,
+        EndpointType::ImageRetrieval => image_retrieval::body(entry)?,
+        EndpointType::SolidoRag => solido_rag::body(entry, model),
+        // --extra-inputs go into `parameters`, the entry's own extras at top level.
+        EndpointType::HuggingfaceGenerate => {
+            entry.extra = extra;
+            return Ok(huggingface_generate::body(entry, opts));
+        }
         EndpointType::Template => {
             let template = template.expect("the template is compiled before the bodies");
             entry.extra = extra;
@@ -343,7 +449,8 @@ fn non_chat_body(
 }
 
 /// A one-text request of a non-chat endpoint type, for the readiness probe: "Hello" as the
-/// input (the query and one passage for rankings). None when it cannot be built.
+/// input (the query and one passage for rankings; a small image too for the types that
+/// need one). None when it cannot be built.
 pub fn probe_body(
     endpoint: EndpointType,
     model: &str,
@@ -359,10 +466,19 @@ pub fn probe_body(
         Some(spec) => template::PayloadTemplate::new(&template::spec_of(spec)).ok(),
         None => None,
     };
+    let images = match endpoint {
+        EndpointType::ImageRetrieval | EndpointType::ImageEdit => {
+            crate::dataset::image::noise_image(16, 16, crate::dataset::image::ImageEncoding::Png, 0)
+                .ok()
+                .into_iter()
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     let entry = Entry {
         text: "Hello".into(),
         input_tokens: 1,
-        images: Vec::new(),
+        images,
         audios: Vec::new(),
         videos: Vec::new(),
         max_output_tokens: Some(1),
@@ -557,7 +673,7 @@ pub struct PreparedConversation {
 pub enum EndpointMismatch {
     #[error("multi-turn conversations need --endpoint-type chat, responses or messages, not {}", .0.as_str())]
     MultiTurn(EndpointType),
-    #[error("the input has images, which need --endpoint-type chat, responses or messages, not {}", .0.as_str())]
+    #[error("the input has images, which need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings, image_edit or image_retrieval, not {}", .0.as_str())]
     Images(EndpointType),
     #[error("the input has chat messages, which need --endpoint-type chat, not {}", .0.as_str())]
     Messages(EndpointType),
@@ -582,6 +698,15 @@ pub enum EndpointMismatch {
         .0.as_str()
     )]
     Context(EndpointType),
+    #[error(
+        "--endpoint-type {} needs an image (and, for image_edit, a prompt) in every request: give --image-width-mean and --image-height-mean, or \"image\"/\"images\" in each line of the input file",
+        .0.as_str()
+    )]
+    NeedsImages(EndpointType),
+    #[error(
+        "--endpoint-type nim_embeddings pairs each text with one image: a request has {0} texts and {1} images; give as many of each, or only one kind"
+    )]
+    NimEmbeddingsPairs(usize, usize),
 }
 
 fn audio_mismatch(endpoint: EndpointType) -> String {
@@ -637,7 +762,10 @@ pub fn prepare_dataset_with_models(
             return Err(EndpointMismatch::RawNeedsPayload);
         }
         if !endpoint.is_conversational()
-            && endpoint != EndpointType::Completions
+            && !matches!(
+                endpoint,
+                EndpointType::Completions | EndpointType::ChatEmbeddings
+            )
             && conv.system.is_some()
         {
             return Err(EndpointMismatch::System(endpoint));
@@ -647,8 +775,15 @@ pub fn prepare_dataset_with_models(
             if conv.turns.len() > 1 && !endpoint.is_conversational() {
                 return Err(EndpointMismatch::MultiTurn(endpoint));
             }
-            if conv.turns.iter().any(|t| !t.images.is_empty()) && !endpoint.is_conversational() {
+            if conv.turns.iter().any(|t| !t.images.is_empty()) && !endpoint.takes_images() {
                 return Err(EndpointMismatch::Images(endpoint));
+            }
+            if matches!(
+                endpoint,
+                EndpointType::ImageRetrieval | EndpointType::ImageEdit
+            ) && conv.turns.iter().any(|t| t.images.is_empty())
+            {
+                return Err(EndpointMismatch::NeedsImages(endpoint));
             }
             if conv
                 .turns
@@ -1125,6 +1260,25 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn probes_of_the_image_types_carry_an_image() {
+        for endpoint in [EndpointType::ImageRetrieval, EndpointType::ImageEdit] {
+            let body = probe_body(endpoint, "m", &Map::new()).unwrap();
+            let text = String::from_utf8_lossy(&body);
+            assert!(
+                text.contains("data:image/png;base64,") || text.contains("filename=\"image.png\""),
+                "{text}"
+            );
+        }
+        let body = probe_body(EndpointType::SolidoRag, "m", &Map::new()).unwrap();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["query"][0], "Hello");
+        let body = probe_body(EndpointType::HuggingfaceGenerate, "m", &Map::new()).unwrap();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["inputs"], "Hello");
+        assert_eq!(v["parameters"]["max_new_tokens"], 1);
     }
 
     #[test]

@@ -9,7 +9,10 @@ use serde_json::Value;
 
 use super::rankings::{self, RankingsApi};
 use super::template::FieldPath;
-use super::{ParsedEvent, embeddings, image_generation, lenient, messages, parse_event, responses};
+use super::{
+    ParsedEvent, embeddings, huggingface_generate, image_generation, image_retrieval, lenient,
+    messages, parse_event, responses, solido_rag,
+};
 use crate::record::Usage;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,6 +29,12 @@ pub enum ResponseShape {
     Responses,
     /// Anthropic Messages API events and bodies.
     Messages,
+    /// Hugging Face TGI: `token.text` per event, `generated_text` whole.
+    HuggingfaceGenerate,
+    /// NIM image retrieval: `data[]` counted.
+    ImageRetrieval,
+    /// SOLIDO RAG: `content`, whole or per event.
+    SolidoRag,
 }
 
 impl ResponseShape {
@@ -59,6 +68,14 @@ impl ResponseShape {
                 Ok(out)
             }
             ResponseShape::Auto(field) => Ok(auto(data, field.as_ref())),
+            ResponseShape::HuggingfaceGenerate => huggingface_generate::parse(data),
+            ResponseShape::SolidoRag => solido_rag::parse(data),
+            ResponseShape::ImageRetrieval => {
+                let v: Value = serde_json::from_slice(data)?;
+                let mut out = metadata(&v);
+                image_retrieval::parse(&v, &mut out);
+                Ok(out)
+            }
         }
     }
 }
@@ -72,6 +89,20 @@ impl ResponseShape {
             ResponseShape::Messages => Some("message_stop"),
             _ => None,
         }
+    }
+
+    /// What a complete stream ends with, for the error when it does not.
+    pub fn stream_end(&self) -> &'static str {
+        match self {
+            ResponseShape::HuggingfaceGenerate => "final token (generated_text)",
+            other => other.closing_event().unwrap_or("[DONE]"),
+        }
+    }
+
+    /// True when closing the connection ends the stream (SOLIDO RAG documents no closing
+    /// event): no `IncompleteStreamError` without `[DONE]`.
+    pub fn ends_at_close(&self) -> bool {
+        matches!(self, ResponseShape::SolidoRag)
     }
 
     /// A stream's usage so far after one more usage object: the Messages API sends it in

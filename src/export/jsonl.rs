@@ -310,6 +310,7 @@ mod tests {
             template_tokens: None,
             skip_tokenizer: false,
             no_output_tokens: false,
+            no_input_tokens: false,
         };
         let m = RecordMetrics::compute(record, &tokenizer, opts);
         let mut out = Vec::new();
@@ -406,6 +407,7 @@ mod tests {
             template_tokens: None,
             skip_tokenizer: false,
             no_output_tokens: false,
+            no_input_tokens: false,
         };
         let layout = LineLayout {
             has_warmup: true,

@@ -56,15 +56,16 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
         Some(spec) => parse_goodput(spec).map_err(|e| input(format!("goodput: {e}")))?,
         None => Vec::new(),
     };
+    let endpoint = first.summary["input_config"]["endpoint"]["type"]
+        .as_str()
+        .and_then(crate::endpoint::EndpointType::from_name);
     let options = CollectorOptions {
         streaming: first.summary["input_config"]["endpoint"]["streaming"] == json!(true),
         goodput,
         slice_duration_ns: block["slice_duration_ns"].as_u64(),
         // Embeddings and rankings shards: no output-token metrics in the merge either.
-        no_output_tokens: first.summary["input_config"]["endpoint"]["type"]
-            .as_str()
-            .and_then(crate::endpoint::EndpointType::from_name)
-            .is_some_and(|t| !t.produces_tokens()),
+        no_output_tokens: endpoint.is_some_and(|t| !t.produces_tokens()),
+        no_input_tokens: endpoint.is_some_and(|t| !t.tokenizes_input()),
         ..CollectorOptions::default()
     };
     // The records carry their token counts: the tokenizer is never asked.

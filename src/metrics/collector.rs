@@ -253,6 +253,7 @@ impl Collector {
                 template_tokens: None,
                 skip_tokenizer: false,
                 no_output_tokens: opts.no_output_tokens,
+                no_input_tokens: opts.no_input_tokens,
             },
             template_overhead: opts.template_overhead,
             objectives: Objective::resolve(&opts.goodput),

@@ -40,4 +40,6 @@ pub struct CollectorOptions {
     pub slice_duration_ns: Option<u64>,
     /// The endpoint produces no tokens (embeddings, rankings): no output-token metrics.
     pub no_output_tokens: bool,
+    /// The requests carry no text to count (audio transcription): no input lengths.
+    pub no_input_tokens: bool,
 }

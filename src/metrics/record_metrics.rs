@@ -20,6 +20,8 @@ pub struct RecordOptions {
     /// The endpoint answers with vectors or scores (embeddings, rankings): no output-token
     /// metrics, rather than zeros.
     pub no_output_tokens: bool,
+    /// The request carries no text (audio transcription): no input sequence length.
+    pub no_input_tokens: bool,
 }
 
 /// One request's metric values in base units (ns, tokens, images/sec, ns/image).
@@ -98,7 +100,10 @@ impl RecordMetrics {
             to_f(record.input.input_tokens.or_else(counted))
         };
         let server_isl = usage.prompt_tokens.filter(|_| opts.use_server_token_count);
-        let isl = server_isl.map(|n| n as f64).or_else(counted_isl);
+        let isl = server_isl
+            .map(|n| n as f64)
+            .or_else(counted_isl)
+            .filter(|_| !opts.no_input_tokens);
 
         if !record.is_valid() {
             m.set(MetricId::ErrorIsl, isl);
@@ -356,6 +361,7 @@ pub(crate) mod tests {
         template_tokens: None,
         skip_tokenizer: false,
         no_output_tokens: false,
+        no_input_tokens: false,
     };
 
     #[test]
@@ -479,6 +485,7 @@ pub(crate) mod tests {
             template_tokens: None,
             skip_tokenizer: false,
             no_output_tokens: false,
+            no_input_tokens: false,
         };
         let m = RecordMetrics::compute(&r, &tokenizer(), opts);
         assert_eq!(m.get(MetricId::InputSequenceLength), Some(600.0));

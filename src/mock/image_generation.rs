@@ -36,6 +36,37 @@ pub fn answer(body: &[u8], _default_model: &str) -> Result<(Value, u64), String>
     Ok((json!({"created": 0, "data": data}), n))
 }
 
+/// `/v1/images/edits`: the multipart form's fields read as a generation request (`prompt`,
+/// `n`, `response_format`), with a decodable `image` file or a `url` field required.
+pub fn edit_answer(content_type: &str, body: &[u8]) -> Result<(Value, u64), String> {
+    let parts = super::audio::form_parts(content_type, body)?;
+    let mut req = serde_json::Map::new();
+    let mut has_image = false;
+    for p in &parts {
+        match (p.name, p.filename) {
+            ("image", Some(_)) => {
+                super::image::image_dimensions(p.data)
+                    .ok_or("'image' is not a PNG or JPEG image")?;
+                has_image = true;
+            }
+            ("url", None) => has_image = true,
+            (name, None) => {
+                let text = String::from_utf8_lossy(p.data).into_owned();
+                let value = match name {
+                    "n" => json!(text.parse::<u64>().map_err(|_| "'n' must be an integer")?),
+                    _ => Value::String(text),
+                };
+                req.insert(name.to_string(), value);
+            }
+            _ => {}
+        }
+    }
+    if !has_image {
+        return Err("'image' is required: an image file (or a 'url' field)".into());
+    }
+    answer(Value::Object(req).to_string().as_bytes(), "")
+}
+
 /// A 2x2 grey PNG.
 fn png() -> Vec<u8> {
     let mut out = Vec::new();

@@ -24,7 +24,10 @@ pub mod recorder;
 pub mod request;
 pub mod response;
 pub mod responses;
+pub mod retrieval;
 mod server;
+pub mod solido;
+pub mod tgi;
 pub mod video;
 pub mod words;
 

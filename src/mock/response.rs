@@ -17,6 +17,11 @@ pub enum Api {
     Responses,
     /// Anthropic Messages API (see `mock::messages`).
     Messages,
+    /// Hugging Face TGI, whole and streamed (see `mock::tgi`).
+    Generate,
+    GenerateStream,
+    /// SOLIDO RAG (see `mock::solido`).
+    Solido,
 }
 
 impl Api {
@@ -26,6 +31,9 @@ impl Api {
             Api::Completions => "completions",
             Api::Responses => "responses",
             Api::Messages => "messages",
+            Api::Generate => "generate",
+            Api::GenerateStream => "generate_stream",
+            Api::Solido => "solido_rag",
         }
     }
 }
@@ -51,6 +59,7 @@ impl ResponseHeader {
             (Api::Completions, _) => "text_completion",
             (Api::Responses, _) => "response",
             (Api::Messages, _) => "message",
+            (Api::Generate | Api::GenerateStream | Api::Solido, _) => "",
         }
     }
 
@@ -164,11 +173,17 @@ impl ChunkWriter {
         }
     }
 
+    /// The last token's event closes with `suffix` instead (TGI's carries the whole text).
+    pub(super) fn with_last_suffix(mut self, suffix: Bytes) -> Self {
+        self.last_token_suffix = suffix;
+        self
+    }
+
     /// The assistant-role chunk that opens a chat stream, or the opening events of the
-    /// Responses and Messages APIs (`None` for completions).
+    /// Responses and Messages APIs (`None` for completions, TGI and SOLIDO).
     pub fn role_chunk(&self) -> Option<Bytes> {
-        if self.lead.is_some() {
-            return self.lead.clone();
+        if let Some(lead) = &self.lead {
+            return (!lead.is_empty()).then(|| lead.clone());
         }
         (self.api == Api::Chat).then(|| {
             let mut b = self.chunk_start.to_vec();
@@ -224,6 +239,8 @@ pub fn full_body(
     let choice = match header.api {
         Api::Responses => return super::responses::full_body(header, tokens, usage),
         Api::Messages => return super::messages::full_body(header, tokens, finish, usage),
+        Api::Generate | Api::GenerateStream => return super::tgi::full_body(tokens),
+        Api::Solido => return super::solido::full_body(tokens),
         Api::Chat => json!({
             "index": 0,
             "message": {"role": "assistant", "content": text},

@@ -156,6 +156,20 @@ fn router(shared: Arc<Shared>) -> Router {
             post(|s: State<Arc<Shared>>, r: Request| rerank(s, r, RerankApi::Tei)),
         )
         .route("/v1/images/generations", post(images))
+        .route(
+            "/generate",
+            post(|s: State<Arc<Shared>>, r: Request| handle(s.0, r, Api::Generate)),
+        )
+        .route(
+            "/generate_stream",
+            post(|s: State<Arc<Shared>>, r: Request| handle(s.0, r, Api::GenerateStream)),
+        )
+        .route(
+            "/rag/api/prompt",
+            post(|s: State<Arc<Shared>>, r: Request| handle(s.0, r, Api::Solido)),
+        )
+        .route("/v1/infer", post(infer))
+        .route("/v1/images/edits", post(image_edits))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -181,7 +195,8 @@ async fn messages(State(shared): State<Arc<Shared>>, req: Request) -> Response {
 }
 
 /// `/v1/audio/transcriptions`: answers after the first-token delay plus one inter-token
-/// delay per further transcript token (see `audio`). Not queued, faulted or recorded.
+/// delay per further transcript token (see `audio`). Not queued or faulted; recorded with
+/// `--record-requests` (audio tokens as the prompt, transcript tokens as the output).
 async fn audio_transcriptions(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let content_type = parts
@@ -194,15 +209,32 @@ async fn audio_transcriptions(State(shared): State<Arc<Shared>>, req: Request) -
         Ok(bytes) => super::audio::transcription(&content_type, &bytes),
         Err(e) => Err(format!("reading the request body failed: {e}")),
     };
+    let received = Instant::now();
+    let seen = (
+        parts
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.port()),
+    );
     let t = match parsed {
         Ok(t) => t,
         Err(message) => {
+            if let Some(r) = &shared.recorder {
+                let mut trace = one_piece_trace("audio_transcription", 400, received, seen, None);
+                trace.error = Some(message.clone());
+                r.record(Box::new(trace));
+            }
             return error_response(StatusCode::BAD_REQUEST, "BadRequestError", &message);
         }
     };
     let n = shared.requests.fetch_add(1, Ordering::Relaxed);
     let wait = shared.ttft + shared.itl * (t.output_tokens.saturating_sub(1) as u32);
-    crate::timer::sleep_until(Instant::now() + wait).await;
+    crate::timer::sleep_until(received + wait).await;
     let body = serde_json::json!({
         "text": super::words::text(t.output_tokens),
         "usage": {
@@ -214,6 +246,11 @@ async fn audio_transcriptions(State(shared): State<Arc<Shared>>, req: Request) -
         "model": t.model.unwrap_or_else(|| shared.model.clone()),
         "id": format!("trsc-{n}"),
     });
+    if let Some(r) = &shared.recorder {
+        let mut trace = one_piece_trace("audio_transcription", 200, received, seen, Some(&body));
+        trace.output_tokens = t.output_tokens;
+        r.record(Box::new(trace));
+    }
     json_response(StatusCode::OK, Bytes::from(body.to_string()))
 }
 
@@ -231,6 +268,23 @@ async fn images(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     .await
 }
 
+async fn image_edits(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    one_piece(shared, req, move |body, _| {
+        super::image_generation::edit_answer(&content_type, body)
+    })
+    .await
+}
+
+async fn infer(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    one_piece(shared, req, |body, _| super::retrieval::answer(body)).await
+}
+
 async fn rerank(State(shared): State<Arc<Shared>>, req: Request, api: RerankApi) -> Response {
     one_piece(shared, req, |body, model| {
         super::rankings::answer(api, body, model)
@@ -238,27 +292,108 @@ async fn rerank(State(shared): State<Arc<Shared>>, req: Request, api: RerankApi)
     .await
 }
 
-/// A non-chat route (embeddings, reranking): answers in one piece after the first-token
-/// delay plus one inter-token delay per input or passage. Not queued, faulted or recorded.
+/// A non-chat route (embeddings, reranking, image generation, retrieval): answers in one
+/// piece after the first-token delay plus one inter-token delay per input or passage. Not
+/// queued or faulted; recorded with `--record-requests` (the answer's `usage.prompt_tokens`
+/// as its text tokens, no output tokens), rejections included.
 async fn one_piece(
     shared: Arc<Shared>,
     req: Request,
     answer: impl FnOnce(&[u8], &str) -> Result<(serde_json::Value, u64), String>,
 ) -> Response {
-    let parsed = match axum::body::to_bytes(req.into_body(), usize::MAX).await {
+    let (parts, body) = req.into_parts();
+    let seen = (
+        parts
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.port()),
+    );
+    let endpoint = route_name(parts.uri.path());
+    let parsed = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => answer(&bytes, &shared.model),
         Err(e) => Err(format!("reading the request body failed: {e}")),
     };
+    let received = Instant::now();
     let (body, items) = match parsed {
         Ok(a) => a,
         Err(message) => {
+            if let Some(r) = &shared.recorder {
+                let mut trace = one_piece_trace(endpoint, 400, received, seen, None);
+                trace.error = Some(message.clone());
+                r.record(Box::new(trace));
+            }
             return error_response(StatusCode::BAD_REQUEST, "BadRequestError", &message);
         }
     };
     shared.requests.fetch_add(1, Ordering::Relaxed);
     let wait = shared.ttft + shared.itl * (items as u32);
-    crate::timer::sleep_until(Instant::now() + wait).await;
+    crate::timer::sleep_until(received + wait).await;
+    if let Some(r) = &shared.recorder {
+        r.record(Box::new(one_piece_trace(
+            endpoint,
+            200,
+            received,
+            seen,
+            Some(&body),
+        )));
+    }
     json_response(StatusCode::OK, Bytes::from(body.to_string()))
+}
+
+/// The `endpoint` name a one-piece route's requests are recorded under.
+fn route_name(path: &str) -> &'static str {
+    match path {
+        "/v1/embeddings" => "embeddings",
+        "/v1/ranking" => "nim_rankings",
+        "/v2/rerank" => "cohere_rankings",
+        "/rerank" => "hf_tei_rankings",
+        "/v1/images/generations" => "image_generation",
+        "/v1/infer" => "image_retrieval",
+        "/v1/images/edits" => "image_edit",
+        _ => "other",
+    }
+}
+
+fn one_piece_trace(
+    endpoint: &'static str,
+    status: u16,
+    received: Instant,
+    (x_request_id, peer_port): (Option<String>, Option<u16>),
+    answer: Option<&serde_json::Value>,
+) -> RequestTrace {
+    let field = |k: &str| answer.and_then(|a| a.get(k));
+    RequestTrace {
+        endpoint,
+        status,
+        stream: false,
+        model: field("model")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        x_request_id,
+        peer_port,
+        received,
+        admitted: answer.map(|_| received),
+        first_token: None,
+        last_token: answer.map(|_| Instant::now()),
+        text_tokens: field("usage")
+            .and_then(|u| u.get("prompt_tokens"))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0),
+        image_tokens: 0,
+        template_tokens: 0,
+        image_sizes: Vec::new(),
+        roles: Vec::new(),
+        output_tokens: 0,
+        completed: true,
+        error: None,
+        cached_tokens: None,
+    }
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
@@ -334,6 +469,12 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             Api::Responses => super::responses::parse_request(bytes, shared.chat_costs)
                 .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared)),
             Api::Messages => super::messages::parse_request(bytes, shared.chat_costs)
+                .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared)),
+            Api::Generate | Api::GenerateStream => {
+                super::tgi::parse_request(bytes, api == Api::GenerateStream)
+                    .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared))
+            }
+            Api::Solido => super::solido::parse_request(bytes)
                 .and_then(|(model, p, g)| accept(model.as_deref(), p, &g, &shared)),
         },
         Err(e) => Err(format!("reading the request body failed: {e}")),
@@ -429,7 +570,7 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
     let tokens = accepted.output.tokens;
     // Streamed faults strike once half the tokens (after the role chunk) have gone out.
     let strike = match api {
-        Api::Completions => tokens / 2,
+        Api::Completions | Api::Generate | Api::GenerateStream | Api::Solido => tokens / 2,
         // The role chunk or the opening events come first.
         _ => 1 + tokens / 2,
     };
@@ -451,6 +592,14 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
             Api::Messages => (
                 super::messages::writer(&header, usage),
                 super::messages::tail(usage, finish),
+            ),
+            // TGI's last token event ends its stream.
+            Api::Generate | Api::GenerateStream => {
+                (super::tgi::writer(tokens, finish), Bytes::new())
+            }
+            Api::Solido => (
+                super::solido::writer(),
+                Bytes::from_static(super::response::DONE_EVENT),
             ),
             Api::Chat | Api::Completions => {
                 let writer = ChunkWriter::new(&header, finish);
@@ -593,6 +742,8 @@ fn response_id(api: Api, seed: u64, n: u64) -> String {
         Api::Completions => "cmpl-",
         Api::Responses => "resp_",
         Api::Messages => "msg_",
+        Api::Generate | Api::GenerateStream => "gen-",
+        Api::Solido => "rag-",
     };
     let a = splitmix64(seed ^ n);
     let b = splitmix64(a ^ n.rotate_left(32));

@@ -55,6 +55,7 @@ impl Collection {
             template_overhead,
             slice_duration_ns: cfg.export.slice_duration_ns,
             no_output_tokens: !cfg.endpoint_type.produces_tokens(),
+            no_input_tokens: !cfg.endpoint_type.tokenizes_input(),
         };
         let collector = Collector::new(options, tokenizer, clock, files);
         let mut watch = FailureWatch::new(

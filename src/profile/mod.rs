@@ -175,7 +175,12 @@ pub fn run_reusing(
     }
 
     let tokenizer = prepared.tokenizer;
-    let template = runtime.block_on(template_probe::find_overhead(&tokenizer, &ctx));
+    // The chat-template probe sends a chat body: only the conversational APIs take one.
+    let template = if cfg.endpoint_type.is_conversational() {
+        runtime.block_on(template_probe::find_overhead(&tokenizer, &ctx))
+    } else {
+        crate::metrics::template_overhead::TemplateOverhead::NoImages
+    };
     let template_json = template.to_json();
     let collection = Collection::start(
         &cfg,

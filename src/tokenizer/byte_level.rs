@@ -288,6 +288,18 @@ impl ByteLevelBpe {
         }
     }
 
+    /// The vocabulary's ids without the added (special) tokens, ascending.
+    pub fn ordinary_ids(&self) -> Vec<u32> {
+        (0..self.tokens.len() as u32)
+            .filter(|id| {
+                self.added
+                    .by_id
+                    .binary_search_by_key(id, |(id, _)| *id)
+                    .is_err()
+            })
+            .collect()
+    }
+
     /// The bytes of `ids` as the ByteLevel decoder gives them; unknown ids are skipped.
     pub fn decode_bytes(&self, ids: &[u32]) -> Vec<u8> {
         let mut out = Vec::with_capacity(ids.len() * 4);

@@ -215,6 +215,21 @@ impl Tokenizer {
         }
     }
 
+    /// The vocabulary's ids without special and added tokens, ascending (what vLLM's
+    /// random dataset draws from).
+    pub fn ordinary_ids(&self) -> Vec<u32> {
+        match &self.backend {
+            Backend::Builtin => (0..builtin_bpe().len() as u32).collect(),
+            Backend::Compact(bpe) => bpe.ordinary_ids(),
+            Backend::Hf(t) => {
+                let added = t.get_added_tokens_decoder();
+                (0..t.get_vocab_size(false) as u32)
+                    .filter(|id| !added.contains_key(id))
+                    .collect()
+            }
+        }
+    }
+
     /// Number of tokens in `text`; equal to `encode(text).len()`.
     pub fn count(&self, text: &str) -> usize {
         self.encode(text).len()

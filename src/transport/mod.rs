@@ -639,13 +639,13 @@ impl HttpClient {
                 }
             }
             framer.finish(|ev| state.on_event(ev, record));
-            if record.error.is_none() && !state.done {
+            if record.error.is_none() && !state.done && !self.shape.ends_at_close() {
                 record.error = Some(ErrorDetails {
                     code: None,
                     kind: "IncompleteStreamError".into(),
                     message: format!(
                         "The stream ended without a {} event",
-                        self.shape.closing_event().unwrap_or("[DONE]")
+                        self.shape.stream_end()
                     ),
                 });
             }
