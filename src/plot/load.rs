@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::metrics::MetricId;
 use crate::export::{
     AGGREGATE_JSON_FILE, FileNames, INPUTS_FILE, JSON_FILE, JSONL_FILE, TIMESLICES_CSV_FILE,
 };
@@ -49,16 +50,34 @@ pub struct RecordRow {
     pub conversation_id: String,
     pub turn_index: u64,
     pub failed: bool,
-    /// Scalar metrics by tag, in the file's display units (ms, tokens, ...).
-    pub metrics: HashMap<String, f64>,
+    /// Scalar metrics in the file's display units (ms, tokens, ...): the catalogue's by
+    /// id, 16 bytes each (a long run keeps every record's until the charts are drawn; a
+    /// map of tag strings took 3 KB per record), any other tag by name.
+    metrics: Box<[(MetricId, f64)]>,
+    other_metrics: Box<[(Box<str>, f64)]>,
     /// Width x height of each image the request carried (from `inputs.json`).
     pub images: Vec<(u32, u32)>,
 }
 
 impl RecordRow {
     pub fn metric(&self, tag: &str) -> Option<f64> {
-        self.metrics.get(tag).copied()
+        match catalogue_id(tag) {
+            Some(id) => self.metrics.iter().find(|m| m.0 == id).map(|m| m.1),
+            None => self.other_metrics.iter().find(|m| &*m.0 == tag).map(|m| m.1),
+        }
     }
+}
+
+/// The catalogue metric with this tag (a hash look-up: it runs per record and metric).
+fn catalogue_id(tag: &str) -> Option<MetricId> {
+    static BY_TAG: std::sync::LazyLock<HashMap<&'static str, MetricId>> =
+        std::sync::LazyLock::new(|| {
+            crate::metrics::catalog::CATALOG
+                .iter()
+                .map(|d| (d.tag, d.id))
+                .collect()
+        });
+    BY_TAG.get(tag).copied()
 }
 
 /// One row of `profile_export_aiperf_timeslices.csv`.
@@ -320,19 +339,23 @@ fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
         {
             return;
         }
-        let metrics = v["metrics"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter_map(|(tag, m)| Some((tag.clone(), m["value"].as_f64()?)))
-            .collect();
+        let mut metrics = Vec::new();
+        let mut other_metrics = Vec::new();
+        let values = v["metrics"].as_object().into_iter().flatten();
+        for (tag, value) in values.filter_map(|(tag, m)| Some((tag, m["value"].as_f64()?))) {
+            match catalogue_id(tag) {
+                Some(id) => metrics.push((id, value)),
+                None => other_metrics.push((tag.as_str().into(), value)),
+            }
+        }
         rows.push(RecordRow {
             start_ns: meta["request_start_ns"].as_u64().unwrap_or(0),
             end_ns: meta["request_end_ns"].as_u64().unwrap_or(0),
             conversation_id: meta["conversation_id"].as_str().unwrap_or("").to_string(),
             turn_index: meta["turn_index"].as_u64().unwrap_or(0),
             failed: !v.get("error").is_none_or(Value::is_null),
-            metrics,
+            metrics: metrics.into(),
+            other_metrics: other_metrics.into(),
             images: Vec::new(),
         });
     })?;
@@ -375,36 +398,111 @@ fn for_each_json_line(
 }
 
 /// Image sizes come from the request bodies in `inputs.json` (a session's payloads are its
-/// turns in order); an unreadable file only leaves them out.
+/// turns in order); an unreadable file only leaves them out. The file is read as a
+/// stream and each data URL is reduced to its size as it is parsed: the bodies of a run
+/// with many images are hundreds of MB, held twice (text and tree) when read whole.
 fn attach_image_sizes(path: &Path, records: &mut [RecordRow]) {
-    let Ok(Some(doc)) = read_json(path) else {
+    let Ok(file) = std::fs::File::open(path) else {
         return;
     };
-    let mut sizes: HashMap<(&str, u64), Vec<(u32, u32)>> = HashMap::new();
-    for session in doc["data"].as_array().into_iter().flatten() {
-        let id = session["session_id"].as_str().unwrap_or("");
-        for (turn, payload) in session["payloads"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+    let Ok(doc) = serde_json::from_reader::<_, inputs::File>(std::io::BufReader::new(file)) else {
+        return;
+    };
+    let mut sizes: HashMap<(&str, u64), &[(u32, u32)]> = HashMap::new();
+    for session in &doc.data {
+        for (turn, payload) in session.payloads.iter().enumerate() {
             // The turn's own images are in its last message (earlier ones are history).
-            let last = payload["messages"].as_array().and_then(|m| m.last());
-            let dims = last
-                .and_then(|m| m["content"].as_array())
-                .into_iter()
-                .flatten()
-                .filter_map(|part| part["image_url"]["url"].as_str())
-                .filter_map(data_url_dimensions)
-                .collect();
-            sizes.insert((id, turn as u64), dims);
+            let dims = payload.messages.last().map_or(&[][..], |m| &m.content[..]);
+            sizes.insert((&session.session_id, turn as u64), dims);
         }
     }
     for r in records.iter_mut() {
         if let Some(d) = sizes.get(&(r.conversation_id.as_str(), r.turn_index)) {
-            r.images = d.clone();
+            r.images = d.to_vec();
         }
+    }
+}
+
+/// What the plots read of `inputs.json`: the image sizes of every message.
+mod inputs {
+    use serde::Deserialize;
+    use serde::de::{Deserializer, SeqAccess, Visitor};
+
+    #[derive(Deserialize)]
+    pub struct File {
+        #[serde(default)]
+        pub data: Vec<Session>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Session {
+        #[serde(default)]
+        pub session_id: String,
+        #[serde(default)]
+        pub payloads: Vec<Payload>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Payload {
+        #[serde(default)]
+        pub messages: Vec<Message>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Message {
+        /// Width x height of each image part (text content has none).
+        #[serde(default, deserialize_with = "image_sizes")]
+        pub content: Vec<(u32, u32)>,
+    }
+
+    #[derive(Deserialize)]
+    struct Part {
+        #[serde(default)]
+        image_url: Option<ImageUrl>,
+    }
+
+    #[derive(Deserialize)]
+    struct ImageUrl {
+        #[serde(default, deserialize_with = "data_url_size")]
+        url: Option<(u32, u32)>,
+    }
+
+    fn image_sizes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(u32, u32)>, D::Error> {
+        struct Content;
+        impl<'de> Visitor<'de> for Content {
+            type Value = Vec<(u32, u32)>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("message content (text or parts)")
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Vec::new())
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Vec::new())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut parts: A) -> Result<Self::Value, A::Error> {
+                let mut sizes = Vec::new();
+                while let Some(part) = parts.next_element::<Part>()? {
+                    sizes.extend(part.image_url.and_then(|u| u.url));
+                }
+                Ok(sizes)
+            }
+        }
+        d.deserialize_any(Content)
+    }
+
+    fn data_url_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(u32, u32)>, D::Error> {
+        struct Url;
+        impl Visitor<'_> for Url {
+            type Value = Option<(u32, u32)>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an image URL")
+            }
+            fn visit_str<E>(self, url: &str) -> Result<Self::Value, E> {
+                Ok(super::data_url_dimensions(url))
+            }
+        }
+        d.deserialize_str(Url)
     }
 }
 
