@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::metrics::MetricId;
 use crate::export::{
     AGGREGATE_JSON_FILE, FileNames, INPUTS_FILE, JSON_FILE, JSONL_FILE, TIMESLICES_CSV_FILE,
 };
+use crate::metrics::MetricId;
 
 /// Why plotting could not go on.
 #[derive(Debug, thiserror::Error)]
@@ -50,10 +50,12 @@ pub struct RecordRow {
     pub conversation_id: String,
     pub turn_index: u64,
     pub failed: bool,
-    /// Scalar metrics in the file's display units (ms, tokens, ...): the catalogue's by
-    /// id, 16 bytes each (a long run keeps every record's until the charts are drawn; a
-    /// map of tag strings took 3 KB per record), any other tag by name.
-    metrics: Box<[(MetricId, f64)]>,
+    /// Scalar metrics in the file's display units (ms, tokens, ...). A long run keeps
+    /// every record's until the charts are drawn (a map of tag strings took 3 KB per
+    /// record), so the catalogue's are a bit per metric id present and the values in id
+    /// order; any other tag is kept by name.
+    metric_ids: u128,
+    metric_values: Box<[f64]>,
     other_metrics: Box<[(Box<str>, f64)]>,
     /// Width x height of each image the request carried (from `inputs.json`).
     pub images: Vec<(u32, u32)>,
@@ -61,11 +63,23 @@ pub struct RecordRow {
 
 impl RecordRow {
     pub fn metric(&self, tag: &str) -> Option<f64> {
-        match catalogue_id(tag) {
-            Some(id) => self.metrics.iter().find(|m| m.0 == id).map(|m| m.1),
-            None => self.other_metrics.iter().find(|m| &*m.0 == tag).map(|m| m.1),
+        match catalogue_id(tag).and_then(|id| id_bit(id).map(|bit| (id, bit))) {
+            Some((id, bit)) => (self.metric_ids & bit != 0).then(|| {
+                let below = self.metric_ids & ((1u128 << (id as u32)) - 1);
+                self.metric_values[below.count_ones() as usize]
+            }),
+            None => self
+                .other_metrics
+                .iter()
+                .find(|m| &*m.0 == tag)
+                .map(|m| m.1),
         }
     }
+}
+
+/// The bit of a catalogue metric in [`RecordRow`]'s set (ids past 127 are kept by name).
+fn id_bit(id: MetricId) -> Option<u128> {
+    1u128.checked_shl(id as u32)
 }
 
 /// The catalogue metric with this tag (a hash look-up: it runs per record and metric).
@@ -343,18 +357,21 @@ fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
         let mut other_metrics = Vec::new();
         let values = v["metrics"].as_object().into_iter().flatten();
         for (tag, value) in values.filter_map(|(tag, m)| Some((tag, m["value"].as_f64()?))) {
-            match catalogue_id(tag) {
-                Some(id) => metrics.push((id, value)),
+            match catalogue_id(tag).filter(|&id| id_bit(id).is_some()) {
+                Some(id) => metrics.push((id as u32, value)),
                 None => other_metrics.push((tag.as_str().into(), value)),
             }
         }
+        metrics.sort_unstable_by_key(|m| m.0);
+        let metric_ids = metrics.iter().fold(0u128, |ids, m| ids | 1 << m.0);
         rows.push(RecordRow {
             start_ns: meta["request_start_ns"].as_u64().unwrap_or(0),
             end_ns: meta["request_end_ns"].as_u64().unwrap_or(0),
             conversation_id: meta["conversation_id"].as_str().unwrap_or("").to_string(),
             turn_index: meta["turn_index"].as_u64().unwrap_or(0),
             failed: !v.get("error").is_none_or(Value::is_null),
-            metrics: metrics.into(),
+            metric_ids,
+            metric_values: metrics.iter().map(|m| m.1).collect(),
             other_metrics: other_metrics.into(),
             images: Vec::new(),
         });
@@ -674,6 +691,35 @@ fn model_from_config(config: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_keep_every_metric_value_and_skip_warmup() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let line = |phase: &str, metrics: &str| {
+            format!(
+                r#"{{"metadata":{{"benchmark_phase":"{phase}","request_start_ns":5,"request_end_ns":9,"conversation_id":"c","turn_index":1}},"metrics":{metrics},"error":null}}"#
+            )
+        };
+        let text = [
+            line("warmup", r#"{"request_latency":{"value":1.0}}"#),
+            line(
+                "profiling",
+                r#"{"request_latency":{"value":12.345678901},"output_sequence_length":{"value":16},"time_to_first_token":{"value":0.1},"not_in_the_catalogue":{"value":-2.5}}"#,
+            ),
+        ]
+        .join("\n");
+        std::fs::write(&path, text).unwrap();
+        let rows = read_records(&path).unwrap();
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(r.metric("request_latency"), Some(12.345678901));
+        assert_eq!(r.metric("output_sequence_length"), Some(16.0));
+        assert_eq!(r.metric("time_to_first_token"), Some(0.1));
+        assert_eq!(r.metric("not_in_the_catalogue"), Some(-2.5));
+        assert_eq!(r.metric("inter_token_latency"), None);
+        assert_eq!((r.start_ns, r.end_ns, r.turn_index), (5, 9, 1));
+    }
 
     #[test]
     fn csv_fields_handle_quotes() {
