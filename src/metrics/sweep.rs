@@ -484,7 +484,8 @@ fn weighted(mut segments: Vec<(f64, f64)>, total: f64) -> WeightedStats {
         }
         acc += s.1;
         let share = acc / covered;
-        while found < LEVELS.len() && !(share < LEVELS[found]) {
+        // Not below (a NaN share counts as reached, as the partition point takes it).
+        while found < LEVELS.len() && share.partial_cmp(&LEVELS[found]) != Some(Ordering::Less) {
             at[found] = s.0;
             found += 1;
         }
@@ -532,7 +533,11 @@ fn active(
     to: f64,
 ) -> WeightedStats {
     let (mut points, mut mask) = (points.peekable(), mask.peekable());
-    if points.peek().is_none() || !(from <= to) {
+    let forward = matches!(
+        from.partial_cmp(&to),
+        Some(Ordering::Less | Ordering::Equal)
+    );
+    if points.peek().is_none() || !forward {
         return WeightedStats::default();
     }
     // Edges: `from`, every point of either inside the window, `to`; each segment takes
@@ -898,7 +903,6 @@ mod tests {
     type Raw = (u32, Option<u32>, u32, Option<u8>, Option<u8>, Vec<u32>);
 
     fn raw_spans() -> impl proptest::strategy::Strategy<Value = Vec<Raw>> {
-        use proptest::prelude::*;
         proptest::collection::vec(
             (
                 0u32..300,
