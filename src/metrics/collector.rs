@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use super::CollectorOptions;
 use super::catalog::{CATALOG, METRIC_COUNT, MetricDef, MetricId, MetricKind};
+use super::column::Column;
 use super::goodput::Objective;
 use super::record_metrics::{RecordMetrics, RecordOptions};
-use super::sweep::{self, Span, WeightedStats};
+use super::sweep::{self, Span, SpanSource, WeightedStats};
 use crate::clock::Clock;
 use crate::record::{ErrorDetails, Phase, RequestRecord};
 use crate::stats::Stats;
@@ -79,16 +80,90 @@ const USAGE_DIFF_PCT: f64 = 10.0;
 /// OSL mismatches kept as examples for the end-of-run summary.
 const OSL_EXAMPLES: usize = 5;
 
-/// What the sweep-line metrics need of one profiling request, wall-clock ns.
+/// What the sweep-line metrics need of one profiling request, wall-clock ns: 48 bytes,
+/// kept for every request of the run.
 #[derive(Debug, Clone)]
 struct Timeline {
     start: u64,
-    generation_start: Option<u64>,
+    /// Valid when `HAS_GENERATION` is set in `gaps_at`.
+    generation_start: u64,
     end: u64,
-    input_tokens: Option<f64>,
-    output_tokens: Option<f64>,
-    /// This request's inter-chunk gaps within the collected inter-chunk latencies.
-    gaps: std::ops::Range<usize>,
+    /// Valid when `HAS_INPUT` is set.
+    input_tokens: f64,
+    /// Valid when `HAS_OUTPUT` is set.
+    output_tokens: f64,
+    /// Where this request's inter-chunk gaps start in the inter-chunk latency column
+    /// (they end where the next request's start), with the three flags in its top bits.
+    gaps_at: u64,
+}
+
+const HAS_GENERATION: u64 = 1 << 63;
+const HAS_INPUT: u64 = 1 << 62;
+const HAS_OUTPUT: u64 = 1 << 61;
+const FLAGS: u64 = HAS_GENERATION | HAS_INPUT | HAS_OUTPUT;
+
+impl Timeline {
+    fn new(
+        start: u64,
+        generation_start: Option<u64>,
+        end: u64,
+        input_tokens: Option<f64>,
+        output_tokens: Option<f64>,
+        gaps_at: usize,
+    ) -> Timeline {
+        let flag = |on: bool, f: u64| if on { f } else { 0 };
+        Timeline {
+            start,
+            generation_start: generation_start.unwrap_or(0),
+            end,
+            input_tokens: input_tokens.unwrap_or(0.0),
+            output_tokens: output_tokens.unwrap_or(0.0),
+            gaps_at: gaps_at as u64
+                | flag(generation_start.is_some(), HAS_GENERATION)
+                | flag(input_tokens.is_some(), HAS_INPUT)
+                | flag(output_tokens.is_some(), HAS_OUTPUT),
+        }
+    }
+
+    fn gaps_at(&self) -> usize {
+        (self.gaps_at & !FLAGS) as usize
+    }
+
+    fn has(&self, flag: u64) -> bool {
+        self.gaps_at & flag != 0
+    }
+}
+
+/// The collected requests as the sweep reads them: relative to the first start (f64 keeps
+/// ns exact there, not at epoch scale), chunk gaps read from the inter-chunk latency
+/// column in place.
+struct Spans<'a> {
+    timelines: &'a [Timeline],
+    gaps: &'a [u8],
+    first: u64,
+}
+
+impl SpanSource for Spans<'_> {
+    fn count(&self) -> usize {
+        self.timelines.len()
+    }
+
+    fn span(&self, i: usize) -> Span<'_> {
+        let rel = |t: u64| t.saturating_sub(self.first) as f64;
+        let t = &self.timelines[i];
+        let gaps_end = self
+            .timelines
+            .get(i + 1)
+            .map_or(self.gaps.len(), Timeline::gaps_at);
+        Span {
+            start: rel(t.start),
+            generation_start: t.has(HAS_GENERATION).then(|| rel(t.generation_start)),
+            end: rel(t.end),
+            input_tokens: t.has(HAS_INPUT).then_some(t.input_tokens),
+            output_tokens: t.has(HAS_OUTPUT).then_some(t.output_tokens),
+            chunk_gaps: &self.gaps[t.gaps_at()..gaps_end],
+        }
+    }
 }
 
 /// Per-request counts, summed over the run or over one time slice.
@@ -217,8 +292,8 @@ pub struct Collector {
     clock: Clock,
     /// Takes each record's line (the per-record export).
     sink: Option<Box<dyn RecordSink>>,
-    /// Per record metric (indexed by `MetricId`), base units.
-    values: Vec<Vec<f64>>,
+    /// Per record metric (indexed by `MetricId`), base units, compactly encoded.
+    values: Vec<Column>,
     counts: Counts,
     /// `--slice-duration` in ns; `None` without time slices.
     slice_ns: Option<u64>,
@@ -230,7 +305,7 @@ pub struct Collector {
     error_rows: HashMap<ErrorDetails, usize>,
     /// Per record (warmup included): ns from its last chunk (or its end) to the moment its
     /// metrics and JSONL line were done. Shows whether the collector keeps up.
-    record_lag_ns: Vec<f64>,
+    record_lag_ns: Column,
     /// The missing-usage warning is logged once.
     warned_usage_missing: bool,
     /// Records added after `skip_tokenizer`, written without token counts.
@@ -261,7 +336,7 @@ impl Collector {
             tokenizer,
             clock,
             sink,
-            values: vec![Vec::new(); METRIC_COUNT],
+            values: vec![Column::default(); METRIC_COUNT],
             counts: Counts::default(),
             slice_ns: opts.slice_duration_ns,
             slice_entries: Vec::new(),
@@ -269,7 +344,7 @@ impl Collector {
             max_end_wall_ns: None,
             errors: Vec::new(),
             error_rows: HashMap::new(),
-            record_lag_ns: Vec::new(),
+            record_lag_ns: Column::default(),
             warned_usage_missing: false,
             untokenized: 0,
             timelines: Vec::new(),
@@ -290,7 +365,7 @@ impl Collector {
     /// Statistics (ns) of the time from each record's last chunk to the record being
     /// complete, over the records added so far; `None` before the first.
     pub fn record_lag(&self) -> Option<Stats> {
-        Stats::compute(&mut self.record_lag_ns.clone())
+        Stats::compute(&mut self.record_lag_ns.to_vec())
     }
 
     /// From now on records get no token counts from the client tokenizer: the run must end
@@ -360,9 +435,9 @@ impl Collector {
             self.values[id as usize].push(v);
         }
         let icl = MetricId::InterChunkLatency as usize;
-        let gaps_from = self.values[icl].len();
+        let gaps_at = self.values[icl].position();
         if let Some(gaps) = &m.inter_chunk_latency {
-            self.values[icl].extend_from_slice(gaps);
+            self.values[icl].extend(gaps);
         }
         let mut counts = self.count_mismatches(record, m);
 
@@ -377,18 +452,16 @@ impl Collector {
                 .map_or(record.start_wall_ns, |t| t.min(record.start_wall_ns)),
         );
         self.max_end_wall_ns = Some(self.max_end_wall_ns.map_or(end_wall, |t| t.max(end_wall)));
-        self.timelines.push(Timeline {
-            start: record.start_wall_ns,
-            generation_start: m
-                .get(MetricId::TimeToFirstToken)
+        self.timelines.push(Timeline::new(
+            record.start_wall_ns,
+            m.get(MetricId::TimeToFirstToken)
                 .map(|ttft| record.start_wall_ns + ttft as u64),
-            end: end_wall,
-            input_tokens: m
-                .get(MetricId::InputSequenceLength)
+            end_wall,
+            m.get(MetricId::InputSequenceLength)
                 .filter(|_| record.error.is_none()),
-            output_tokens: m.get(MetricId::OutputSequenceLength),
-            gaps: gaps_from..self.values[icl].len(),
-        });
+            m.get(MetricId::OutputSequenceLength),
+            gaps_at,
+        ));
 
         match record.error {
             None => {
@@ -462,53 +535,44 @@ impl Collector {
         self.counts.requests + self.counts.errors
     }
 
-    /// Every profiling request's interval, relative to the first start (f64 keeps ns
-    /// exact there, not at epoch scale); before the statistics sort the inter-chunk
-    /// latencies the timelines point into.
-    fn spans(&self, first: u64) -> Vec<Span> {
-        let rel = |t: u64| t.saturating_sub(first) as f64;
-        let gaps = &self.values[MetricId::InterChunkLatency as usize];
-        self.timelines
-            .iter()
-            .map(|t| Span {
-                start: rel(t.start),
-                generation_start: t.generation_start.map(rel),
-                end: rel(t.end),
-                input_tokens: t.input_tokens,
-                output_tokens: t.output_tokens,
-                chunk_gaps: gaps[t.gaps.clone()].to_vec(),
-            })
-            .collect()
-    }
-
     /// Flushes the JSONL and computes the statistics.
     pub fn finish(mut self) -> std::io::Result<MetricsSummary> {
         if let Some(out) = self.sink.take() {
             out.finish()?;
         }
         let window = self.min_start_wall_ns.zip(self.max_end_wall_ns);
-        let spans = window.map(|(first, _)| self.spans(first));
-        self.timelines = Vec::new();
         let duration_ns = window.map_or(0, |(start, end)| end.saturating_sub(start));
+        // The sweeps first, while the timelines and the chunk gaps they read are there;
+        // then the timelines go before the columns are decoded one by one.
+        let (swept, timeslices) = match window {
+            Some((first, last)) => {
+                let spans = Spans {
+                    timelines: &self.timelines,
+                    gaps: self.values[MetricId::InterChunkLatency as usize].bytes(),
+                    first,
+                };
+                let swept = sweep_results(&spans, 0.0, (last - first) as f64);
+                let slices = match self.slice_ns {
+                    Some(slice_ns) => self.time_slices(slice_ns, &spans, (first, last)),
+                    None => Vec::new(),
+                };
+                (swept, slices)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        self.timelines = Vec::new();
+        let values = &mut self.values;
         let mut results = summarize(
-            &mut self.values,
+            &mut |id| std::mem::take(&mut values[id as usize]).to_vec(),
             &self.counts,
             duration_ns,
             window.is_some(),
             self.goodput_enabled,
         );
-        if let (Some(spans), Some((first, last))) = (&spans, window) {
-            results.extend(sweep_results(spans, 0.0, (last - first) as f64));
-        }
+        results.extend(swept);
         if self.record_opts.no_output_tokens {
             drop_output_token_metrics(&mut results);
         }
-        let timeslices = match (self.slice_ns, &spans, window) {
-            (Some(slice_ns), Some(spans), Some(window)) => {
-                self.time_slices(slice_ns, spans, window)
-            }
-            _ => Vec::new(),
-        };
 
         Ok(MetricsSummary {
             results,
@@ -526,7 +590,7 @@ impl Collector {
     /// request in the window its start falls in; windows without a request are left out,
     /// and the last one ends at the run's last response. The sweep-line metrics are the
     /// whole run's curves over each window.
-    fn time_slices(&self, slice_ns: u64, spans: &[Span], window: (u64, u64)) -> Vec<TimeSlice> {
+    fn time_slices(&self, slice_ns: u64, spans: &Spans, window: (u64, u64)) -> Vec<TimeSlice> {
         let (first, last) = window;
         let mut groups: std::collections::BTreeMap<u64, Vec<&SliceEntry>> = Default::default();
         for e in &self.slice_entries {
@@ -551,8 +615,13 @@ impl Collector {
                     values[icl].extend_from_slice(&e.inter_chunk_latency);
                     counts.add(&e.counts);
                 }
-                let mut results =
-                    summarize(&mut values, &counts, to - from, true, self.goodput_enabled);
+                let mut results = summarize(
+                    &mut |id| std::mem::take(&mut values[id as usize]),
+                    &counts,
+                    to - from,
+                    true,
+                    self.goodput_enabled,
+                );
                 results.extend(sweep_results(
                     spans,
                     (from - first) as f64,
@@ -573,7 +642,7 @@ impl Collector {
 }
 
 /// The sweep-line metrics over `[from, to]` (ns relative to the spans' anchor).
-fn sweep_results(spans: &[Span], from: f64, to: f64) -> Vec<MetricResult> {
+fn sweep_results(spans: &Spans, from: f64, to: f64) -> Vec<MetricResult> {
     sweep::metrics(spans, from, to)
         .into_iter()
         .map(|(id, stats)| MetricResult {
@@ -608,10 +677,11 @@ fn drop_output_token_metrics(results: &mut Vec<MetricResult>) {
 }
 
 /// Statistics of the record metrics and the run-level values over `duration_ns` (the
-/// benchmark window, or one time slice); frees `values` as it goes. `any_record`: some
-/// request was counted (the duration is meaningful).
+/// benchmark window, or one time slice). `values` hands over one metric's values at a time
+/// (decoded, so only one is whole at once). `any_record`: some request was counted (the
+/// duration is meaningful).
 fn summarize(
-    values: &mut [Vec<f64>],
+    values: &mut dyn FnMut(MetricId) -> Vec<f64>,
     counts: &Counts,
     duration_ns: u64,
     any_record: bool,
@@ -620,16 +690,14 @@ fn summarize(
     let mut results = Vec::new();
     let mut sums = [None::<f64>; METRIC_COUNT];
     for def in CATALOG.iter().filter(|d| d.kind == MetricKind::Record) {
-        let values = &mut values[def.id as usize];
-        if let Some(stats) = Stats::compute(values) {
+        // The values are freed as soon as their statistics exist.
+        if let Some(stats) = Stats::compute(&mut values(def.id)) {
             sums[def.id as usize] = Some(stats.sum);
             results.push(MetricResult {
                 def,
                 value: MetricValue::Distribution(stats),
             });
         }
-        // Free the values as soon as their statistics exist.
-        *values = Vec::new();
     }
 
     let duration_s = duration_ns as f64 / 1e9;

@@ -4,12 +4,20 @@
 //!
 //! "Effective" metrics weigh each value by how long it was held over the whole window;
 //! "Active" ones only over the time the matching phase had a request in flight.
+//!
+//! A long run has tens of events per request (two per chunk for the decode rate), so the
+//! rate curves are never held whole: their events are merged in time order from the
+//! requests as the sweep reaches them, and each curve is swept again for each figure.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
 use super::catalog::MetricId;
+use super::column;
 
 /// One profiling request's interval, in ns relative to an anchor (the run's first start).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Span {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span<'a> {
     pub start: f64,
     /// First content response; `None` for failed or non-streamed requests.
     pub generation_start: Option<f64>,
@@ -18,8 +26,30 @@ pub struct Span {
     pub input_tokens: Option<f64>,
     /// Output tokens (OSL, valid requests only).
     pub output_tokens: Option<f64>,
-    /// Gaps between consecutive content responses (ns), when streamed.
-    pub chunk_gaps: Vec<f64>,
+    /// Gaps between consecutive content responses (ns), when streamed, as
+    /// [`column::encode`] stores them.
+    pub chunk_gaps: &'a [u8],
+}
+
+impl Span<'_> {
+    fn gaps(&self) -> column::Decode<'_> {
+        column::decode(self.chunk_gaps)
+    }
+}
+
+/// The requests a sweep reads, by index (the collector builds each from its compact record).
+pub trait SpanSource {
+    fn count(&self) -> usize;
+    fn span(&self, i: usize) -> Span<'_>;
+}
+
+impl SpanSource for [Span<'_>] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn span(&self, i: usize) -> Span<'_> {
+        self[i]
+    }
 }
 
 /// Time-weighted statistics of a step function (AIPerf's `SweepLineStats`).
@@ -35,8 +65,292 @@ pub struct WeightedStats {
     pub std: f64,
 }
 
-/// A right-continuous step function: `values[i]` holds from `times[i]` to `times[i + 1]`,
-/// 0 before the first time. Times are sorted and distinct.
+/// The `(time, delta)` events one request adds to a curve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum List {
+    /// In flight over `[start, end)`.
+    Requests,
+    /// Decoding over `[first token, end)`.
+    Decoding,
+    /// Prefilling over `[start, first token)`.
+    Prefilling,
+    /// Input tokens processed evenly over `[start, first token)`.
+    Prefill,
+    /// `(OSL - 1)` tokens (the first one came with TTFT) spread over `[first token, end)`.
+    Decode,
+    /// Decode following the chunks: each gap between two chunks carries
+    /// `(OSL - 1) / (number of non-zero gaps)` tokens over its own interval.
+    DecodeByChunk,
+    /// Tokens held: the input from the start, output tokens as chunks arrive (one at the
+    /// first token, the rest spread over the later chunks, or all at the first token
+    /// without chunk times), all released at the end.
+    Tokens,
+}
+
+const ALL_LISTS: [List; 7] = [
+    List::Requests,
+    List::Decoding,
+    List::Prefilling,
+    List::Prefill,
+    List::Decode,
+    List::DecodeByChunk,
+    List::Tokens,
+];
+
+impl List {
+    /// Appends this list's events for one request.
+    fn of(self, s: &Span, out: &mut Vec<(f64, f64)>) {
+        let interval = |out: &mut Vec<(f64, f64)>, a: Option<f64>, b: Option<f64>| {
+            if let (Some(a), Some(b)) = (a, b) {
+                out.push((a, 1.0));
+                out.push((b, -1.0));
+            }
+        };
+        match self {
+            List::Requests => interval(out, Some(s.start), Some(s.end)),
+            List::Decoding => interval(out, s.generation_start, Some(s.end)),
+            List::Prefilling => interval(out, Some(s.start), s.generation_start),
+            List::Prefill => {
+                if let (Some(g), Some(isl)) = (s.generation_start, s.input_tokens)
+                    && g > s.start
+                {
+                    let rate = isl / (g - s.start);
+                    out.push((s.start, rate));
+                    out.push((g, -rate));
+                }
+            }
+            List::Decode => {
+                if let (Some(g), Some(osl)) = (s.generation_start, s.output_tokens)
+                    && s.end > g
+                {
+                    let rate = (osl - 1.0) / (s.end - g);
+                    out.push((g, rate));
+                    out.push((s.end, -rate));
+                }
+            }
+            List::DecodeByChunk => {
+                let (Some(g), Some(osl)) = (s.generation_start, s.output_tokens) else {
+                    return;
+                };
+                let nonzero = s.gaps().filter(|&d| d > 0.0).count();
+                if osl < 1.0 || nonzero == 0 {
+                    return;
+                }
+                let per_gap = (osl - 1.0) / nonzero as f64;
+                let mut at = g;
+                for gap in s.gaps() {
+                    let end = at + gap;
+                    if gap > 0.0 {
+                        let rate = per_gap / gap;
+                        out.push((at, rate));
+                        out.push((end, -rate));
+                    }
+                    at = end;
+                }
+            }
+            List::Tokens => tokens_held(s, out),
+        }
+    }
+}
+
+fn tokens_held(s: &Span, out: &mut Vec<(f64, f64)>) {
+    let prefill = match (s.generation_start, s.input_tokens) {
+        (Some(g), Some(isl)) if g > s.start => Some(isl),
+        _ => None,
+    };
+    if let Some(isl) = prefill {
+        out.push((s.start, isl));
+    }
+    let mut added_output = None;
+    if let (Some(g), Some(osl)) = (s.generation_start, s.output_tokens) {
+        if !s.chunk_gaps.is_empty() {
+            if osl >= 1.0 {
+                out.push((g, 1.0));
+            }
+            let per_chunk = (osl - 1.0) / s.gaps().count() as f64;
+            let mut at = g;
+            for gap in s.gaps() {
+                at += gap;
+                if gap >= 0.0 {
+                    // A chunk stamped at or after the end still arrives before it.
+                    let t = if at >= s.end { s.end.next_down() } else { at };
+                    out.push((t, per_chunk));
+                }
+            }
+            added_output = Some(osl);
+        } else if s.end > g {
+            out.push((g, osl));
+            added_output = Some(osl);
+        }
+    }
+    let release = prefill.unwrap_or(0.0) + added_output.unwrap_or(0.0);
+    if prefill.is_some() || added_output.is_some() {
+        out.push((s.end, -release));
+    }
+}
+
+/// Every request's index with the time of its earliest event in any list, by that time:
+/// the sweep takes a request's events in once it reaches that time.
+fn by_first_event<S: SpanSource + ?Sized>(spans: &S) -> Vec<(f64, u32)> {
+    let mut events = Vec::new();
+    let mut order: Vec<(f64, u32)> = (0..spans.count())
+        .map(|i| {
+            let s = spans.span(i);
+            events.clear();
+            for list in ALL_LISTS {
+                list.of(&s, &mut events);
+            }
+            let first = events.iter().map(|e| e.0).fold(s.start, f64::min);
+            (first, i as u32)
+        })
+        .collect();
+    order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    order
+}
+
+/// An event waiting in the sweep. Events are taken by time, ends (deltas not above 0)
+/// before starts at equal times, then in the order the lists and requests made them: the
+/// order a stable sort of all events by time and sign gives.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    time: f64,
+    delta: f64,
+    list: u8,
+    span: u32,
+    index: u32,
+}
+
+impl Pending {
+    fn key_cmp(&self, o: &Pending) -> Ordering {
+        self.time
+            .total_cmp(&o.time)
+            .then((self.delta > 0.0).cmp(&(o.delta > 0.0)))
+            .then(self.list.cmp(&o.list))
+            .then(self.span.cmp(&o.span))
+            .then(self.index.cmp(&o.index))
+    }
+}
+
+impl Ord for Pending {
+    /// Reversed: `BinaryHeap` pops its greatest, the sweep wants the earliest.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.key_cmp(self)
+    }
+}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Pending {}
+
+/// The events of `lists` over every request, in sweep order; holds only the events of
+/// requests whose first event the sweep has reached and whose last it has not.
+struct Events<'a, S: ?Sized> {
+    spans: &'a S,
+    order: &'a [(f64, u32)],
+    lists: &'a [List],
+    next: usize,
+    heap: BinaryHeap<Pending>,
+    buf: Vec<(f64, f64)>,
+}
+
+impl<'a, S: SpanSource + ?Sized> Events<'a, S> {
+    fn new(spans: &'a S, order: &'a [(f64, u32)], lists: &'a [List]) -> Self {
+        Events {
+            spans,
+            order,
+            lists,
+            next: 0,
+            heap: BinaryHeap::new(),
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl<S: SpanSource + ?Sized> Iterator for Events<'_, S> {
+    type Item = (f64, f64);
+
+    fn next(&mut self) -> Option<(f64, f64)> {
+        // Take in every request that may have an event at or before the earliest waiting.
+        while let Some(&(first, i)) = self.order.get(self.next) {
+            if let Some(top) = self.heap.peek()
+                && first.total_cmp(&top.time).is_gt()
+            {
+                break;
+            }
+            self.next += 1;
+            let s = self.spans.span(i as usize);
+            for (l, list) in self.lists.iter().enumerate() {
+                self.buf.clear();
+                list.of(&s, &mut self.buf);
+                for (k, &(time, delta)) in self.buf.iter().enumerate() {
+                    self.heap.push(Pending {
+                        time,
+                        delta,
+                        list: l as u8,
+                        span: i,
+                        index: k as u32,
+                    });
+                }
+            }
+        }
+        self.heap.pop().map(|p| (p.time, p.delta))
+    }
+}
+
+/// A right-continuous step function summed from event lists: the level after the last
+/// event at each time, 0 before the first. Only the value after the last event at a time
+/// is kept, since the ones before it are held for no time.
+struct Curve<'a, S: ?Sized> {
+    spans: &'a S,
+    order: &'a [(f64, u32)],
+    lists: &'a [List],
+    /// Levels below this are rounding residue (large +/- pairs do not cancel exactly).
+    floor: f64,
+}
+
+impl<'a, S: SpanSource + ?Sized> Curve<'a, S> {
+    /// One sweep to find the largest level, which sets the residue floor.
+    fn new(spans: &'a S, order: &'a [(f64, u32)], lists: &'a [List]) -> Self {
+        let mut level = 0.0;
+        let mut peak = 0.0f64;
+        for (_, delta) in Events::new(spans, order, lists) {
+            level += delta;
+            peak = peak.max(level.abs());
+        }
+        Curve {
+            spans,
+            order,
+            lists,
+            floor: 1e-9 * peak,
+        }
+    }
+
+    /// `(time, value)` points in time order (times distinct).
+    fn points(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        let mut events = Events::new(self.spans, self.order, self.lists).peekable();
+        let mut level = 0.0;
+        std::iter::from_fn(move || {
+            let (t, delta) = events.next()?;
+            level += delta;
+            while let Some(&(t2, d2)) = events.peek()
+                && t2 == t
+            {
+                level += d2;
+                events.next();
+            }
+            Some((t, if level.abs() < self.floor { 0.0 } else { level }))
+        })
+    }
+}
+
+/// A step function held whole (the concurrencies: two events per request).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Step {
     pub times: Vec<f64>,
@@ -44,202 +358,97 @@ pub struct Step {
 }
 
 impl Step {
-    /// Sums `(time, delta)` events into a step function. At equal times ends (negative
-    /// deltas) are applied before starts; only the value after the last event at a time
-    /// is kept, since the ones before it are held for no time.
-    fn from_events(mut events: Vec<(f64, f64)>) -> Step {
-        events.sort_by(|a, b| a.0.total_cmp(&b.0).then((a.1 > 0.0).cmp(&(b.1 > 0.0))));
-        let mut step = Step::default();
-        // Each event's delta becomes the level after it, in place: a long run has tens of
-        // events per request, and a second list of them doubled the peak memory.
-        let mut level = 0.0;
-        for event in &mut events {
-            level += event.1;
-            event.1 = level;
-        }
-        // Large +/- pairs do not cancel exactly; a value this small is a rounding residue.
-        let peak = events.iter().map(|s| s.1.abs()).fold(0.0, f64::max);
-        for (t, v) in events {
-            let v = if v.abs() < 1e-9 * peak { 0.0 } else { v };
-            if step.times.last() == Some(&t) {
-                *step.values.last_mut().expect("same length") = v;
-            } else {
-                step.times.push(t);
-                step.values.push(v);
-            }
-        }
-        step
-    }
-
-    /// The value at time `t`.
-    fn at(&self, t: f64) -> f64 {
-        match self.times.partition_point(|&x| x <= t) {
-            0 => 0.0,
-            i => self.values[i - 1],
-        }
-    }
-
-    /// Point-wise quotient on the merged times; 0 where the divisor is not positive.
-    fn divide(&self, by: &Step) -> Step {
-        if self.times.is_empty() || by.times.is_empty() {
-            return Step::default();
-        }
-        let times = merge_sorted(&self.times, &by.times);
-        let values = times
-            .iter()
-            .map(|&t| {
-                let d = by.at(t);
-                if d > 0.0 { self.at(t) / d } else { 0.0 }
-            })
-            .collect();
+    fn collect(points: impl Iterator<Item = (f64, f64)>) -> Step {
+        let (times, values) = points.unzip();
         Step { times, values }
     }
-}
 
-/// The union of two sorted lists of distinct times, sorted and without repeats: what
-/// sorting their concatenation and dropping repeats gives, in linear time (the lists hold a
-/// few events per request, and sorting them took most of the end of a long run).
-fn merge_sorted(a: &[f64], b: &[f64]) -> Vec<f64> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        let next = match (a.get(i), b.get(j)) {
-            (Some(&x), Some(&y)) if x.total_cmp(&y).is_le() => {
-                i += 1;
-                x
-            }
-            (Some(&x), None) => {
-                i += 1;
-                x
-            }
-            (_, Some(&y)) => {
-                j += 1;
-                y
-            }
-            (None, None) => unreachable!("the loop runs while one list has times"),
-        };
-        if out.last() != Some(&next) {
-            out.push(next);
-        }
+    fn points(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.times.iter().copied().zip(self.values.iter().copied())
     }
-    out
 }
 
-/// Requests in flight over `[from, to)` per span (both ends needed).
-fn concurrency(
-    spans: &[Span],
-    from: impl Fn(&Span) -> Option<f64>,
-    to: impl Fn(&Span) -> Option<f64>,
-) -> Step {
-    let mut events = Vec::new();
-    for s in spans {
-        if let (Some(a), Some(b)) = (from(s), to(s)) {
-            events.push((a, 1.0));
-            events.push((b, -1.0));
+/// Point-wise quotient on the merged times; 0 where the divisor is not positive; nothing
+/// when either is empty.
+fn divide(
+    a: impl Iterator<Item = (f64, f64)>,
+    b: impl Iterator<Item = (f64, f64)>,
+) -> impl Iterator<Item = (f64, f64)> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    let mut done = a.peek().is_none() || b.peek().is_none();
+    let (mut av, mut bv) = (0.0, 0.0);
+    std::iter::from_fn(move || {
+        if done {
+            return None;
         }
-    }
-    Step::from_events(events)
-}
-
-/// Prefill: each request processes its input tokens evenly over `[start, first token)`.
-fn prefill_events(spans: &[Span]) -> Vec<(f64, f64)> {
-    let mut events = Vec::new();
-    for s in spans {
-        if let (Some(g), Some(isl)) = (s.generation_start, s.input_tokens)
-            && g > s.start
-        {
-            let rate = isl / (g - s.start);
-            events.push((s.start, rate));
-            events.push((g, -rate));
-        }
-    }
-    events
-}
-
-/// Decode spread evenly over `[first token, end)`: `(OSL - 1)` tokens (the first one came
-/// with TTFT).
-fn decode_events(spans: &[Span]) -> Vec<(f64, f64)> {
-    let mut events = Vec::new();
-    for s in spans {
-        if let (Some(g), Some(osl)) = (s.generation_start, s.output_tokens)
-            && s.end > g
-        {
-            let rate = (osl - 1.0) / (s.end - g);
-            events.push((g, rate));
-            events.push((s.end, -rate));
-        }
-    }
-    events
-}
-
-/// Decode rate following the chunks: each gap between two chunks carries
-/// `(OSL - 1) / (number of non-zero gaps)` tokens over its own interval.
-fn decode_events_by_chunk(spans: &[Span]) -> Vec<(f64, f64)> {
-    let mut events = Vec::new();
-    for s in spans {
-        let (Some(g), Some(osl)) = (s.generation_start, s.output_tokens) else {
-            continue;
-        };
-        let nonzero = s.chunk_gaps.iter().filter(|&&d| d > 0.0).count();
-        if osl < 1.0 || nonzero == 0 {
-            continue;
-        }
-        let per_gap = (osl - 1.0) / nonzero as f64;
-        let mut at = g;
-        for &gap in &s.chunk_gaps {
-            let end = at + gap;
-            if gap > 0.0 {
-                let rate = per_gap / gap;
-                events.push((at, rate));
-                events.push((end, -rate));
-            }
-            at = end;
-        }
-    }
-    events
-}
-
-/// Tokens held per request: the input from its start, output tokens as chunks arrive
-/// (one at the first token, the rest spread over the later chunks, or all at the first
-/// token without chunk times), all released at its end.
-fn tokens_in_flight(spans: &[Span]) -> Step {
-    let mut events = Vec::new();
-    for s in spans {
-        let prefill = match (s.generation_start, s.input_tokens) {
-            (Some(g), Some(isl)) if g > s.start => Some(isl),
-            _ => None,
-        };
-        if let Some(isl) = prefill {
-            events.push((s.start, isl));
-        }
-        let mut added_output = None;
-        if let (Some(g), Some(osl)) = (s.generation_start, s.output_tokens) {
-            if !s.chunk_gaps.is_empty() {
-                if osl >= 1.0 {
-                    events.push((g, 1.0));
+        let t = match (a.peek(), b.peek()) {
+            (Some(&(x, _)), Some(&(y, _))) => {
+                if x.total_cmp(&y).is_le() {
+                    x
+                } else {
+                    y
                 }
-                let per_chunk = (osl - 1.0) / s.chunk_gaps.len() as f64;
-                let mut at = g;
-                for &gap in &s.chunk_gaps {
-                    at += gap;
-                    if gap >= 0.0 {
-                        // A chunk stamped at or after the end still arrives before it.
-                        let t = if at >= s.end { s.end.next_down() } else { at };
-                        events.push((t, per_chunk));
-                    }
-                }
-                added_output = Some(osl);
-            } else if s.end > g {
-                events.push((g, osl));
-                added_output = Some(osl);
             }
+            (Some(&(x, _)), None) => x,
+            (None, Some(&(y, _))) => y,
+            (None, None) => {
+                done = true;
+                return None;
+            }
+        };
+        while let Some(&(x, v)) = a.peek()
+            && x <= t
+        {
+            av = v;
+            a.next();
         }
-        let release = prefill.unwrap_or(0.0) + added_output.unwrap_or(0.0);
-        if prefill.is_some() || added_output.is_some() {
-            events.push((s.end, -release));
+        while let Some(&(y, v)) = b.peek()
+            && y <= t
+        {
+            bv = v;
+            b.next();
+        }
+        Some((t, if bv > 0.0 { av / bv } else { 0.0 }))
+    })
+}
+
+/// True when adding these durations in any order gives the same sums: each is a whole
+/// multiple of the smallest power of two dividing any of them and their total is below
+/// 2^53 such units, so every partial sum is exact.
+fn sums_are_exact(segments: &[(f64, f64)]) -> bool {
+    // (odd mantissa, exponent) of a positive normal number.
+    let parts = |d: f64| -> Option<(u64, i32)> {
+        if !d.is_normal() {
+            return None;
+        }
+        let bits = d.to_bits();
+        let mantissa = (bits & ((1 << 52) - 1)) | (1 << 52);
+        let zeros = mantissa.trailing_zeros();
+        Some((
+            mantissa >> zeros,
+            ((bits >> 52) & 0x7ff) as i32 - 1075 + zeros as i32,
+        ))
+    };
+    let mut unit = i32::MAX;
+    for &(_, d) in segments {
+        match parts(d) {
+            Some((_, e)) => unit = unit.min(e),
+            None => return false,
         }
     }
-    Step::from_events(events)
+    let mut total: u128 = 0;
+    for &(_, d) in segments {
+        let (m, e) = parts(d).expect("checked above");
+        let shift = (e - unit) as u32;
+        if shift >= 53 {
+            return false;
+        }
+        total += u128::from(m) << shift;
+        if total >= 1 << 53 {
+            return false;
+        }
+    }
+    true
 }
 
 /// Weighted statistics of `(value, duration)` segments; `total` is the time the average
@@ -255,74 +464,113 @@ fn weighted(mut segments: Vec<(f64, f64)>, total: f64) -> WeightedStats {
         .map(|(v, d)| d * (v - avg) * (v - avg))
         .sum::<f64>()
         / total;
-    segments.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Equal values keep their time order (a stable sort), as the cumulative time adds up
+    // in that order; when every sum is exact the order cannot matter, and the unstable
+    // sort needs no buffer of half the segments.
+    if sums_are_exact(&segments) {
+        segments.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    } else {
+        segments.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
     let covered: f64 = segments.iter().map(|s| s.1).sum();
-    let mut cumulative = Vec::with_capacity(segments.len());
+    const LEVELS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
+    let last = segments[segments.len() - 1].0;
+    let mut at = [last; 4];
+    let mut found = 0;
     let mut acc = 0.0;
     for s in &segments {
+        if found == LEVELS.len() {
+            break;
+        }
         acc += s.1;
-        cumulative.push(acc / covered);
+        let share = acc / covered;
+        // Not below (a NaN share counts as reached, as the partition point takes it).
+        while found < LEVELS.len() && share.partial_cmp(&LEVELS[found]) != Some(Ordering::Less) {
+            at[found] = s.0;
+            found += 1;
+        }
     }
-    let at = |q: f64| {
-        let i = cumulative
-            .partition_point(|&c| c < q)
-            .min(segments.len() - 1);
-        segments[i].0
-    };
     WeightedStats {
         avg,
         min: segments[0].0,
-        max: segments[segments.len() - 1].0,
-        p50: at(0.50),
-        p90: at(0.90),
-        p95: at(0.95),
-        p99: at(0.99),
+        max: last,
+        p50: at[0],
+        p90: at[1],
+        p95: at[2],
+        p99: at[3],
         std: var.sqrt(),
     }
 }
 
-/// Over the whole window `[from, to]`, 0 before the first event.
-fn effective(step: &Step, from: f64, to: f64) -> WeightedStats {
-    if step.times.is_empty() {
+/// Over the whole window `[from, to]`, 0 before the first point.
+fn effective(points: impl Iterator<Item = (f64, f64)>, from: f64, to: f64) -> WeightedStats {
+    let mut points = points.peekable();
+    if points.peek().is_none() {
         return WeightedStats::default();
     }
-    // The segments between `from`, the step's times inside the window and `to`; each step
-    // time starts its own value, so only the first needs a search.
-    let first = step.times.partition_point(|&t| t <= from);
-    let last = step.times.partition_point(|&t| t < to).max(first);
-    let mut segments = Vec::with_capacity(last - first + 1);
-    let (mut at, mut value) = (from, step.at(from));
-    for (&t, &v) in step.times[first..last]
-        .iter()
-        .zip(&step.values[first..last])
-    {
-        segments.push((value, t - at));
-        (at, value) = (t, v);
+    // The segments between `from`, the points inside the window and `to`.
+    let mut segments = Vec::new();
+    let (mut at, mut value) = (from, 0.0);
+    for (t, v) in points {
+        if t <= from {
+            value = v;
+        } else if t < to {
+            segments.push((value, t - at));
+            (at, value) = (t, v);
+        } else {
+            break;
+        }
     }
     segments.push((value, to - at));
     weighted(segments, to - from)
 }
 
 /// Over the parts of the window where `mask` is positive only.
-fn active(step: &Step, mask: &Step, from: f64, to: f64) -> WeightedStats {
-    if step.times.is_empty() {
+fn active(
+    points: impl Iterator<Item = (f64, f64)>,
+    mask: impl Iterator<Item = (f64, f64)>,
+    from: f64,
+    to: f64,
+) -> WeightedStats {
+    let (mut points, mut mask) = (points.peekable(), mask.peekable());
+    let forward = matches!(
+        from.partial_cmp(&to),
+        Some(Ordering::Less | Ordering::Equal)
+    );
+    if points.peek().is_none() || !forward {
         return WeightedStats::default();
     }
-    let inside = |times: &[f64]| -> Vec<f64> {
-        let lo = times.partition_point(|&t| t < from);
-        let hi = times.partition_point(|&t| t <= to).max(lo);
-        times[lo..hi].to_vec()
-    };
-    let ends: &[f64] = if from <= to { &[from, to] } else { &[] };
-    let edges = merge_sorted(
-        &merge_sorted(&inside(&step.times), &inside(&mask.times)),
-        ends,
-    );
-    let segments: Vec<(f64, f64)> = edges
-        .windows(2)
-        .filter(|w| mask.at(w[0]) > 0.0)
-        .map(|w| (step.at(w[0]), w[1] - w[0]))
-        .collect();
+    // Edges: `from`, every point of either inside the window, `to`; each segment takes
+    // the values at its left edge.
+    let mut segments = Vec::new();
+    let (mut value, mut masked) = (0.0, 0.0);
+    let mut edge = from;
+    loop {
+        while let Some(&(t, v)) = points.peek()
+            && t <= edge
+        {
+            value = v;
+            points.next();
+        }
+        while let Some(&(t, v)) = mask.peek()
+            && t <= edge
+        {
+            masked = v;
+            mask.next();
+        }
+        if edge >= to {
+            break;
+        }
+        let next = [points.peek(), mask.peek()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.0)
+            .fold(to, f64::min);
+        if masked > 0.0 {
+            segments.push((value, next - edge));
+        }
+        edge = next;
+    }
     let busy = segments.iter().map(|s| s.1).sum();
     weighted(segments, busy)
 }
@@ -344,53 +592,58 @@ fn per_second(s: WeightedStats) -> WeightedStats {
 
 /// Every sweep-line metric over the window `[from, to]` (ns, same anchor as the spans).
 /// Rates are tokens/sec, concurrencies requests, tokens in flight tokens.
-pub fn metrics(spans: &[Span], from: f64, to: f64) -> Vec<(MetricId, WeightedStats)> {
-    // Each rate step holds a few events per request (per chunk for the decode rate): each
-    // is dropped as soon as its figures are taken, so a long run holds one at a time.
-    let overall = concurrency(spans, |s| Some(s.start), |s| Some(s.end));
-    let decode_conc = concurrency(spans, |s| s.generation_start, |s| Some(s.end));
-    let prefill_conc = concurrency(spans, |s| Some(s.start), |s| s.generation_start);
-    let has_chunks = spans.iter().any(|s| !s.chunk_gaps.is_empty());
-    let rate_figures = |rate: Step, busy: &Step| {
-        let effective_rate = per_second(effective(&rate, from, to));
-        let active_rate = per_second(active(&rate, busy, from, to));
-        let per_user = rate.divide(busy);
-        drop(rate);
+pub fn metrics<S: SpanSource + ?Sized>(
+    spans: &S,
+    from: f64,
+    to: f64,
+) -> Vec<(MetricId, WeightedStats)> {
+    let order = by_first_event(spans);
+    let curve = |lists| Curve::new(spans, &order, lists);
+    let overall = Step::collect(curve(&[List::Requests]).points());
+    let decode_conc = Step::collect(curve(&[List::Decoding]).points());
+    let prefill_conc = Step::collect(curve(&[List::Prefilling]).points());
+    let has_chunks = (0..spans.count()).any(|i| !spans.span(i).chunk_gaps.is_empty());
+    // Each rate curve is swept once per figure rather than held.
+    let rate_figures = |rate: Curve<S>, busy: &Step| {
         (
-            effective_rate,
-            active_rate,
-            per_second(effective(&per_user, from, to)),
-            per_second(active(&per_user, busy, from, to)),
+            per_second(effective(rate.points(), from, to)),
+            per_second(active(rate.points(), busy.points(), from, to)),
+            per_second(effective(divide(rate.points(), busy.points()), from, to)),
+            per_second(active(
+                divide(rate.points(), busy.points()),
+                busy.points(),
+                from,
+                to,
+            )),
         )
     };
-    let decode = Step::from_events(if has_chunks {
-        decode_events_by_chunk(spans)
+    let decode_list = if has_chunks {
+        [List::DecodeByChunk]
     } else {
-        decode_events(spans)
-    });
+        [List::Decode]
+    };
     let (decode_eff, decode_active, decode_user_eff, decode_user_active) =
-        rate_figures(decode, &decode_conc);
-    let prefill = Step::from_events(prefill_events(spans));
+        rate_figures(curve(&decode_list), &decode_conc);
     let (prefill_eff, prefill_active, prefill_user_eff, prefill_user_active) =
-        rate_figures(prefill, &prefill_conc);
-    let mut both = prefill_events(spans);
-    both.extend(decode_events(spans));
-    let total = Step::from_events(both);
-    let total_eff = per_second(effective(&total, from, to));
-    let total_active = per_second(active(&total, &overall, from, to));
-    drop(total);
-    let tokens = effective(&tokens_in_flight(spans), from, to);
+        rate_figures(curve(&[List::Prefill]), &prefill_conc);
+    let total = curve(&[List::Prefill, List::Decode]);
+    let total_eff = per_second(effective(total.points(), from, to));
+    let total_active = per_second(active(total.points(), overall.points(), from, to));
+    let tokens = effective(curve(&[List::Tokens]).points(), from, to);
 
     use MetricId as M;
     vec![
-        (M::EffectiveConcurrency, effective(&overall, from, to)),
+        (
+            M::EffectiveConcurrency,
+            effective(overall.points(), from, to),
+        ),
         (
             M::EffectiveDecodeConcurrency,
-            effective(&decode_conc, from, to),
+            effective(decode_conc.points(), from, to),
         ),
         (
             M::EffectivePrefillConcurrency,
-            effective(&prefill_conc, from, to),
+            effective(prefill_conc.points(), from, to),
         ),
         (M::EffectiveDecodeThroughput, decode_eff),
         (M::EffectivePrefillThroughput, prefill_eff),
@@ -412,15 +665,23 @@ mod tests {
 
     const MS: f64 = 1e6;
 
-    fn span(start_ms: f64, first_ms: f64, end_ms: f64, isl: f64, osl: f64) -> Span {
+    fn span(start_ms: f64, first_ms: f64, end_ms: f64, isl: f64, osl: f64) -> Span<'static> {
         Span {
             start: start_ms * MS,
             generation_start: Some(first_ms * MS),
             end: end_ms * MS,
             input_tokens: Some(isl),
             output_tokens: Some(osl),
-            chunk_gaps: Vec::new(),
+            chunk_gaps: &[],
         }
+    }
+
+    fn encoded(gaps: &[f64]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &g in gaps {
+            column::encode(&mut out, g);
+        }
+        out
     }
 
     fn get(all: &[(MetricId, WeightedStats)], id: MetricId) -> WeightedStats {
@@ -431,10 +692,73 @@ mod tests {
         assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} != {b}");
     }
 
-    /// The sort-based forms `effective`, `active` and `divide` had before their linear
-    /// versions; both must give the same numbers.
-    mod by_sorting {
+    /// The whole-curve forms the sweep had before it streamed: every event of a curve in
+    /// one list, stably sorted, the step held whole, segments sorted stably with their
+    /// cumulative shares. The streaming sweep must give the same bits.
+    mod held {
         use super::super::*;
+
+        #[derive(Debug, Clone, Default, PartialEq)]
+        pub struct Held {
+            pub times: Vec<f64>,
+            pub values: Vec<f64>,
+        }
+
+        impl Held {
+            pub fn from_events(mut events: Vec<(f64, f64)>) -> Held {
+                events.sort_by(|a, b| a.0.total_cmp(&b.0).then((a.1 > 0.0).cmp(&(b.1 > 0.0))));
+                let mut step = Held::default();
+                let mut level = 0.0;
+                for event in &mut events {
+                    level += event.1;
+                    event.1 = level;
+                }
+                let peak = events.iter().map(|s| s.1.abs()).fold(0.0, f64::max);
+                for (t, v) in events {
+                    let v = if v.abs() < 1e-9 * peak { 0.0 } else { v };
+                    if step.times.last() == Some(&t) {
+                        *step.values.last_mut().expect("same length") = v;
+                    } else {
+                        step.times.push(t);
+                        step.values.push(v);
+                    }
+                }
+                step
+            }
+
+            fn at(&self, t: f64) -> f64 {
+                match self.times.partition_point(|&x| x <= t) {
+                    0 => 0.0,
+                    i => self.values[i - 1],
+                }
+            }
+
+            pub fn divide(&self, by: &Held) -> Held {
+                if self.times.is_empty() || by.times.is_empty() {
+                    return Held::default();
+                }
+                let times = merged(&self.times, &by.times);
+                let values = times
+                    .iter()
+                    .map(|&t| {
+                        let d = by.at(t);
+                        if d > 0.0 { self.at(t) / d } else { 0.0 }
+                    })
+                    .collect();
+                Held { times, values }
+            }
+        }
+
+        /// All spans' events of the lists, list by list, request by request.
+        pub fn events(spans: &[Span], lists: &[List]) -> Vec<(f64, f64)> {
+            let mut out = Vec::new();
+            for &list in lists {
+                for s in spans {
+                    list.of(s, &mut out);
+                }
+            }
+            out
+        }
 
         pub fn merged(a: &[f64], b: &[f64]) -> Vec<f64> {
             let mut times: Vec<f64> = a.iter().chain(b).copied().collect();
@@ -443,7 +767,44 @@ mod tests {
             times
         }
 
-        pub fn effective(step: &Step, from: f64, to: f64) -> WeightedStats {
+        pub fn weighted(mut segments: Vec<(f64, f64)>, total: f64) -> WeightedStats {
+            segments.retain(|s| s.1 > 0.0);
+            if segments.is_empty() || total <= 0.0 {
+                return WeightedStats::default();
+            }
+            let avg = segments.iter().map(|(v, d)| v * d).sum::<f64>() / total;
+            let var = segments
+                .iter()
+                .map(|(v, d)| d * (v - avg) * (v - avg))
+                .sum::<f64>()
+                / total;
+            segments.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let covered: f64 = segments.iter().map(|s| s.1).sum();
+            let mut cumulative = Vec::with_capacity(segments.len());
+            let mut acc = 0.0;
+            for s in &segments {
+                acc += s.1;
+                cumulative.push(acc / covered);
+            }
+            let at = |q: f64| {
+                let i = cumulative
+                    .partition_point(|&c| c < q)
+                    .min(segments.len() - 1);
+                segments[i].0
+            };
+            WeightedStats {
+                avg,
+                min: segments[0].0,
+                max: segments[segments.len() - 1].0,
+                p50: at(0.50),
+                p90: at(0.90),
+                p95: at(0.95),
+                p99: at(0.99),
+                std: var.sqrt(),
+            }
+        }
+
+        pub fn effective(step: &Held, from: f64, to: f64) -> WeightedStats {
             if step.times.is_empty() {
                 return WeightedStats::default();
             }
@@ -457,7 +818,7 @@ mod tests {
             weighted(segments, to - from)
         }
 
-        pub fn active(step: &Step, mask: &Step, from: f64, to: f64) -> WeightedStats {
+        pub fn active(step: &Held, mask: &Held, from: f64, to: f64) -> WeightedStats {
             if step.times.is_empty() {
                 return WeightedStats::default();
             }
@@ -477,29 +838,140 @@ mod tests {
             let busy = segments.iter().map(|s| s.1).sum();
             weighted(segments, busy)
         }
+
+        /// `metrics` as it was, curve by curve held whole.
+        pub fn metrics(spans: &[Span], from: f64, to: f64) -> Vec<(MetricId, WeightedStats)> {
+            let step = |lists: &[List]| Held::from_events(events(spans, lists));
+            let overall = step(&[List::Requests]);
+            let decode_conc = step(&[List::Decoding]);
+            let prefill_conc = step(&[List::Prefilling]);
+            let has_chunks = spans.iter().any(|s| !s.chunk_gaps.is_empty());
+            let rate_figures = |rate: Held, busy: &Held| {
+                let per_user = rate.divide(busy);
+                (
+                    per_second(effective(&rate, from, to)),
+                    per_second(active(&rate, busy, from, to)),
+                    per_second(effective(&per_user, from, to)),
+                    per_second(active(&per_user, busy, from, to)),
+                )
+            };
+            let decode = step(if has_chunks {
+                &[List::DecodeByChunk]
+            } else {
+                &[List::Decode]
+            });
+            let d = rate_figures(decode, &decode_conc);
+            let p = rate_figures(step(&[List::Prefill]), &prefill_conc);
+            let total = step(&[List::Prefill, List::Decode]);
+            use MetricId as M;
+            vec![
+                (M::EffectiveConcurrency, effective(&overall, from, to)),
+                (
+                    M::EffectiveDecodeConcurrency,
+                    effective(&decode_conc, from, to),
+                ),
+                (
+                    M::EffectivePrefillConcurrency,
+                    effective(&prefill_conc, from, to),
+                ),
+                (M::EffectiveDecodeThroughput, d.0),
+                (M::EffectivePrefillThroughput, p.0),
+                (
+                    M::EffectiveTotalThroughput,
+                    per_second(effective(&total, from, to)),
+                ),
+                (M::EffectiveDecodeThroughputPerUser, d.2),
+                (M::EffectivePrefillThroughputPerUser, p.2),
+                (
+                    M::TokensInFlight,
+                    effective(&step(&[List::Tokens]), from, to),
+                ),
+                (M::ActiveDecodeThroughput, d.1),
+                (M::ActivePrefillThroughput, p.1),
+                (
+                    M::ActiveTotalThroughput,
+                    per_second(active(&total, &overall, from, to)),
+                ),
+                (M::ActiveDecodeThroughputPerUser, d.3),
+                (M::ActivePrefillThroughputPerUser, p.3),
+            ]
+        }
+    }
+
+    /// Requests from small whole numbers (ns), some scaled by 1e6 so that rates and
+    /// shares do not come out round: starts, first tokens, ends, token counts, chunk gaps.
+    type Raw = (u32, Option<u32>, u32, Option<u8>, Option<u8>, Vec<u32>);
+
+    fn raw_spans() -> impl proptest::strategy::Strategy<Value = Vec<Raw>> {
+        proptest::collection::vec(
+            (
+                0u32..300,
+                proptest::option::of(0u32..60),
+                0u32..120,
+                proptest::option::of(0u8..40),
+                proptest::option::of(0u8..20),
+                proptest::collection::vec(0u32..40, 0..6),
+            ),
+            0..25,
+        )
+    }
+
+    fn gap_bytes(raw: &[Raw], scale: f64) -> Vec<Vec<u8>> {
+        raw.iter()
+            .map(|r| encoded(&r.5.iter().map(|&g| g as f64 * scale).collect::<Vec<_>>()))
+            .collect()
+    }
+
+    fn build<'a>(raw: &[Raw], gaps: &'a [Vec<u8>], scale: f64) -> Vec<Span<'a>> {
+        raw.iter()
+            .zip(gaps)
+            .map(|(r, g)| {
+                let start = r.0 as f64 * scale;
+                Span {
+                    start,
+                    generation_start: r.1.map(|t| start + t as f64 * scale),
+                    end: start + r.2 as f64 * scale,
+                    input_tokens: r.3.map(f64::from),
+                    output_tokens: r.4.map(f64::from),
+                    chunk_gaps: g,
+                }
+            })
+            .collect()
     }
 
     proptest::proptest! {
         #[test]
-        fn linear_sweeps_match_the_sorting_ones(
-            a in proptest::collection::vec((0u32..400, 1u32..60, -3i32..4), 0..40),
-            b in proptest::collection::vec((0u32..400, 1u32..60, -3i32..4), 0..40),
-            from in 0u32..200,
-            len in 0u32..400,
-        ) {
-            let events = |v: &[(u32, u32, i32)]| -> Vec<(f64, f64)> {
-                v.iter()
-                    .flat_map(|&(t, d, x)| [(t as f64, x as f64), ((t + d) as f64, -(x as f64))])
-                    .collect()
-            };
-            let step = Step::from_events(events(&a));
-            let mask = Step::from_events(events(&b));
-            let (from, to) = (from as f64, (from + len) as f64);
-            proptest::prop_assert_eq!(merge_sorted(&step.times, &mask.times), by_sorting::merged(&step.times, &mask.times));
-            proptest::prop_assert_eq!(effective(&step, from, to), by_sorting::effective(&step, from, to));
-            proptest::prop_assert_eq!(effective(&step, to, from), by_sorting::effective(&step, to, from));
-            proptest::prop_assert_eq!(active(&step, &mask, from, to), by_sorting::active(&step, &mask, from, to));
-            proptest::prop_assert_eq!(active(&step, &mask, to, from), by_sorting::active(&step, &mask, to, from));
+        fn streamed_curves_match_the_held_ones(raw in raw_spans(), scale in proptest::sample::select(vec![1.0, 1e6, 1.7e3])) {
+            let gaps = gap_bytes(&raw, scale);
+            let spans = build(&raw, &gaps, scale);
+            let order = by_first_event(&spans[..]);
+            let sets: [&[List]; 9] = [
+                &[List::Requests], &[List::Decoding], &[List::Prefilling], &[List::Prefill],
+                &[List::Decode], &[List::DecodeByChunk], &[List::Tokens],
+                &[List::Prefill, List::Decode], &[List::Tokens, List::DecodeByChunk, List::Requests],
+            ];
+            for lists in sets {
+                let streamed = Step::collect(Curve::new(&spans[..], &order, lists).points());
+                let held = held::Held::from_events(held::events(&spans, lists));
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                proptest::prop_assert_eq!(bits(&streamed.times), bits(&held.times), "{:?}", lists);
+                proptest::prop_assert_eq!(bits(&streamed.values), bits(&held.values), "{:?}", lists);
+            }
+        }
+
+        #[test]
+        fn streamed_metrics_match_the_held_ones(raw in raw_spans(), scale in proptest::sample::select(vec![1.0, 1e6, 1.7e3]), from in 0u32..200, len in 0u32..400) {
+            let gaps = gap_bytes(&raw, scale);
+            let spans = build(&raw, &gaps, scale);
+            for (from, to) in [(from, from + len), (from + len, from), (0, 450)] {
+                let (from, to) = (from as f64 * scale, to as f64 * scale);
+                let now = metrics(&spans[..], from, to);
+                let before = held::metrics(&spans, from, to);
+                for ((id, a), (_, b)) in now.iter().zip(&before) {
+                    let bits = |w: &WeightedStats| [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits);
+                    proptest::prop_assert_eq!(bits(a), bits(b), "{:?} {:?} {:?}", id, a, b);
+                }
+            }
         }
     }
 
@@ -511,7 +983,7 @@ mod tests {
             span(0.0, 20.0, 100.0, 200.0, 9.0),
             span(50.0, 60.0, 150.0, 100.0, 11.0),
         ];
-        let all = metrics(&spans, 0.0, 200.0 * MS);
+        let all = metrics(&spans[..], 0.0, 200.0 * MS);
 
         // Concurrency: 1 for 50 ms, 2 for 50 ms, 1 for 50 ms, 0 for 50 ms.
         let c = get(&all, MetricId::EffectiveConcurrency);
@@ -565,8 +1037,9 @@ mod tests {
         // One request 0..100 ms, first token at 10 ms, then chunks after 30 and 60 ms of
         // gaps: 5 tokens, so each gap carries 2.
         let mut s = span(0.0, 10.0, 100.0, 10.0, 5.0);
-        s.chunk_gaps = vec![30.0 * MS, 60.0 * MS];
-        let all = metrics(&[s], 0.0, 100.0 * MS);
+        let gaps = encoded(&[30.0 * MS, 60.0 * MS]);
+        s.chunk_gaps = &gaps;
+        let all = metrics(&[s][..], 0.0, 100.0 * MS);
         let d = get(&all, MetricId::EffectiveDecodeThroughput);
         close(d.max, 2.0 / 0.03);
         close(d.min, 0.0);
@@ -586,9 +1059,9 @@ mod tests {
             end: 40.0 * MS,
             input_tokens: None,
             output_tokens: None,
-            chunk_gaps: Vec::new(),
+            chunk_gaps: &[],
         };
-        let all = metrics(&[failed], 0.0, 80.0 * MS);
+        let all = metrics(&[failed][..], 0.0, 80.0 * MS);
         close(get(&all, MetricId::EffectiveConcurrency).avg, 0.5);
         assert_eq!(
             get(&all, MetricId::EffectiveDecodeThroughput),

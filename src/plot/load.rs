@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::export::{
     AGGREGATE_JSON_FILE, FileNames, INPUTS_FILE, JSON_FILE, JSONL_FILE, TIMESLICES_CSV_FILE,
 };
+use crate::metrics::MetricId;
 
 /// Why plotting could not go on.
 #[derive(Debug, thiserror::Error)]
@@ -49,16 +50,48 @@ pub struct RecordRow {
     pub conversation_id: String,
     pub turn_index: u64,
     pub failed: bool,
-    /// Scalar metrics by tag, in the file's display units (ms, tokens, ...).
-    pub metrics: HashMap<String, f64>,
+    /// Scalar metrics in the file's display units (ms, tokens, ...). A long run keeps
+    /// every record's until the charts are drawn (a map of tag strings took 3 KB per
+    /// record), so the catalogue's are a bit per metric id present and the values in id
+    /// order; any other tag is kept by name.
+    metric_ids: u128,
+    metric_values: Box<[f64]>,
+    other_metrics: Box<[(Box<str>, f64)]>,
     /// Width x height of each image the request carried (from `inputs.json`).
     pub images: Vec<(u32, u32)>,
 }
 
 impl RecordRow {
     pub fn metric(&self, tag: &str) -> Option<f64> {
-        self.metrics.get(tag).copied()
+        match catalogue_id(tag).and_then(|id| id_bit(id).map(|bit| (id, bit))) {
+            Some((id, bit)) => (self.metric_ids & bit != 0).then(|| {
+                let below = self.metric_ids & ((1u128 << (id as u32)) - 1);
+                self.metric_values[below.count_ones() as usize]
+            }),
+            None => self
+                .other_metrics
+                .iter()
+                .find(|m| &*m.0 == tag)
+                .map(|m| m.1),
+        }
     }
+}
+
+/// The bit of a catalogue metric in [`RecordRow`]'s set (ids past 127 are kept by name).
+fn id_bit(id: MetricId) -> Option<u128> {
+    1u128.checked_shl(id as u32)
+}
+
+/// The catalogue metric with this tag (a hash look-up: it runs per record and metric).
+fn catalogue_id(tag: &str) -> Option<MetricId> {
+    static BY_TAG: std::sync::LazyLock<HashMap<&'static str, MetricId>> =
+        std::sync::LazyLock::new(|| {
+            crate::metrics::catalog::CATALOG
+                .iter()
+                .map(|d| (d.tag, d.id))
+                .collect()
+        });
+    BY_TAG.get(tag).copied()
 }
 
 /// One row of `profile_export_aiperf_timeslices.csv`.
@@ -320,19 +353,26 @@ fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
         {
             return;
         }
-        let metrics = v["metrics"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter_map(|(tag, m)| Some((tag.clone(), m["value"].as_f64()?)))
-            .collect();
+        let mut metrics = Vec::new();
+        let mut other_metrics = Vec::new();
+        let values = v["metrics"].as_object().into_iter().flatten();
+        for (tag, value) in values.filter_map(|(tag, m)| Some((tag, m["value"].as_f64()?))) {
+            match catalogue_id(tag).filter(|&id| id_bit(id).is_some()) {
+                Some(id) => metrics.push((id as u32, value)),
+                None => other_metrics.push((tag.as_str().into(), value)),
+            }
+        }
+        metrics.sort_unstable_by_key(|m| m.0);
+        let metric_ids = metrics.iter().fold(0u128, |ids, m| ids | 1 << m.0);
         rows.push(RecordRow {
             start_ns: meta["request_start_ns"].as_u64().unwrap_or(0),
             end_ns: meta["request_end_ns"].as_u64().unwrap_or(0),
             conversation_id: meta["conversation_id"].as_str().unwrap_or("").to_string(),
             turn_index: meta["turn_index"].as_u64().unwrap_or(0),
             failed: !v.get("error").is_none_or(Value::is_null),
-            metrics,
+            metric_ids,
+            metric_values: metrics.iter().map(|m| m.1).collect(),
+            other_metrics: other_metrics.into(),
             images: Vec::new(),
         });
     })?;
@@ -375,36 +415,111 @@ fn for_each_json_line(
 }
 
 /// Image sizes come from the request bodies in `inputs.json` (a session's payloads are its
-/// turns in order); an unreadable file only leaves them out.
+/// turns in order); an unreadable file only leaves them out. The file is read as a
+/// stream and each data URL is reduced to its size as it is parsed: the bodies of a run
+/// with many images are hundreds of MB, held twice (text and tree) when read whole.
 fn attach_image_sizes(path: &Path, records: &mut [RecordRow]) {
-    let Ok(Some(doc)) = read_json(path) else {
+    let Ok(file) = std::fs::File::open(path) else {
         return;
     };
-    let mut sizes: HashMap<(&str, u64), Vec<(u32, u32)>> = HashMap::new();
-    for session in doc["data"].as_array().into_iter().flatten() {
-        let id = session["session_id"].as_str().unwrap_or("");
-        for (turn, payload) in session["payloads"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+    let Ok(doc) = serde_json::from_reader::<_, inputs::File>(std::io::BufReader::new(file)) else {
+        return;
+    };
+    let mut sizes: HashMap<(&str, u64), &[(u32, u32)]> = HashMap::new();
+    for session in &doc.data {
+        for (turn, payload) in session.payloads.iter().enumerate() {
             // The turn's own images are in its last message (earlier ones are history).
-            let last = payload["messages"].as_array().and_then(|m| m.last());
-            let dims = last
-                .and_then(|m| m["content"].as_array())
-                .into_iter()
-                .flatten()
-                .filter_map(|part| part["image_url"]["url"].as_str())
-                .filter_map(data_url_dimensions)
-                .collect();
-            sizes.insert((id, turn as u64), dims);
+            let dims = payload.messages.last().map_or(&[][..], |m| &m.content[..]);
+            sizes.insert((&session.session_id, turn as u64), dims);
         }
     }
     for r in records.iter_mut() {
         if let Some(d) = sizes.get(&(r.conversation_id.as_str(), r.turn_index)) {
-            r.images = d.clone();
+            r.images = d.to_vec();
         }
+    }
+}
+
+/// What the plots read of `inputs.json`: the image sizes of every message.
+mod inputs {
+    use serde::Deserialize;
+    use serde::de::{Deserializer, SeqAccess, Visitor};
+
+    #[derive(Deserialize)]
+    pub struct File {
+        #[serde(default)]
+        pub data: Vec<Session>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Session {
+        #[serde(default)]
+        pub session_id: String,
+        #[serde(default)]
+        pub payloads: Vec<Payload>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Payload {
+        #[serde(default)]
+        pub messages: Vec<Message>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Message {
+        /// Width x height of each image part (text content has none).
+        #[serde(default, deserialize_with = "image_sizes")]
+        pub content: Vec<(u32, u32)>,
+    }
+
+    #[derive(Deserialize)]
+    struct Part {
+        #[serde(default)]
+        image_url: Option<ImageUrl>,
+    }
+
+    #[derive(Deserialize)]
+    struct ImageUrl {
+        #[serde(default, deserialize_with = "data_url_size")]
+        url: Option<(u32, u32)>,
+    }
+
+    fn image_sizes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(u32, u32)>, D::Error> {
+        struct Content;
+        impl<'de> Visitor<'de> for Content {
+            type Value = Vec<(u32, u32)>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("message content (text or parts)")
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Vec::new())
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Vec::new())
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut parts: A) -> Result<Self::Value, A::Error> {
+                let mut sizes = Vec::new();
+                while let Some(part) = parts.next_element::<Part>()? {
+                    sizes.extend(part.image_url.and_then(|u| u.url));
+                }
+                Ok(sizes)
+            }
+        }
+        d.deserialize_any(Content)
+    }
+
+    fn data_url_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<(u32, u32)>, D::Error> {
+        struct Url;
+        impl Visitor<'_> for Url {
+            type Value = Option<(u32, u32)>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an image URL")
+            }
+            fn visit_str<E>(self, url: &str) -> Result<Self::Value, E> {
+                Ok(super::data_url_dimensions(url))
+            }
+        }
+        d.deserialize_str(Url)
     }
 }
 
@@ -576,6 +691,35 @@ fn model_from_config(config: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_keep_every_metric_value_and_skip_warmup() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let line = |phase: &str, metrics: &str| {
+            format!(
+                r#"{{"metadata":{{"benchmark_phase":"{phase}","request_start_ns":5,"request_end_ns":9,"conversation_id":"c","turn_index":1}},"metrics":{metrics},"error":null}}"#
+            )
+        };
+        let text = [
+            line("warmup", r#"{"request_latency":{"value":1.0}}"#),
+            line(
+                "profiling",
+                r#"{"request_latency":{"value":12.345678901},"output_sequence_length":{"value":16},"time_to_first_token":{"value":0.1},"not_in_the_catalogue":{"value":-2.5}}"#,
+            ),
+        ]
+        .join("\n");
+        std::fs::write(&path, text).unwrap();
+        let rows = read_records(&path).unwrap();
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(r.metric("request_latency"), Some(12.345678901));
+        assert_eq!(r.metric("output_sequence_length"), Some(16.0));
+        assert_eq!(r.metric("time_to_first_token"), Some(0.1));
+        assert_eq!(r.metric("not_in_the_catalogue"), Some(-2.5));
+        assert_eq!(r.metric("inter_token_latency"), None);
+        assert_eq!((r.start_ns, r.end_ns, r.turn_index), (5, 9, 1));
+    }
 
     #[test]
     fn csv_fields_handle_quotes() {
