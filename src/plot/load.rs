@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -49,15 +50,21 @@ pub struct RecordRow {
     pub conversation_id: String,
     pub turn_index: u64,
     pub failed: bool,
-    /// Scalar metrics by tag, in the file's display units (ms, tokens, ...).
-    pub metrics: HashMap<String, f64>,
+    /// Scalar metrics by tag, in the file's display units (ms, tokens, ...), in the file's
+    /// order. The tags are shared by all rows (a run has tens of thousands of rows).
+    pub metrics: Vec<(Arc<str>, f64)>,
     /// Width x height of each image the request carried (from `inputs.json`).
     pub images: Vec<(u32, u32)>,
 }
 
 impl RecordRow {
     pub fn metric(&self, tag: &str) -> Option<f64> {
-        self.metrics.get(tag).copied()
+        // The last of a repeated tag, as a JSON object reads.
+        self.metrics
+            .iter()
+            .rev()
+            .find(|(t, _)| &**t == tag)
+            .map(|m| m.1)
     }
 }
 
@@ -312,12 +319,13 @@ pub fn read_run(dir: &Path, label: String) -> Result<RunArtifacts, PlotError> {
 
 fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
     let mut rows = Vec::new();
+    let mut tags = Tags::default();
     for_each_line(path, "record", |line| {
         // The typed read skips what the plots do not use without building it; a line of
         // another shape (e.g. a null where a number was expected) takes the `Value` read.
         let row = match serde_json::from_str::<WireRecord<'_>>(line) {
-            Ok(wire) => wire.into_row(),
-            Err(_) => record_row(&serde_json::from_str(line)?),
+            Ok(wire) => wire.into_row(&mut tags),
+            Err(_) => record_row(&serde_json::from_str(line)?, &mut tags),
         };
         rows.extend(row);
         Ok(())
@@ -325,8 +333,23 @@ fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
     Ok(rows)
 }
 
+/// The metric tags met so far, each kept once.
+#[derive(Default)]
+struct Tags(HashMap<Box<str>, Arc<str>>);
+
+impl Tags {
+    fn get(&mut self, tag: &str) -> Arc<str> {
+        if let Some(t) = self.0.get(tag) {
+            return t.clone();
+        }
+        let t: Arc<str> = tag.into();
+        self.0.insert(tag.into(), t.clone());
+        t
+    }
+}
+
 /// A record of the profiling phase as a row; `None` for the other phases.
-fn record_row(v: &Value) -> Option<RecordRow> {
+fn record_row(v: &Value, tags: &mut Tags) -> Option<RecordRow> {
     let meta = &v["metadata"];
     if meta["benchmark_phase"]
         .as_str()
@@ -338,7 +361,7 @@ fn record_row(v: &Value) -> Option<RecordRow> {
         .as_object()
         .into_iter()
         .flatten()
-        .filter_map(|(tag, m)| Some((tag.clone(), m["value"].as_f64()?)))
+        .filter_map(|(tag, m)| Some((tags.get(tag), m["value"].as_f64()?)))
         .collect();
     Some(RecordRow {
         start_ns: meta["request_start_ns"].as_u64().unwrap_or(0),
@@ -357,8 +380,8 @@ fn record_row(v: &Value) -> Option<RecordRow> {
 struct WireRecord<'a> {
     #[serde(default, borrow)]
     metadata: WireMeta<'a>,
-    #[serde(default)]
-    metrics: WireMetrics,
+    #[serde(default, borrow)]
+    metrics: WireMetrics<'a>,
     #[serde(default)]
     error: Option<serde::de::IgnoredAny>,
 }
@@ -378,7 +401,7 @@ struct WireMeta<'a> {
 }
 
 impl WireRecord<'_> {
-    fn into_row(self) -> Option<RecordRow> {
+    fn into_row(self, tags: &mut Tags) -> Option<RecordRow> {
         let meta = self.metadata;
         if meta.benchmark_phase.is_some_and(|p| p != "profiling") {
             return None;
@@ -389,7 +412,12 @@ impl WireRecord<'_> {
             conversation_id: meta.conversation_id.unwrap_or_default().into_owned(),
             turn_index: meta.turn_index.unwrap_or(0),
             failed: self.error.is_some(),
-            metrics: self.metrics.0,
+            metrics: self
+                .metrics
+                .0
+                .iter()
+                .map(|(t, v)| (tags.get(t), *v))
+                .collect(),
             images: Vec::new(),
         })
     }
@@ -398,30 +426,59 @@ impl WireRecord<'_> {
 /// `metrics`: each tag's numeric `value` (as `m["value"].as_f64()` reads it); tags whose
 /// value is not a number are left out.
 #[derive(Default)]
-struct WireMetrics(HashMap<String, f64>);
+struct WireMetrics<'a>(Vec<(Tag<'a>, f64)>);
 
-impl<'de> serde::Deserialize<'de> for WireMetrics {
+impl<'de: 'a, 'a> serde::Deserialize<'de> for WireMetrics<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Tags;
-        impl<'de> serde::de::Visitor<'de> for Tags {
-            type Value = WireMetrics;
+        struct Entries<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Entries<'a> {
+            type Value = WireMetrics<'a>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("an object of metrics")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
-            ) -> Result<WireMetrics, A::Error> {
-                let mut out = HashMap::with_capacity(map.size_hint().unwrap_or(32));
-                while let Some(tag) = map.next_key::<String>()? {
+            ) -> Result<WireMetrics<'a>, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(32));
+                while let Some(tag) = map.next_key::<Tag<'a>>()? {
                     if let Some(v) = map.next_value::<WireMetric>()?.value.0 {
-                        out.insert(tag, v);
+                        out.push((tag, v));
                     }
                 }
                 Ok(WireMetrics(out))
             }
         }
-        d.deserialize_map(Tags)
+        d.deserialize_map(Entries(std::marker::PhantomData))
+    }
+}
+
+/// A metric tag, borrowed from the line unless it has escapes.
+struct Tag<'a>(std::borrow::Cow<'a, str>);
+
+impl std::ops::Deref for Tag<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Tag<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Text<'a> {
+            type Value = Tag<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Tag<'a>, E> {
+                Ok(Tag(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Tag<'a>, E> {
+                Ok(Tag(std::borrow::Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(Text(std::marker::PhantomData))
     }
 }
 
@@ -764,10 +821,10 @@ mod tests {
             r#"{"metrics":{"a":5}}"#,
         ];
         for line in lines {
-            let by_value = record_row(&serde_json::from_str(line).unwrap());
+            let by_value = record_row(&serde_json::from_str(line).unwrap(), &mut Tags::default());
             let typed = serde_json::from_str::<WireRecord<'_>>(line)
                 .ok()
-                .map(WireRecord::into_row);
+                .map(|w| w.into_row(&mut Tags::default()));
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("r.jsonl");
             std::fs::write(&path, format!("{line}\r\n\n")).unwrap();
@@ -800,7 +857,7 @@ mod tests {
         // The first line is read the typed way, with its escaped id and numeric values.
         let row = serde_json::from_str::<WireRecord<'_>>(lines[0])
             .unwrap()
-            .into_row()
+            .into_row(&mut Tags::default())
             .unwrap();
         assert_eq!(row.conversation_id, "c\"1");
         assert_eq!(
@@ -811,9 +868,20 @@ mod tests {
         assert!(!row.failed);
         let failed = serde_json::from_str::<WireRecord<'_>>(lines[2])
             .unwrap()
-            .into_row()
+            .into_row(&mut Tags::default())
             .unwrap();
         assert!(failed.failed);
+        // Tags are shared between rows, an escaped one read too; a repeated tag reads its last.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let line = r#"{"metrics":{"a\u0062":{"value":1},"a":{"value":2},"a":{"value":3}}}"#;
+        std::fs::write(&path, format!("{line}\n{line}\n")).unwrap();
+        let rows = read_records(&path).unwrap();
+        assert_eq!(
+            (rows[0].metric("ab"), rows[0].metric("a")),
+            (Some(1.0), Some(3.0))
+        );
+        assert!(Arc::ptr_eq(&rows[0].metrics[0].0, &rows[1].metrics[0].0));
     }
 
     #[test]
