@@ -1030,7 +1030,7 @@ impl ParsedEvent<'_> {
 #[derive(Deserialize)]
 struct WireEvent<'a> {
     #[serde(default, borrow)]
-    choices: Vec<WireChoice<'a>>,
+    choices: FirstChoice<'a>,
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
@@ -1038,6 +1038,32 @@ struct WireEvent<'a> {
     /// A transcription's whole answer (`{"text": ...}`, no choices).
     #[serde(default, borrow)]
     text: Option<Cow<'a, str>>,
+}
+
+/// `choices`, keeping only the first (all are type-checked, as a `Vec` would be, so a
+/// malformed later choice still sends the payload to `lenient`): no allocation per chunk.
+#[derive(Default)]
+struct FirstChoice<'a>(Option<WireChoice<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Choices<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Choices<'a> {
+            type Value = FirstChoice<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<FirstChoice<'a>, A::Error> {
+                let first = seq.next_element::<WireChoice<'a>>()?;
+                while seq.next_element::<WireChoice<'a>>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+        }
+        d.deserialize_seq(Choices(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -1092,7 +1118,7 @@ pub fn parse_event(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
 /// The typed fast path's result.
 fn from_wire(wire: WireEvent<'_>) -> ParsedEvent<'_> {
     let mut out = ParsedEvent::default();
-    if let Some(choice) = wire.choices.into_iter().next() {
+    if let Some(choice) = wire.choices.0 {
         let msg = choice.delta.or(choice.message);
         if let Some(m) = msg {
             out.text = m.content;
@@ -1347,6 +1373,27 @@ mod tests {
         assert_eq!((e.text, e.reasoning.as_deref()), (None, Some("r")));
         // The typed path notes nothing.
         assert_eq!(parse_event(br#"{"choices":[]}"#).unwrap().unexpected, None);
+    }
+
+    #[test]
+    fn only_the_first_choice_is_read_but_every_choice_is_checked() {
+        let e =
+            parse_event(br#"{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}"#)
+                .unwrap();
+        assert_eq!((e.text.as_deref(), e.unexpected), (Some("a"), None));
+        // A later choice of the wrong type sends the payload to the lenient read, which
+        // still takes the first.
+        let e = parse_event(br#"{"choices":[{"delta":{"content":"a"}},5]}"#).unwrap();
+        assert_eq!(e.text.as_deref(), Some("a"));
+        assert_eq!(
+            e.unexpected.as_deref(),
+            Some("invalid type: integer `5`, expected struct WireChoice at line 1 column 39")
+        );
+        let e = parse_event(br#"{"choices":null}"#).unwrap();
+        assert_eq!(
+            e.unexpected.as_deref(),
+            Some("invalid type: null, expected a sequence at line 1 column 15")
+        );
     }
 
     #[test]

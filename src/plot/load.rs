@@ -62,6 +62,24 @@ pub struct RecordRow {
 }
 
 impl RecordRow {
+    /// Every metric as (tag, value), sorted by tag.
+    #[cfg(test)]
+    fn metric_pairs(&self) -> Vec<(String, f64)> {
+        let ids = (0..128u32).filter(|i| self.metric_ids & (1u128 << i) != 0);
+        let mut pairs: Vec<(String, f64)> = ids
+            .zip(self.metric_values.iter())
+            .map(|(i, &v)| {
+                let def = crate::metrics::catalog::CATALOG
+                    .iter()
+                    .find(|d| d.id as u32 == i);
+                (def.expect("a catalogue id").tag.to_string(), v)
+            })
+            .chain(self.other_metrics.iter().map(|(t, v)| (t.to_string(), *v)))
+            .collect();
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs
+    }
+
     pub fn metric(&self, tag: &str) -> Option<f64> {
         match catalogue_id(tag).and_then(|id| id_bit(id).map(|bit| (id, bit))) {
             Some((id, bit)) => (self.metric_ids & bit != 0).then(|| {
@@ -345,38 +363,239 @@ pub fn read_run(dir: &Path, label: String) -> Result<RunArtifacts, PlotError> {
 
 fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
     let mut rows = Vec::new();
-    for_each_json_line(path, "record", |v| {
-        let meta = &v["metadata"];
-        if meta["benchmark_phase"]
-            .as_str()
-            .is_some_and(|p| p != "profiling")
-        {
-            return;
-        }
-        let mut metrics = Vec::new();
-        let mut other_metrics = Vec::new();
-        let values = v["metrics"].as_object().into_iter().flatten();
-        for (tag, value) in values.filter_map(|(tag, m)| Some((tag, m["value"].as_f64()?))) {
-            match catalogue_id(tag).filter(|&id| id_bit(id).is_some()) {
-                Some(id) => metrics.push((id as u32, value)),
-                None => other_metrics.push((tag.as_str().into(), value)),
-            }
-        }
-        metrics.sort_unstable_by_key(|m| m.0);
-        let metric_ids = metrics.iter().fold(0u128, |ids, m| ids | 1 << m.0);
-        rows.push(RecordRow {
-            start_ns: meta["request_start_ns"].as_u64().unwrap_or(0),
-            end_ns: meta["request_end_ns"].as_u64().unwrap_or(0),
-            conversation_id: meta["conversation_id"].as_str().unwrap_or("").to_string(),
-            turn_index: meta["turn_index"].as_u64().unwrap_or(0),
-            failed: !v.get("error").is_none_or(Value::is_null),
-            metric_ids,
-            metric_values: metrics.iter().map(|m| m.1).collect(),
-            other_metrics: other_metrics.into(),
-            images: Vec::new(),
-        });
+    for_each_line(path, "record", |line| {
+        // The typed read skips what the plots do not use without building it; a line of
+        // another shape (e.g. a null where a number was expected) takes the `Value` read.
+        let row = match serde_json::from_str::<WireRecord<'_>>(line) {
+            Ok(wire) => wire.into_row(),
+            Err(_) => record_row(&serde_json::from_str(line)?),
+        };
+        rows.extend(row);
+        Ok(())
     })?;
     Ok(rows)
+}
+
+/// `RecordRow`'s metric fields: ids present, their values in id order, other tags by name.
+type CompactMetrics = (u128, Box<[f64]>, Box<[(Box<str>, f64)]>);
+
+/// A record's metrics in `RecordRow`'s compact form; a repeated tag keeps its last value,
+/// as a JSON object reads.
+fn compact_metrics<'a>(pairs: impl Iterator<Item = (&'a str, f64)>) -> CompactMetrics {
+    let mut metrics: Vec<(u32, f64)> = Vec::new();
+    let mut other_metrics: Vec<(Box<str>, f64)> = Vec::new();
+    for (tag, value) in pairs {
+        match catalogue_id(tag).filter(|&id| id_bit(id).is_some()) {
+            Some(id) => match metrics.iter_mut().find(|m| m.0 == id as u32) {
+                Some(m) => m.1 = value,
+                None => metrics.push((id as u32, value)),
+            },
+            None => match other_metrics.iter_mut().find(|m| &*m.0 == tag) {
+                Some(m) => m.1 = value,
+                None => other_metrics.push((tag.into(), value)),
+            },
+        }
+    }
+    metrics.sort_unstable_by_key(|m| m.0);
+    let metric_ids = metrics.iter().fold(0u128, |ids, m| ids | 1 << m.0);
+    (
+        metric_ids,
+        metrics.iter().map(|m| m.1).collect(),
+        other_metrics.into(),
+    )
+}
+
+/// A record of the profiling phase as a row; `None` for the other phases.
+fn record_row(v: &Value) -> Option<RecordRow> {
+    let meta = &v["metadata"];
+    if meta["benchmark_phase"]
+        .as_str()
+        .is_some_and(|p| p != "profiling")
+    {
+        return None;
+    }
+    let metrics = v["metrics"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(tag, m)| Some((tag.as_str(), m["value"].as_f64()?)));
+    let (metric_ids, metric_values, other_metrics) = compact_metrics(metrics);
+    Some(RecordRow {
+        start_ns: meta["request_start_ns"].as_u64().unwrap_or(0),
+        end_ns: meta["request_end_ns"].as_u64().unwrap_or(0),
+        conversation_id: meta["conversation_id"].as_str().unwrap_or("").to_string(),
+        turn_index: meta["turn_index"].as_u64().unwrap_or(0),
+        failed: !v.get("error").is_none_or(Value::is_null),
+        metric_ids,
+        metric_values,
+        other_metrics,
+        images: Vec::new(),
+    })
+}
+
+/// The fields of a record line `record_row` reads, read without a `Value` tree (the HTML
+/// report reads every record of the run back; as `Value`s that was most of its time).
+#[derive(serde::Deserialize)]
+struct WireRecord<'a> {
+    #[serde(default, borrow)]
+    metadata: WireMeta<'a>,
+    #[serde(default, borrow)]
+    metrics: WireMetrics<'a>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct WireMeta<'a> {
+    #[serde(default, borrow)]
+    benchmark_phase: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    request_start_ns: Option<u64>,
+    #[serde(default)]
+    request_end_ns: Option<u64>,
+    #[serde(default, borrow)]
+    conversation_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    turn_index: Option<u64>,
+}
+
+impl WireRecord<'_> {
+    fn into_row(self) -> Option<RecordRow> {
+        let meta = self.metadata;
+        if meta.benchmark_phase.is_some_and(|p| p != "profiling") {
+            return None;
+        }
+        let (metric_ids, metric_values, other_metrics) =
+            compact_metrics(self.metrics.0.iter().map(|(t, v)| (&**t, *v)));
+        Some(RecordRow {
+            start_ns: meta.request_start_ns.unwrap_or(0),
+            end_ns: meta.request_end_ns.unwrap_or(0),
+            conversation_id: meta.conversation_id.unwrap_or_default().into_owned(),
+            turn_index: meta.turn_index.unwrap_or(0),
+            failed: self.error.is_some(),
+            metric_ids,
+            metric_values,
+            other_metrics,
+            images: Vec::new(),
+        })
+    }
+}
+
+/// `metrics`: each tag's numeric `value` (as `m["value"].as_f64()` reads it); tags whose
+/// value is not a number are left out.
+#[derive(Default)]
+struct WireMetrics<'a>(Vec<(Tag<'a>, f64)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for WireMetrics<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Entries<'a> {
+            type Value = WireMetrics<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of metrics")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<WireMetrics<'a>, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(32));
+                while let Some(tag) = map.next_key::<Tag<'a>>()? {
+                    if let Some(v) = map.next_value::<WireMetric>()?.value.0 {
+                        out.push((tag, v));
+                    }
+                }
+                Ok(WireMetrics(out))
+            }
+        }
+        d.deserialize_map(Entries(std::marker::PhantomData))
+    }
+}
+
+/// A metric tag, borrowed from the line unless it has escapes.
+struct Tag<'a>(std::borrow::Cow<'a, str>);
+
+impl std::ops::Deref for Tag<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Tag<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Text<'a> {
+            type Value = Tag<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Tag<'a>, E> {
+                Ok(Tag(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Tag<'a>, E> {
+                Ok(Tag(std::borrow::Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(Text(std::marker::PhantomData))
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct WireMetric {
+    #[serde(default)]
+    value: Number,
+}
+
+/// A JSON number as f64; any other JSON value is skipped and reads as `None`.
+#[derive(Default)]
+struct Number(Option<f64>);
+
+impl<'de> serde::Deserialize<'de> for Number {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct AnyValue;
+        impl<'de> serde::de::Visitor<'de> for AnyValue {
+            type Value = Number;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Number, E> {
+                Ok(Number(Some(v as f64)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Number, E> {
+                Ok(Number(Some(v as f64)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Number, E> {
+                Ok(Number(Some(v)))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Number, E> {
+                Ok(Number(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Number, E> {
+                Ok(Number(None))
+            }
+            fn visit_unit<E>(self) -> Result<Number, E> {
+                Ok(Number(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Number, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Number(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Number, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Number(None))
+            }
+        }
+        d.deserialize_any(AnyValue)
+    }
 }
 
 /// Calls `each` with every non-blank line of a JSON-lines file; a missing file has no
@@ -385,6 +604,19 @@ fn for_each_json_line(
     path: &Path,
     what: &str,
     mut each: impl FnMut(Value),
+) -> Result<(), PlotError> {
+    for_each_line(path, what, |line| {
+        each(serde_json::from_str(line)?);
+        Ok(())
+    })
+}
+
+/// `for_each_json_line` with the line's text: `each` parses it, and its error is reported
+/// with the file, the line and `what` it is.
+fn for_each_line(
+    path: &Path,
+    what: &str,
+    mut each: impl FnMut(&str) -> Result<(), serde_json::Error>,
 ) -> Result<(), PlotError> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -396,22 +628,33 @@ fn for_each_json_line(
             });
         }
     };
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| PlotError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        if line.trim().is_empty() {
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = String::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        let n = reader
+            .read_line(&mut line)
+            .map_err(|source| PlotError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if n == 0 {
+            return Ok(());
+        }
+        number += 1;
+        // Without its line end, as `lines()` gives it (error positions stay on line 1).
+        let text = line.strip_suffix('\n').unwrap_or(&line);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if text.trim().is_empty() {
             continue;
         }
-        let v = serde_json::from_str(&line).map_err(|e| PlotError::Parse {
+        each(text).map_err(|e| PlotError::Parse {
             path: path.to_path_buf(),
-            line: i + 1,
+            line: number,
             what: format!("not a JSON {what} ({e})"),
         })?;
-        each(v);
     }
-    Ok(())
 }
 
 /// Image sizes come from the request bodies in `inputs.json` (a session's payloads are its
@@ -726,6 +969,91 @@ mod tests {
         assert_eq!(
             csv_fields(r#"0,"A, ""b""",ms,avg,1.5"#),
             vec!["0", "A, \"b\"", "ms", "avg", "1.5"]
+        );
+    }
+
+    /// The typed read of a record line gives the row the `Value` read gives.
+    #[test]
+    fn typed_record_rows_equal_the_value_rows() {
+        let lines = [
+            r#"{"metadata":{"benchmark_phase":"profiling","request_start_ns":5,"request_end_ns":9,"conversation_id":"c\"1","turn_index":2},"metrics":{"a":{"value":1.5,"unit":"ms"},"b":{"value":[1,2],"unit":"ms"},"c":{"value":3},"d":{"value":null},"e":{"value":{"x":1}},"f":{"value":"s"},"g":{"unit":"ms"},"h":{"value":-4}},"error":null}"#,
+            r#"{"metadata":{"benchmark_phase":"warmup"},"metrics":{}}"#,
+            r#"{"metadata":{"request_start_ns":null},"error":{"code":500}}"#,
+            r#"{"metadata":{"request_start_ns":1.5,"turn_index":"x"},"metrics":{"a":{"value":2}}}"#,
+            r#"{"metrics":{"a":5}}"#,
+        ];
+        for line in lines {
+            let by_value = record_row(&serde_json::from_str(line).unwrap());
+            let typed = serde_json::from_str::<WireRecord<'_>>(line)
+                .ok()
+                .map(|w| w.into_row());
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("r.jsonl");
+            std::fs::write(&path, format!("{line}\r\n\n")).unwrap();
+            let read = read_records(&path).unwrap();
+            let key = |r: &RecordRow| {
+                let mut m = r.metric_pairs();
+                m.sort_by(|a, b| a.0.cmp(&b.0));
+                (
+                    r.start_ns,
+                    r.end_ns,
+                    r.conversation_id.clone(),
+                    r.turn_index,
+                    r.failed,
+                    m,
+                )
+            };
+            assert_eq!(
+                read.iter().map(key).collect::<Vec<_>>(),
+                by_value.iter().map(key).collect::<Vec<_>>(),
+                "{line}"
+            );
+            if let Some(typed) = typed {
+                assert_eq!(
+                    typed.as_ref().map(key),
+                    by_value.as_ref().map(key),
+                    "{line}"
+                );
+            }
+        }
+        // The first line is read the typed way, with its escaped id and numeric values.
+        let row = serde_json::from_str::<WireRecord<'_>>(lines[0])
+            .unwrap()
+            .into_row()
+            .unwrap();
+        assert_eq!(row.conversation_id, "c\"1");
+        assert_eq!(
+            (row.metric("a"), row.metric("c"), row.metric("h")),
+            (Some(1.5), Some(3.0), Some(-4.0))
+        );
+        assert_eq!(row.metric_pairs().len(), 3);
+        assert!(!row.failed);
+        let failed = serde_json::from_str::<WireRecord<'_>>(lines[2])
+            .unwrap()
+            .into_row()
+            .unwrap();
+        assert!(failed.failed);
+        // An escaped tag is read too; a repeated tag reads its last.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let line = r#"{"metrics":{"a\u0062":{"value":1},"a":{"value":2},"a":{"value":3}}}"#;
+        std::fs::write(&path, format!("{line}\n{line}\n")).unwrap();
+        let rows = read_records(&path).unwrap();
+        assert_eq!(
+            (rows[0].metric("ab"), rows[0].metric("a")),
+            (Some(1.0), Some(3.0))
+        );
+    }
+
+    #[test]
+    fn a_bad_record_line_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        std::fs::write(&path, "{\"metrics\":{}}\n\n{\"metadata\": [\n").unwrap();
+        let e = read_records(&path).unwrap_err().to_string();
+        assert!(
+            e.ends_with(":3: not a JSON record (EOF while parsing a list at line 1 column 14)"),
+            "{e}"
         );
     }
 
