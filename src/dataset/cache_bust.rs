@@ -14,7 +14,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{BuildError, Conversation, Dataset};
+use super::shaping::recount_first_turn;
+use super::{BuildError, Dataset};
 use crate::tokenizer::Tokenizer;
 
 /// Where the marker goes and which marker it is.
@@ -157,23 +158,6 @@ pub fn mark(
     Ok(())
 }
 
-/// The first turn's input tokens over all its request's text (system message, user
-/// context, its texts) joined by single spaces, as the shaping and batch counts are taken.
-fn recount_first_turn(conv: &mut Conversation, tokenizer: &Tokenizer) {
-    let Some(first) = conv.turns.first_mut() else {
-        return;
-    };
-    let text = [conv.system.as_deref(), conv.context.as_deref()]
-        .into_iter()
-        .flatten()
-        .chain(std::iter::once(first.text.as_str()))
-        .chain(first.extra_texts.iter().map(String::as_str))
-        .filter(|t| !t.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    first.input_tokens = tokenizer.count(&text) as u64;
-}
-
 /// Where a `[rid:]` marker of a synthetic dataset lands, for the input-length budget: on
 /// the shared system prompt (shortened by the marker's cost), on the first turn (its ISL
 /// shortened), or on a verbatim system prompt (no length to keep: the marker adds to it).
@@ -202,7 +186,7 @@ pub fn budget(target: CacheBust, tokenizer: &Tokenizer, verbatim: bool, shared: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dataset::{DatasetSampling, Entry};
+    use crate::dataset::{Conversation, DatasetSampling, Entry};
 
     fn conv(system: Option<&str>, texts: &[&str]) -> Conversation {
         Conversation {

@@ -74,16 +74,15 @@ pub fn apply(dataset: &mut Dataset, shaping: &PromptShaping, tokenizer: &Tokeniz
             let mut rng = stream(seed, STREAM_USER_CONTEXT, i as u64);
             conv.context = Some(builder.build(n, &mut rng).text);
         }
-        recount_first_turn(conv, tokenizer);
+        if conv.system.is_some() || conv.context.is_some() {
+            recount_first_turn(conv, tokenizer);
+        }
     }
 }
 
 /// The first turn's input tokens over all its request's text: the system message, the user
-/// context and its own texts, joined by single spaces.
-fn recount_first_turn(conv: &mut Conversation, tokenizer: &Tokenizer) {
-    if conv.system.is_none() && conv.context.is_none() {
-        return;
-    }
+/// context and its own texts, joined by single spaces (as the batch counts are taken).
+pub(super) fn recount_first_turn(conv: &mut Conversation, tokenizer: &Tokenizer) {
     let Some(first) = conv.turns.first_mut() else {
         return;
     };
