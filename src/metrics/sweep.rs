@@ -368,6 +368,22 @@ impl Step {
     }
 }
 
+/// The curve's value at `t`: moves `points` past every point at or before `t` and returns
+/// the last one's value (`value`, the value so far, when there is none).
+fn value_at<I: Iterator<Item = (f64, f64)>>(
+    points: &mut std::iter::Peekable<I>,
+    t: f64,
+    mut value: f64,
+) -> f64 {
+    while let Some(&(x, v)) = points.peek()
+        && x <= t
+    {
+        value = v;
+        points.next();
+    }
+    value
+}
+
 /// Point-wise quotient on the merged times; 0 where the divisor is not positive; nothing
 /// when either is empty.
 fn divide(
@@ -396,18 +412,8 @@ fn divide(
                 return None;
             }
         };
-        while let Some(&(x, v)) = a.peek()
-            && x <= t
-        {
-            av = v;
-            a.next();
-        }
-        while let Some(&(y, v)) = b.peek()
-            && y <= t
-        {
-            bv = v;
-            b.next();
-        }
+        av = value_at(&mut a, t, av);
+        bv = value_at(&mut b, t, bv);
         Some((t, if bv > 0.0 { av / bv } else { 0.0 }))
     })
 }
@@ -546,18 +552,8 @@ fn active(
     let (mut value, mut masked) = (0.0, 0.0);
     let mut edge = from;
     loop {
-        while let Some(&(t, v)) = points.peek()
-            && t <= edge
-        {
-            value = v;
-            points.next();
-        }
-        while let Some(&(t, v)) = mask.peek()
-            && t <= edge
-        {
-            masked = v;
-            mask.next();
-        }
+        value = value_at(&mut points, edge, value);
+        masked = value_at(&mut mask, edge, masked);
         if edge >= to {
             break;
         }
