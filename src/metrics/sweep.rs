@@ -5,12 +5,15 @@
 //! "Effective" metrics weigh each value by how long it was held over the whole window;
 //! "Active" ones only over the time the matching phase had a request in flight.
 //!
-//! A long run has tens of events per request (two per chunk for the decode rate), so the
-//! rate curves are never held whole: their events are merged in time order from the
-//! requests as the sweep reaches them, and each curve is swept again for each figure.
+//! A long run has tens of events per request (two per chunk for the decode rate). Events
+//! are merged in time order from the requests as the sweep reaches them, through a heap
+//! of one cursor per request in flight. A curve of up to `HOLD_EVENTS` events is swept
+//! once and its points held; a larger one is never held whole but swept again for each
+//! figure, so memory stays flat however long the run.
 
-use std::cmp::Ordering;
+use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
 
 use super::catalog::MetricId;
 use super::column;
@@ -190,74 +193,66 @@ fn tokens_held(s: &Span, out: &mut Vec<(f64, f64)>) {
 }
 
 /// Every request's index with the time of its earliest event in any list, by that time:
-/// the sweep takes a request's events in once it reaches that time.
-fn by_first_event<S: SpanSource + ?Sized>(spans: &S) -> Vec<(f64, u32)> {
+/// the sweep takes a request's events in once it reaches that time. Also how many events
+/// each list has over all requests (in `ALL_LISTS` order).
+fn by_first_event<S: SpanSource + ?Sized>(spans: &S) -> (Vec<(f64, u32)>, [usize; 7]) {
     let mut events = Vec::new();
+    let mut counts = [0; ALL_LISTS.len()];
     let mut order: Vec<(f64, u32)> = (0..spans.count())
         .map(|i| {
             let s = spans.span(i);
             events.clear();
-            for list in ALL_LISTS {
+            for (list, count) in ALL_LISTS.into_iter().zip(&mut counts) {
+                let before = events.len();
                 list.of(&s, &mut events);
+                *count += events.len() - before;
             }
             let first = events.iter().map(|e| e.0).fold(s.start, f64::min);
             (first, i as u32)
         })
         .collect();
     order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-    order
+    (order, counts)
 }
 
-/// An event waiting in the sweep. Events are taken by time, ends (deltas not above 0)
-/// before starts at equal times, then in the order the lists and requests made them: the
-/// order a stable sort of all events by time and sign gives.
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    time: f64,
-    delta: f64,
-    list: u8,
-    span: u32,
-    index: u32,
-}
-
-impl Pending {
-    fn key_cmp(&self, o: &Pending) -> Ordering {
-        self.time
-            .total_cmp(&o.time)
-            .then((self.delta > 0.0).cmp(&(o.delta > 0.0)))
-            .then(self.list.cmp(&o.list))
-            .then(self.span.cmp(&o.span))
-            .then(self.index.cmp(&o.index))
+/// The position of `t` in `f64::total_cmp`'s order, as an integer.
+fn order_key(t: f64) -> u64 {
+    let bits = t.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
     }
 }
 
-impl Ord for Pending {
-    /// Reversed: `BinaryHeap` pops its greatest, the sweep wants the earliest.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.key_cmp(self)
-    }
+/// Where a cursor's current event sorts among events at the same time: ends (deltas not
+/// above 0) before starts, then by list, then by request.
+fn tie_key(delta: f64, list: usize, span: u32) -> u64 {
+    u64::from(delta > 0.0) << 63 | (list as u64) << 32 | u64::from(span)
 }
-impl PartialOrd for Pending {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl PartialEq for Pending {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Pending {}
 
-/// The events of `lists` over every request, in sweep order; holds only the events of
-/// requests whose first event the sweep has reached and whose last it has not.
+/// One request's events of one list, in sweep order, and how many were taken.
+#[derive(Default)]
+struct Cursor {
+    events: Vec<(f64, f64)>,
+    taken: usize,
+}
+
+/// The events of `lists` over every request, in sweep order: by time, ends (deltas not
+/// above 0) before starts at equal times, then in the order the lists and requests made
+/// them (the order a stable sort of all events by time and sign gives). Each request
+/// still in flight at the sweep's time holds a cursor over its events of each list, and
+/// the heap holds only each cursor's next event, so it stays as small as the concurrency.
 struct Events<'a, S: ?Sized> {
     spans: &'a S,
     order: &'a [(f64, u32)],
     lists: &'a [List],
     next: usize,
-    heap: BinaryHeap<Pending>,
-    buf: Vec<(f64, f64)>,
+    /// `(time key, tie key, cursor)` of each cursor's next event; the least comes first.
+    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    cursors: Vec<Cursor>,
+    /// Cursors whose events were all taken, for reuse.
+    free: Vec<u32>,
 }
 
 impl<'a, S: SpanSource + ?Sized> Events<'a, S> {
@@ -268,7 +263,35 @@ impl<'a, S: SpanSource + ?Sized> Events<'a, S> {
             lists,
             next: 0,
             heap: BinaryHeap::new(),
-            buf: Vec::new(),
+            cursors: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    /// Opens a cursor over each list's events of request `i`.
+    fn take_in(&mut self, i: u32) {
+        let s = self.spans.span(i as usize);
+        for (l, list) in self.lists.iter().enumerate() {
+            let slot = self.free.pop().unwrap_or_else(|| {
+                self.cursors.push(Cursor::default());
+                (self.cursors.len() - 1) as u32
+            });
+            let cursor = &mut self.cursors[slot as usize];
+            cursor.events.clear();
+            cursor.taken = 0;
+            list.of(&s, &mut cursor.events);
+            if cursor.events.is_empty() {
+                self.free.push(slot);
+                continue;
+            }
+            // Stable: events at the same time and sign keep the order they were made in.
+            let key = |e: &(f64, f64)| (order_key(e.0), e.1 > 0.0);
+            if !cursor.events.is_sorted_by_key(key) {
+                cursor.events.sort_by_key(key);
+            }
+            let (time, delta) = cursor.events[0];
+            self.heap
+                .push(Reverse((order_key(time), tie_key(delta, l, i), slot)));
         }
     }
 }
@@ -279,75 +302,146 @@ impl<S: SpanSource + ?Sized> Iterator for Events<'_, S> {
     fn next(&mut self) -> Option<(f64, f64)> {
         // Take in every request that may have an event at or before the earliest waiting.
         while let Some(&(first, i)) = self.order.get(self.next) {
-            if let Some(top) = self.heap.peek()
-                && first.total_cmp(&top.time).is_gt()
+            if let Some(Reverse((top, _, _))) = self.heap.peek()
+                && order_key(first) > *top
             {
                 break;
             }
             self.next += 1;
-            let s = self.spans.span(i as usize);
-            for (l, list) in self.lists.iter().enumerate() {
-                self.buf.clear();
-                list.of(&s, &mut self.buf);
-                for (k, &(time, delta)) in self.buf.iter().enumerate() {
-                    self.heap.push(Pending {
-                        time,
-                        delta,
-                        list: l as u8,
-                        span: i,
-                        index: k as u32,
-                    });
-                }
+            self.take_in(i);
+        }
+        let mut top = self.heap.peek_mut()?;
+        let Reverse((_, tie, slot)) = *top;
+        let cursor = &mut self.cursors[slot as usize];
+        let event = cursor.events[cursor.taken];
+        cursor.taken += 1;
+        match cursor.events.get(cursor.taken) {
+            Some(&(time, delta)) => {
+                let same_list_and_span = tie & !(1 << 63);
+                let tie = u64::from(delta > 0.0) << 63 | same_list_and_span;
+                *top = Reverse((order_key(time), tie, slot));
+            }
+            None => {
+                PeekMut::pop(top);
+                self.free.push(slot);
             }
         }
-        self.heap.pop().map(|p| (p.time, p.delta))
+        Some(event)
     }
 }
 
+/// Curves of at most this many events are swept once and held (16 bytes a point, 16 MiB
+/// at most); larger ones are swept again for each figure, so a long run's memory stays flat.
+const HOLD_EVENTS: usize = 1 << 20;
+
 /// A right-continuous step function summed from event lists: the level after the last
 /// event at each time, 0 before the first. Only the value after the last event at a time
-/// is kept, since the ones before it are held for no time.
-struct Curve<'a, S: ?Sized> {
-    spans: &'a S,
-    order: &'a [(f64, u32)],
-    lists: &'a [List],
-    /// Levels below this are rounding residue (large +/- pairs do not cancel exactly).
-    floor: f64,
+/// is kept, since the ones before it are held for no time. Levels below a billionth of
+/// the largest one are rounding residue (large +/- pairs do not cancel exactly) and read 0.
+enum Curve<'a, S: ?Sized> {
+    /// Swept once, its points kept.
+    Held(Step),
+    /// Swept again each time its points are read.
+    Swept {
+        spans: &'a S,
+        order: &'a [(f64, u32)],
+        lists: &'a [List],
+        floor: f64,
+    },
 }
 
 impl<'a, S: SpanSource + ?Sized> Curve<'a, S> {
-    /// One sweep to find the largest level, which sets the residue floor.
-    fn new(spans: &'a S, order: &'a [(f64, u32)], lists: &'a [List]) -> Self {
+    /// One sweep, which finds the largest level (the residue floor) and, when `hold`,
+    /// keeps the points. `events` is how many events the lists have: room for the points.
+    fn new(
+        spans: &'a S,
+        order: &'a [(f64, u32)],
+        lists: &'a [List],
+        events: usize,
+        hold: bool,
+    ) -> Self {
         let mut level = 0.0;
         let mut peak = 0.0f64;
-        for (_, delta) in Events::new(spans, order, lists) {
+        let mut held = Step::default();
+        if hold {
+            held.times.reserve_exact(events);
+            held.values.reserve_exact(events);
+        }
+        for (t, delta) in Events::new(spans, order, lists) {
             level += delta;
             peak = peak.max(level.abs());
+            if !hold {
+                continue;
+            }
+            if held.times.last() == Some(&t) {
+                *held.values.last_mut().expect("as many values as times") = level;
+            } else {
+                held.times.push(t);
+                held.values.push(level);
+            }
         }
-        Curve {
+        let floor = 1e-9 * peak;
+        if hold {
+            for v in &mut held.values {
+                if v.abs() < floor {
+                    *v = 0.0;
+                }
+            }
+            return Curve::Held(held);
+        }
+        Curve::Swept {
             spans,
             order,
             lists,
-            floor: 1e-9 * peak,
+            floor,
         }
     }
 
     /// `(time, value)` points in time order (times distinct).
     fn points(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        let mut events = Events::new(self.spans, self.order, self.lists).peekable();
-        let mut level = 0.0;
-        std::iter::from_fn(move || {
-            let (t, delta) = events.next()?;
-            level += delta;
-            while let Some(&(t2, d2)) = events.peek()
-                && t2 == t
-            {
-                level += d2;
-                events.next();
-            }
-            Some((t, if level.abs() < self.floor { 0.0 } else { level }))
-        })
+        let (held, swept) = match self {
+            Curve::Held(step) => (Some(step.points()), None),
+            Curve::Swept {
+                spans,
+                order,
+                lists,
+                floor,
+            } => (None, Some(swept_points(*spans, order, lists, *floor))),
+        };
+        held.into_iter()
+            .flatten()
+            .chain(swept.into_iter().flatten())
     }
+
+    /// The curve held whole.
+    fn into_step(self) -> Step {
+        match self {
+            Curve::Held(step) => step,
+            swept => Step::collect(swept.points()),
+        }
+    }
+}
+
+/// A curve's points, summed from its events as the sweep goes.
+fn swept_points<'a, S: SpanSource + ?Sized>(
+    spans: &'a S,
+    order: &'a [(f64, u32)],
+    lists: &'a [List],
+    floor: f64,
+) -> impl Iterator<Item = (f64, f64)> + 'a {
+    let mut events = Events::new(spans, order, lists).peekable();
+    let mut level = 0.0;
+    std::iter::from_fn(move || {
+        let (t, delta) = events.next()?;
+        level += delta;
+        while let Some(&(t2, d2)) = events.peek()
+            && t2 == t
+        {
+            level += d2;
+            events.next();
+        }
+        Some((t, if level.abs() < floor { 0.0 } else { level }))
+    })
 }
 
 /// A step function held whole (the concurrencies: two events per request).
@@ -470,42 +564,118 @@ fn weighted(mut segments: Vec<(f64, f64)>, total: f64) -> WeightedStats {
         .map(|(v, d)| d * (v - avg) * (v - avg))
         .sum::<f64>()
         / total;
-    // Equal values keep their time order (a stable sort), as the cumulative time adds up
-    // in that order; when every sum is exact the order cannot matter, and the unstable
-    // sort needs no buffer of half the segments.
+    let by_value = |a: &(f64, f64), b: &(f64, f64)| a.0.total_cmp(&b.0);
+    let min = segments
+        .iter()
+        .min_by(|a, b| by_value(a, b))
+        .expect("not empty")
+        .0;
+    let max = segments
+        .iter()
+        .max_by(|a, b| by_value(a, b))
+        .expect("not empty")
+        .0;
+    let mut at = [max; 4];
     if sums_are_exact(&segments) {
-        segments.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        // Every partial sum is the same in any order: select instead of sorting.
+        let covered: f64 = segments.iter().map(|s| s.1).sum();
+        select_levels(&mut segments, 0.0, covered, &LEVELS, &mut at);
     } else {
-        segments.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    let covered: f64 = segments.iter().map(|s| s.1).sum();
-    const LEVELS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
-    let last = segments[segments.len() - 1].0;
-    let mut at = [last; 4];
-    let mut found = 0;
-    let mut acc = 0.0;
-    for s in &segments {
-        if found == LEVELS.len() {
-            break;
-        }
-        acc += s.1;
-        let share = acc / covered;
-        // Not below (a NaN share counts as reached, as the partition point takes it).
-        while found < LEVELS.len() && share.partial_cmp(&LEVELS[found]) != Some(Ordering::Less) {
-            at[found] = s.0;
-            found += 1;
+        // Equal values keep their time order (a stable sort), as the cumulative time
+        // adds up in that order.
+        segments.sort_by(by_value);
+        let covered: f64 = segments.iter().map(|s| s.1).sum();
+        let mut found = 0;
+        let mut acc = 0.0;
+        for s in &segments {
+            if found == LEVELS.len() {
+                break;
+            }
+            acc += s.1;
+            while found < LEVELS.len() && reached(acc, covered, LEVELS[found]) {
+                at[found] = s.0;
+                found += 1;
+            }
         }
     }
     WeightedStats {
         avg,
-        min: segments[0].0,
-        max: last,
+        min,
+        max,
         p50: at[0],
         p90: at[1],
         p95: at[2],
         p99: at[3],
         std: var.sqrt(),
     }
+}
+
+/// The weighted percentiles' levels.
+const LEVELS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
+
+/// True when `acc` of `covered` reaches the share `level` (a NaN share counts as reached,
+/// as the partition point takes it).
+fn reached(acc: f64, covered: f64, level: f64) -> bool {
+    (acc / covered).partial_cmp(&level) != Some(Ordering::Less)
+}
+
+/// For each of `levels` (ascending), the least value of `segments` whose segments at or
+/// below it, with the `below` time of values under all of them, reach the level's share
+/// of `covered`: what walking the sorted segments finds, when every partial sum is exact.
+/// A quickselect over values, splitting at a pivot into below, equal and above.
+fn select_levels(
+    segments: &mut [(f64, f64)],
+    below: f64,
+    covered: f64,
+    levels: &[f64],
+    out: &mut [f64],
+) {
+    if levels.is_empty() || segments.is_empty() {
+        return;
+    }
+    let n = segments.len();
+    let mut three = [segments[0].0, segments[n / 2].0, segments[n - 1].0];
+    three.sort_by(f64::total_cmp);
+    let pivot = three[1];
+    let (mut lt, mut i, mut gt) = (0, 0, n);
+    let (mut under, mut equal) = (below, 0.0);
+    while i < gt {
+        match segments[i].0.total_cmp(&pivot) {
+            Ordering::Less => {
+                under += segments[i].1;
+                segments.swap(lt, i);
+                lt += 1;
+                i += 1;
+            }
+            Ordering::Greater => {
+                gt -= 1;
+                segments.swap(i, gt);
+            }
+            Ordering::Equal => {
+                equal += segments[i].1;
+                i += 1;
+            }
+        }
+    }
+    let through = under + equal;
+    let in_lower = levels.partition_point(|&l| reached(under, covered, l));
+    let at_pivot = levels.partition_point(|&l| reached(through, covered, l));
+    let (lower, upper) = segments.split_at_mut(gt);
+    select_levels(
+        &mut lower[..lt],
+        below,
+        covered,
+        &levels[..in_lower],
+        &mut out[..in_lower],
+    );
+    out[in_lower..at_pivot].fill(pivot);
+    select_levels(
+        upper,
+        through,
+        covered,
+        &levels[at_pivot..],
+        &mut out[at_pivot..],
+    );
 }
 
 /// Over the whole window `[from, to]`, 0 before the first point.
@@ -593,11 +763,27 @@ pub fn metrics<S: SpanSource + ?Sized>(
     from: f64,
     to: f64,
 ) -> Vec<(MetricId, WeightedStats)> {
-    let order = by_first_event(spans);
-    let curve = |lists| Curve::new(spans, &order, lists);
-    let overall = Step::collect(curve(&[List::Requests]).points());
-    let decode_conc = Step::collect(curve(&[List::Decoding]).points());
-    let prefill_conc = Step::collect(curve(&[List::Prefilling]).points());
+    metrics_holding(spans, from, to, HOLD_EVENTS)
+}
+
+/// `metrics`, holding the curves of at most `hold_events` events.
+fn metrics_holding<S: SpanSource + ?Sized>(
+    spans: &S,
+    from: f64,
+    to: f64,
+    hold_events: usize,
+) -> Vec<(MetricId, WeightedStats)> {
+    let (order, counts) = by_first_event(spans);
+    let curve = |lists: &'static [List]| {
+        let events: usize = lists
+            .iter()
+            .map(|l| counts[ALL_LISTS.iter().position(|a| a == l).expect("a list")])
+            .sum();
+        Curve::new(spans, &order, lists, events, events <= hold_events)
+    };
+    let overall = curve(&[List::Requests]).into_step();
+    let decode_conc = curve(&[List::Decoding]).into_step();
+    let prefill_conc = curve(&[List::Prefilling]).into_step();
     let has_chunks = (0..spans.count()).any(|i| !spans.span(i).chunk_gaps.is_empty());
     // Each rate curve is swept once per figure rather than held.
     let rate_figures = |rate: Curve<S>, busy: &Step| {
@@ -613,13 +799,13 @@ pub fn metrics<S: SpanSource + ?Sized>(
             )),
         )
     };
-    let decode_list = if has_chunks {
-        [List::DecodeByChunk]
+    let decode_list: &'static [List] = if has_chunks {
+        &[List::DecodeByChunk]
     } else {
-        [List::Decode]
+        &[List::Decode]
     };
     let (decode_eff, decode_active, decode_user_eff, decode_user_active) =
-        rate_figures(curve(&decode_list), &decode_conc);
+        rate_figures(curve(decode_list), &decode_conc);
     let (prefill_eff, prefill_active, prefill_user_eff, prefill_user_active) =
         rate_figures(curve(&[List::Prefill]), &prefill_conc);
     let total = curve(&[List::Prefill, List::Decode]);
@@ -940,19 +1126,37 @@ mod tests {
         fn streamed_curves_match_the_held_ones(raw in raw_spans(), scale in proptest::sample::select(vec![1.0, 1e6, 1.7e3])) {
             let gaps = gap_bytes(&raw, scale);
             let spans = build(&raw, &gaps, scale);
-            let order = by_first_event(&spans[..]);
+            let (order, counts) = by_first_event(&spans[..]);
             let sets: [&[List]; 9] = [
                 &[List::Requests], &[List::Decoding], &[List::Prefilling], &[List::Prefill],
                 &[List::Decode], &[List::DecodeByChunk], &[List::Tokens],
                 &[List::Prefill, List::Decode], &[List::Tokens, List::DecodeByChunk, List::Requests],
             ];
-            for lists in sets {
-                let streamed = Step::collect(Curve::new(&spans[..], &order, lists).points());
+            for (lists, hold) in sets.into_iter().flat_map(|l| [(l, false), (l, true)]) {
+                let events = counts.iter().sum();
+                let streamed = Curve::new(&spans[..], &order, lists, events, hold).into_step();
                 let held = held::Held::from_events(held::events(&spans, lists));
                 let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                proptest::prop_assert_eq!(bits(&streamed.times), bits(&held.times), "{:?}", lists);
-                proptest::prop_assert_eq!(bits(&streamed.values), bits(&held.values), "{:?}", lists);
+                proptest::prop_assert_eq!(bits(&streamed.times), bits(&held.times), "{:?} {}", lists, hold);
+                proptest::prop_assert_eq!(bits(&streamed.values), bits(&held.values), "{:?} {}", lists, hold);
             }
+        }
+
+        #[test]
+        fn selected_percentiles_match_the_sorted_walk(
+            segments in proptest::collection::vec(
+                (proptest::sample::select(vec![-2.5, 0.0, -0.0, 1.0, 3.0, 7.25, f64::NAN, f64::INFINITY]), 0u32..50),
+                1..200,
+            ),
+            scale in proptest::sample::select(vec![1.0, 0.1, 1e9]),
+        ) {
+            // Exact sums (whole durations) take the selection; 0.1 takes the sorted walk.
+            let segments: Vec<(f64, f64)> = segments.into_iter().map(|(v, d)| (v, d as f64 * scale)).collect();
+            let total: f64 = segments.iter().map(|s| s.1).sum();
+            let bits = |w: &WeightedStats| [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits);
+            let now = weighted(segments.clone(), total);
+            let before = held::weighted(segments, total);
+            proptest::prop_assert_eq!(bits(&now), bits(&before), "{:?} {:?}", now, before);
         }
 
         #[test]
@@ -961,11 +1165,14 @@ mod tests {
             let spans = build(&raw, &gaps, scale);
             for (from, to) in [(from, from + len), (from + len, from), (0, 450)] {
                 let (from, to) = (from as f64 * scale, to as f64 * scale);
-                let now = metrics(&spans[..], from, to);
                 let before = held::metrics(&spans, from, to);
-                for ((id, a), (_, b)) in now.iter().zip(&before) {
-                    let bits = |w: &WeightedStats| [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits);
-                    proptest::prop_assert_eq!(bits(a), bits(b), "{:?} {:?} {:?}", id, a, b);
+                // Every curve swept again per figure, and every curve held.
+                for hold_events in [0, usize::MAX] {
+                    let now = metrics_holding(&spans[..], from, to, hold_events);
+                    for ((id, a), (_, b)) in now.iter().zip(&before) {
+                        let bits = |w: &WeightedStats| [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits);
+                        proptest::prop_assert_eq!(bits(a), bits(b), "{:?} {:?} {:?} {}", id, a, b, hold_events);
+                    }
                 }
             }
         }
