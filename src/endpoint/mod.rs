@@ -1125,7 +1125,10 @@ pub fn parse_event(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
 /// non-null `error`, a field of another type, a repeated field, a number that is not a
 /// plain `u64` where one is read, invalid JSON, deep nesting) makes it return `None` and
 /// serde reads the payload as before: it only ever answers where serde's typed read
-/// would succeed with the same values.
+/// would succeed with the same values. Why not serde alone: by callgrind, serde's typed read
+/// took 6.1k instructions per chunk and this scan 4.25k; borrowing the texts through a
+/// serde visitor instead gave no measurable gain in the whole-process A/B (client_cpu's
+/// command line, 20,000 requests, three runs each).
 mod plain {
     use std::borrow::Cow;
 
