@@ -428,17 +428,32 @@ impl HttpClient {
         // frees the slot at once.
         let mut rest = None;
         let mut wire = Wire::default();
-        let outcome = tokio::select! {
-            r = tokio::time::timeout(self.timeout, self.run(clock, body, &taken, &mut record, &mut wire, &mut until_first_token)) => {
-                match r {
-                    Ok(body) => {
-                        rest = body;
-                        Some(true)
-                    }
-                    Err(_) => Some(false),
-                }
+        let exchange = self.run(
+            clock,
+            body,
+            &taken,
+            &mut record,
+            &mut wire,
+            &mut until_first_token,
+        );
+        let deadline = tokio::time::sleep(self.timeout);
+        let stop = async {
+            tokio::select! {
+                biased;
+                _ = deadline => false,
+                _ = cancel.wait_for(|g| *g != generation || *g == CANCEL_ALL) => true,
             }
-            _ = cancel.wait_for(|g| *g != generation || *g == CANCEL_ALL) => None,
+        };
+        // As `tokio::time::timeout` with a cancel branch (the exchange first, then the
+        // deadline, then the cancel), but the deadline and the cancel watch are polled only
+        // when one of them woke the task, not on every frame of the stream.
+        let outcome = match race(exchange, stop).await {
+            Ok(body) => {
+                rest = body;
+                Some(true)
+            }
+            Err(false) => Some(false),
+            Err(true) => None,
         };
         record.end_perf_ns = clock.now_ns();
         drop(until_first_token);
@@ -599,6 +614,9 @@ impl HttpClient {
 
         if is_sse {
             record.streamed = true;
+            // One content event per token asked for, mostly: sized once, not grown.
+            let expected = record.input.requested_output_tokens.unwrap_or(0).min(256);
+            record.responses.reserve(expected as usize);
             let mut framer = SseFramer::new();
             let mut state = StreamState {
                 shape: self.shape.clone(),
@@ -665,6 +683,52 @@ impl HttpClient {
         }
         None
     }
+}
+
+/// Wakes the task of a `race` and notes that its `stop` future asked for it.
+struct StopWake {
+    woken: std::sync::atomic::AtomicBool,
+    task: futures_util::task::AtomicWaker,
+}
+
+impl std::task::Wake for StopWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.task.wake();
+    }
+}
+
+/// `main`'s output, or `stop`'s if that comes first. `main` is polled on every wake-up and
+/// first; `stop` on the first poll and then only after it woke the task itself (it gets
+/// its own waker), so a stop future that re-registers its wakers or takes a lock when
+/// polled costs nothing while `main` makes progress.
+async fn race<M: Future, S: Future>(main: M, stop: S) -> Result<M::Output, S::Output> {
+    use std::task::{Context, Poll};
+    let flag = Arc::new(StopWake {
+        woken: std::sync::atomic::AtomicBool::new(true),
+        task: futures_util::task::AtomicWaker::new(),
+    });
+    let stop_waker = std::task::Waker::from(flag.clone());
+    let mut main = std::pin::pin!(main);
+    let mut stop = std::pin::pin!(stop);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = main.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        // Registered before the flag is read: a wake from now on reaches this task.
+        flag.task.register(cx.waker());
+        if flag.woken.swap(false, Ordering::AcqRel)
+            && let Poll::Ready(out) = stop.as_mut().poll(&mut Context::from_waker(&stop_waker))
+        {
+            return Poll::Ready(Err(out));
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// What an exchange learns about its connection for the HTTP timing.
@@ -808,6 +872,19 @@ const DRAIN_LIMIT: Duration = Duration::from_millis(10);
 /// have to open one (racing the pool, as much as tens of ms at high concurrency). A server
 /// that keeps the stream open after `[DONE]` is left after `DRAIN_LIMIT`.
 async fn drain_to_end(body: &mut hyper::body::Incoming) {
+    use hyper::body::Body as _;
+    // Mostly the end came in the same read as `[DONE]`: take what is ready without a timer.
+    loop {
+        let ready = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::pin::Pin::new(&mut *body).poll_frame(cx))
+        })
+        .await;
+        match ready {
+            std::task::Poll::Ready(Some(Ok(_))) => {}
+            std::task::Poll::Ready(_) => return,
+            std::task::Poll::Pending => break,
+        }
+    }
     let _ = tokio::time::timeout(DRAIN_LIMIT, async {
         while let Some(Ok(_)) = body.frame().await {}
     })
