@@ -46,6 +46,21 @@ impl SseFramer {
                 rest = &rest[1..];
                 continue;
             }
+            // The common event, `data: <payload>` and a blank line whole in this frame with
+            // nothing pending, goes out in place instead of through the line buffers.
+            if self.partial.is_empty()
+                && !self.has_data
+                && self.event.is_empty()
+                && let Some((data, used)) = whole_data_event(rest)
+            {
+                on_event(SseEvent {
+                    event: None,
+                    data,
+                    arrival_ns: self.event_start_ns.take().unwrap_or(arrival_ns),
+                });
+                rest = &rest[used..];
+                continue;
+            }
             // Any byte starts (or continues) an event; stamp the first one.
             if self.event_start_ns.is_none() {
                 self.event_start_ns = Some(arrival_ns);
@@ -130,6 +145,21 @@ impl SseFramer {
         self.event.clear();
         self.has_data = false;
     }
+}
+
+/// `data:<payload>\n\n` at the start of `bytes`: the payload (one leading space dropped, as
+/// for any field) and the bytes the event takes.
+fn whole_data_event(bytes: &[u8]) -> Option<(&[u8], usize)> {
+    let value = bytes.strip_prefix(b"data:")?;
+    let end = memchr::memchr2(b'\r', b'\n', value)?;
+    if value[end] != b'\n' || value.get(end + 1) != Some(&b'\n') {
+        return None;
+    }
+    let line = &value[..end];
+    Some((
+        line.strip_prefix(b" ").unwrap_or(line),
+        b"data:".len() + end + 2,
+    ))
 }
 
 #[cfg(test)]
@@ -237,6 +267,28 @@ mod tests {
             let whole = collect(&[(&bytes, 0)]);
             let frames: Vec<(&[u8], u64)> = bytes.chunks(cut_every).map(|c| (c, 0)).collect();
             proptest::prop_assert_eq!(collect(&frames), whole);
+        }
+
+        /// Streams of SSE lines: whole frames take the in-place path for plain data
+        /// events, frames cut byte by byte never do; both give the same events and stamps.
+        #[test]
+        fn the_in_place_path_gives_what_the_line_path_gives(
+            lines in proptest::collection::vec(proptest::sample::select(vec![
+                "data: {\"a\": 1}", "data:x", "data: ", "data", "", ": keep-alive",
+                "event: error", "id: 7", "data: [DONE]",
+            ]), 0..24),
+            ends in proptest::collection::vec(proptest::sample::select(vec!["\n", "\r\n", "\r"]), 24),
+            cut_every in 1usize..40,
+        ) {
+            let mut stream = Vec::new();
+            for (line, end) in lines.iter().zip(&ends) {
+                stream.extend_from_slice(line.as_bytes());
+                stream.extend_from_slice(end.as_bytes());
+            }
+            let cut: Vec<(&[u8], u64)> = stream.chunks(cut_every).enumerate().map(|(i, c)| (c, (i * cut_every) as u64)).collect();
+            // Each byte stamped as the frame it is cut into, so the stamps must agree too.
+            let by_byte: Vec<(&[u8], u64)> = stream.chunks(1).enumerate().map(|(i, c)| (c, (i / cut_every * cut_every) as u64)).collect();
+            proptest::prop_assert_eq!(collect(&cut), collect(&by_byte));
         }
     }
 }
