@@ -274,11 +274,11 @@ mod tests {
         #[test]
         fn the_in_place_path_gives_what_the_line_path_gives(
             lines in proptest::collection::vec(proptest::sample::select(vec![
-                "data: {\"a\": 1}", "data:x", "data: ", "data", "", ": keep-alive",
-                "event: error", "id: 7", "data: [DONE]",
+                "data: {\"a\": 1}\n", "data:x\n", "data: \n", "data", "", ": keep-alive",
+                "event: error", "id: 7", "data: [DONE]\n",
             ]), 0..24),
-            ends in proptest::collection::vec(proptest::sample::select(vec!["\n", "\r\n", "\r"]), 24),
-            cut_every in 1usize..40,
+            ends in proptest::collection::vec(proptest::sample::select(vec!["\n", "\n", "\r\n", "\r"]), 24),
+            cut_every in 1usize..120,
         ) {
             let mut stream = Vec::new();
             for (line, end) in lines.iter().zip(&ends) {
