@@ -1153,6 +1153,15 @@ mod plain {
         (s.at == data.len()).then_some(event)
     }
 
+    /// Reads a field into `slot`; a field seen twice is left to serde, which refuses it.
+    fn once<T>(slot: &mut Option<T>, read: impl FnOnce() -> Option<T>) -> Option<()> {
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(read()?);
+        Some(())
+    }
+
     impl<'a> Scan<'a> {
         fn bytes(&self) -> &'a [u8] {
             self.text.as_bytes()
@@ -1208,10 +1217,7 @@ mod plain {
 
         /// `null` or a string.
         fn opt_text(&mut self) -> Option<Option<Cow<'a, str>>> {
-            if self.null() {
-                return Some(None);
-            }
-            self.string().map(|t| Some(Cow::Borrowed(t)))
+            self.nullable(|s| s.string().map(Cow::Borrowed))
         }
 
         /// `null` or a plain non-negative integer that fits a `u64`.
@@ -1341,30 +1347,22 @@ mod plain {
             Some(())
         }
 
+        /// `null` (taken, as `None`) or what `read` reads.
+        fn nullable<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+            if self.null() {
+                return Some(None);
+            }
+            read(self).map(Some)
+        }
+
         fn event(&mut self) -> Option<WireEvent<'a>> {
-            let mut choices = None;
-            let mut usage = None;
-            let mut text = None;
-            let mut error = false;
+            let (mut choices, mut usage, mut text, mut error) = (None, None, None, None);
             self.object(|s, key| match key {
-                "choices" if choices.is_none() => {
-                    choices = Some(s.choices()?);
-                    Some(())
-                }
-                "usage" if usage.is_none() => {
-                    usage = Some(if s.null() { None } else { Some(s.usage()?) });
-                    Some(())
-                }
-                "text" if text.is_none() => {
-                    text = Some(s.opt_text()?);
-                    Some(())
-                }
+                "choices" => once(&mut choices, || s.choices()),
+                "usage" => once(&mut usage, || s.nullable(Self::usage)),
+                "text" => once(&mut text, || s.opt_text()),
                 // A non-null error takes serde's read (its `Value`).
-                "error" if !error => {
-                    error = true;
-                    s.null().then_some(())
-                }
-                "choices" | "usage" | "text" | "error" => None,
+                "error" => once(&mut error, || s.null().then_some(())),
                 _ => s.skip(1),
             })?;
             Some(WireEvent {
@@ -1398,24 +1396,11 @@ mod plain {
 
         fn choice(&mut self) -> Option<WireChoice<'a>> {
             let (mut delta, mut message, mut text) = (None, None, None);
-            self.object(|s, key| {
-                let slot = match key {
-                    "delta" => &mut delta,
-                    "message" => &mut message,
-                    "text" => {
-                        if text.is_some() {
-                            return None;
-                        }
-                        text = Some(s.opt_text()?);
-                        return Some(());
-                    }
-                    _ => return s.skip(2),
-                };
-                if slot.is_some() {
-                    return None;
-                }
-                *slot = Some(if s.null() { None } else { Some(s.message()?) });
-                Some(())
+            self.object(|s, key| match key {
+                "delta" => once(&mut delta, || s.nullable(Self::message)),
+                "message" => once(&mut message, || s.nullable(Self::message)),
+                "text" => once(&mut text, || s.opt_text()),
+                _ => s.skip(2),
             })?;
             Some(WireChoice {
                 delta: delta.flatten(),
@@ -1426,18 +1411,11 @@ mod plain {
 
         fn message(&mut self) -> Option<WireMessage<'a>> {
             let (mut content, mut reasoning_content, mut reasoning) = (None, None, None);
-            self.object(|s, key| {
-                let slot = match key {
-                    "content" => &mut content,
-                    "reasoning_content" => &mut reasoning_content,
-                    "reasoning" => &mut reasoning,
-                    _ => return s.skip(3),
-                };
-                if slot.is_some() {
-                    return None;
-                }
-                *slot = Some(s.opt_text()?);
-                Some(())
+            self.object(|s, key| match key {
+                "content" => once(&mut content, || s.opt_text()),
+                "reasoning_content" => once(&mut reasoning_content, || s.opt_text()),
+                "reasoning" => once(&mut reasoning, || s.opt_text()),
+                _ => s.skip(3),
             })?;
             Some(WireMessage {
                 content: content.flatten(),
@@ -1447,29 +1425,15 @@ mod plain {
         }
 
         fn usage(&mut self) -> Option<WireUsage> {
-            let mut counts = [None; 3];
-            let mut details = None;
-            self.object(|s, key| {
-                let slot = match key {
-                    "prompt_tokens" => &mut counts[0],
-                    "completion_tokens" => &mut counts[1],
-                    "total_tokens" => &mut counts[2],
-                    "completion_tokens_details" => {
-                        if details.is_some() {
-                            return None;
-                        }
-                        details = Some(if s.null() { None } else { Some(s.details()?) });
-                        return Some(());
-                    }
-                    _ => return s.skip(2),
-                };
-                if slot.is_some() {
-                    return None;
-                }
-                *slot = Some(s.opt_u64()?);
-                Some(())
+            let (mut prompt, mut completion, mut total, mut details) = (None, None, None, None);
+            self.object(|s, key| match key {
+                "prompt_tokens" => once(&mut prompt, || s.opt_u64()),
+                "completion_tokens" => once(&mut completion, || s.opt_u64()),
+                "total_tokens" => once(&mut total, || s.opt_u64()),
+                "completion_tokens_details" => once(&mut details, || s.nullable(Self::details)),
+                _ => s.skip(2),
             })?;
-            let [prompt, completion, total] = counts.map(Option::flatten);
+            let [prompt, completion, total] = [prompt, completion, total].map(Option::flatten);
             Some(WireUsage {
                 prompt_tokens: prompt,
                 completion_tokens: completion,
@@ -1481,11 +1445,7 @@ mod plain {
         fn details(&mut self) -> Option<WireCompletionDetails> {
             let mut reasoning = None;
             self.object(|s, key| match key {
-                "reasoning_tokens" if reasoning.is_none() => {
-                    reasoning = Some(s.opt_u64()?);
-                    Some(())
-                }
-                "reasoning_tokens" => None,
+                "reasoning_tokens" => once(&mut reasoning, || s.opt_u64()),
                 _ => s.skip(3),
             })?;
             Some(WireCompletionDetails {
