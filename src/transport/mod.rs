@@ -872,17 +872,13 @@ const DRAIN_LIMIT: Duration = Duration::from_millis(10);
 /// have to open one (racing the pool, as much as tens of ms at high concurrency). A server
 /// that keeps the stream open after `[DONE]` is left after `DRAIN_LIMIT`.
 async fn drain_to_end(body: &mut hyper::body::Incoming) {
-    use hyper::body::Body as _;
+    use futures_util::FutureExt as _;
     // Mostly the end came in the same read as `[DONE]`: take what is ready without a timer.
     loop {
-        let ready = std::future::poll_fn(|cx| {
-            std::task::Poll::Ready(std::pin::Pin::new(&mut *body).poll_frame(cx))
-        })
-        .await;
-        match ready {
-            std::task::Poll::Ready(Some(Ok(_))) => {}
-            std::task::Poll::Ready(_) => return,
-            std::task::Poll::Pending => break,
+        match body.frame().now_or_never() {
+            Some(Some(Ok(_))) => {}
+            Some(_) => return,
+            None => break,
         }
     }
     let _ = tokio::time::timeout(DRAIN_LIMIT, async {
