@@ -236,6 +236,9 @@ fn tie_key(delta: f64, list: usize, span: u32) -> u64 {
 struct Cursor {
     events: Vec<(f64, f64)>,
     taken: usize,
+    /// The list's place in the curve's lists, and the request.
+    list: usize,
+    span: u32,
 }
 
 /// The events of `lists` over every request, in sweep order: by time, ends (deltas not
@@ -279,6 +282,7 @@ impl<'a, S: SpanSource + ?Sized> Events<'a, S> {
             let cursor = &mut self.cursors[slot as usize];
             cursor.events.clear();
             cursor.taken = 0;
+            (cursor.list, cursor.span) = (l, i);
             list.of(&s, &mut cursor.events);
             if cursor.events.is_empty() {
                 self.free.push(slot);
@@ -311,14 +315,13 @@ impl<S: SpanSource + ?Sized> Iterator for Events<'_, S> {
             self.take_in(i);
         }
         let mut top = self.heap.peek_mut()?;
-        let Reverse((_, tie, slot)) = *top;
+        let Reverse((_, _, slot)) = *top;
         let cursor = &mut self.cursors[slot as usize];
         let event = cursor.events[cursor.taken];
         cursor.taken += 1;
         match cursor.events.get(cursor.taken) {
             Some(&(time, delta)) => {
-                let same_list_and_span = tie & !(1 << 63);
-                let tie = u64::from(delta > 0.0) << 63 | same_list_and_span;
+                let tie = tie_key(delta, cursor.list, cursor.span);
                 *top = Reverse((order_key(time), tie, slot));
             }
             None => {
