@@ -100,6 +100,27 @@ fn assert_all_sent_once(run: &Run, server: &RawServer, n: usize) {
 }
 
 #[test]
+fn a_run_holds_no_more_connections_than_requests_in_flight() {
+    // Each reply in one write, the connection kept open: every connection can serve again.
+    let server = RawServer::start(|_| {
+        let reply = sse_reply("", &three_tokens(), After::KeepOpen);
+        Reply::new(vec![reply.pieces.concat()], After::KeepOpen)
+    });
+    let n = 120;
+    let run = profile(&server.url, n, true, &["--concurrency", "4"]);
+    assert_all_sent_once(&run, &server, n);
+    let connections = server.connections();
+    assert!((1..=4).contains(&connections), "{connections} connections");
+    // Each connection's first request says it was not reused; every other one says it was.
+    let fresh = run
+        .records
+        .iter()
+        .filter(|r| r["metrics"]["http_req_connection_reused"]["value"] == 0.0)
+        .count();
+    assert_eq!(fresh, connections);
+}
+
+#[test]
 fn a_server_closing_after_each_stream_loses_no_request() {
     // Says keep-alive, then closes once the stream is out (as llama.cpp's server does).
     let server = RawServer::start(|_| {

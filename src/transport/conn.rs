@@ -13,7 +13,6 @@
 //! that way: a server resets a connection it closed with data unread, so the request was
 //! never taken in. `is_unsent` tells the exchange such a request may be sent again.
 
-use std::future::Future;
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
@@ -23,11 +22,11 @@ use std::task::{Context, Poll};
 use http::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_rustls::MaybeHttpsStream;
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioIo;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::timing::{ConnHandle, ConnStamps, StampedResolver};
+use super::timing::{ConnStamps, StampedResolver};
 
 type Inner = hyper_rustls::HttpsConnector<HttpConnector<StampedResolver>>;
 type Stream = MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
@@ -63,46 +62,41 @@ pub fn is_unsent(e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// The HTTPS-or-HTTP connector, its connections wrapped in `Watched`. With a one-permit
-/// semaphore (a sticky session), a new connection waits until the previous one is gone: the
-/// pool then hands the session its own connection back instead of racing a second one
-/// against the first one's return. Closing the semaphore fails such waiting connects.
+/// semaphore (a sticky session), a new connection waits until the previous one is gone, so
+/// a session never holds two at once. Closing the semaphore fails such waiting connects.
 #[derive(Clone)]
 pub struct WatchedConnector(pub Inner, pub Option<Arc<Semaphore>>);
 
-impl tower_service::Service<Uri> for WatchedConnector {
-    type Response = Watched;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Watched, BoxError>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, uri: Uri) -> Self::Future {
-        // Stamped around the whole connect (lookup, TCP, TLS); the resolver stamps the lookup.
-        // A sticky session's wait for its one connection comes first and is not stamped.
+impl WatchedConnector {
+    /// A new connection to `uri`'s server, its connect stamped (lookup, TCP, TLS; the
+    /// resolver stamps the lookup). A sticky session's wait for its one connection comes
+    /// first and is not stamped.
+    pub async fn connect(&self, uri: Uri) -> Result<Watched, BoxError> {
         let stamps = ConnStamps::new();
-        let connecting = super::timing::connecting(stamps.clone(), self.0.call(uri));
-        let one = self.1.clone();
-        Box::pin(async move {
-            let only = match one {
-                Some(s) => Some(s.acquire_owned().await.map_err(|_| {
+        let mut inner = self.0.clone();
+        let only =
+            match &self.1 {
+                Some(s) => Some(s.clone().acquire_owned().await.map_err(|_| {
                     io::Error::other("the sticky session is over; no new connection")
                 })?),
                 None => None,
             };
-            stamps.connect_started();
-            let stream = connecting.await?;
-            stamps.connected();
-            Ok(Watched {
-                _only: only,
-                stream,
-                read_since_write: false,
-                reused: false,
-                response_started: false,
-                wrote_any: false,
-                stamps,
-            })
+        std::future::poll_fn(|cx| tower_service::Service::poll_ready(&mut inner, cx)).await?;
+        stamps.connect_started();
+        let stream = super::timing::connecting(
+            stamps.clone(),
+            tower_service::Service::call(&mut inner, uri),
+        )
+        .await?;
+        stamps.connected();
+        Ok(Watched {
+            _only: only,
+            stream,
+            read_since_write: false,
+            reused: false,
+            response_started: false,
+            wrote_any: false,
+            stamps,
         })
     }
 }
@@ -125,6 +119,11 @@ pub struct Watched {
 }
 
 impl Watched {
+    /// The stamps of this connection and its current request.
+    pub fn stamps(&self) -> Arc<ConnStamps> {
+        self.stamps.clone()
+    }
+
     fn tcp(&self) -> &tokio::net::TcpStream {
         match &self.stream {
             MaybeHttpsStream::Http(tcp) => tcp.inner(),
@@ -257,14 +256,5 @@ impl Write for Watched {
             }
             other => other,
         }
-    }
-}
-
-impl Connection for Watched {
-    fn connected(&self) -> Connected {
-        // Every response on this connection carries its stamps (an `Arc` clone).
-        self.stream
-            .connected()
-            .extra(ConnHandle(self.stamps.clone()))
     }
 }

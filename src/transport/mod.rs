@@ -1,7 +1,9 @@
-//! HTTP client: pooled keep-alive connections (one per in-flight stream), TLS with rustls,
-//! and one request/response exchange turned into a `RequestRecord` with arrival timestamps.
+//! HTTP client: kept-alive connections (one per in-flight stream, see `pool`), TLS with
+//! rustls, and one request/response exchange turned into a `RequestRecord` with arrival
+//! timestamps.
 
 pub mod conn;
+pub mod pool;
 pub mod request_body;
 pub mod sse;
 pub mod timing;
@@ -12,13 +14,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderValue,
+    ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HOST, HeaderMap, HeaderValue,
 };
 use http::{Request, Uri};
 use http_body_util::BodyExt;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::warn;
 
@@ -27,6 +27,7 @@ use crate::endpoint::EndpointType;
 use crate::endpoint::shape::ResponseShape;
 use crate::record::{ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord};
 use conn::WatchedConnector;
+use pool::{Conn, ConnectError, Pool, Target};
 use request_body::{RequestBody, TakenAt};
 use sse::SseFramer;
 
@@ -49,6 +50,15 @@ enum BodyError {
     Transport(#[from] hyper::Error),
     #[error("The response passed --max-response-bytes ({0} bytes); the rest was not read")]
     TooLarge(u64),
+}
+
+/// Why a request got no response.
+#[derive(Debug, thiserror::Error)]
+enum SendError {
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    #[error("client error (SendRequest)")]
+    Send(#[from] hyper::Error),
 }
 
 impl BodyError {
@@ -89,7 +99,7 @@ impl ConnectionReuse {
 
 /// The servers requests go to, taken in turn, and how many each got.
 struct Servers {
-    uris: Vec<Uri>,
+    targets: Vec<Target>,
     next: AtomicU64,
     sent: Vec<AtomicU64>,
 }
@@ -98,7 +108,7 @@ impl Servers {
     fn new(uris: Vec<Uri>) -> Self {
         let sent = uris.iter().map(|_| AtomicU64::new(0)).collect();
         Servers {
-            uris,
+            targets: uris.into_iter().map(Target::new).collect(),
             next: AtomicU64::new(0),
             sent,
         }
@@ -106,13 +116,14 @@ impl Servers {
 
     /// Round robin over the servers (`--url-strategy round_robin`).
     fn pick(&self) -> usize {
-        (self.next.fetch_add(1, Ordering::Relaxed) % self.uris.len() as u64) as usize
+        (self.next.fetch_add(1, Ordering::Relaxed) % self.targets.len() as u64) as usize
     }
 }
 
 #[derive(Clone)]
 pub struct HttpClient {
-    client: Client<WatchedConnector, RequestBody>,
+    /// The run's connections (a sticky session's own, in its client).
+    pool: Arc<Pool>,
     /// Builds the private pool of a sticky session.
     connector: WatchedConnector,
     reuse: ConnectionReuse,
@@ -121,10 +132,8 @@ pub struct HttpClient {
     pinned: Option<usize>,
     /// The header carrying each request's session id.
     session_header: http::HeaderName,
-    /// Opens a new connection for every request: for the one retry of a request that
-    /// failed unsent on a kept-alive connection (see `conn`).
-    fresh: Client<WatchedConnector, RequestBody>,
-    /// Requests sent again that way.
+    /// Requests sent again, on a new connection, because they failed unsent on a
+    /// kept-alive one (see `conn`).
     retried: Arc<AtomicU64>,
     uri: Uri,
     headers: HeaderMap,
@@ -155,16 +164,7 @@ impl HttpClient {
             .enable_http1()
             .wrap_connector(http);
         let connector = WatchedConnector(connector, None);
-        // hyper-util's own retry of unsent requests stays off: it would not be counted.
-        let client = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(usize::MAX)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .retry_canceled_requests(false)
-            .build(connector.clone());
-        let fresh = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(0)
-            .retry_canceled_requests(false)
-            .build(connector.clone());
+        let pool = Arc::new(Pool::new(connector.clone(), 1, usize::MAX));
 
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -192,13 +192,12 @@ impl HttpClient {
                 .join(", ")
         );
         Ok(HttpClient {
-            client,
+            pool,
             connector,
             reuse: ConnectionReuse::Pooled,
             servers: Arc::new(Servers::new(vec![uri.clone()])),
             pinned: None,
             session_header: http::HeaderName::from_static("x-correlation-id"),
-            fresh,
             retried: Arc::new(AtomicU64::new(0)),
             uri,
             headers,
@@ -231,6 +230,12 @@ impl HttpClient {
             self.uri = first.clone();
             self.servers = Arc::new(Servers::new(uris));
         }
+        let max_idle = match reuse {
+            ConnectionReuse::Never => 0,
+            _ => usize::MAX,
+        };
+        let servers = self.servers.targets.len();
+        self.pool = Arc::new(Pool::new(self.connector.clone(), servers, max_idle));
         self.reuse = reuse;
         self.session_header = session_header;
         self
@@ -239,10 +244,10 @@ impl HttpClient {
     /// Requests sent to each server so far, in `--url` order.
     pub fn requests_per_server(&self) -> Vec<(Uri, u64)> {
         let s = &self.servers;
-        s.uris
+        s.targets
             .iter()
             .zip(&s.sent)
-            .map(|(u, n)| (u.clone(), n.load(Ordering::Relaxed)))
+            .map(|(t, n)| (t.uri.clone(), n.load(Ordering::Relaxed)))
             .collect()
     }
 
@@ -254,17 +259,11 @@ impl HttpClient {
             return None;
         }
         let one = Arc::new(tokio::sync::Semaphore::new(1));
-        let client = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(1)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .retry_canceled_requests(false)
-            .build(WatchedConnector(
-                self.connector.0.clone(),
-                Some(one.clone()),
-            ));
+        let connector = WatchedConnector(self.connector.0.clone(), Some(one));
+        let servers = self.servers.targets.len();
         Some(HttpClient {
-            client,
-            connector: WatchedConnector(self.connector.0.clone(), Some(one)),
+            pool: Arc::new(Pool::new(connector.clone(), servers, 1)),
+            connector,
             pinned: Some(self.servers.pick()),
             ..self.clone()
         })
@@ -354,8 +353,10 @@ impl HttpClient {
 
     /// `GET uri` with the run's headers (so an API key is sent): the status and body, or why
     /// no response came. Used to wait for the server before the run.
+    /// The connection is its own, closed after the answer.
     pub async fn probe(&self, uri: Uri, timeout: Duration) -> Result<(u16, Bytes), String> {
-        let mut request = Request::get(uri)
+        let target = Target::new(uri);
+        let mut request = Request::get(target.origin.clone())
             .body(RequestBody::plain(Bytes::new()))
             .map_err(|e| e.to_string())?;
         for (k, v) in &self.headers {
@@ -363,17 +364,19 @@ impl HttpClient {
                 request.headers_mut().insert(k.clone(), v.clone());
             }
         }
-        match tokio::time::timeout(timeout, self.client.request(request)).await {
+        request.headers_mut().insert(HOST, target.host.clone());
+        let exchange = async {
+            let mut conn = self.pool.connect(0, target.uri.clone()).await?;
+            let response = conn.sender.send_request(request).await?;
+            let status = response.status().as_u16();
+            let mut body = response.into_body();
+            let body = collect_body(&mut body, self.max_response_bytes).await;
+            Ok::<_, SendError>((status, body.unwrap_or_default()))
+        };
+        match tokio::time::timeout(timeout, exchange).await {
             Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
             Ok(Err(e)) => Err(error_chain(&e)),
-            Ok(Ok(resp)) => {
-                let status = resp.status().as_u16();
-                // Read the body so the connection goes back to the pool.
-                let mut body = resp.into_body();
-                let limit = self.max_response_bytes;
-                let body = tokio::time::timeout(timeout, collect_body(&mut body, limit)).await;
-                Ok((status, body.ok().and_then(Result::ok).unwrap_or_default()))
-            }
+            Ok(Ok(answer)) => Ok(answer),
         }
     }
 
@@ -459,11 +462,11 @@ impl HttpClient {
         drop(until_first_token);
         record.sent_perf_ns = taken.get();
         // Read while the exchange still holds the connection: its stamps are this request's.
-        if let Some(timing::ConnHandle(stamps)) = wire.conn {
+        if let Some(conn) = &wire.conn {
             // A whole (non-streamed) body mostly comes with its headers; the stream's first
             // frame is stamped as it arrives.
             let first_body = wire.first_body_ns.or(record.ack_perf_ns);
-            record.http = Some(stamps.timing(clock, record.start_perf_ns, first_body));
+            record.http = Some(conn.stamps.timing(clock, record.start_perf_ns, first_body));
         }
         match outcome {
             Some(true) => {}
@@ -492,7 +495,10 @@ impl HttpClient {
         // The record is settled; reading the end of a finished stream only lets its
         // connection go back to the pool.
         if let Some(mut body) = rest {
-            drain_to_end(&mut body).await;
+            wire.ended = drain_to_end(&mut body).await;
+        }
+        if let Some(conn) = wire.conn.take().filter(|_| wire.ended) {
+            self.pool.give_back(conn);
         }
         record
     }
@@ -501,17 +507,18 @@ impl HttpClient {
     /// `taken` when the connection takes it.
     fn request(
         &self,
-        uri: &Uri,
+        target: &Target,
         clock: &Clock,
         body: Bytes,
         taken: &TakenAt,
         record: &RequestRecord,
     ) -> Request<RequestBody> {
         let body = RequestBody::stamped(body, *clock, taken.clone());
-        let mut request = Request::post(uri.clone())
+        let mut request = Request::post(target.origin.clone())
             .body(body)
             .expect("a POST with a valid URI always builds");
         *request.headers_mut() = self.headers.clone();
+        request.headers_mut().insert(HOST, target.host.clone());
         if let Ok(v) = HeaderValue::from_str(&record.x_request_id) {
             request.headers_mut().insert("x-request-id", v);
         }
@@ -524,34 +531,40 @@ impl HttpClient {
     /// Sends the request, once more on a new connection if the kept-alive one it went to
     /// had been closed by the server before the request reached it. The record's times
     /// then start at the second send: the first attempt is not part of the request.
+    /// The connection the response came on is left in `wire`.
     async fn send(
         &self,
         clock: &Clock,
         body: Bytes,
         taken: &TakenAt,
         record: &mut RequestRecord,
-    ) -> Result<http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error> {
-        let uri = &self.servers.uris[self.pick_server()];
-        let first = self.request(uri, clock, body.clone(), taken, record);
-        let pool = match self.reuse {
-            ConnectionReuse::Never => &self.fresh,
-            _ => &self.client,
-        };
-        match pool.request(first).await {
+        wire: &mut Wire,
+    ) -> Result<http::Response<hyper::body::Incoming>, SendError> {
+        let server = self.pick_server();
+        let target = &self.servers.targets[server];
+        let first = self.request(target, clock, body.clone(), taken, record);
+        let conn = wire.conn.insert(self.pool.take(server, target).await?);
+        match conn.sender.send_request(first).await {
             Err(e) if conn::is_unsent(&e) => {
                 if self.retried.fetch_add(1, Ordering::Relaxed) == 0 {
                     warn!(
                         "The server closed a kept-alive connection before a request reached it ({}); \
                          such requests are sent again once on a new connection and counted",
-                        error_chain(&e)
+                        error_chain(&SendError::Send(e))
                     );
                 }
                 taken.reset();
                 record.start_perf_ns = clock.now_ns();
-                let again = self.request(uri, clock, body, taken, record);
-                self.fresh.request(again).await
+                let again = self.request(target, clock, body, taken, record);
+                // The closed connection goes before the new one is made (a sticky session
+                // has room for one).
+                wire.conn = None;
+                let conn = wire
+                    .conn
+                    .insert(self.pool.connect(server, target.uri.clone()).await?);
+                Ok(conn.sender.send_request(again).await?)
             }
-            other => other,
+            other => Ok(other?),
         }
     }
 
@@ -566,7 +579,7 @@ impl HttpClient {
         wire: &mut Wire,
         until_first_token: &mut Option<OwnedSemaphorePermit>,
     ) -> Option<hyper::body::Incoming> {
-        let response = match self.send(clock, body, taken, record).await {
+        let response = match self.send(clock, body, taken, record, wire).await {
             Ok(r) => r,
             Err(e) => {
                 record.error = Some(transport_error(&e));
@@ -574,7 +587,6 @@ impl HttpClient {
             }
         };
         record.ack_perf_ns = Some(clock.now_ns());
-        wire.conn = response.extensions().get::<timing::ConnHandle>().cloned();
         let status = response.status();
         record.status = Some(status.as_u16());
         let header = |name| {
@@ -604,10 +616,10 @@ impl HttpClient {
         }
 
         if !status.is_success() {
-            // A cut-short error body still tells the status; keep what arrived.
-            let bytes = collect_body(&mut body, self.max_response_bytes)
-                .await
-                .unwrap_or_default();
+            // A cut-short error body still tells the status.
+            let bytes = collect_body(&mut body, self.max_response_bytes).await;
+            wire.ended = bytes.is_ok();
+            let bytes = bytes.unwrap_or_default();
             record.error = Some(http_error(status, &bytes));
             return None;
         }
@@ -653,7 +665,10 @@ impl HttpClient {
                         }
                         return None;
                     }
-                    None => break,
+                    None => {
+                        wire.ended = true;
+                        break;
+                    }
                 }
             }
             framer.finish(|ev| state.on_event(ev, record));
@@ -676,6 +691,7 @@ impl HttpClient {
         } else {
             match collect_body(&mut body, self.max_response_bytes).await {
                 Ok(bytes) => {
+                    wire.ended = true;
                     parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record, &self.shape)
                 }
                 Err(e) => record.error = Some(e.details()),
@@ -734,8 +750,10 @@ async fn race<M: Future, S: Future>(main: M, stop: S) -> Result<M::Output, S::Ou
 /// What an exchange learns about its connection for the HTTP timing.
 #[derive(Default)]
 struct Wire {
-    /// The stamps of the connection the response came on.
-    conn: Option<timing::ConnHandle>,
+    /// The connection the request went out on.
+    conn: Option<Conn>,
+    /// The response was read to its end: the connection may serve another request.
+    ended: bool,
     /// When the first frame of a streamed body arrived.
     first_body_ns: Option<u64>,
 }
@@ -871,20 +889,26 @@ const DRAIN_LIMIT: Duration = Duration::from_millis(10);
 /// encoding. A body dropped before its end closes its connection, so the next request would
 /// have to open one (racing the pool, as much as tens of ms at high concurrency). A server
 /// that keeps the stream open after `[DONE]` is left after `DRAIN_LIMIT`.
-async fn drain_to_end(body: &mut hyper::body::Incoming) {
+/// True when the body ended.
+async fn drain_to_end(body: &mut hyper::body::Incoming) -> bool {
     use futures_util::FutureExt as _;
     // Mostly the end came in the same read as `[DONE]`: take what is ready without a timer.
     loop {
         match body.frame().now_or_never() {
             Some(Some(Ok(_))) => {}
-            Some(_) => return,
+            Some(end) => return end.is_none(),
             None => break,
         }
     }
-    let _ = tokio::time::timeout(DRAIN_LIMIT, async {
-        while let Some(Ok(_)) = body.frame().await {}
-    })
-    .await;
+    let rest = async {
+        loop {
+            match body.frame().await {
+                Some(Ok(_)) => {}
+                end => return end.is_none(),
+            }
+        }
+    };
+    tokio::time::timeout(DRAIN_LIMIT, rest).await == Ok(true)
 }
 
 /// The whole body, or what cut it short (e.g. the connection closed mid-body, or the body
@@ -940,11 +964,10 @@ fn http_error(status: http::StatusCode, body: &[u8]) -> ErrorDetails {
     }
 }
 
-fn transport_error(e: &hyper_util::client::legacy::Error) -> ErrorDetails {
-    let kind = if e.is_connect() {
-        CONNECTION_ERROR
-    } else {
-        "ClientError"
+fn transport_error(e: &SendError) -> ErrorDetails {
+    let kind = match e {
+        SendError::Connect(_) => CONNECTION_ERROR,
+        SendError::Send(_) => "ClientError",
     };
     ErrorDetails {
         code: None,

@@ -143,10 +143,6 @@ impl ConnStamps {
     }
 }
 
-/// The stamps of the connection a response came on, found in the response's extensions.
-#[derive(Debug, Clone)]
-pub struct ConnHandle(pub Arc<ConnStamps>);
-
 tokio::task_local! {
     /// The stamps of the connection being made by the current connect future.
     static CONNECTING: Arc<ConnStamps>;
