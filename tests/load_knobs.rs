@@ -225,8 +225,8 @@ fn connection_reuse_strategies() {
         mock.terminate();
         (dir, log)
     };
-    // Pooled, one at a time: connections are reused (the pool may open a second one when
-    // a request starts before the previous connection is back, which load can cause).
+    // Pooled, one at a time: connections are reused (a second one is opened only when the
+    // end of a stream takes longer than 10 ms to arrive after `[DONE]`, which load can cause).
     let (_, pooled) = run("pooled", &["--request-count", "6"]);
     let p = ports(&pooled);
     assert_eq!(p.len(), 6);

@@ -2,9 +2,8 @@
 //!
 //! Some servers (llama.cpp's llama-server, servers that close between requests) close a
 //! connection after a response although it was kept alive. The pool still holds it until
-//! hyper notices the end of the socket, and the next request, sent on it, fails. hyper-util
-//! can retry a request it got back unsent (`retry_canceled_requests`), but it does so
-//! silently, and hyper notices the close only when the runtime has polled the socket.
+//! hyper notices the end of the socket, which it does only when the runtime has polled the
+//! socket, and the next request, sent on it, fails.
 //!
 //! So each connection is wrapped in `Watched`: before the first byte of a request goes out on
 //! a reused connection it asks the kernel directly (a non-blocking `MSG_PEEK`) whether the
