@@ -1103,8 +1103,8 @@ struct WireCompletionDetails {
 /// JSON of an unexpected shape is not an error: what has the expected shape is taken (see
 /// `lenient`). Only invalid JSON is.
 pub fn parse_event(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
-    if let Some(wire) = plain::scan(data) {
-        return Ok(from_wire(wire));
+    if let Some(event) = plain::scan(data) {
+        return Ok(event);
     }
     match serde_json::from_slice::<WireEvent<'_>>(data) {
         Ok(wire) => Ok(from_wire(wire)),
@@ -1118,34 +1118,95 @@ pub fn parse_event(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
     }
 }
 
-/// A hand-written read of the plain payloads nearly every chunk is: the same `WireEvent`
-/// serde would build, without its moves of the large intermediate structs and with the
-/// texts borrowed (serde cannot borrow an `Option<Cow<str>>`, so it allocated each one).
+/// A hand-written read of the plain payloads nearly every chunk is: the `ParsedEvent` that
+/// serde's typed read and `from_wire` would give, with the texts borrowed (serde cannot
+/// borrow an `Option<Cow<str>>`, so it allocated each one) and without serde's moves of the
+/// large intermediate structs.
 /// Anything it does not take in plainly (an escape or a control character in a string, a
 /// non-null `error`, a field of another type, a repeated field, a number that is not a
 /// plain `u64` where one is read, invalid JSON, deep nesting) makes it return `None` and
 /// serde reads the payload as before: it only ever answers where serde's typed read
 /// would succeed with the same values. Why not serde alone: by callgrind, serde's typed read
-/// took 6.1k instructions per chunk and this scan 4.25k; borrowing the texts through a
-/// serde visitor instead gave no measurable gain in the whole-process A/B (client_cpu's
-/// command line, 20,000 requests, three runs each).
+/// took 6.1k instructions per chunk and a first version of this scan (memchr for strings,
+/// the serde structs as its result) 4.25k; in a loop over a 213-byte chat chunk that version
+/// took 250 ns and this one 135 ns. Borrowing the texts through a serde visitor instead
+/// gave no measurable gain in the whole-process A/B.
 mod plain {
     use std::borrow::Cow;
 
-    use super::{
-        FirstChoice, WireChoice, WireCompletionDetails, WireEvent, WireMessage, WireUsage,
-    };
+    use super::ParsedEvent;
+    use crate::record::Usage;
 
     /// Nesting this deep inside a skipped value is left to serde.
     const MAX_DEPTH: u32 = 64;
+
+    /// Bytes that end a plain run inside a string: the quote, the backslash (an escape,
+    /// left to serde) and the control characters JSON forbids there.
+    const STRING_STOP: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 0x20 {
+            t[b] = true;
+            b += 1;
+        }
+        t[b'"' as usize] = true;
+        t[b'\\' as usize] = true;
+        t
+    };
+
+    /// Where the run of plain string bytes starting at `at` ends: the index of the first
+    /// `STRING_STOP` byte, or `b.len()`. Eight bytes per step with word arithmetic; memchr2
+    /// was slower on these strings (keys and ids of 2-40 bytes, shorter than its setup) and
+    /// needed a second pass for control characters.
+    pub(super) fn plain_run_end(b: &[u8], mut at: usize) -> usize {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        // Per byte, `x - 1` borrows into the high bit only where x is 0 (and `x - 0x20`
+        // only where x < 0x20) unless a lower byte borrowed first: the lowest flag is exact.
+        let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+        while let Some(word) = b.get(at..at + 8) {
+            let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+            let control = w.wrapping_sub(ONES * 0x20) & !w;
+            let quote = zero(w ^ (ONES * u64::from(b'"')));
+            let backslash = zero(w ^ (ONES * u64::from(b'\\')));
+            let found = (control | quote | backslash) & HIGH;
+            if found != 0 {
+                return at + (found.trailing_zeros() / 8) as usize;
+            }
+            at += 8;
+        }
+        while at < b.len() && !STRING_STOP[usize::from(b[at])] {
+            at += 1;
+        }
+        at
+    }
 
     struct Scan<'a> {
         text: &'a str,
         at: usize,
     }
 
-    /// The payload as serde's typed read would see it, or `None` (see the module).
-    pub(super) fn scan(data: &[u8]) -> Option<WireEvent<'_>> {
+    /// A message (`delta` or `message`) as `from_wire` reads it: its content, and its
+    /// `reasoning_content` or else its `reasoning`. Borrowed texts only, so the values
+    /// moved around while scanning stay a few words (the serde structs made the moves
+    /// memcpy calls: a fifth of the scan's time).
+    #[derive(Clone, Copy)]
+    struct Message<'a> {
+        content: Option<&'a str>,
+        reasoning: Option<&'a str>,
+    }
+
+    /// A choice as `from_wire` reads it: `delta` when there is one, else `message`; its
+    /// own `text`.
+    #[derive(Clone, Copy)]
+    struct Choice<'a> {
+        message: Option<Message<'a>>,
+        text: Option<&'a str>,
+    }
+
+    /// The payload as serde's typed read and `from_wire` would give it, or `None` (see the
+    /// module).
+    pub(super) fn scan(data: &[u8]) -> Option<ParsedEvent<'_>> {
         let text = std::str::from_utf8(data).ok()?;
         let mut s = Scan { text, at: 0 };
         let event = s.event()?;
@@ -1194,14 +1255,14 @@ mod plain {
                 return None;
             }
             let start = self.at;
-            let rest = &self.bytes()[start..];
-            let end = memchr::memchr2(b'"', b'\\', rest)?;
-            if rest[end] != b'"' || rest[..end].iter().any(|&b| b < 0x20) {
+            let b = self.bytes();
+            let end = plain_run_end(b, start);
+            if b.get(end) != Some(&b'"') {
                 return None;
             }
-            self.at = start + end + 1;
+            self.at = end + 1;
             // Both ends are ASCII quotes of valid UTF-8: char boundaries.
-            self.text.get(start..start + end)
+            self.text.get(start..end)
         }
 
         /// `null` (taken) or not.
@@ -1216,10 +1277,9 @@ mod plain {
         }
 
         /// `null` or a string.
-        fn opt_text(&mut self) -> Option<Option<Cow<'a, str>>> {
-            self.nullable(|s| s.string().map(Cow::Borrowed))
+        fn opt_text(&mut self) -> Option<Option<&'a str>> {
+            self.nullable(Self::string)
         }
-
         /// `null` or a plain non-negative integer that fits a `u64`.
         fn opt_u64(&mut self) -> Option<Option<u64>> {
             if self.null() {
@@ -1355,7 +1415,7 @@ mod plain {
             read(self).map(Some)
         }
 
-        fn event(&mut self) -> Option<WireEvent<'a>> {
+        fn event(&mut self) -> Option<ParsedEvent<'a>> {
             let (mut choices, mut usage, mut text, mut error) = (None, None, None, None);
             self.object(|s, key| match key {
                 "choices" => once(&mut choices, || s.choices()),
@@ -1365,28 +1425,34 @@ mod plain {
                 "error" => once(&mut error, || s.null().then_some(())),
                 _ => s.skip(1),
             })?;
-            Some(WireEvent {
-                choices: choices.unwrap_or_default(),
+            let choice = choices.flatten();
+            let message = choice.and_then(|c| c.message);
+            let text = message
+                .and_then(|m| m.content)
+                .or(choice.and_then(|c| c.text))
+                .or(text.flatten());
+            Some(ParsedEvent {
+                text: text.map(Cow::Borrowed),
+                reasoning: message.and_then(|m| m.reasoning).map(Cow::Borrowed),
                 usage: usage.flatten(),
-                error: None,
-                text: text.flatten(),
+                ..ParsedEvent::default()
             })
         }
 
         /// `choices`: every element a choice object, the first kept.
-        fn choices(&mut self) -> Option<FirstChoice<'a>> {
+        fn choices(&mut self) -> Option<Option<Choice<'a>>> {
             if !self.eat(b'[') {
                 return None;
             }
             let mut first = None;
             if self.eat(b']') {
-                return Some(FirstChoice(None));
+                return Some(None);
             }
             loop {
                 let choice = self.choice()?;
                 first.get_or_insert(choice);
                 if self.eat(b']') {
-                    return Some(FirstChoice(first));
+                    return Some(first);
                 }
                 if !self.eat(b',') {
                     return None;
@@ -1394,7 +1460,7 @@ mod plain {
             }
         }
 
-        fn choice(&mut self) -> Option<WireChoice<'a>> {
+        fn choice(&mut self) -> Option<Choice<'a>> {
             let (mut delta, mut message, mut text) = (None, None, None);
             self.object(|s, key| match key {
                 "delta" => once(&mut delta, || s.nullable(Self::message)),
@@ -1402,14 +1468,13 @@ mod plain {
                 "text" => once(&mut text, || s.opt_text()),
                 _ => s.skip(2),
             })?;
-            Some(WireChoice {
-                delta: delta.flatten(),
-                message: message.flatten(),
+            Some(Choice {
+                message: delta.flatten().or(message.flatten()),
                 text: text.flatten(),
             })
         }
 
-        fn message(&mut self) -> Option<WireMessage<'a>> {
+        fn message(&mut self) -> Option<Message<'a>> {
             let (mut content, mut reasoning_content, mut reasoning) = (None, None, None);
             self.object(|s, key| match key {
                 "content" => once(&mut content, || s.opt_text()),
@@ -1417,14 +1482,13 @@ mod plain {
                 "reasoning" => once(&mut reasoning, || s.opt_text()),
                 _ => s.skip(3),
             })?;
-            Some(WireMessage {
+            Some(Message {
                 content: content.flatten(),
-                reasoning_content: reasoning_content.flatten(),
-                reasoning: reasoning.flatten(),
+                reasoning: reasoning_content.flatten().or(reasoning.flatten()),
             })
         }
 
-        fn usage(&mut self) -> Option<WireUsage> {
+        fn usage(&mut self) -> Option<Usage> {
             let (mut prompt, mut completion, mut total, mut details) = (None, None, None, None);
             self.object(|s, key| match key {
                 "prompt_tokens" => once(&mut prompt, || s.opt_u64()),
@@ -1434,23 +1498,22 @@ mod plain {
                 _ => s.skip(2),
             })?;
             let [prompt, completion, total] = [prompt, completion, total].map(Option::flatten);
-            Some(WireUsage {
+            Some(Usage {
                 prompt_tokens: prompt,
                 completion_tokens: completion,
                 total_tokens: total,
-                completion_tokens_details: details.flatten(),
+                reasoning_tokens: details.flatten().flatten(),
             })
         }
 
-        fn details(&mut self) -> Option<WireCompletionDetails> {
+        /// `completion_tokens_details`: its `reasoning_tokens`.
+        fn details(&mut self) -> Option<Option<u64>> {
             let mut reasoning = None;
             self.object(|s, key| match key {
                 "reasoning_tokens" => once(&mut reasoning, || s.opt_u64()),
                 _ => s.skip(3),
             })?;
-            Some(WireCompletionDetails {
-                reasoning_tokens: reasoning.flatten(),
-            })
+            Some(reasoning.flatten())
         }
     }
 }
@@ -1769,7 +1832,7 @@ mod tests {
             br#"{"choices":[{"delta":{"reasoning":"r","content":null}},{"delta":{}}],"text":"t"}"#,
             "{\"choices\":[{\"delta\":{\"content\":\"é 日本\"}}]}".as_bytes(),
         ] {
-            let fast = plain::scan(data).map(from_wire);
+            let fast = plain::scan(data);
             assert!(fast.is_some(), "{}", String::from_utf8_lossy(data));
             assert_eq!(fast, typed(data), "{}", String::from_utf8_lossy(data));
         }
@@ -1875,11 +1938,34 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
 
+        /// The word-at-a-time run end is the first stop byte, as a byte loop finds it.
+        #[test]
+        fn plain_runs_end_at_the_first_stop_byte(
+            bytes in proptest::collection::vec(
+                proptest::prop_oneof![
+                    12 => 0x20u8..0x7f,
+                    4 => 0x80u8..=0xff,
+                    1 => proptest::prelude::Just(b'"'),
+                    1 => proptest::prelude::Just(b'\\'),
+                    1 => 0u8..0x20,
+                ],
+                0..40,
+            ),
+            at in 0usize..8,
+        ) {
+            let at = at.min(bytes.len());
+            let expected = bytes[at..]
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .map_or(bytes.len(), |i| at + i);
+            proptest::prop_assert_eq!(plain::plain_run_end(&bytes, at), expected);
+        }
+
         /// Whatever the plain scan takes, serde's typed read takes too, with the same result.
         #[test]
         fn the_plain_scan_agrees_with_serde(text in chunkish()) {
             let data = text.as_bytes();
-            if let Some(fast) = plain::scan(data).map(from_wire) {
+            if let Some(fast) = plain::scan(data) {
                 proptest::prop_assert_eq!(Some(fast), typed(data), "{}", text);
             }
         }
@@ -1902,7 +1988,7 @@ mod tests {
                 q(&content),
                 q(&reasoning),
             );
-            let fast = plain::scan(text.as_bytes()).map(from_wire);
+            let fast = plain::scan(text.as_bytes());
             proptest::prop_assert!(fast.is_some(), "{}", text);
             proptest::prop_assert_eq!(fast, typed(text.as_bytes()), "{}", text);
         }
