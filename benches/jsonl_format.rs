@@ -17,9 +17,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use aiperf::api::{
-    Clock, ContentResponse, ErrorDetails, MetricId, Phase, RECORD_PROCESSOR_ID, RecordMetrics,
-    RecordOptions, RequestInput, RequestRecord, SendTiming, Tokenizer, Usage, WORKER_ID,
-    format_record_line,
+    Clock, ErrorDetails, MetricId, Phase, RECORD_PROCESSOR_ID, RecordMetrics, RecordOptions,
+    RequestInput, RequestRecord, SendTiming, Tokenizer, Usage, WORKER_ID, format_record_line,
 };
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -67,12 +66,7 @@ fn record(i: u64, chunks: u64) -> RequestRecord {
         let mut t = start + 20_118_765;
         for c in 0..chunks {
             t += 4_900_000 + (c * 7919 + i * 104_729) % 300_000;
-            r.responses.push(ContentResponse {
-                perf_ns: t,
-                text: " the".into(),
-                reasoning: String::new(),
-                images: 0,
-            });
+            r.push_response(t, " the", "", 0);
         }
         r.last_event_perf_ns = Some(t + 50_000);
         r.end_perf_ns = t + 60_000;

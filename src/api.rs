@@ -23,9 +23,7 @@ pub use crate::clock::Clock;
 pub use crate::export::jsonl::{RECORD_PROCESSOR_ID, WORKER_ID, format_record_line};
 pub use crate::metrics::{MetricId, RecordMetrics, RecordOptions};
 pub use crate::profile::PROBE_REQUEST_ID;
-pub use crate::record::{
-    ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming, Usage,
-};
+pub use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming, Usage};
 
 // Statistics and files across repeated runs and sweeps (the run driver and its tests).
 pub use crate::export::aggregate::{

@@ -85,13 +85,17 @@ pub struct HttpTiming {
 }
 
 /// One parsed response event with content (text and/or reasoning). Role-only, empty,
-/// finish-only and usage-only events are not stored here: they are not tokens.
-#[derive(Debug, Clone, Default)]
+/// finish-only and usage-only events are not stored here: they are not tokens. Its texts
+/// are appended to the record's `output_text` and `reasoning_text`: one buffer each per
+/// record, not two Strings per event (an allocation per token, freed on another thread).
+#[derive(Debug, Clone, Copy, Default)]
 pub struct ContentResponse {
     /// Monotonic ns (see `Clock`) when the first bytes of this event arrived.
     pub perf_ns: u64,
-    pub text: String,
-    pub reasoning: String,
+    /// Bytes of text this event added to the record's `output_text`.
+    pub text_len: usize,
+    /// Bytes of reasoning this event added to the record's `reasoning_text`.
+    pub reasoning_len: usize,
     /// Images the event carried (image generation).
     pub images: u32,
 }
@@ -143,6 +147,11 @@ pub struct RequestRecord {
     /// Content-bearing events in arrival order. For a non-streaming response, one entry
     /// stamped when the whole body had been read.
     pub responses: Vec<ContentResponse>,
+    /// All content text joined in arrival order, as AIPerf tokenizes it (once, not per
+    /// chunk).
+    pub output_text: String,
+    /// All reasoning text joined.
+    pub reasoning_text: String,
     /// Monotonic ns of the last event of any kind (including usage-only), if any arrived.
     pub last_event_perf_ns: Option<u64>,
     pub usage: Option<Usage>,
@@ -169,6 +178,8 @@ impl RequestRecord {
             status: None,
             streamed: false,
             responses: Vec::new(),
+            output_text: String::new(),
+            reasoning_text: String::new(),
             last_event_perf_ns: None,
             usage: None,
             error: None,
@@ -181,9 +192,17 @@ impl RequestRecord {
         self.error.is_none()
     }
 
-    /// All content text joined, as AIPerf tokenizes it (once, not per chunk).
-    pub fn output_text(&self) -> String {
-        self.responses.iter().map(|r| r.text.as_str()).collect()
+    /// Adds a content event: its stamp and lengths to `responses`, its texts to the
+    /// record's buffers.
+    pub fn push_response(&mut self, perf_ns: u64, text: &str, reasoning: &str, images: u32) {
+        self.output_text.push_str(text);
+        self.reasoning_text.push_str(reasoning);
+        self.responses.push(ContentResponse {
+            perf_ns,
+            text_len: text.len(),
+            reasoning_len: reasoning.len(),
+            images,
+        });
     }
 
     /// Actual send minus scheduled send, in ns (negative would mean early; never happens
@@ -193,13 +212,5 @@ impl RequestRecord {
             .timing
             .scheduled_perf_ns
             .map(|s| self.start_perf_ns as i64 - s as i64)
-    }
-
-    /// All reasoning text joined.
-    pub fn reasoning_text(&self) -> String {
-        self.responses
-            .iter()
-            .map(|r| r.reasoning.as_str())
-            .collect()
     }
 }

@@ -66,7 +66,7 @@ impl RecordSink for OutputsWriter {
             "request_start_ns": record.start_wall_ns,
             "request_end_ns": self.clock.wall_ns(record.end_perf_ns),
             "metrics": shown,
-            "response_text": record.output_text(),
+            "response_text": record.output_text,
         });
         self.entries.push(Entry {
             phase: record.phase,

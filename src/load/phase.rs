@@ -385,7 +385,7 @@ impl PhaseRun {
         }
         let failed = record.error.is_some();
         let reply = if ctx.plan.is_multi_turn() {
-            record.output_text()
+            record.output_text.clone()
         } else {
             String::new()
         };

@@ -156,10 +156,10 @@ impl RecordMetrics {
         } else if opts.skip_tokenizer {
             (None, None, None)
         } else {
-            let output = tokenizer.count(&record.output_text()) as f64;
-            let reasoning_text = record.reasoning_text();
+            let output = tokenizer.count(&record.output_text) as f64;
+            let reasoning_text = &record.reasoning_text;
             let reasoning =
-                (!reasoning_text.is_empty()).then(|| tokenizer.count(&reasoning_text) as f64);
+                (!reasoning_text.is_empty()).then(|| tokenizer.count(reasoning_text) as f64);
             (
                 Some(output),
                 reasoning,
@@ -253,7 +253,7 @@ impl RecordMetrics {
         let ttfo = record
             .responses
             .iter()
-            .find(|r| !r.text.is_empty())
+            .find(|r| r.text_len > 0)
             .filter(|_| streamed)
             .map(|r| r.perf_ns.saturating_sub(start) as f64);
         self.set(MetricId::TimeToFirstOutputToken, ttfo);
@@ -304,13 +304,13 @@ impl RecordMetrics {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::record::{ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord, Usage};
+    use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, Usage};
 
     /// A streamed record that started at 1 ms, with one content chunk per entry of
     /// `chunk_ms` (ms since the monotonic anchor), each carrying " the".
     pub fn streamed_record(chunk_ms: &[u64]) -> RequestRecord {
         let ms = 1_000_000;
-        RequestRecord {
+        let mut r = RequestRecord {
             phase: Phase::Profiling,
             input: RequestInput {
                 session_num: 3,
@@ -334,21 +334,19 @@ pub(crate) mod tests {
             end_wall_ns: 1_700_000_000_000_000_000 + chunk_ms.last().copied().unwrap_or(1) * ms,
             status: Some(200),
             streamed: true,
-            responses: chunk_ms
-                .iter()
-                .map(|&t| ContentResponse {
-                    perf_ns: t * ms,
-                    text: " the".into(),
-                    reasoning: String::new(),
-                    images: 0,
-                })
-                .collect(),
+            responses: Vec::new(),
+            output_text: String::new(),
+            reasoning_text: String::new(),
             last_event_perf_ns: chunk_ms.last().map(|t| t * ms + 400_000),
             usage: None,
             error: None,
             was_cancelled: false,
             cancellation_perf_ns: None,
+        };
+        for &t in chunk_ms {
+            r.push_response(t * ms, " the", "", 0);
         }
+        r
     }
 
     fn tokenizer() -> Tokenizer {
@@ -431,9 +429,9 @@ pub(crate) mod tests {
 
     #[test]
     fn reasoning_adds_to_osl() {
-        let mut r = streamed_record(&[21, 26]);
-        r.responses[0].text.clear();
-        r.responses[0].reasoning = " the the".into();
+        let mut r = streamed_record(&[]);
+        r.push_response(21_000_000, "", " the the", 0);
+        r.push_response(26_000_000, " the", "", 0);
         let m = RecordMetrics::compute(&r, &tokenizer(), STREAMING);
         assert_eq!(m.get(MetricId::ReasoningTokenCount), Some(2.0));
         assert_eq!(m.get(MetricId::OutputTokenCount), Some(1.0));

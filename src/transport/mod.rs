@@ -25,7 +25,7 @@ use tracing::warn;
 use crate::clock::Clock;
 use crate::endpoint::EndpointType;
 use crate::endpoint::shape::ResponseShape;
-use crate::record::{ContentResponse, ErrorDetails, Phase, RequestInput, RequestRecord};
+use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord};
 use conn::WatchedConnector;
 use pool::{Conn, ConnectError, Pool, Target};
 use request_body::{RequestBody, TakenAt};
@@ -626,9 +626,11 @@ impl HttpClient {
 
         if is_sse {
             record.streamed = true;
-            // One content event per token asked for, mostly: sized once, not grown.
-            let expected = record.input.requested_output_tokens.unwrap_or(0).min(256);
-            record.responses.reserve(expected as usize);
+            // One content event per token asked for, mostly, of a few bytes each: sized
+            // once, not grown.
+            let expected = record.input.requested_output_tokens.unwrap_or(0).min(256) as usize;
+            record.responses.reserve(expected);
+            record.output_text.reserve(expected * 4);
             let mut framer = SseFramer::new();
             let mut state = StreamState {
                 shape: self.shape.clone(),
@@ -780,12 +782,12 @@ fn parse_whole_body(
                 record.usage = ev.usage;
             }
             if ev.has_content() {
-                record.responses.push(ContentResponse {
-                    perf_ns: arrival,
-                    text: ev.text.map(|t| t.into_owned()).unwrap_or_default(),
-                    reasoning: ev.reasoning.map(|t| t.into_owned()).unwrap_or_default(),
-                    images: ev.images as u32,
-                });
+                record.push_response(
+                    arrival,
+                    ev.text.as_deref().unwrap_or_default(),
+                    ev.reasoning.as_deref().unwrap_or_default(),
+                    ev.images as u32,
+                );
             } else if record.error.is_none() {
                 record.error = Some(no_content_error(ev.unexpected.as_deref()));
             }
@@ -863,12 +865,12 @@ impl StreamState {
                     record.usage = Some(self.shape.merge_usage(record.usage, usage));
                 }
                 if parsed.has_content() {
-                    record.responses.push(ContentResponse {
-                        perf_ns: ev.arrival_ns,
-                        text: parsed.text.map(|t| t.into_owned()).unwrap_or_default(),
-                        reasoning: parsed.reasoning.map(|t| t.into_owned()).unwrap_or_default(),
-                        images: parsed.images as u32,
-                    });
+                    record.push_response(
+                        ev.arrival_ns,
+                        parsed.text.as_deref().unwrap_or_default(),
+                        parsed.reasoning.as_deref().unwrap_or_default(),
+                        parsed.images as u32,
+                    );
                 }
             }
             Err(e) => {
@@ -1033,7 +1035,7 @@ mod tests {
             b"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n",
         ]);
         assert!(done);
-        assert_eq!(r.output_text(), "ab");
+        assert_eq!(r.output_text, "ab");
         let e = r.error.unwrap();
         assert_eq!((e.code, e.kind.as_str()), (None, "InvalidResponseError"));
         assert!(
@@ -1048,7 +1050,7 @@ mod tests {
             b"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
             b"event: error\ndata: {\"error\":{\"message\":\"boom\"}}\n\ndata: [DONE]\n\n",
         ]);
-        assert_eq!(r.output_text(), "a");
+        assert_eq!(r.output_text, "a");
         let e = r.error.unwrap();
         assert_eq!(e.kind, "StreamError");
         assert!(e.message.contains("boom"), "{e:?}");
@@ -1127,7 +1129,7 @@ mod tests {
             let (split, done_split) = parse_stream(&frames);
             let (whole, done_whole) = parse_stream(&[&bytes]);
             prop_assert_eq!(done_split, done_whole);
-            prop_assert_eq!(split.output_text(), whole.output_text());
+            prop_assert_eq!(split.output_text, whole.output_text);
             prop_assert_eq!(split.error, whole.error);
         }
 
@@ -1141,7 +1143,7 @@ mod tests {
         ) {
             let text: String = lines.iter().map(|(f, v, e)| format!("{f}:{v}{e}")).collect();
             let (r, _) = parse_stream(&[text.as_bytes()]);
-            prop_assert!(r.responses.iter().all(|c| !c.text.is_empty() || !c.reasoning.is_empty()));
+            prop_assert!(r.responses.iter().all(|c| c.text_len > 0 || c.reasoning_len > 0));
         }
 
         /// Arbitrary non-streamed bodies never panic; garbage is an error, not content.
@@ -1454,7 +1456,7 @@ mod tests {
         let e = r.error.clone().expect("an error");
         assert_eq!((e.code, e.kind.as_str()), (None, "StreamError"), "{e:?}");
         assert!(!e.message.contains("JSON"), "{e:?}");
-        assert_eq!(r.output_text(), "ab");
+        assert_eq!(r.output_text, "ab");
         let (t0, t1) = (r.responses[0].perf_ns, r.responses[1].perf_ns);
         assert!(
             r.start_perf_ns < t0 && t0 < t1 && t1 <= r.end_perf_ns,
@@ -1489,7 +1491,7 @@ mod tests {
         let before_second = clock.now_ns();
         let second = send("b");
         assert!(second.error.is_none(), "{:?}", second.error);
-        assert_eq!(second.output_text(), "hi");
+        assert_eq!(second.output_text, "hi");
         assert_eq!(client.retried_requests(), 1);
         // The server read each request once; the retry opened the second connection.
         assert_eq!(counts.0.load(Ordering::Relaxed), 2);
