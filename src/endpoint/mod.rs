@@ -1280,6 +1280,7 @@ mod plain {
         fn opt_text(&mut self) -> Option<Option<&'a str>> {
             self.nullable(Self::string)
         }
+
         /// `null` or a plain non-negative integer that fits a `u64`.
         fn opt_u64(&mut self) -> Option<Option<u64>> {
             if self.null() {
