@@ -249,12 +249,11 @@ pub fn format_line(
         }
         first = false;
     };
-    for (id, value) in metrics.scalars() {
-        let def = id.def();
+    for (def, value) in metrics.display_scalars() {
         separator(out);
         push_key(out, def.tag);
         out.extend_from_slice(b"{\"value\":");
-        push_value(out, value / def.scale, def.integer);
+        push_value(out, value, def.integer);
         out.extend_from_slice(b",\"unit\":");
         push_json(out, def.unit);
         out.push(b'}');

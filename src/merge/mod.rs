@@ -134,7 +134,7 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
     )
     .map_err(|e| anyhow::anyhow!("cannot write to {}: {e}", args.output.display()))?;
     let jsonl = write_merged_records(&shards, &args.output)?;
-    crate::report::write_run_or_warn(&args.output, &FileNames::default());
+    crate::report::write_run_or_warn(&args.output, &FileNames::default(), None);
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{console_text}");
     let _ = writeln!(

@@ -77,6 +77,17 @@ impl RecordMetrics {
             .filter_map(|d| self.get(d.id).map(|v| (d.id, v)))
     }
 
+    /// Scalar values present, in catalogue order, in display units (ms, tokens, ...): what
+    /// the per-record file holds.
+    pub fn display_scalars(
+        &self,
+    ) -> impl Iterator<Item = (&'static crate::metrics::catalog::MetricDef, f64)> + '_ {
+        self.scalars().map(|(id, v)| {
+            let def = id.def();
+            (def, v / def.scale)
+        })
+    }
+
     /// Computes every metric AIPerf defines for this record. Failed requests only get
     /// `error_isl`; the rest need a valid response.
     pub fn compute(

@@ -43,7 +43,7 @@ pub enum PlotError {
 }
 
 /// One request of `profile_export.jsonl` (profiling phase only).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RecordRow {
     pub start_ns: u64,
     pub end_ns: u64,
@@ -62,6 +62,30 @@ pub struct RecordRow {
 }
 
 impl RecordRow {
+    /// A profiling request's row; `metrics` are (tag, value) in the per-record file's
+    /// display units (a repeated tag keeps its last value, as a JSON object reads).
+    pub fn new<'a>(
+        start_ns: u64,
+        end_ns: u64,
+        conversation_id: String,
+        turn_index: u64,
+        failed: bool,
+        metrics: impl Iterator<Item = (&'a str, f64)>,
+    ) -> RecordRow {
+        let (metric_ids, metric_values, other_metrics) = compact_metrics(metrics);
+        RecordRow {
+            start_ns,
+            end_ns,
+            conversation_id,
+            turn_index,
+            failed,
+            metric_ids,
+            metric_values,
+            other_metrics,
+            images: Vec::new(),
+        }
+    }
+
     /// Every metric as (tag, value), sorted by tag.
     #[cfg(test)]
     fn metric_pairs(&self) -> Vec<(String, f64)> {
@@ -198,10 +222,7 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<RunArtifacts>, PlotError> {
         for dir in dirs {
             let label = match dir.strip_prefix(root) {
                 Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
-                _ => dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| dir.display().to_string()),
+                _ => own_label(&dir),
             };
             runs.push(read_run(&dir, label)?);
         }
@@ -222,6 +243,13 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<RunArtifacts>, PlotError> {
         la.total_cmp(&lb).then_with(|| a.label.cmp(&b.label))
     });
     Ok(runs)
+}
+
+/// The label of a run found at the very path it was looked for under: its name.
+pub fn own_label(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string())
 }
 
 /// Repeated runs of one configuration leave a single aggregate, which has no per-request
@@ -321,9 +349,19 @@ fn read_json(path: &Path) -> Result<Option<Value>, PlotError> {
 
 /// Reads one run directory.
 pub fn read_run(dir: &Path, label: String) -> Result<RunArtifacts, PlotError> {
+    let records = read_records(&dir.join(JSONL_FILE))?;
+    read_run_with(dir, label, records)
+}
+
+/// Reads one run directory whose profiling records are already at hand (`aiperf
+/// profile` keeps them as it writes `profile_export.jsonl`, rather than reading it back).
+pub fn read_run_with(
+    dir: &Path,
+    label: String,
+    mut records: Vec<RecordRow>,
+) -> Result<RunArtifacts, PlotError> {
     let summary = read_json(&dir.join(JSON_FILE))?;
     let aggregate = read_json(&dir.join(AGGREGATE_JSON_FILE))?;
-    let mut records = read_records(&dir.join(JSONL_FILE))?;
     if records
         .iter()
         .any(|r| r.metric("num_images").unwrap_or(0.0) > 0.0)
@@ -419,18 +457,14 @@ fn record_row(v: &Value) -> Option<RecordRow> {
         .into_iter()
         .flatten()
         .filter_map(|(tag, m)| Some((tag.as_str(), m["value"].as_f64()?)));
-    let (metric_ids, metric_values, other_metrics) = compact_metrics(metrics);
-    Some(RecordRow {
-        start_ns: meta["request_start_ns"].as_u64().unwrap_or(0),
-        end_ns: meta["request_end_ns"].as_u64().unwrap_or(0),
-        conversation_id: meta["conversation_id"].as_str().unwrap_or("").to_string(),
-        turn_index: meta["turn_index"].as_u64().unwrap_or(0),
-        failed: !v.get("error").is_none_or(Value::is_null),
-        metric_ids,
-        metric_values,
-        other_metrics,
-        images: Vec::new(),
-    })
+    Some(RecordRow::new(
+        meta["request_start_ns"].as_u64().unwrap_or(0),
+        meta["request_end_ns"].as_u64().unwrap_or(0),
+        meta["conversation_id"].as_str().unwrap_or("").to_string(),
+        meta["turn_index"].as_u64().unwrap_or(0),
+        !v.get("error").is_none_or(Value::is_null),
+        metrics,
+    ))
 }
 
 /// The fields of a record line `record_row` reads, read without a `Value` tree (the HTML
@@ -465,19 +499,14 @@ impl WireRecord<'_> {
         if meta.benchmark_phase.is_some_and(|p| p != "profiling") {
             return None;
         }
-        let (metric_ids, metric_values, other_metrics) =
-            compact_metrics(self.metrics.0.iter().map(|(t, v)| (&**t, *v)));
-        Some(RecordRow {
-            start_ns: meta.request_start_ns.unwrap_or(0),
-            end_ns: meta.request_end_ns.unwrap_or(0),
-            conversation_id: meta.conversation_id.unwrap_or_default().into_owned(),
-            turn_index: meta.turn_index.unwrap_or(0),
-            failed: self.error.is_some(),
-            metric_ids,
-            metric_values,
-            other_metrics,
-            images: Vec::new(),
-        })
+        Some(RecordRow::new(
+            meta.request_start_ns.unwrap_or(0),
+            meta.request_end_ns.unwrap_or(0),
+            meta.conversation_id.unwrap_or_default().into_owned(),
+            meta.turn_index.unwrap_or(0),
+            self.error.is_some(),
+            self.metrics.0.iter().map(|(t, v)| (&**t, *v)),
+        ))
     }
 }
 

@@ -14,6 +14,18 @@ pub use chart::{Axis, Chart, Mark, Series, SeriesKind};
 pub use load::{PlotError, RunArtifacts, discover};
 pub use render::Theme;
 
+/// The per-request metrics the charts read: a caller holding records for them (the report
+/// of `aiperf profile`) keeps these and drops the rest.
+pub const RECORD_TAGS: &[&str] = &[
+    "time_to_first_token",
+    "inter_token_latency",
+    "request_latency",
+    "output_sequence_length",
+    "image_token_count",
+    // Says whether `inputs.json` is read for the image sizes.
+    "num_images",
+];
+
 /// The single-run plots drawn by default, in order.
 const SINGLE_DEFAULTS: &[&str] = &[
     "ttft_distribution",
@@ -312,6 +324,43 @@ mod tests {
         for (name, _) in multi::charts(&[run.clone(), run]) {
             assert!(known_plot(&name, false), "{name}");
         }
+    }
+
+    /// Rows holding only `RECORD_TAGS` draw every chart as rows holding every metric.
+    #[test]
+    fn record_tags_are_every_metric_the_charts_read() {
+        use crate::metrics::catalog::CATALOG;
+        let dir = tempfile::tempdir().unwrap();
+        let rows = |keep: &dyn Fn(&str) -> bool| -> Vec<load::RecordRow> {
+            (0..40u64)
+                .map(|i| {
+                    let metrics = CATALOG
+                        .iter()
+                        .enumerate()
+                        .map(|(k, d)| (d.tag, ((i * 7 + k as u64 * 3) % 23) as f64 + 0.5))
+                        .filter(|(tag, _)| keep(tag));
+                    let start = 1_000_000_000 + i * 37_000_000;
+                    let mut row = load::RecordRow::new(
+                        start,
+                        start + 90_000_000 + i * 1_000_000,
+                        String::new(),
+                        0,
+                        i % 9 == 4,
+                        metrics,
+                    );
+                    row.images = vec![(64 + i as u32, 48); (i % 3) as usize];
+                    row
+                })
+                .collect()
+        };
+        let charts = |records| {
+            let run = load::read_run_with(dir.path(), "run".into(), records).unwrap();
+            serde_json::to_value(candidate_charts(&[run])).unwrap()
+        };
+        let all = charts(rows(&|_| true));
+        let drawn = all.as_array().unwrap().iter().filter(|c| !c[1].is_null());
+        assert!(drawn.count() >= 7, "{all:#}");
+        assert_eq!(charts(rows(&|t| RECORD_TAGS.contains(&t))), all);
     }
 
     #[test]

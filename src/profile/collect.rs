@@ -1,7 +1,7 @@
 //! The collector thread: takes each finished record, computes its metrics, hands its line
 //! to the per-record export, advances the progress bars and feeds the failure watch.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use indicatif::ProgressBar;
@@ -10,7 +10,11 @@ use tracing::{error, warn};
 
 use super::control::{FailureWatch, RunControl, StopReason};
 use crate::config::ProfileConfig;
-use crate::metrics::{Collector, CollectorOptions, GoodputSlo, TemplateOverhead};
+use crate::metrics::{
+    Collector, CollectorOptions, GoodputSlo, RecordMetrics, RecordSink, TemplateOverhead,
+};
+use crate::plot::RECORD_TAGS;
+use crate::plot::load::RecordRow;
 use crate::record::{Phase, RequestRecord};
 use crate::tokenizer::Tokenizer;
 
@@ -26,6 +30,8 @@ pub(super) struct Collection {
     pub warmup_bar: ProgressBar,
     pub profile_bar: ProgressBar,
     thread: std::thread::JoinHandle<Collector>,
+    /// The profiling records' chart rows, kept for the HTML report.
+    chart_rows: Option<Arc<Mutex<ChartColumns>>>,
 }
 
 impl Collection {
@@ -46,8 +52,21 @@ impl Collection {
                 || cfg.load.warmup.sessions.is_some(),
             http_trace: cfg.export.http_trace,
         };
-        let files = export::record_files(&cfg.artifact_dir, &cfg.export, clock, layout)
+        let mut files = export::record_files(&cfg.artifact_dir, &cfg.export, clock, layout)
             .with_context(|| format!("cannot create {}", cfg.export.names.jsonl))?;
+        // The report charts the records of profile_export.jsonl: keep them as they are
+        // written rather than read the file back.
+        let mut chart_rows = None;
+        if cfg.export.html_report && cfg.export.level == export::Level::Records {
+            let rows = Arc::new(Mutex::new(ChartColumns::default()));
+            files = files.map(|files| -> Box<dyn RecordSink> {
+                Box::new(ChartRows {
+                    files,
+                    rows: rows.clone(),
+                })
+            });
+            chart_rows = Some(rows);
+        }
         let options = CollectorOptions {
             streaming: cfg.streaming,
             use_server_token_count: cfg.use_server_token_count,
@@ -107,16 +126,21 @@ impl Collection {
             warmup_bar,
             profile_bar,
             thread,
+            chart_rows,
         })
     }
 
-    /// Waits for the last record (every sender must be gone) and returns the collector.
-    pub fn finish(self) -> anyhow::Result<Collector> {
+    /// Waits for the last record (every sender must be gone) and returns the collector,
+    /// with what the report charts of the profiling records when it will be written.
+    pub fn finish(self) -> anyhow::Result<(Collector, Option<ChartColumns>)> {
         drop(self.records);
         let collector = self
             .thread
             .join()
             .map_err(|_| anyhow::anyhow!("the collector thread panicked"))?;
+        let chart_rows = self
+            .chart_rows
+            .map(|rows| std::mem::take(&mut *rows.lock().unwrap_or_else(|e| e.into_inner())));
         self.profile_bar.finish_and_clear();
         if collector.untokenized() > 0 {
             warn!(
@@ -124,7 +148,93 @@ impl Collection {
                 collector.untokenized()
             );
         }
-        Ok(collector)
+        Ok((collector, chart_rows))
+    }
+}
+
+/// The per-record files' sink, keeping what the report charts of each profiling record
+/// as its line is written (reading the file back took a tenth of a short run's CPU).
+struct ChartRows {
+    files: Box<dyn RecordSink>,
+    rows: Arc<Mutex<ChartColumns>>,
+}
+
+impl RecordSink for ChartRows {
+    fn write(&mut self, record: &RequestRecord, metrics: &RecordMetrics) -> std::io::Result<()> {
+        self.files.write(record, metrics)?;
+        if record.phase == Phase::Profiling {
+            self.rows
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(record, metrics);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        self.files.finish()
+    }
+}
+
+/// The charted facts of the profiling records, column by column: about 50 bytes a
+/// request while the run goes on (a `RecordRow` takes about 170), made into rows once the
+/// collector is done.
+#[derive(Default)]
+pub(super) struct ChartColumns {
+    start_ns: Vec<u64>,
+    end_ns: Vec<u64>,
+    /// Bit `i`: the request has `plot::RECORD_TAGS[i]`; the top bit: it failed.
+    present: Vec<u8>,
+    /// The values present, request by request, in `RECORD_TAGS` order.
+    values: Vec<f64>,
+    /// (request, conversation, turn) of each request with images: what finds their sizes
+    /// in `inputs.json`.
+    with_images: Vec<(usize, String, u32)>,
+}
+
+const FAILED: u8 = 0x80;
+const _: () = assert!(RECORD_TAGS.len() < 8, "a tag's bit would be FAILED's");
+
+impl ChartColumns {
+    fn push(&mut self, record: &RequestRecord, metrics: &RecordMetrics) {
+        let mut present = if record.error.is_some() { FAILED } else { 0 };
+        let mut values = [0.0; RECORD_TAGS.len()];
+        for (def, v) in metrics.display_scalars() {
+            if let Some(i) = RECORD_TAGS.iter().position(|t| *t == def.tag) {
+                present |= 1 << i;
+                values[i] = v;
+            }
+        }
+        let taken = (values.iter().enumerate()).filter(|(i, _)| present & 1 << i != 0);
+        self.values.extend(taken.map(|(_, v)| v));
+        if record.input.num_images > 0 {
+            let input = &record.input;
+            let at = self.start_ns.len();
+            self.with_images
+                .push((at, input.conversation_id.clone(), input.turn_index));
+        }
+        self.start_ns.push(record.start_wall_ns);
+        self.end_ns.push(record.end_wall_ns);
+        self.present.push(present);
+    }
+
+    /// The rows: made after the collector's statistics, whose memory is gone by then.
+    pub fn into_rows(self) -> Vec<RecordRow> {
+        let mut values = self.values.into_iter();
+        let mut rows: Vec<RecordRow> = (self.present.iter())
+            .zip(self.start_ns.iter().zip(&self.end_ns))
+            .map(|(&present, (&start, &end))| {
+                let tags = (RECORD_TAGS.iter().enumerate())
+                    .filter(|(i, _)| present & 1 << i != 0)
+                    .map(|(_, tag)| (*tag, values.next().expect("a value per bit")));
+                RecordRow::new(start, end, String::new(), 0, present & FAILED != 0, tags)
+            })
+            .collect();
+        for (at, conversation_id, turn) in self.with_images {
+            rows[at].conversation_id = conversation_id;
+            rows[at].turn_index = u64::from(turn);
+        }
+        rows
     }
 }
 
@@ -151,4 +261,87 @@ fn write_failed(control: &Arc<RunControl>, e: &std::io::Error) {
         "Stopping: cannot write profile_export.jsonl: {e}; nothing more will be sent. The file keeps its whole lines; the summary counts every request"
     );
     control.stop(StopReason::WriteFailed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::metrics::RecordOptions;
+    use crate::metrics::record_metrics::tests::streamed_record;
+    use crate::record::ErrorDetails;
+
+    /// The rows kept for the report are the rows read back from the file written beside
+    /// them: same requests, same metric values to the bit, warmup left out.
+    #[test]
+    fn kept_rows_are_the_rows_the_file_reads_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let options = export::Options::default();
+        let files = export::record_files(&dir, &options, Clock::new(), Default::default())
+            .unwrap()
+            .expect("the JSONL is written");
+        let rows = Arc::new(Mutex::new(ChartColumns::default()));
+        let mut sink: Box<dyn RecordSink> = Box::new(ChartRows {
+            files,
+            rows: rows.clone(),
+        });
+        let tokenizer = Tokenizer::builtin().unwrap();
+        let opts = RecordOptions {
+            streaming: true,
+            use_server_token_count: false,
+            template_tokens: None,
+            skip_tokenizer: false,
+            no_output_tokens: false,
+            no_input_tokens: false,
+        };
+        let mut second_turn = streamed_record(&[7, 9, 30, 31, 33]);
+        second_turn.input.turn_index = 1;
+        second_turn.input.conversation_id = "conv-9".into();
+        second_turn.input.num_images = 1;
+        let mut failed = streamed_record(&[3]);
+        failed.error = Some(ErrorDetails {
+            code: Some(500),
+            kind: "Internal Server Error".into(),
+            message: "boom".into(),
+        });
+        let mut warmup = streamed_record(&[5, 6]);
+        warmup.phase = Phase::Warmup;
+        for record in [
+            streamed_record(&[21, 26, 31, 41]),
+            warmup,
+            second_turn,
+            failed,
+        ] {
+            let metrics = RecordMetrics::compute(&record, &tokenizer, opts);
+            sink.write(&record, &metrics).unwrap();
+        }
+        sink.finish().unwrap();
+        let kept = std::mem::take(&mut *rows.lock().unwrap()).into_rows();
+        let read = crate::plot::load::read_run(&dir, "run".into()).unwrap();
+        assert_eq!(kept.len(), 3, "profiling records only");
+        assert_eq!(read.records.len(), 3);
+        let bits = |r: &RecordRow| {
+            crate::plot::RECORD_TAGS
+                .iter()
+                .map(|t| r.metric(t).map(f64::to_bits))
+                .collect::<Vec<_>>()
+        };
+        for (k, r) in kept.iter().zip(&read.records) {
+            assert_eq!(
+                (k.start_ns, k.end_ns, k.failed),
+                (r.start_ns, r.end_ns, r.failed)
+            );
+            assert_eq!(bits(k), bits(r));
+            assert_eq!(k.metric("input_sequence_length"), None, "not a chart's");
+        }
+        assert!(kept[2].failed && !kept[0].failed);
+        // Only a request with images keeps what finds them in inputs.json.
+        assert_eq!(
+            (kept[1].conversation_id.as_str(), kept[1].turn_index),
+            ("conv-9", 1)
+        );
+        assert_eq!(kept[0].conversation_id, "");
+        assert!(kept[0].metric("inter_token_latency").unwrap().fract() != 0.0);
+    }
 }

@@ -210,7 +210,7 @@ pub fn run_reusing(
         &observers,
     );
     let observed = runtime.block_on(observers.finish());
-    let collector = collection.finish()?;
+    let (collector, chart_rows) = collection.finish()?;
     let per_server = ctx.client.requests_per_server();
     if per_server.len() > 1 {
         for (uri, n) in per_server {
@@ -233,6 +233,7 @@ pub fn run_reusing(
         observed,
         clock: ctx.clock,
         start,
+        chart_rows,
     };
     let outcome = report::finish(finished, collector)?;
     if let Some(mock) = mock_server {

@@ -35,6 +35,8 @@ pub(super) struct Finished<'a> {
     pub clock: crate::clock::Clock,
     /// A sharded (or `--start-at`) run's start: what its `shard` block reports.
     pub start: Option<super::shard::Start>,
+    /// What the HTML report charts of the profiling records, when it will be written.
+    pub chart_rows: Option<super::collect::ChartColumns>,
 }
 
 /// Computes the statistics, writes `inputs.json` and the summary exports, prints the
@@ -53,6 +55,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         observed,
         clock,
         start,
+        chart_rows,
     } = run;
     let sent = ran.sent;
     match stop_reason {
@@ -175,7 +178,8 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         };
         // From the files above, off the run's hot path; a failure only warns.
         if cfg.export.html_report {
-            crate::report::write_run_or_warn(&cfg.artifact_dir, &cfg.export.names);
+            let rows = chart_rows.map(super::collect::ChartColumns::into_rows);
+            crate::report::write_run_or_warn(&cfg.artifact_dir, &cfg.export.names, rows);
         }
         // Last, and only when every artifact above is complete (the per-record files were
         // closed when the collector finished; after a failed write they are cut short).

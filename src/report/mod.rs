@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::export::{FileNames, REPORT_HTML_FILE};
 use crate::plot;
+use crate::plot::load::RecordRow;
 use page::Page;
 
 /// Why a report could not be written.
@@ -30,7 +31,13 @@ pub enum ReportError {
 }
 
 /// Writes `report.html` into the run directory `dir`, whose files are named `names`.
-pub fn write_run(dir: &Path, names: &FileNames) -> Result<PathBuf, ReportError> {
+/// `records` are the run's profiling records when the caller has them (read from
+/// `profile_export.jsonl` otherwise).
+pub fn write_run(
+    dir: &Path,
+    names: &FileNames,
+    records: Option<Vec<RecordRow>>,
+) -> Result<PathBuf, ReportError> {
     let summary = read_json(&dir.join(&names.json))?;
     let console_path = dir.join(&names.console);
     let console_text = match std::fs::read_to_string(&console_path) {
@@ -43,7 +50,13 @@ pub fn write_run(dir: &Path, names: &FileNames) -> Result<PathBuf, ReportError> 
             });
         }
     };
-    let (charts, charts_note) = charts(dir);
+    let runs = match records {
+        Some(records) => {
+            plot::load::read_run_with(dir, plot::load::own_label(dir), records).map(|run| vec![run])
+        }
+        None => plot::load::discover(&[dir.to_path_buf()]),
+    };
+    let (charts, charts_note) = charts(runs);
     let config = &summary["input_config"];
     let page = Page {
         title: format!("aiperf profile: {}", models(config)),
@@ -77,7 +90,7 @@ pub struct SweepText {
 
 /// Writes `report.html` into the base directory of a sweep or repeated run.
 pub fn write_sweep(base: &Path, text: &SweepText) -> Result<PathBuf, ReportError> {
-    let (charts, charts_note) = charts(base);
+    let (charts, charts_note) = charts(plot::load::discover(&[base.to_path_buf()]));
     let links = text
         .runs
         .iter()
@@ -114,8 +127,12 @@ pub fn write_sweep(base: &Path, text: &SweepText) -> Result<PathBuf, ReportError
 
 /// [`write_run`], saying where the report went, or warning why it could not be written
 /// (the run's results stand without it).
-pub fn write_run_or_warn(dir: &Path, names: &FileNames) -> Option<PathBuf> {
-    logged(write_run(dir, names))
+pub fn write_run_or_warn(
+    dir: &Path,
+    names: &FileNames,
+    records: Option<Vec<RecordRow>>,
+) -> Option<PathBuf> {
+    logged(write_run(dir, names, records))
 }
 
 /// [`write_sweep`], saying where the report went or warning why not.
@@ -149,10 +166,10 @@ fn write(dir: &Path, page: &Page) -> Result<PathBuf, ReportError> {
 /// report, and a browser stays responsive with a few thousand points per series.
 const MAX_POINTS_PER_SERIES: usize = 5000;
 
-/// The default charts of the runs under `dir`, as JSON for the page's script; when there
-/// are none, why.
-fn charts(dir: &Path) -> (Value, Option<String>) {
-    let runs = match plot::load::discover(&[dir.to_path_buf()]) {
+/// The default charts of the runs read, as JSON for the page's script; when there are
+/// none, why.
+fn charts(runs: Result<Vec<plot::RunArtifacts>, plot::PlotError>) -> (Value, Option<String>) {
+    let runs = match runs {
         Ok(runs) => runs,
         Err(e) => return (Value::Array(Vec::new()), Some(format!("No charts: {e}"))),
     };
