@@ -295,22 +295,14 @@ pub fn format_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::RecordOptions;
-    use crate::metrics::record_metrics::tests::streamed_record;
+    use crate::metrics::record_metrics::tests::{STREAMING, streamed_record};
     use crate::record::ErrorDetails;
     use crate::tokenizer::Tokenizer;
     use serde_json::{Value, json};
 
     fn line_for(record: &RequestRecord) -> (Value, String) {
         let tokenizer = Tokenizer::builtin().unwrap();
-        let opts = RecordOptions {
-            streaming: true,
-            use_server_token_count: false,
-            template_tokens: None,
-            skip_tokenizer: false,
-            no_output_tokens: false,
-            no_input_tokens: false,
-        };
+        let opts = STREAMING;
         let m = RecordMetrics::compute(record, &tokenizer, opts);
         let mut out = Vec::new();
         format_record_line(record, &m, &Clock::new(), &mut out);
@@ -400,14 +392,7 @@ mod tests {
     fn warmup_records_have_no_profiling_index_and_profiling_follows_warmup() {
         let tokenizer = Tokenizer::builtin().unwrap();
         let mut r = streamed_record(&[21]);
-        let opts = RecordOptions {
-            streaming: true,
-            use_server_token_count: false,
-            template_tokens: None,
-            skip_tokenizer: false,
-            no_output_tokens: false,
-            no_input_tokens: false,
-        };
+        let opts = STREAMING;
         let layout = LineLayout {
             has_warmup: true,
             http_trace: false,

@@ -364,7 +364,8 @@ pub(crate) mod tests {
         Tokenizer::builtin().unwrap()
     }
 
-    const STREAMING: RecordOptions = RecordOptions {
+    /// Options of a streamed run counting tokens with the client tokenizer.
+    pub const STREAMING: RecordOptions = RecordOptions {
         streaming: true,
         use_server_token_count: false,
         template_tokens: None,

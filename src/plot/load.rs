@@ -43,7 +43,7 @@ pub enum PlotError {
 }
 
 /// One request of `profile_export.jsonl` (profiling phase only).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct RecordRow {
     pub start_ns: u64,
     pub end_ns: u64,

@@ -267,8 +267,7 @@ fn write_failed(control: &Arc<RunControl>, e: &std::io::Error) {
 mod tests {
     use super::*;
     use crate::clock::Clock;
-    use crate::metrics::RecordOptions;
-    use crate::metrics::record_metrics::tests::streamed_record;
+    use crate::metrics::record_metrics::tests::{STREAMING, streamed_record};
     use crate::record::ErrorDetails;
 
     /// The rows kept for the report are the rows read back from the file written beside
@@ -287,14 +286,7 @@ mod tests {
             rows: rows.clone(),
         });
         let tokenizer = Tokenizer::builtin().unwrap();
-        let opts = RecordOptions {
-            streaming: true,
-            use_server_token_count: false,
-            template_tokens: None,
-            skip_tokenizer: false,
-            no_output_tokens: false,
-            no_input_tokens: false,
-        };
+        let opts = STREAMING;
         let mut second_turn = streamed_record(&[7, 9, 30, 31, 33]);
         second_turn.input.turn_index = 1;
         second_turn.input.conversation_id = "conv-9".into();

@@ -1,7 +1,8 @@
 //! `report.html`: one self-contained page per run (and per sweep or repeated run, in its
 //! base directory) with the run's facts, its charts drawn interactively, the console tables
-//! and the configuration. Built from the artifact files after the run; the charts are the
-//! plot module's chart models, drawn in the browser by uPlot.
+//! and the configuration. Built from the artifact files after the run (`aiperf profile`
+//! hands over the per-request records it kept instead of having them read back); the
+//! charts are the plot module's chart models, drawn in the browser by uPlot.
 
 mod console;
 mod page;
