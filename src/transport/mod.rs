@@ -431,14 +431,6 @@ impl HttpClient {
         // frees the slot at once.
         let mut rest = None;
         let mut wire = Wire::default();
-        let exchange = self.run(
-            clock,
-            body,
-            &taken,
-            &mut record,
-            &mut wire,
-            &mut until_first_token,
-        );
         let deadline = tokio::time::sleep(self.timeout);
         let stop = async {
             tokio::select! {
@@ -447,16 +439,28 @@ impl HttpClient {
                 _ = cancel.wait_for(|g| *g != generation || *g == CANCEL_ALL) => true,
             }
         };
-        // As `tokio::time::timeout` with a cancel branch (the exchange first, then the
-        // deadline, then the cancel), but the deadline and the cancel watch are polled only
-        // when one of them woke the task, not on every frame of the stream.
-        let outcome = match race(exchange, stop).await {
-            Ok(body) => {
-                rest = body;
-                Some(true)
+        let outcome = {
+            // Pinned where it is made (and dropped at the end of this block): the exchange
+            // future is kilobytes, which `race` would otherwise move twice per request.
+            let exchange = std::pin::pin!(self.run(
+                clock,
+                body,
+                &taken,
+                &mut record,
+                &mut wire,
+                &mut until_first_token,
+            ));
+            // As `tokio::time::timeout` with a cancel branch (the exchange first, then the
+            // deadline, then the cancel), but the deadline and the cancel watch are polled
+            // only when one of them woke the task, not on every frame of the stream.
+            match race(exchange, stop).await {
+                Ok(body) => {
+                    rest = body;
+                    Some(true)
+                }
+                Err(false) => Some(false),
+                Err(true) => None,
             }
-            Err(false) => Some(false),
-            Err(true) => None,
         };
         record.end_perf_ns = clock.now_ns();
         drop(until_first_token);
