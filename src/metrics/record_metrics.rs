@@ -77,15 +77,16 @@ impl RecordMetrics {
             .filter_map(|d| self.get(d.id).map(|v| (d.id, v)))
     }
 
-    /// Scalar values present, in catalogue order, in display units (ms, tokens, ...): what
-    /// the per-record file holds.
+    /// A scalar in display units (ms, tokens, ...): what the per-record file holds.
+    pub fn display(&self, id: MetricId) -> Option<f64> {
+        self.get(id).map(|v| v / id.def().scale)
+    }
+
+    /// Scalar values present, in catalogue order, in display units.
     pub fn display_scalars(
         &self,
     ) -> impl Iterator<Item = (&'static crate::metrics::catalog::MetricDef, f64)> + '_ {
-        self.scalars().map(|(id, v)| {
-            let def = id.def();
-            (def, v / def.scale)
-        })
+        (crate::metrics::catalog::CATALOG.iter()).filter_map(|d| self.display(d.id).map(|v| (d, v)))
     }
 
     /// Computes every metric AIPerf defines for this record. Failed requests only get

@@ -1,7 +1,7 @@
 //! The collector thread: takes each finished record, computes its metrics, hands its line
 //! to the per-record export, advances the progress bars and feeds the failure watch.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use anyhow::Context;
 use indicatif::ProgressBar;
@@ -10,6 +10,8 @@ use tracing::{error, warn};
 
 use super::control::{FailureWatch, RunControl, StopReason};
 use crate::config::ProfileConfig;
+use crate::metrics::MetricId;
+use crate::metrics::catalog::by_tag;
 use crate::metrics::{
     Collector, CollectorOptions, GoodputSlo, RecordMetrics, RecordSink, TemplateOverhead,
 };
@@ -197,16 +199,19 @@ const _: () = assert!(RECORD_TAGS.len() < 8, "a tag's bit would be FAILED's");
 
 impl ChartColumns {
     fn push(&mut self, record: &RequestRecord, metrics: &RecordMetrics) {
+        // RECORD_TAGS as catalogue ids, looked up once.
+        static IDS: LazyLock<Vec<MetricId>> = LazyLock::new(|| {
+            (RECORD_TAGS.iter())
+                .map(|tag| by_tag(tag).expect("the charts read catalogue metrics").id)
+                .collect()
+        });
         let mut present = if record.error.is_some() { FAILED } else { 0 };
-        let mut values = [0.0; RECORD_TAGS.len()];
-        for (def, v) in metrics.display_scalars() {
-            if let Some(i) = RECORD_TAGS.iter().position(|t| *t == def.tag) {
+        for (i, &id) in IDS.iter().enumerate() {
+            if let Some(v) = metrics.display(id) {
                 present |= 1 << i;
-                values[i] = v;
+                self.values.push(v);
             }
         }
-        let taken = (values.iter().enumerate()).filter(|(i, _)| present & 1 << i != 0);
-        self.values.extend(taken.map(|(_, v)| v));
         if record.input.num_images > 0 {
             let input = &record.input;
             let at = self.start_ns.len();
