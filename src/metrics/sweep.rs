@@ -156,6 +156,13 @@ impl List {
     }
 }
 
+/// How long a chunk stamped at or after its request's end is held before the end: 2^-10 ns.
+/// Below 2^43 ns (2.4 hours) from the first start, where whole ns and this are both whole
+/// multiples of 2^-10 under 2^53 of them, every duration of the tokens-in-flight curve adds
+/// up exactly, so its percentiles are selected rather than sorted (`weighted`); later ends
+/// hold the chunk for one ulp instead.
+const SLIVER: f64 = 1.0 / 1024.0;
+
 fn tokens_held(s: &Span, out: &mut Vec<(f64, f64)>) {
     let prefill = match (s.generation_start, s.input_tokens) {
         (Some(g), Some(isl)) if g > s.start => Some(isl),
@@ -176,7 +183,11 @@ fn tokens_held(s: &Span, out: &mut Vec<(f64, f64)>) {
                 at += gap;
                 if gap >= 0.0 {
                     // A chunk stamped at or after the end still arrives before it.
-                    let t = if at >= s.end { s.end.next_down() } else { at };
+                    let t = if at >= s.end {
+                        (s.end - SLIVER).min(s.end.next_down())
+                    } else {
+                        at
+                    };
                     out.push((t, per_chunk));
                 }
             }
@@ -678,7 +689,13 @@ fn select_by_buckets(
         let (b, below) = found[*first];
         let last = *first + found[*first..level].iter().take_while(|f| f.0 == b).count();
         debug_assert_eq!(usize::from(group_of[b]), g);
-        select_levels(members, below, covered, &LEVELS[*first..last], &mut out[*first..last]);
+        select_levels(
+            members,
+            below,
+            covered,
+            &LEVELS[*first..last],
+            &mut out[*first..last],
+        );
     }
 }
 
