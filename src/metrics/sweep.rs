@@ -946,6 +946,11 @@ mod tests {
         out
     }
 
+    /// Every figure's bits, to compare two computations exactly.
+    fn bits(w: &WeightedStats) -> [u64; 8] {
+        [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits)
+    }
+
     fn get(all: &[(MetricId, WeightedStats)], id: MetricId) -> WeightedStats {
         all.iter().find(|m| m.0 == id).unwrap().1
     }
@@ -1233,7 +1238,6 @@ mod tests {
             // Exact sums (whole durations) take the selection; 0.1 takes the sorted walk.
             let segments: Vec<(f64, f64)> = segments.into_iter().map(|(v, d)| (v, d as f64 * scale)).collect();
             let total: f64 = segments.iter().map(|s| s.1).sum();
-            let bits = |w: &WeightedStats| [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits);
             let now = weighted(segments.clone(), total);
             let before = held::weighted(segments, total);
             proptest::prop_assert_eq!(bits(&now), bits(&before), "{:?} {:?}", now, before);
@@ -1250,7 +1254,6 @@ mod tests {
                 for hold_events in [0, usize::MAX] {
                     let now = metrics_holding(&spans[..], from, to, hold_events);
                     for ((id, a), (_, b)) in now.iter().zip(&before) {
-                        let bits = |w: &WeightedStats| [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits);
                         proptest::prop_assert_eq!(bits(a), bits(b), "{:?} {:?} {:?} {}", id, a, b, hold_events);
                     }
                 }
@@ -1276,13 +1279,13 @@ mod tests {
             skewed in proptest::bool::ANY,
         ) {
             // Whole durations: exact sums, so the selection (bucketed past BUCKETED_FROM).
-            // `skewed` keeps values within one bucket of 1e12's range but for the outliers.
+            // `skewed` keeps the outliers (1e12, -1e9), which crowd the other values into
+            // a bucket or two; otherwise values are clamped to +/-1e3.
             let segments: Vec<(f64, f64)> = segments
                 .into_iter()
                 .map(|(v, d)| (if skewed { v } else { v.clamp(-1e3, 1e3) }, f64::from(d)))
                 .collect();
             let total: f64 = segments.iter().map(|s| s.1).sum();
-            let bits = |w: &WeightedStats| [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits);
             let now = weighted(segments.clone(), total);
             let before = held::weighted(segments, total);
             proptest::prop_assert_eq!(bits(&now), bits(&before), "{:?} {:?}", now, before);
@@ -1294,9 +1297,6 @@ mod tests {
         // 2^120 is 2^140 units of 2^-20: far past any exact sum (and any u128 shift).
         let segments = vec![(1.0, 2f64.powi(120)), (2.0, 1.0), (3.0, 2f64.powi(-20))];
         let total = segments.iter().map(|s| s.1).sum();
-        let bits = |w: &WeightedStats| {
-            [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits)
-        };
         let now = weighted(segments.clone(), total);
         assert_eq!(bits(&now), bits(&held::weighted(segments, total)));
         assert_eq!((now.min, now.p50, now.max), (1.0, 1.0, 3.0));
