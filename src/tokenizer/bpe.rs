@@ -19,9 +19,11 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use fancy_regex::Regex;
 
-/// The o200k_base vocabulary as tiktoken ships it: `<base64 token bytes> <rank>` per line,
-/// ranks 0..=199997 in order. See `assets/README.md` for its origin and licence.
-const O200K_BASE_VOCAB: &str = include_str!("../../assets/o200k_base.tiktoken");
+/// The o200k_base vocabulary (`assets/o200k_base.tiktoken`, see `assets/README.md` for its
+/// origin and licence) as `build.rs` decodes it: every token's bytes in rank order, and
+/// where each ends (little-endian u32s, starting with 0).
+const O200K_ARENA: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.arena"));
+const O200K_OFFSETS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.offsets"));
 
 /// o200k_base's pre-tokenizer: words with an optional leading non-letter and English
 /// contractions, digit runs of up to three, punctuation runs, newlines, and whitespace
@@ -91,8 +93,13 @@ pub struct VocabError {
 
 /// Builds o200k_base from the embedded vocabulary.
 pub fn o200k_base() -> Bpe {
-    Bpe::from_tiktoken(O200K_BASE_VOCAB, &O200K_SPECIAL, O200K_PATTERN)
-        .expect("the embedded o200k_base vocabulary is valid")
+    let offsets = O200K_OFFSETS
+        .chunks_exact(4)
+        .map(|end| u32::from_le_bytes(end.try_into().expect("four bytes")))
+        .collect();
+    let index = TokenIndex::new(O200K_ARENA.to_vec(), offsets)
+        .expect("the embedded o200k_base vocabulary is valid");
+    Bpe::with_index(index, &O200K_SPECIAL, O200K_PATTERN).expect("o200k's pattern compiles")
 }
 
 /// Why a vocabulary cannot be indexed.
@@ -248,6 +255,15 @@ impl Bpe {
                 reason: other.to_string(),
             },
         })?;
+        Bpe::with_index(index, special, pattern)
+    }
+
+    /// An indexed vocabulary with its special tokens and pre-tokenizer pattern.
+    fn with_index(
+        index: TokenIndex,
+        special: &[(u32, &'static str)],
+        pattern: &str,
+    ) -> Result<Bpe, VocabError> {
         Ok(Bpe {
             index,
             special: special.to_vec(),
@@ -530,6 +546,14 @@ mod tests {
 
     fn reference() -> &'static tiktoken_rs::CoreBPE {
         tiktoken_rs::o200k_base_singleton()
+    }
+
+    #[test]
+    fn the_embedded_vocabulary_is_the_tiktoken_file_decoded() {
+        let file = include_str!("../../assets/o200k_base.tiktoken");
+        let parsed = Bpe::from_tiktoken(file, &O200K_SPECIAL, O200K_PATTERN).unwrap();
+        assert_eq!(parsed.len(), 199_998);
+        assert!(parsed.index == builtin().index);
     }
 
     /// Encodes `text` with both encoders, asserts equal ids and that they decode back.
