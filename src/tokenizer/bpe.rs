@@ -3,10 +3,11 @@
 //! It encodes and decodes exactly like tiktoken's `encode_ordinary`/`decode_bytes` (tested
 //! against tiktoken-rs), with a smaller footprint: every token's bytes live in one arena
 //! indexed by rank with `u32` offsets, and an open-addressing table of ranks (keyed by the
-//! token bytes) replaces the two hash maps of owned byte vectors. Built from the embedded
-//! vocabulary in ~20 ms (release) to ~10 MB resident, 3.6 MB of which is the vocabulary
-//! text itself; tiktoken-rs's o200k_base took ~110 ms and ~45 MB
-//! (`examples/tokenizer_footprint.rs` measures both).
+//! token bytes) replaces the two hash maps of owned byte vectors (`token_index`). `build.rs`
+//! decodes and indexes the vocabulary, so a run only copies the arena, offsets and table
+//! out of the binary and compiles the pre-tokenizer: ~7 ms (release), where parsing the
+//! base64 text at start-up took ~30 ms and tiktoken-rs's o200k_base ~110 ms and ~45 MB
+//! (`examples/tokenizer_footprint.rs` measures the footprints).
 //!
 //! Encoding: the text is split into pieces by the o200k pre-tokenizer regex, each piece that
 //! is a token is emitted as is, and any other piece is merged from single bytes, always
@@ -15,15 +16,16 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use fancy_regex::Regex;
 
+use super::token_index::{TokenIndex, VocabError};
+
 /// The o200k_base vocabulary (`assets/o200k_base.tiktoken`, see `assets/README.md` for its
-/// origin and licence) as `build.rs` decodes it: every token's bytes in rank order, and
-/// where each ends (little-endian u32s, starting with 0).
+/// origin and licence) as `build.rs` decodes and indexes it: every token's bytes in rank
+/// order, where each ends, and the index's probe table (little-endian u32s).
 const O200K_ARENA: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.arena"));
 const O200K_OFFSETS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.offsets"));
+const O200K_SLOTS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.slots"));
 
 /// o200k_base's pre-tokenizer: words with an optional leading non-letter and English
 /// contractions, digit runs of up to three, punctuation runs, newlines, and whitespace
@@ -42,28 +44,9 @@ pub const O200K_PATTERN: &str = concat!(
 pub const O200K_SPECIAL: [(u32, &str); 2] =
     [(199_999, "<|endoftext|>"), (200_018, "<|endofprompt|>")];
 
-/// Marks an empty slot of the rank index.
-const EMPTY: u32 = u32::MAX;
-
 /// Pieces at least this long are merged with a heap (O(n log n)) instead of rescanning all
 /// pairs after each merge (O(n^2), but faster for the short pieces of ordinary text).
 const HEAP_MERGE_MIN_LEN: usize = 128;
-
-/// Token bytes by id, and the id of any token's bytes: the vocabulary of a byte-level BPE.
-#[derive(Debug)]
-pub struct TokenIndex {
-    /// Every token's bytes, in id order.
-    arena: Vec<u8>,
-    /// Token `r` is `arena[offsets[r]..offsets[r + 1]]`.
-    offsets: Vec<u32>,
-    /// Open-addressing hash table (linear probing) of ids keyed by their bytes; its length
-    /// is a power of two at least twice the vocabulary, so probe runs stay short.
-    slots: Vec<u32>,
-    /// `log2(slots.len())`.
-    slot_bits: u32,
-    /// The id of each single byte (all 256 are tokens in a byte-level vocabulary).
-    byte_ranks: [u32; 256],
-}
 
 /// A byte-level BPE vocabulary plus its pre-tokenizer, merging by token rank (tiktoken).
 pub struct Bpe {
@@ -78,139 +61,22 @@ impl std::fmt::Debug for Bpe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bpe")
             .field("tokens", &self.len())
-            .field("arena_bytes", &self.index.arena.len())
+            .field("arena_bytes", &self.index.parts().0.len())
             .finish()
     }
 }
 
-/// The embedded vocabulary is malformed: a build-time defect, reported with its line.
-#[derive(Debug, thiserror::Error)]
-#[error("vocabulary line {line}: {reason}")]
-pub struct VocabError {
-    pub line: usize,
-    pub reason: String,
-}
-
-/// Builds o200k_base from the embedded vocabulary.
 pub fn o200k_base() -> Bpe {
-    let offsets = O200K_OFFSETS
-        .chunks_exact(4)
-        .map(|end| u32::from_le_bytes(end.try_into().expect("four bytes")))
-        .collect();
-    let index = TokenIndex::new(O200K_ARENA.to_vec(), offsets)
-        .expect("the embedded o200k_base vocabulary is valid");
+    let u32s = |bytes: &[u8]| -> Vec<u32> {
+        bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")))
+            .collect()
+    };
+    let index =
+        TokenIndex::with_slots(O200K_ARENA.to_vec(), u32s(O200K_OFFSETS), u32s(O200K_SLOTS))
+            .expect("the embedded o200k_base vocabulary is valid");
     Bpe::with_index(index, &O200K_SPECIAL, O200K_PATTERN).expect("o200k's pattern compiles")
-}
-
-/// Why a vocabulary cannot be indexed.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum IndexError {
-    #[error("token {0} repeats an earlier token")]
-    Duplicate(u32),
-    #[error("byte {0:#04x} is not a token")]
-    MissingByte(u8),
-    #[error("token offsets are not increasing or do not end at the arena's end")]
-    BadOffsets,
-    #[error("vocabulary too large")]
-    TooLarge,
-}
-
-/// Two indexes are equal when they hold the same tokens in the same order.
-impl PartialEq for TokenIndex {
-    fn eq(&self, other: &Self) -> bool {
-        self.parts() == other.parts()
-    }
-}
-
-impl TokenIndex {
-    /// Indexes the tokens `arena[offsets[r]..offsets[r + 1]]`; every single byte must be one.
-    pub fn new(mut arena: Vec<u8>, mut offsets: Vec<u32>) -> Result<TokenIndex, IndexError> {
-        let ends_right = offsets.first() == Some(&0)
-            && offsets.last().map(|&e| e as usize) == Some(arena.len())
-            && offsets.windows(2).all(|w| w[0] <= w[1]);
-        if !ends_right {
-            return Err(IndexError::BadOffsets);
-        }
-        if offsets.len() > (u32::MAX / 4) as usize {
-            return Err(IndexError::TooLarge);
-        }
-        arena.shrink_to_fit();
-        offsets.shrink_to_fit();
-        let tokens = offsets.len() - 1;
-        let slot_bits = (tokens.max(1) * 2).next_power_of_two().trailing_zeros();
-        let mut index = TokenIndex {
-            arena,
-            offsets,
-            slots: vec![EMPTY; 1 << slot_bits],
-            slot_bits,
-            byte_ranks: [EMPTY; 256],
-        };
-        for rank in 0..tokens as u32 {
-            let bytes = index.token(rank);
-            let single_byte = match bytes {
-                [byte] => Some(*byte as usize),
-                _ => None,
-            };
-            let (slot, existing) = index.find_slot(bytes);
-            if existing.is_some() {
-                return Err(IndexError::Duplicate(rank));
-            }
-            index.slots[slot] = rank;
-            if let Some(byte) = single_byte {
-                index.byte_ranks[byte] = rank;
-            }
-        }
-        if let Some(byte) = index.byte_ranks.iter().position(|&r| r == EMPTY) {
-            return Err(IndexError::MissingByte(byte as u8));
-        }
-        Ok(index)
-    }
-
-    /// Number of tokens.
-    pub fn len(&self) -> usize {
-        self.offsets.len() - 1
-    }
-
-    /// The arena and offsets the index was built from (for the compact cache file).
-    pub fn parts(&self) -> (&[u8], &[u32]) {
-        (&self.arena, &self.offsets)
-    }
-
-    /// The bytes of token `rank` (which must be < `len()`).
-    pub fn token(&self, rank: u32) -> &[u8] {
-        let r = rank as usize;
-        &self.arena[self.offsets[r] as usize..self.offsets[r + 1] as usize]
-    }
-
-    /// The id of the single byte `byte`.
-    pub fn byte_id(&self, byte: u8) -> u32 {
-        self.byte_ranks[byte as usize]
-    }
-
-    /// Probes the index for `bytes`: the slot holding its rank, or the empty slot where
-    /// it would go.
-    fn find_slot(&self, bytes: &[u8]) -> (usize, Option<u32>) {
-        let mask = self.slots.len() - 1;
-        let mut slot = (hash(bytes) >> (64 - self.slot_bits)) as usize;
-        loop {
-            let rank = self.slots[slot];
-            if rank == EMPTY {
-                return (slot, None);
-            }
-            if self.token(rank) == bytes {
-                return (slot, Some(rank));
-            }
-            slot = (slot + 1) & mask;
-        }
-    }
-
-    /// The id of the token spelled by `bytes`, if there is one.
-    pub fn get(&self, bytes: &[u8]) -> Option<u32> {
-        match bytes {
-            [byte] => Some(self.byte_ranks[*byte as usize]),
-            _ => self.find_slot(bytes).1,
-        }
-    }
 }
 
 impl Bpe {
@@ -220,42 +86,7 @@ impl Bpe {
         special: &[(u32, &'static str)],
         pattern: &str,
     ) -> Result<Bpe, VocabError> {
-        let lines = vocab.lines().filter(|l| !l.is_empty());
-        // Base64 is 4 characters per 3 bytes; the line also holds the rank.
-        let mut arena = Vec::with_capacity(vocab.len() * 3 / 8);
-        let mut offsets = Vec::with_capacity(vocab.len() / 16);
-        offsets.push(0u32);
-        for (line, text) in lines.enumerate() {
-            let err = |reason: String| VocabError {
-                line: line + 1,
-                reason,
-            };
-            let (token, rank) = text
-                .split_once(' ')
-                .ok_or_else(|| err("expected '<base64> <rank>'".into()))?;
-            let rank: usize = rank
-                .parse()
-                .map_err(|e| err(format!("bad rank {rank:?}: {e}")))?;
-            if rank != line {
-                return Err(err(format!("rank {rank} out of order (expected {line})")));
-            }
-            STANDARD
-                .decode_vec(token, &mut arena)
-                .map_err(|e| err(format!("bad base64 {token:?}: {e}")))?;
-            let end = u32::try_from(arena.len()).map_err(|_| err("vocabulary too large".into()))?;
-            offsets.push(end);
-        }
-        let index = TokenIndex::new(arena, offsets).map_err(|e| match e {
-            IndexError::Duplicate(id) => VocabError {
-                line: id as usize + 1,
-                reason: "duplicate token".into(),
-            },
-            other => VocabError {
-                line: 0,
-                reason: other.to_string(),
-            },
-        })?;
-        Bpe::with_index(index, special, pattern)
+        Bpe::with_index(TokenIndex::from_tiktoken(vocab)?, special, pattern)
     }
 
     /// An indexed vocabulary with its special tokens and pre-tokenizer pattern.
@@ -457,25 +288,6 @@ impl Bpe {
     }
 }
 
-/// A fast multiplicative hash of a byte string, eight bytes at a time; the slot is taken
-/// from its high bits, which depend on every input bit.
-pub(super) fn hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = (bytes.len() as u64).wrapping_mul(K);
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-        h = (h.rotate_left(26) ^ word).wrapping_mul(K);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut buf = [0u8; 8];
-        buf[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(26) ^ u64::from_le_bytes(buf)).wrapping_mul(K);
-    }
-    h
-}
-
 /// The end of the piece `O200K_PATTERN` matches at `p` in ASCII text, found without the
 /// regex: fancy_regex's backtracking VM was most of an encode, and output tokens are
 /// counted for every record. The alternatives in order, as the regex takes them on ASCII
@@ -554,6 +366,7 @@ mod tests {
         let parsed = Bpe::from_tiktoken(file, &O200K_SPECIAL, O200K_PATTERN).unwrap();
         assert_eq!(parsed.len(), 199_998);
         assert!(parsed.index == builtin().index);
+        assert_eq!(parsed.index.slots(), builtin().index.slots());
     }
 
     /// Encodes `text` with both encoders, asserts equal ids and that they decode back.
@@ -681,6 +494,8 @@ mod tests {
     }
 
     fn tiny_vocab(extra: &[&[u8]]) -> String {
+        use base64::Engine;
+        use base64::engine::general_purpose::STANDARD;
         let mut lines = Vec::new();
         for b in 0..=255u8 {
             lines.push(STANDARD.encode([b]));

@@ -16,7 +16,7 @@ use std::collections::BinaryHeap;
 use daachorse::{DoubleArrayAhoCorasick, DoubleArrayAhoCorasickBuilder, MatchKind};
 use unicode_normalization_alignments::UnicodeNormalization;
 
-use super::bpe::TokenIndex;
+use super::token_index::TokenIndex;
 
 /// The pre-tokenizer regex of `ByteLevel` with `use_regex: true` (GPT-2's).
 pub const GPT2_PATTERN: &str =

@@ -15,8 +15,8 @@ use std::time::UNIX_EPOCH;
 
 use sha2::{Digest, Sha256};
 
-use super::bpe::TokenIndex;
 use super::byte_level::{AddedToken, Spec};
+use super::token_index::TokenIndex;
 
 const MAGIC: &[u8; 8] = b"AIPFBPE\0";
 /// Bump on any change to the layout or to what a spec means.

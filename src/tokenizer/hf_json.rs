@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::bpe::TokenIndex;
 use super::byte_level::{AddedToken, GPT2_PATTERN, Spec, push_token_bytes};
+use super::token_index::TokenIndex;
 
 /// Why a `tokenizer.json` is left to the `tokenizers` crate.
 #[derive(Debug, Clone, PartialEq)]

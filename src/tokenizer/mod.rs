@@ -15,6 +15,7 @@ pub mod byte_level;
 pub mod cache;
 pub mod chat_template;
 pub mod hf_json;
+pub mod token_index;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
