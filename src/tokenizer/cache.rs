@@ -19,8 +19,10 @@ use super::byte_level::{AddedToken, Spec};
 use super::token_index::TokenIndex;
 
 const MAGIC: &[u8; 8] = b"AIPFBPE\0";
-/// Bump on any change to the layout or to what a spec means.
-const VERSION: u32 = 1;
+/// Bump on any change to the layout or to what a spec means (2: the token index's probe
+/// table is stored, so a load does not hash every token again; bump as well when
+/// `token_index`'s hash changes).
+const VERSION: u32 = 2;
 
 /// Where cache files go: `$XDG_CACHE_HOME/aiperf/tokenizers`, else
 /// `$HOME/.cache/aiperf/tokenizers`; None when neither is set.
@@ -65,8 +67,10 @@ impl Key {
 /// Serializes `spec` under `key`.
 pub fn encode(key: &Key, spec: &Spec) -> Vec<u8> {
     let (arena, offsets) = spec.tokens.parts();
-    let mut out =
-        Vec::with_capacity(arena.len() + offsets.len() * 4 + spec.merges.len() * 12 + 4096);
+    let slots = spec.tokens.slots();
+    let mut out = Vec::with_capacity(
+        arena.len() + (offsets.len() + slots.len()) * 4 + spec.merges.len() * 12 + 4096,
+    );
     out.extend_from_slice(MAGIC);
     put_u32(&mut out, VERSION);
     out.extend_from_slice(&key.0);
@@ -78,6 +82,10 @@ pub fn encode(key: &Key, spec: &Spec) -> Vec<u8> {
     put_u32(&mut out, offsets.len() as u32);
     for &o in offsets {
         put_u32(&mut out, o);
+    }
+    put_u32(&mut out, slots.len() as u32);
+    for &slot in slots {
+        put_u32(&mut out, slot);
     }
     put_u32(&mut out, spec.merges.len() as u32);
     for merge in &spec.merges {
@@ -121,7 +129,8 @@ pub fn decode(key: &Key, bytes: &[u8]) -> Result<Spec, String> {
     }
     let flags = r.u32()?;
     let arena = r.bytes()?.to_vec();
-    let offsets = r.u32s(1)?.into_iter().collect();
+    let offsets = r.u32s(1)?;
+    let slots = r.u32s(1)?;
     let flat = r.u32s(3)?;
     let merges = flat.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
     let mut patterns = Vec::new();
@@ -141,7 +150,7 @@ pub fn decode(key: &Key, bytes: &[u8]) -> Result<Spec, String> {
     if !r.rest.is_empty() {
         return Err("trailing bytes".into());
     }
-    let tokens = TokenIndex::new(arena, offsets).map_err(|e| e.to_string())?;
+    let tokens = TokenIndex::with_slots(arena, offsets, slots).map_err(|e| e.to_string())?;
     Ok(Spec {
         tokens,
         merges,
@@ -272,7 +281,10 @@ mod tests {
     fn round_trips_and_rejects_any_damage() {
         let key = Key([7; 32]);
         let bytes = encode(&key, &spec());
-        assert_eq!(decode(&key, &bytes).unwrap(), spec());
+        let decoded = decode(&key, &bytes).unwrap();
+        assert_eq!(decoded, spec());
+        assert_eq!(decoded.tokens.slots(), spec().tokens.slots());
+        assert_eq!(decoded.tokens.get(b"ab"), Some(256));
         assert!(
             decode(&Key([8; 32]), &bytes)
                 .unwrap_err()

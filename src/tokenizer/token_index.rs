@@ -120,8 +120,7 @@ impl TokenIndex {
         TokenIndex::shaped(arena, offsets, Some(slots))?.find_byte_ranks()
     }
 
-    /// The probe table (see `with_slots`); `build.rs` writes it out.
-    #[allow(dead_code)]
+    /// The probe table (see `with_slots`), which `build.rs` and the tokenizer cache store.
     pub fn slots(&self) -> &[u32] {
         &self.slots
     }
@@ -224,7 +223,8 @@ impl TokenIndex {
 }
 
 /// A fast multiplicative hash of a byte string, eight bytes at a time; the slot is taken
-/// from its high bits, which depend on every input bit.
+/// from its high bits, which depend on every input bit. Stored probe tables depend on it:
+/// a change here must bump `cache::VERSION` (the builtin's is rebuilt with the crate).
 fn hash(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut h = (bytes.len() as u64).wrapping_mul(K);
