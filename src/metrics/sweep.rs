@@ -946,6 +946,15 @@ mod tests {
         out
     }
 
+    /// `weighted` over the segments' whole time, and the sorted walk's figures.
+    fn with_the_sorted_walk(segments: Vec<(f64, f64)>) -> (WeightedStats, WeightedStats) {
+        let total: f64 = segments.iter().map(|s| s.1).sum();
+        (
+            weighted(segments.clone(), total),
+            held::weighted(segments, total),
+        )
+    }
+
     /// Every figure's bits, to compare two computations exactly.
     fn bits(w: &WeightedStats) -> [u64; 8] {
         [w.avg, w.min, w.max, w.p50, w.p90, w.p95, w.p99, w.std].map(f64::to_bits)
@@ -1237,9 +1246,7 @@ mod tests {
         ) {
             // Exact sums (whole durations) take the selection; 0.1 takes the sorted walk.
             let segments: Vec<(f64, f64)> = segments.into_iter().map(|(v, d)| (v, d as f64 * scale)).collect();
-            let total: f64 = segments.iter().map(|s| s.1).sum();
-            let now = weighted(segments.clone(), total);
-            let before = held::weighted(segments, total);
+            let (now, before) = with_the_sorted_walk(segments);
             proptest::prop_assert_eq!(bits(&now), bits(&before), "{:?} {:?}", now, before);
         }
 
@@ -1285,9 +1292,7 @@ mod tests {
                 .into_iter()
                 .map(|(v, d)| (if skewed { v } else { v.clamp(-1e3, 1e3) }, f64::from(d)))
                 .collect();
-            let total: f64 = segments.iter().map(|s| s.1).sum();
-            let now = weighted(segments.clone(), total);
-            let before = held::weighted(segments, total);
+            let (now, before) = with_the_sorted_walk(segments);
             proptest::prop_assert_eq!(bits(&now), bits(&before), "{:?} {:?}", now, before);
         }
     }
@@ -1296,9 +1301,8 @@ mod tests {
     fn durations_far_apart_in_size_take_the_sorted_walk() {
         // 2^120 is 2^140 units of 2^-20: far past any exact sum (and any u128 shift).
         let segments = vec![(1.0, 2f64.powi(120)), (2.0, 1.0), (3.0, 2f64.powi(-20))];
-        let total = segments.iter().map(|s| s.1).sum();
-        let now = weighted(segments.clone(), total);
-        assert_eq!(bits(&now), bits(&held::weighted(segments, total)));
+        let (now, before) = with_the_sorted_walk(segments);
+        assert_eq!(bits(&now), bits(&before));
         assert_eq!((now.min, now.p50, now.max), (1.0, 1.0, 3.0));
     }
 

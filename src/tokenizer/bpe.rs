@@ -66,6 +66,8 @@ impl std::fmt::Debug for Bpe {
     }
 }
 
+/// Builds o200k_base from the arena, offsets and probe table `build.rs` made of the
+/// embedded vocabulary.
 pub fn o200k_base() -> Bpe {
     let u32s = |bytes: &[u8]| -> Vec<u32> {
         bytes
@@ -80,7 +82,9 @@ pub fn o200k_base() -> Bpe {
 }
 
 impl Bpe {
-    /// Parses a `.tiktoken` vocabulary whose ranks are 0, 1, 2, ... in line order.
+    /// Parses a `.tiktoken` vocabulary whose ranks are 0, 1, 2, ... in line order (the
+    /// builtin one is parsed at build time; the tests parse small ones and the file itself).
+    #[cfg(test)]
     pub fn from_tiktoken(
         vocab: &str,
         special: &[(u32, &'static str)],
