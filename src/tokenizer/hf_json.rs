@@ -264,17 +264,29 @@ impl<'de> Visitor<'de> for MergeSeed<'_> {
         };
         Ok(self.push_pair(left, right))
     }
+    /// Each token goes straight into the arena (no `String` per token: 300k for Qwen2); a
+    /// token that is not byte-level is recorded on its own.
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
-        let left: String = seq
-            .next_element()?
+        let m = self.merges;
+        seq.next_element_seed(m.token())?
             .ok_or_else(|| de::Error::custom("empty merge"))?;
-        let right: String = seq
-            .next_element()?
+        let split = m.arena.len() as u32;
+        seq.next_element_seed(m.token())?
             .ok_or_else(|| de::Error::custom("merge with one token"))?;
         if seq.next_element::<IgnoredAny>()?.is_some() {
             return Err(de::Error::custom("merge with more than two tokens"));
         }
-        Ok(self.push_pair(&left, &right))
+        Ok(split)
+    }
+}
+
+impl Merges {
+    /// A seed that appends one token's bytes to the arena.
+    fn token(&mut self) -> TokenBytes<'_> {
+        TokenBytes {
+            arena: &mut self.arena,
+            failed: &mut self.not_byte_level,
+        }
     }
 }
 
@@ -567,13 +579,17 @@ fn added_tokens(tokens: &TokenIndex, added: Vec<AddedJson>) -> Result<Vec<AddedT
 mod tests {
     use super::*;
 
-    /// The GPT-2 fixture's index and parsed merges (50,000 of them).
-    fn gpt2() -> (TokenIndex, Merges) {
+    fn gpt2_json() -> Vec<u8> {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/gpt2/tokenizer.json"
         );
-        let file: File = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        std::fs::read(path).unwrap()
+    }
+
+    /// The GPT-2 fixture's index and parsed merges (50,000 of them).
+    fn gpt2() -> (TokenIndex, Merges) {
+        let file: File = serde_json::from_slice(&gpt2_json()).unwrap();
         let tokens = file.model.vocab.unwrap().join().unwrap();
         (tokens, file.model.merges.unwrap())
     }
@@ -608,5 +624,24 @@ mod tests {
                 "{pieces}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn a_merge_token_that_is_not_byte_level_is_named() {
+        let json: Value = serde_json::from_slice(&gpt2_json()).unwrap();
+        for (merge, named) in [
+            (serde_json::json!(["t", "\u{2581}x"]), "\"\u{2581}x\""),
+            (serde_json::json!("t \u{2581}x"), "\"t \u{2581}x\""),
+        ] {
+            let mut json = json.clone();
+            json["model"]["merges"][7] = merge;
+            let err = parse(&serde_json::to_vec(&json).unwrap()).err().unwrap();
+            assert_eq!(
+                err,
+                NotCompact::Unsupported(format!("merge {named} is not byte-level"))
+            );
+        }
+        // Unchanged, the fixture parses.
+        assert!(parse(&gpt2_json()).is_ok());
     }
 }
