@@ -110,8 +110,8 @@ struct Merges {
 }
 
 /// The vocabulary as it is indexed: a thread started as soon as serde_json has read it
-/// builds the token index while the parse goes on (Qwen2: 9 ms of index beside the merges'
-/// ~15 ms of JSON). Dropped unjoined when the parse fails: the thread ends on its own.
+/// builds the token index while the parse goes on to the merges (Qwen2: the index's 9 ms
+/// run beside them). Dropped unjoined when the parse fails: the thread ends on its own.
 struct IndexedVocab(JoinHandle<Result<TokenIndex, NotCompact>>);
 
 impl IndexedVocab {
