@@ -76,25 +76,31 @@ impl Stats {
     }
 }
 
-/// Sorts `values` in `f64::total_cmp`'s order: as integer keys (a bijection of the bits, so
-/// the values come back bit for bit), which the standard sort orders without a comparison
-/// closure: by callgrind, 42% fewer instructions than `sort_unstable_by(f64::total_cmp)`
-/// (the end-of-run statistics of a 3,000-request run, 21 metrics).
+/// Sorts `values` in `f64::total_cmp`'s order: as their `total_order_key`s, which the
+/// standard sort orders without a comparison closure, and back bit for bit. By callgrind,
+/// 42% fewer instructions than `sort_unstable_by(f64::total_cmp)` (the end-of-run
+/// statistics of a 3,000-request run, 21 metrics).
 fn sort_total(values: &mut [f64]) {
-    // total_cmp's key: flip every bit of a negative number, only the sign bit of the rest.
-    let key = |v: f64| {
-        let bits = v.to_bits();
-        bits ^ ((((bits as i64) >> 63) as u64) | (1 << 63))
-    };
-    let unkey = |k: u64| {
-        let bits = if k >> 63 == 1 { k ^ (1 << 63) } else { !k };
-        f64::from_bits(bits)
-    };
-    let mut keys: Vec<u64> = values.iter().map(|&v| key(v)).collect();
+    let mut keys: Vec<u64> = values.iter().map(|&v| total_order_key(v)).collect();
     keys.sort_unstable();
     for (v, k) in values.iter_mut().zip(keys) {
-        *v = unkey(k);
+        *v = from_total_order_key(k);
     }
+}
+
+/// The position of `v` in `f64::total_cmp`'s order, as an integer: every bit of a negative
+/// number flipped, only the sign bit of the others.
+pub fn total_order_key(v: f64) -> u64 {
+    let bits = v.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
+}
+
+fn from_total_order_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k ^ 1 << 63 } else { !k })
 }
 
 /// numpy's `percentile(sorted, p)` with the default linear method. `sorted` must be sorted

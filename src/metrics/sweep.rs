@@ -17,6 +17,7 @@ use std::collections::binary_heap::PeekMut;
 
 use super::catalog::MetricId;
 use super::column;
+use crate::stats::total_order_key;
 
 /// One profiling request's interval, in ns relative to an anchor (the run's first start).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -226,16 +227,6 @@ fn by_first_event<S: SpanSource + ?Sized>(spans: &S) -> (Vec<(f64, u32)>, [usize
     (order, counts)
 }
 
-/// The position of `t` in `f64::total_cmp`'s order, as an integer.
-fn order_key(t: f64) -> u64 {
-    let bits = t.to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | 1 << 63
-    }
-}
-
 /// Where a cursor's current event sorts among events at the same time: ends (deltas not
 /// above 0) before starts, then by list, then by request.
 fn tie_key(delta: f64, list: usize, span: u32) -> u64 {
@@ -300,13 +291,13 @@ impl<'a, S: SpanSource + ?Sized> Events<'a, S> {
                 continue;
             }
             // Stable: events at the same time and sign keep the order they were made in.
-            let key = |e: &(f64, f64)| (order_key(e.0), e.1 > 0.0);
+            let key = |e: &(f64, f64)| (total_order_key(e.0), e.1 > 0.0);
             if !cursor.events.is_sorted_by_key(key) {
                 cursor.events.sort_by_key(key);
             }
             let (time, delta) = cursor.events[0];
             self.heap
-                .push(Reverse((order_key(time), tie_key(delta, l, i), slot)));
+                .push(Reverse((total_order_key(time), tie_key(delta, l, i), slot)));
         }
     }
 }
@@ -318,7 +309,7 @@ impl<S: SpanSource + ?Sized> Iterator for Events<'_, S> {
         // Take in every request that may have an event at or before the earliest waiting.
         while let Some(&(first, i)) = self.order.get(self.next) {
             if let Some(Reverse((top, _, _))) = self.heap.peek()
-                && order_key(first) > *top
+                && total_order_key(first) > *top
             {
                 break;
             }
@@ -333,7 +324,7 @@ impl<S: SpanSource + ?Sized> Iterator for Events<'_, S> {
         match cursor.events.get(cursor.taken) {
             Some(&(time, delta)) => {
                 let tie = tie_key(delta, cursor.list, cursor.span);
-                *top = Reverse((order_key(time), tie, slot));
+                *top = Reverse((total_order_key(time), tie, slot));
             }
             None => {
                 PeekMut::pop(top);
