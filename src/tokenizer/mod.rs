@@ -415,8 +415,27 @@ fn load_compact(file: &Path, cache_dir: Option<&Path>) -> Result<(ByteLevelBpe, 
     {
         tracing::debug!("cannot write tokenizer cache {}: {e}", path.display());
     }
+    release_freed_heap();
     Ok((bpe, false))
 }
+
+/// Hands the heap the JSON parse freed back to the system. glibc raises its mmap threshold
+/// once the 11 MB file buffer is freed, so the parse's later buffers come from the heap and
+/// stay resident after they are freed (Qwen2: ~5 MB more than a load from the cache).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_freed_heap() {
+    unsafe extern "C" {
+        fn malloc_trim(pad: usize) -> std::ffi::c_int;
+    }
+    // SAFETY: malloc_trim only returns free memory at the heap's top and in free pages to
+    // the system; it takes the allocator's own locks.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_freed_heap() {}
 
 /// A spec no hub id can take: absolute or relative paths and `.json` files.
 fn looks_like_path(spec: &str) -> bool {
