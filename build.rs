@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-// Only `from_tiktoken`, `parts` and `slots` are used here.
+// Only `from_tiktoken`, `parts`, `slots` and `put_le_u32s` are used here.
 #[allow(dead_code)]
 #[path = "src/tokenizer/token_index.rs"]
 mod token_index;
@@ -21,7 +21,11 @@ fn main() {
     let index = token_index::TokenIndex::from_tiktoken(&text)
         .unwrap_or_else(|e| panic!("{}: {e}", source.display()));
     let (arena, offsets) = index.parts();
-    let le = |values: &[u32]| -> Vec<u8> { values.iter().flat_map(|v| v.to_le_bytes()).collect() };
+    let le = |values: &[u32]| {
+        let mut bytes = Vec::new();
+        token_index::put_le_u32s(&mut bytes, values);
+        bytes
+    };
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     for (name, bytes) in [
         ("o200k_base.arena", arena.to_vec()),

@@ -18,7 +18,7 @@ use std::collections::BinaryHeap;
 
 use fancy_regex::Regex;
 
-use super::token_index::{TokenIndex, VocabError};
+use super::token_index::{TokenIndex, VocabError, le_u32s};
 
 /// The o200k_base vocabulary (`assets/o200k_base.tiktoken`, see `assets/README.md` for its
 /// origin and licence) as `build.rs` decodes and indexes it: every token's bytes in rank
@@ -69,15 +69,12 @@ impl std::fmt::Debug for Bpe {
 /// Builds o200k_base from the arena, offsets and probe table `build.rs` made of the
 /// embedded vocabulary.
 pub fn o200k_base() -> Bpe {
-    let u32s = |bytes: &[u8]| -> Vec<u32> {
-        bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")))
-            .collect()
-    };
-    let index =
-        TokenIndex::with_slots(O200K_ARENA.to_vec(), u32s(O200K_OFFSETS), u32s(O200K_SLOTS))
-            .expect("the embedded o200k_base vocabulary is valid");
+    let index = TokenIndex::with_slots(
+        O200K_ARENA.to_vec(),
+        le_u32s(O200K_OFFSETS),
+        le_u32s(O200K_SLOTS),
+    )
+    .expect("the embedded o200k_base vocabulary is valid");
     Bpe::with_index(index, &O200K_SPECIAL, O200K_PATTERN).expect("o200k's pattern compiles")
 }
 

@@ -16,7 +16,7 @@ use std::time::UNIX_EPOCH;
 use sha2::{Digest, Sha256};
 
 use super::byte_level::{AddedToken, Spec};
-use super::token_index::TokenIndex;
+use super::token_index::{TokenIndex, le_u32s, put_le_u32s};
 
 const MAGIC: &[u8; 8] = b"AIPFBPE\0";
 /// Bump on any change to the layout or to what a spec means (2: the token index's probe
@@ -80,19 +80,11 @@ pub fn encode(key: &Key, spec: &Spec) -> Vec<u8> {
     );
     put_bytes(&mut out, arena);
     put_u32(&mut out, offsets.len() as u32);
-    for &o in offsets {
-        put_u32(&mut out, o);
-    }
+    put_le_u32s(&mut out, offsets);
     put_u32(&mut out, slots.len() as u32);
-    for &slot in slots {
-        put_u32(&mut out, slot);
-    }
+    put_le_u32s(&mut out, slots);
     put_u32(&mut out, spec.merges.len() as u32);
-    for merge in &spec.merges {
-        for &id in merge {
-            put_u32(&mut out, id);
-        }
-    }
+    put_le_u32s(&mut out, spec.merges.as_flattened());
     put_u32(&mut out, spec.patterns.len() as u32);
     for p in &spec.patterns {
         put_bytes(&mut out, p.as_bytes());
@@ -247,10 +239,7 @@ impl<'a> Reader<'a> {
     fn u32s(&mut self, per: usize) -> Result<Vec<u32>, String> {
         let count = self.u32()? as usize;
         let raw = self.take(count.checked_mul(4 * per).ok_or("count too large")?)?;
-        Ok(raw
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect())
+        Ok(le_u32s(raw))
     }
 }
 

@@ -224,6 +224,23 @@ impl TokenIndex {
     }
 }
 
+/// Appends `values` as little-endian bytes: how offsets and probe tables are stored (by
+/// `build.rs` for the builtin vocabulary, and in the tokenizer cache).
+pub fn put_le_u32s(out: &mut Vec<u8>, values: &[u32]) {
+    out.reserve(values.len() * 4);
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// The values `put_le_u32s` wrote; a trailing partial value is ignored.
+pub fn le_u32s(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")))
+        .collect()
+}
+
 /// A fast multiplicative hash of a byte string, eight bytes at a time; the slot is taken
 /// from its high bits, which depend on every input bit. Stored probe tables depend on it:
 /// a change here must bump `cache::VERSION` (the builtin's is rebuilt with the crate).
