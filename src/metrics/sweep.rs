@@ -17,7 +17,7 @@ use std::collections::binary_heap::PeekMut;
 
 use super::catalog::MetricId;
 use super::column;
-use crate::stats::total_order_key;
+use crate::stats::{from_total_order_key, total_order_key};
 
 /// One profiling request's interval, in ns relative to an anchor (the run's first start).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -136,20 +136,27 @@ impl List {
                 let (Some(g), Some(osl)) = (s.generation_start, s.output_tokens) else {
                     return;
                 };
-                let nonzero = s.gaps().filter(|&d| d > 0.0).count();
-                if osl < 1.0 || nonzero == 0 {
+                if osl < 1.0 {
                     return;
                 }
-                let per_gap = (osl - 1.0) / nonzero as f64;
+                // One pass over the gaps: each non-zero gap's interval with the gap, then
+                // its rate once their number is known.
+                let from = out.len();
                 let mut at = g;
                 for gap in s.gaps() {
                     let end = at + gap;
                     if gap > 0.0 {
-                        let rate = per_gap / gap;
-                        out.push((at, rate));
-                        out.push((end, -rate));
+                        out.push((at, gap));
+                        out.push((end, gap));
                     }
                     at = end;
+                }
+                let nonzero = (out.len() - from) / 2;
+                let per_gap = (osl - 1.0) / nonzero as f64;
+                for pair in out[from..].chunks_exact_mut(2) {
+                    let rate = per_gap / pair[0].1;
+                    pair[0].1 = rate;
+                    pair[1].1 = -rate;
                 }
             }
             List::Tokens => tokens_held(s, out),
@@ -163,6 +170,11 @@ impl List {
 /// up exactly, so its percentiles are selected rather than sorted (`weighted`); later ends
 /// hold the chunk for one ulp instead.
 const SLIVER: f64 = 1.0 / 1024.0;
+
+/// When a chunk stamped at or after its request's `end` is counted: just before it.
+fn held_before_end(end: f64) -> f64 {
+    (end - SLIVER).min(end.next_down())
+}
 
 fn tokens_held(s: &Span, out: &mut Vec<(f64, f64)>) {
     let prefill = match (s.generation_start, s.input_tokens) {
@@ -178,19 +190,26 @@ fn tokens_held(s: &Span, out: &mut Vec<(f64, f64)>) {
             if osl >= 1.0 {
                 out.push((g, 1.0));
             }
-            let per_chunk = (osl - 1.0) / s.gaps().count() as f64;
-            let mut at = g;
+            // One pass over the gaps: the chunks' times, then their share of the output
+            // once the number of gaps is known.
+            let from = out.len();
+            let (mut at, mut gaps) = (g, 0usize);
             for gap in s.gaps() {
                 at += gap;
+                gaps += 1;
                 if gap >= 0.0 {
                     // A chunk stamped at or after the end still arrives before it.
                     let t = if at >= s.end {
-                        (s.end - SLIVER).min(s.end.next_down())
+                        held_before_end(s.end)
                     } else {
                         at
                     };
-                    out.push((t, per_chunk));
+                    out.push((t, 0.0));
                 }
+            }
+            let per_chunk = (osl - 1.0) / gaps as f64;
+            for chunk in &mut out[from..] {
+                chunk.1 = per_chunk;
             }
             added_output = Some(osl);
         } else if s.end > g {
@@ -204,22 +223,39 @@ fn tokens_held(s: &Span, out: &mut Vec<(f64, f64)>) {
     }
 }
 
-/// Every request's index with the time of its earliest event in any list, by that time:
-/// the sweep takes a request's events in once it reaches that time. Also how many events
-/// each list has over all requests (in `ALL_LISTS` order).
+/// Every request's index with a time no later than its earliest event in any list, by that
+/// time: the sweep takes a request's events in once it reaches that time. Also at most how
+/// many events each list has over all requests (in `ALL_LISTS` order).
+///
+/// Every event is at the start, the first token, the end, a chunk (the first token plus the
+/// gaps so far, added in the order `List::of` adds them) or a chunk held back from the end
+/// (`held_before_end`), so the least of those bounds it without making the events.
 fn by_first_event<S: SpanSource + ?Sized>(spans: &S) -> (Vec<(f64, u32)>, [usize; 7]) {
-    let mut events = Vec::new();
     let mut counts = [0; ALL_LISTS.len()];
     let mut order: Vec<(f64, u32)> = (0..spans.count())
         .map(|i| {
             let s = spans.span(i);
-            events.clear();
-            for (list, count) in ALL_LISTS.into_iter().zip(&mut counts) {
-                let before = events.len();
-                list.of(&s, &mut events);
-                *count += events.len() - before;
+            let mut first = s.start.min(s.end).min(held_before_end(s.end));
+            let mut gaps = 0;
+            if let Some(g) = s.generation_start {
+                first = first.min(g);
+                let mut at = g;
+                for gap in s.gaps() {
+                    at += gap;
+                    first = first.min(at);
+                    gaps += 1;
+                }
             }
-            let first = events.iter().map(|e| e.0).fold(s.start, f64::min);
+            // Two events for each interval list, two per chunk gap for the decode by
+            // chunk, and for the tokens held: the input, the first token, one per chunk
+            // and the release.
+            for (list, count) in ALL_LISTS.into_iter().zip(&mut counts) {
+                *count += match list {
+                    List::DecodeByChunk => 2 * gaps,
+                    List::Tokens => gaps + 3,
+                    _ => 2,
+                };
+            }
             (first, i as u32)
         })
         .collect();
@@ -227,10 +263,22 @@ fn by_first_event<S: SpanSource + ?Sized>(spans: &S) -> (Vec<(f64, u32)>, [usize
     (order, counts)
 }
 
-/// Where a cursor's current event sorts among events at the same time: ends (deltas not
-/// above 0) before starts, then by list, then by request.
-fn tie_key(delta: f64, list: usize, span: u32) -> u64 {
-    u64::from(delta > 0.0) << 63 | (list as u64) << 32 | u64::from(span)
+/// A cursor's next event as one heap key: its time, then among events at the same time
+/// ends (deltas not above 0) before starts, then by list, then by request; the cursor's
+/// slot fills the low bits (never decisive, as a list and a request name one cursor). One
+/// 128-bit integer compares in two instructions where a tuple takes several branches.
+fn heap_key(time: f64, delta: f64, list: usize, span: u32, slot: u32) -> u128 {
+    debug_assert!(list < 8 && slot < 1 << 28);
+    let tie = u64::from(delta > 0.0) << 63
+        | (list as u64) << 60
+        | u64::from(span) << 28
+        | u64::from(slot);
+    u128::from(total_order_key(time)) << 64 | u128::from(tie)
+}
+
+/// The cursor slot a heap key carries.
+fn slot_of(key: u128) -> u32 {
+    (key as u32) & ((1 << 28) - 1)
 }
 
 /// One request's events of one list, in sweep order, and how many were taken.
@@ -253,8 +301,8 @@ struct Events<'a, S: ?Sized> {
     order: &'a [(f64, u32)],
     lists: &'a [List],
     next: usize,
-    /// `(time key, tie key, cursor)` of each cursor's next event; the least comes first.
-    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// `heap_key` of each cursor's next event; the least comes first.
+    heap: BinaryHeap<Reverse<u128>>,
     cursors: Vec<Cursor>,
     /// Cursors whose events were all taken, for reuse.
     free: Vec<u32>,
@@ -278,6 +326,8 @@ impl<'a, S: SpanSource + ?Sized> Events<'a, S> {
         let s = self.spans.span(i as usize);
         for (l, list) in self.lists.iter().enumerate() {
             let slot = self.free.pop().unwrap_or_else(|| {
+                // A heap key has 28 bits for the slot: 268M requests' lists in flight.
+                assert!(self.cursors.len() < 1 << 28, "too many requests in flight");
                 self.cursors.push(Cursor::default());
                 (self.cursors.len() - 1) as u32
             });
@@ -296,8 +346,7 @@ impl<'a, S: SpanSource + ?Sized> Events<'a, S> {
                 cursor.events.sort_by_key(key);
             }
             let (time, delta) = cursor.events[0];
-            self.heap
-                .push(Reverse((total_order_key(time), tie_key(delta, l, i), slot)));
+            self.heap.push(Reverse(heap_key(time, delta, l, i, slot)));
         }
     }
 }
@@ -308,8 +357,8 @@ impl<S: SpanSource + ?Sized> Iterator for Events<'_, S> {
     fn next(&mut self) -> Option<(f64, f64)> {
         // Take in every request that may have an event at or before the earliest waiting.
         while let Some(&(first, i)) = self.order.get(self.next) {
-            if let Some(Reverse((top, _, _))) = self.heap.peek()
-                && total_order_key(first) > *top
+            if let Some(Reverse(top)) = self.heap.peek()
+                && total_order_key(first) > (top >> 64) as u64
             {
                 break;
             }
@@ -317,14 +366,13 @@ impl<S: SpanSource + ?Sized> Iterator for Events<'_, S> {
             self.take_in(i);
         }
         let mut top = self.heap.peek_mut()?;
-        let Reverse((_, _, slot)) = *top;
+        let slot = slot_of(top.0);
         let cursor = &mut self.cursors[slot as usize];
         let event = cursor.events[cursor.taken];
         cursor.taken += 1;
         match cursor.events.get(cursor.taken) {
             Some(&(time, delta)) => {
-                let tie = tie_key(delta, cursor.list, cursor.span);
-                *top = Reverse((total_order_key(time), tie, slot));
+                *top = Reverse(heap_key(time, delta, cursor.list, cursor.span, slot));
             }
             None => {
                 PeekMut::pop(top);
@@ -517,18 +565,31 @@ fn divide(
     })
 }
 
-/// A positive normal number as (odd mantissa, exponent): `d = mantissa * 2^exponent`.
-fn odd_parts(d: f64) -> Option<(u64, i32)> {
+/// Whether every partial sum of `count` durations, in any order, is exact: each is a whole
+/// multiple of 2^`unit` (`None`: one is not a normal number) and all of them, `covered` in
+/// floating point, add up to fewer than 2^53 units. Adding n positive numbers loses less
+/// than n x 2^-53 of the sum, so `covered` a little enlarged bounds the exact total: near
+/// the limit this answers no where the sums were exact, never the other way, and the
+/// sorted walk it then takes gives the same figures.
+fn sums_are_exact(covered: f64, count: usize, unit: Option<i32>) -> bool {
+    unit.is_some_and(|u| covered * (1.0 + count as f64 * 2f64.powi(-51)) < pow2(53 + u))
+}
+
+/// 2^e for e in -1022..=1024 (2^1024 is infinite).
+fn pow2(e: i32) -> f64 {
+    debug_assert!((-1022..=1024).contains(&e));
+    f64::from_bits(((e + 1023) as u64) << 52)
+}
+
+/// For a positive normal number, the exponent of its lowest set bit: the largest power
+/// of two it is a whole multiple of.
+fn lowest_bit_exponent(d: f64) -> Option<i32> {
     if !d.is_normal() {
         return None;
     }
     let bits = d.to_bits();
     let mantissa = (bits & ((1 << 52) - 1)) | (1 << 52);
-    let zeros = mantissa.trailing_zeros();
-    Some((
-        mantissa >> zeros,
-        ((bits >> 52) & 0x7ff) as i32 - 1075 + zeros as i32,
-    ))
+    Some(((bits >> 52) & 0x7ff) as i32 - 1075 + mantissa.trailing_zeros() as i32)
 }
 
 /// Weighted statistics of `(value, duration)` segments; `total` is the time the average
@@ -536,49 +597,41 @@ fn odd_parts(d: f64) -> Option<(u64, i32)> {
 /// Two passes gather the sums (each in time order, as `Iterator::sum` adds) and extremes
 /// before the percentiles are selected.
 fn weighted(mut segments: Vec<(f64, f64)>, total: f64) -> WeightedStats {
-    // Drops the segments held for no time; the sum of value x duration, the extremes and
-    // the smallest power of two any duration is a whole multiple of.
+    // Drops the segments held for no time; the sum of value x duration, the extremes (as
+    // `total_order_key`s: one integer compare each) and the smallest power of two any
+    // duration is a whole multiple of.
     let zero: f64 = std::iter::empty::<f64>().sum();
     let (mut kept, mut moment, mut covered) = (0, zero, zero);
-    let (mut min, mut max) = (f64::NAN, f64::NAN);
+    let (mut min, mut max) = (u64::MAX, u64::MIN);
     let mut unit = Some(i32::MAX);
     for i in 0..segments.len() {
         let (v, d) = segments[i];
         if d.partial_cmp(&0.0) != Some(Ordering::Greater) {
             continue;
         }
-        if kept == 0 || v.total_cmp(&min).is_lt() {
-            min = v;
-        }
-        if kept == 0 || v.total_cmp(&max).is_gt() {
-            max = v;
-        }
+        let key = total_order_key(v);
+        min = min.min(key);
+        max = max.max(key);
         segments[kept] = (v, d);
         kept += 1;
         moment += v * d;
         covered += d;
-        unit = unit.zip(odd_parts(d)).map(|(u, (_, e))| u.min(e));
+        unit = unit.zip(lowest_bit_exponent(d)).map(|(u, e)| u.min(e));
     }
     segments.truncate(kept);
     if segments.is_empty() || total <= 0.0 {
         return WeightedStats::default();
     }
+    let (min, max) = (from_total_order_key(min), from_total_order_key(max));
     let avg = moment / total;
-    // The squared deviations, and whether every partial sum of durations is exact (each
-    // a whole multiple of `unit`, below 2^53 units in all), so that any order of adding
-    // them gives the same sums.
-    let (mut spread, mut units) = (zero, Some(0u128));
+    let mut spread = zero;
     for &(v, d) in &segments {
         spread += d * (v - avg) * (v - avg);
-        units = units.and_then(|sum| {
-            let (m, e) = odd_parts(d)?;
-            let shift = u32::try_from(e - unit?).ok().filter(|&s| s < 53)?;
-            Some(sum + (u128::from(m) << shift)).filter(|&sum| sum < 1 << 53)
-        });
     }
+    let exact = sums_are_exact(covered, segments.len(), unit);
     let var = spread / total;
     let mut at = [max; 4];
-    if units.is_some() {
+    if exact {
         // Every partial sum is the same in any order: select instead of sorting.
         select_by_buckets(&mut segments, covered, (min, max), &mut at);
     } else {
@@ -624,6 +677,7 @@ fn reached(acc: f64, covered: f64, level: f64) -> bool {
 const BUCKETED_FROM: usize = 2048;
 /// Equal-width value buckets between the least and the largest value.
 const BUCKETS: usize = 1024;
+const _: () = assert!(BUCKETS <= 1 << 16, "bucket indices are kept as u16");
 
 /// `select_levels` over `segments` (exact sums) at `LEVELS`, narrowed first when there are
 /// many: one pass adds each segment's time to its value bucket (equal widths between
@@ -646,10 +700,16 @@ fn select_by_buckets(
     // Rounding is monotone, so a larger value never lands in a lower bucket; equal
     // values share one.
     let bucket = |v: f64| (((v - min) * scale) as usize).min(BUCKETS - 1);
+    // Each segment's bucket, kept for the second pass (2 bytes a segment).
     let mut time = vec![0.0; BUCKETS];
-    for &(v, d) in segments.iter() {
-        time[bucket(v)] += d;
-    }
+    let buckets: Vec<u16> = segments
+        .iter()
+        .map(|&(v, d)| {
+            let b = bucket(v);
+            time[b] += d;
+            b as u16
+        })
+        .collect();
     // Each level's bucket and the time below that bucket; the whole time reaches every
     // level, as sums are exact.
     let mut found = [(0, 0.0); LEVELS.len()];
@@ -671,8 +731,8 @@ fn select_by_buckets(
             groups.push((i, Vec::new()));
         }
     }
-    for &s in segments.iter() {
-        if let Some((_, members)) = groups.get_mut(usize::from(group_of[bucket(s.0)])) {
+    for (&s, &b) in segments.iter().zip(&buckets) {
+        if let Some((_, members)) = groups.get_mut(usize::from(group_of[usize::from(b)])) {
             members.push(s);
         }
     }
@@ -1289,6 +1349,25 @@ mod tests {
     }
 
     #[test]
+    fn exact_sums_stop_short_of_2_pow_53_units() {
+        let units = |n: f64, unit: i32| n * 2f64.powi(unit);
+        for unit in [0, -10, 30] {
+            assert!(sums_are_exact(units(1e6, unit), 1000, Some(unit)));
+            assert!(sums_are_exact(units(2f64.powi(52), unit), 1000, Some(unit)));
+            assert!(!sums_are_exact(units(2f64.powi(53), unit), 1, Some(unit)));
+            // Within the rounding bound of the limit: no.
+            assert!(!sums_are_exact(
+                units(2f64.powi(53) - 2.0, unit),
+                1000,
+                Some(unit)
+            ));
+        }
+        assert!(!sums_are_exact(1.0, 1, None));
+        assert!(sums_are_exact(f64::MAX / 2.0, 1, Some(971)));
+        assert!(!sums_are_exact(f64::INFINITY, 1, Some(971)));
+    }
+
+    #[test]
     fn durations_far_apart_in_size_take_the_sorted_walk() {
         // 2^120 is 2^140 units of 2^-20: far past any exact sum (and any u128 shift).
         let segments = vec![(1.0, 2f64.powi(120)), (2.0, 1.0), (3.0, 2f64.powi(-20))];
@@ -1371,6 +1450,39 @@ mod tests {
         let t = get(&all, MetricId::TokensInFlight);
         assert!((t.avg - (10.0 * 10.0 + 11.0 * 30.0 + 13.0 * 60.0) / 100.0).abs() < 1e-6);
         close(t.max, 15.0);
+    }
+
+    #[test]
+    fn a_chunk_held_back_before_its_start_is_swept_in_order() {
+        // The first request ends as it starts, with a chunk stamped after its end: that
+        // chunk counts just before the end, which is before its start and after nothing
+        // else but the second request's start, half a sliver earlier still.
+        let late_chunk = encoded(&[5.0]);
+        let spans = [
+            Span {
+                start: 1000.0,
+                generation_start: Some(1000.0),
+                end: 1000.0,
+                input_tokens: Some(3.0),
+                output_tokens: Some(2.0),
+                chunk_gaps: &late_chunk,
+            },
+            Span {
+                start: 1000.0 - SLIVER / 2.0,
+                generation_start: Some(1500.0),
+                end: 2000.0,
+                input_tokens: Some(4.0),
+                output_tokens: Some(1.0),
+                chunk_gaps: &[],
+            },
+        ];
+        let (order, counts) = by_first_event(&spans[..]);
+        let events = counts.iter().sum();
+        let swept = Curve::new(&spans[..], &order, &[List::Tokens], events, true).into_step();
+        let held = held::Held::from_events(held::events(&spans, &[List::Tokens]));
+        assert_eq!(swept.times, held.times);
+        assert_eq!(swept.values, held.values);
+        assert_eq!(swept.times[0], 1000.0 - SLIVER);
     }
 
     #[test]
