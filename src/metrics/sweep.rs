@@ -452,18 +452,15 @@ impl<'a, S: SpanSource + ?Sized> Curve<'a, S> {
 
     /// `(time, value)` points in time order (times distinct).
     fn points(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        let (held, swept) = match self {
-            Curve::Held(step) => (Some(step.points()), None),
+        match self {
+            Curve::Held(step) => Points::Held(step.points()),
             Curve::Swept {
                 spans,
                 order,
                 lists,
                 floor,
-            } => (None, Some(swept_points(*spans, order, lists, *floor))),
-        };
-        held.into_iter()
-            .flatten()
-            .chain(swept.into_iter().flatten())
+            } => Points::Swept(swept_points(*spans, order, lists, *floor)),
+        }
     }
 
     /// The curve held whole.
@@ -471,6 +468,28 @@ impl<'a, S: SpanSource + ?Sized> Curve<'a, S> {
         match self {
             Curve::Held(step) => step,
             swept => Step::collect(swept.points()),
+        }
+    }
+}
+
+/// A held or a swept curve's points: one match a point, where chaining two optional
+/// iterators checked both (2% of a sweep's instructions by callgrind).
+enum Points<H, W> {
+    Held(H),
+    Swept(W),
+}
+
+impl<H, W> Iterator for Points<H, W>
+where
+    H: Iterator<Item = (f64, f64)>,
+    W: Iterator<Item = (f64, f64)>,
+{
+    type Item = (f64, f64);
+
+    fn next(&mut self) -> Option<(f64, f64)> {
+        match self {
+            Points::Held(points) => points.next(),
+            Points::Swept(points) => points.next(),
         }
     }
 }
