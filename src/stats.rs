@@ -99,6 +99,7 @@ pub fn total_order_key(v: f64) -> u64 {
     }
 }
 
+/// The number whose `total_order_key` is `k`, bit for bit.
 pub fn from_total_order_key(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k ^ 1 << 63 } else { !k })
 }

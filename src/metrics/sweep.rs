@@ -405,7 +405,8 @@ enum Curve<'a, S: ?Sized> {
 
 impl<'a, S: SpanSource + ?Sized> Curve<'a, S> {
     /// One sweep, which finds the largest level (the residue floor) and, when `hold`,
-    /// keeps the points. `events` is how many events the lists have: room for the points.
+    /// keeps the points. `events` is at most how many events the lists have (`by_first_event`'s
+    /// counts): room for the points.
     fn new(
         spans: &'a S,
         order: &'a [(f64, u32)],
@@ -591,13 +592,7 @@ fn divide(
 /// the limit this answers no where the sums were exact, never the other way, and the
 /// sorted walk it then takes gives the same figures.
 fn sums_are_exact(covered: f64, count: usize, unit: Option<i32>) -> bool {
-    unit.is_some_and(|u| covered * (1.0 + count as f64 * 2f64.powi(-51)) < pow2(53 + u))
-}
-
-/// 2^e for e in -1022..=1024 (2^1024 is infinite).
-fn pow2(e: i32) -> f64 {
-    debug_assert!((-1022..=1024).contains(&e));
-    f64::from_bits(((e + 1023) as u64) << 52)
+    unit.is_some_and(|u| covered * (1.0 + count as f64 * 2f64.powi(-51)) < 2f64.powi(53 + u))
 }
 
 /// For a positive normal number, the exponent of its lowest set bit: the largest power
