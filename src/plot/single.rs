@@ -2,7 +2,7 @@
 //! requests in flight over time, image size effects, server metrics and time slices.
 
 use super::chart::{Axis, Chart, Mark, Series, SeriesKind};
-use super::load::{RecordRow, RunArtifacts, ServerSample};
+use super::load::{MetricKey, RecordRow, RunArtifacts, ServerSample};
 
 /// Every single-run chart the run has data for, by name; the names of those it has not.
 pub fn charts(run: &RunArtifacts) -> Vec<(String, Option<Chart>)> {
@@ -25,11 +25,12 @@ pub fn charts(run: &RunArtifacts) -> Vec<(String, Option<Chart>)> {
             "Request latency",
         ),
     ] {
+        let key = MetricKey::new(tag);
         let values: Vec<f64> = run
             .records
             .iter()
             .filter(|r| ok(r))
-            .filter_map(|r| r.metric(tag))
+            .filter_map(|r| r.metric_of(key))
             .collect();
         out.push((name.into(), distribution(run, name, tag, what, values)));
     }
@@ -86,7 +87,8 @@ fn secs(run: &RunArtifacts, wall_ns: u64) -> f64 {
 /// linear-interpolated q-quantile, so it meets the run's own percentiles.
 pub fn cdf_points(values: &[f64]) -> Vec<(f64, f64)> {
     let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
+    // Values equal by `total_cmp` have the same bits: an unstable sort gives the same order.
+    v.sort_unstable_by(f64::total_cmp);
     let n = v.len();
     match n {
         0 => Vec::new(),
@@ -173,16 +175,14 @@ fn request_timeline(run: &RunArtifacts) -> Option<Chart> {
     if run.records.is_empty() {
         return None;
     }
-    let point = |r: &RecordRow, tag| Some((secs(run, r.start_ns), r.metric(tag)?));
+    let point = |r: &RecordRow, key| Some((secs(run, r.start_ns), r.metric_of(key)?));
     let ok: Vec<&RecordRow> = run.records.iter().filter(|r| !r.failed).collect();
-    let latency = ok
-        .iter()
-        .filter_map(|r| point(r, "request_latency"))
-        .collect();
-    let ttft = ok
-        .iter()
-        .filter_map(|r| point(r, "time_to_first_token"))
-        .collect();
+    let (latency_key, ttft_key) = (
+        MetricKey::new("request_latency"),
+        MetricKey::new("time_to_first_token"),
+    );
+    let latency = ok.iter().filter_map(|r| point(r, latency_key)).collect();
+    let ttft = ok.iter().filter_map(|r| point(r, ttft_key)).collect();
     // A failed request has no latency metric: its time to the error stands in.
     let errors: Vec<(f64, f64)> = run
         .records
@@ -222,10 +222,11 @@ fn request_timeline(run: &RunArtifacts) -> Option<Chart> {
 fn over_time(run: &RunArtifacts, name: &str, tag: &str, what: &str) -> Option<Chart> {
     let mut ok: Vec<&RecordRow> = run.records.iter().filter(|r| !r.failed).collect();
     ok.sort_by_key(|r| r.start_ns);
+    let key = MetricKey::new(tag);
     let points: Vec<(f64, f64)> = ok
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| Some(((i + 1) as f64, r.metric(tag)?)))
+        .filter_map(|(i, r)| Some(((i + 1) as f64, r.metric_of(key)?)))
         .collect();
     if points.is_empty() {
         return None;
@@ -260,11 +261,15 @@ fn throughput_over_time(run: &RunArtifacts) -> Option<Chart> {
     let windows = 60usize;
     let width = (end / windows as f64).max(1e-3);
     let mut tokens = vec![0.0; windows + 1];
+    let (osl_key, ttft_key) = (
+        MetricKey::new("output_sequence_length"),
+        MetricKey::new("time_to_first_token"),
+    );
     for r in &ok {
-        let Some(n) = r.metric("output_sequence_length") else {
+        let Some(n) = r.metric_of(osl_key) else {
             continue;
         };
-        let first = secs(run, r.start_ns) + r.metric("time_to_first_token").unwrap_or(0.0) / 1e3;
+        let first = secs(run, r.start_ns) + r.metric_of(ttft_key).unwrap_or(0.0) / 1e3;
         let last = secs(run, r.end_ns).max(first);
         spread(&mut tokens, width, first, last, n);
     }
@@ -279,7 +284,8 @@ fn throughput_over_time(run: &RunArtifacts) -> Option<Chart> {
         .iter()
         .flat_map(|r| [(secs(run, r.start_ns), 1), (secs(run, r.end_ns), -1)])
         .collect();
-    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    // Whole-tuple order: equal events are identical, so an unstable sort gives the same.
+    events.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let mut in_flight = 0i64;
     let mut steps = vec![(0.0, 0.0)];
     for (t, d) in events {
@@ -327,13 +333,14 @@ fn by_image_size(run: &RunArtifacts, tokens: bool) -> Option<Chart> {
     } else {
         ("request_latency", "latency_by_image_size")
     };
+    let key = MetricKey::new(tag);
     let points: Vec<(f64, f64)> = run
         .records
         .iter()
         .filter(|r| !r.failed && !r.images.is_empty())
         .filter_map(|r| {
             let px: f64 = r.images.iter().map(|(w, h)| *w as f64 * *h as f64).sum();
-            Some((px / 1e6, r.metric(tag)?))
+            Some((px / 1e6, r.metric_of(key)?))
         })
         .collect();
     if points.is_empty() {
@@ -373,11 +380,12 @@ fn family<'a>(run: &'a RunArtifacts, names: &[&str]) -> Option<&'a [ServerSample
 
 /// Client TTFT by send time, on the second axis of the server plots.
 fn client_ttft(run: &RunArtifacts) -> Series {
+    let key = MetricKey::new("time_to_first_token");
     let points = run
         .records
         .iter()
         .filter(|r| !r.failed)
-        .filter_map(|r| Some((secs(run, r.start_ns), r.metric("time_to_first_token")?)))
+        .filter_map(|r| Some((secs(run, r.start_ns), r.metric_of(key)?)))
         .collect();
     let mut s = Series::new("Client TTFT (ms)", SeriesKind::Scatter, points);
     s.on_y2 = true;

@@ -34,8 +34,8 @@ pub struct Page {
     pub command: Option<String>,
     /// The resolved configuration, pretty-printed JSON.
     pub config: Option<String>,
-    /// The chart models (serialized `plot::Chart`s).
-    pub charts: serde_json::Value,
+    /// The chart models: a JSON array of serialized `plot::Chart`s.
+    pub charts: String,
     /// Why there are no charts, when there are none.
     pub charts_note: Option<String>,
 }
@@ -119,10 +119,10 @@ impl Page {
             h,
             "<footer>Written by aiperf {} after the run. Charts drawn with uPlot (MIT licence), \
              embedded in this file.</footer>\n<script>{ERROR_CATCHER}</script>\n\
-             <script type=\"application/json\" id=\"report-data\">{}</script>\n\
+             <script type=\"application/json\" id=\"report-data\">{{\"charts\":{}}}</script>\n\
              <script>{UPLOT_JS}</script>\n<script>{CHARTS_JS}</script>\n</body>\n</html>\n",
             env!("CARGO_PKG_VERSION"),
-            script_json(&serde_json::json!({ "charts": self.charts }))
+            script_json(&self.charts)
         );
         h
     }
@@ -171,14 +171,23 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// JSON that is safe inside a `<script>` element: `<`, `>` and `&` only occur inside JSON
-/// strings, where their `\u` escapes mean the same.
-fn script_json(value: &serde_json::Value) -> String {
-    value
-        .to_string()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
+/// JSON text made safe inside a `<script>` element, in one pass: `<`, `>` and `&` only
+/// occur inside JSON strings, where their `\u` escapes mean the same.
+fn script_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + 64);
+    let mut from = 0;
+    for i in memchr::memchr3_iter(b'<', b'>', b'&', json.as_bytes()) {
+        // ASCII bytes: char boundaries on both sides.
+        out.push_str(&json[from..i]);
+        out.push_str(match json.as_bytes()[i] {
+            b'<' => "\\u003c",
+            b'>' => "\\u003e",
+            _ => "\\u0026",
+        });
+        from = i + 1;
+    }
+    out.push_str(&json[from..]);
+    out
 }
 
 #[cfg(test)]
@@ -201,7 +210,7 @@ mod tests {
             links: vec![("concurrency_4".into(), "concurrency_4/report.html".into())],
             command: Some("aiperf profile --api-key ***".into()),
             config: Some("{}".into()),
-            charts: serde_json::json!([{"name": "x", "title": "</script><b>"}]),
+            charts: serde_json::json!([{"name": "x", "title": "</script><b>&c"}]).to_string(),
             charts_note: None,
         }
     }
@@ -212,7 +221,7 @@ mod tests {
         assert!(html.contains("<title>Run &lt;1&gt;</title>"));
         assert!(html.contains("<dd>a&amp;b</dd>"));
         assert!(html.contains("<td class=\"txt\">TTFT (ms)</td><td class=\"num\">20.81</td>"));
-        assert!(html.contains(r#"\u003c/script\u003e\u003cb\u003e"#));
+        assert!(html.contains(r#"\u003c/script\u003e\u003cb\u003e\u0026c"#));
         assert_eq!(
             html.matches("</script>").count(),
             4,
@@ -223,6 +232,6 @@ mod tests {
         let start = html.find("id=\"report-data\">").unwrap() + "id=\"report-data\">".len();
         let end = start + html[start..].find("</script>").unwrap();
         let v: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
-        assert_eq!(v["charts"][0]["title"], "</script><b>");
+        assert_eq!(v["charts"][0]["title"], "</script><b>&c");
     }
 }
