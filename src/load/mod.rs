@@ -40,6 +40,8 @@ pub struct SendPlan {
     /// Per entry: its later turns, for multi-turn conversations (empty scripts otherwise).
     /// With any multi-turn entry, `order` lists conversations to start, not sends.
     pub scripts: Vec<TurnScript>,
+    /// Some entry has two or more turns (fixed once the entries are in; read per send).
+    multi_turn: bool,
     /// Per entry: its trace timestamp (ms), if the input had one (see `fixed_schedule`).
     pub timestamps_ms: Vec<Option<u64>>,
     /// Conversations started so far, over all phases.
@@ -64,6 +66,7 @@ impl SendPlan {
             order: Vec::new(),
             request_ids: Vec::new(),
             scripts: vec![TurnScript::default(); n],
+            multi_turn: false,
             timestamps_ms: vec![None; n],
             next_session: AtomicU64::new(0),
             id_seed: seed,
@@ -89,6 +92,7 @@ impl SendPlan {
             order: Vec::new(),
             request_ids: Vec::new(),
             scripts: Vec::with_capacity(n),
+            multi_turn: false,
             timestamps_ms: Vec::with_capacity(n),
             next_session: AtomicU64::new(0),
             id_seed: seed,
@@ -102,6 +106,7 @@ impl SendPlan {
             plan.scripts.push(c.script);
             plan.timestamps_ms.push(c.timestamp_ms);
         }
+        plan.multi_turn = plan.scripts.iter().any(|s| s.turns.len() > 1);
         plan.draw(sampling, total_sends, seed);
         // The input file's session ids stay the conversations' ids.
         for (id, given) in plan.conversation_ids.iter_mut().zip(session_ids) {
@@ -140,7 +145,7 @@ impl SendPlan {
 
     /// True when some entry is a conversation of two or more turns.
     pub fn is_multi_turn(&self) -> bool {
-        self.scripts.iter().any(|s| s.turns.len() > 1)
+        self.multi_turn
     }
 
     /// `--ignore-trace-delays`: forgets the input's timestamps and turn delays, so every
