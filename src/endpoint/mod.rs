@@ -1240,6 +1240,11 @@ mod plain {
 
         /// The next byte after whitespace is `c`: taken.
         fn eat(&mut self, c: u8) -> bool {
+            // Compact JSON has no whitespace: look for `c` first.
+            if self.peek() == Some(c) {
+                self.at += 1;
+                return true;
+            }
             self.ws();
             if self.peek() == Some(c) {
                 self.at += 1;
@@ -1249,8 +1254,8 @@ mod plain {
             }
         }
 
-        /// A string without escapes or control characters, as `&str`.
-        fn string(&mut self) -> Option<&'a str> {
+        /// Where a string without escapes or control characters lies (between its quotes).
+        fn string_span(&mut self) -> Option<(usize, usize)> {
             if !self.eat(b'"') {
                 return None;
             }
@@ -1261,6 +1266,12 @@ mod plain {
                 return None;
             }
             self.at = end + 1;
+            Some((start, end))
+        }
+
+        /// A string without escapes or control characters, as `&str`.
+        fn string(&mut self) -> Option<&'a str> {
+            let (start, end) = self.string_span()?;
             // Both ends are ASCII quotes of valid UTF-8: char boundaries.
             self.text.get(start..end)
         }
@@ -1339,7 +1350,8 @@ mod plain {
             }
             self.ws();
             match self.peek()? {
-                b'"' => self.string().map(drop),
+                // Skipped: no `&str` (its char-boundary checks) needed.
+                b'"' => self.string_span().map(drop),
                 b'{' => self.object(|s, _| s.skip(depth + 1)),
                 b'[' => {
                     self.at += 1;
