@@ -320,6 +320,6 @@ fn main() {
     println!(
         "  ratio aiperf/raw: {:.2} (medians); per round {per_round}, median {:.2}",
         o / r,
-        median(paired.clone())
+        median(paired)
     );
 }

@@ -235,7 +235,8 @@ fn by_first_event<S: SpanSource + ?Sized>(spans: &S) -> (Vec<(f64, u32)>, [usize
     let mut order: Vec<(f64, u32)> = (0..spans.count())
         .map(|i| {
             let s = spans.span(i);
-            let mut first = s.start.min(s.end).min(held_before_end(s.end));
+            // `held_before_end(end)` is never after the end.
+            let mut first = s.start.min(held_before_end(s.end));
             let mut gaps = 0;
             if let Some(g) = s.generation_start {
                 first = first.min(g);
@@ -268,17 +269,20 @@ fn by_first_event<S: SpanSource + ?Sized>(spans: &S) -> (Vec<(f64, u32)>, [usize
 /// slot fills the low bits (never decisive, as a list and a request name one cursor). One
 /// 128-bit integer compares in two instructions where a tuple takes several branches.
 fn heap_key(time: f64, delta: f64, list: usize, span: u32, slot: u32) -> u128 {
-    debug_assert!(list < 8 && slot < 1 << 28);
+    debug_assert!(list < 8 && slot < 1 << SLOT_BITS);
     let tie = u64::from(delta > 0.0) << 63
         | (list as u64) << 60
-        | u64::from(span) << 28
+        | u64::from(span) << SLOT_BITS
         | u64::from(slot);
     u128::from(total_order_key(time)) << 64 | u128::from(tie)
 }
 
+/// Bits of a heap key that hold the cursor slot.
+const SLOT_BITS: u32 = 28;
+
 /// The cursor slot a heap key carries.
 fn slot_of(key: u128) -> u32 {
-    (key as u32) & ((1 << 28) - 1)
+    (key as u32) & ((1 << SLOT_BITS) - 1)
 }
 
 /// One request's events of one list, in sweep order, and how many were taken.
@@ -327,7 +331,10 @@ impl<'a, S: SpanSource + ?Sized> Events<'a, S> {
         for (l, list) in self.lists.iter().enumerate() {
             let slot = self.free.pop().unwrap_or_else(|| {
                 // A heap key has 28 bits for the slot: 268M requests' lists in flight.
-                assert!(self.cursors.len() < 1 << 28, "too many requests in flight");
+                assert!(
+                    self.cursors.len() < 1 << SLOT_BITS,
+                    "too many requests in flight"
+                );
                 self.cursors.push(Cursor::default());
                 (self.cursors.len() - 1) as u32
             });

@@ -62,15 +62,16 @@ pub struct RecordRow {
 }
 
 impl RecordRow {
-    /// A profiling request's row; `metrics` are (tag, value) in the per-record file's
-    /// display units (a repeated tag keeps its last value, as a JSON object reads).
-    pub fn new<'a>(
+    /// A profiling request's row; `metrics` are (tag or resolved key, value) in the
+    /// per-record file's display units (a repeated tag keeps its last value, as a JSON
+    /// object reads).
+    pub fn new<'a, K: Into<MetricKey<'a>>>(
         start_ns: u64,
         end_ns: u64,
         conversation_id: String,
         turn_index: u64,
         failed: bool,
-        metrics: impl Iterator<Item = (&'a str, f64)>,
+        metrics: impl Iterator<Item = (K, f64)>,
     ) -> RecordRow {
         let (metric_ids, metric_values, other_metrics) = compact_metrics(metrics);
         RecordRow {
@@ -104,6 +105,8 @@ impl RecordRow {
         pairs
     }
 
+    /// The metric `tag` names (charts resolve their tags once: `metric_of`).
+    #[cfg(test)]
     pub fn metric(&self, tag: &str) -> Option<f64> {
         self.metric_of(MetricKey::new(tag))
     }
@@ -142,6 +145,12 @@ impl<'a> MetricKey<'a> {
             .filter(|&id| id_bit(id).is_some())
             .map(|id| id as u32);
         MetricKey { tag, id }
+    }
+}
+
+impl<'a> From<&'a str> for MetricKey<'a> {
+    fn from(tag: &'a str) -> Self {
+        MetricKey::new(tag)
     }
 }
 
@@ -446,18 +455,21 @@ type CompactMetrics = (u128, Box<[f64]>, Box<[(Box<str>, f64)]>);
 
 /// A record's metrics in `RecordRow`'s compact form; a repeated tag keeps its last value,
 /// as a JSON object reads.
-fn compact_metrics<'a>(pairs: impl Iterator<Item = (&'a str, f64)>) -> CompactMetrics {
+fn compact_metrics<'a, K: Into<MetricKey<'a>>>(
+    pairs: impl Iterator<Item = (K, f64)>,
+) -> CompactMetrics {
     let mut metrics: Vec<(u32, f64)> = Vec::new();
     let mut other_metrics: Vec<(Box<str>, f64)> = Vec::new();
-    for (tag, value) in pairs {
-        match catalogue_id(tag).filter(|&id| id_bit(id).is_some()) {
-            Some(id) => match metrics.iter_mut().find(|m| m.0 == id as u32) {
+    for (key, value) in pairs {
+        let key = key.into();
+        match key.id {
+            Some(id) => match metrics.iter_mut().find(|m| m.0 == id) {
                 Some(m) => m.1 = value,
-                None => metrics.push((id as u32, value)),
+                None => metrics.push((id, value)),
             },
-            None => match other_metrics.iter_mut().find(|m| &*m.0 == tag) {
+            None => match other_metrics.iter_mut().find(|m| &*m.0 == key.tag) {
                 Some(m) => m.1 = value,
-                None => other_metrics.push((tag.into(), value)),
+                None => other_metrics.push((key.tag.into(), value)),
             },
         }
     }

@@ -16,7 +16,7 @@ use crate::metrics::{
     Collector, CollectorOptions, GoodputSlo, RecordMetrics, RecordSink, TemplateOverhead,
 };
 use crate::plot::RECORD_TAGS;
-use crate::plot::load::RecordRow;
+use crate::plot::load::{MetricKey, RecordRow};
 use crate::record::{Phase, RequestRecord};
 use crate::tokenizer::Tokenizer;
 
@@ -225,13 +225,15 @@ impl ChartColumns {
 
     /// The rows: made after the collector's statistics, whose memory is gone by then.
     pub fn into_rows(self) -> Vec<RecordRow> {
+        // Resolved once, not per row.
+        let keys: Vec<MetricKey> = RECORD_TAGS.iter().map(|t| MetricKey::new(t)).collect();
         let mut values = self.values.into_iter();
         let mut rows: Vec<RecordRow> = (self.present.iter())
             .zip(self.start_ns.iter().zip(&self.end_ns))
             .map(|(&present, (&start, &end))| {
-                let tags = (RECORD_TAGS.iter().enumerate())
+                let tags = (keys.iter().enumerate())
                     .filter(|(i, _)| present & 1 << i != 0)
-                    .map(|(_, tag)| (*tag, values.next().expect("a value per bit")));
+                    .map(|(_, &key)| (key, values.next().expect("a value per bit")));
                 RecordRow::new(start, end, String::new(), 0, present & FAILED != 0, tags)
             })
             .collect();
