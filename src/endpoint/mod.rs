@@ -1106,6 +1106,24 @@ pub fn parse_event(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
     if let Some(event) = plain::scan(data) {
         return Ok(event);
     }
+    typed_or_lenient(data)
+}
+
+/// `parse_event` for the next payload of a stream whose earlier ones left `lead`.
+pub fn parse_event_after<'a>(
+    data: &'a [u8],
+    lead: &mut StreamLead,
+) -> Result<ParsedEvent<'a>, serde_json::Error> {
+    if let Some(event) = plain::scan_after(data, lead) {
+        return Ok(event);
+    }
+    typed_or_lenient(data)
+}
+
+pub use plain::StreamLead;
+
+/// serde's typed read of a payload, or, for valid JSON of another shape, `lenient`'s.
+fn typed_or_lenient(data: &[u8]) -> Result<ParsedEvent<'_>, serde_json::Error> {
     match serde_json::from_slice::<WireEvent<'_>>(data) {
         Ok(wire) => Ok(from_wire(wire)),
         Err(e) if e.is_data() => {
@@ -1204,14 +1222,62 @@ mod plain {
         text: Option<&'a str>,
     }
 
+    /// What a stream's payloads repeat: the start of the last payload the scan took, up to
+    /// the comma before the first top-level field it reads (`choices`, `usage`, `text`,
+    /// `error`). A chat chunk's `id`, `object`, `created` and `model` come first and are the
+    /// same in every chunk of a stream: about half of its bytes, only skipped. The scan is a
+    /// function of the bytes it has passed (no look-ahead past that comma), so a payload
+    /// that starts with these bytes is at the same point of the scan in the same state,
+    /// nothing read yet, and the scan goes on from there. By callgrind over the mock's
+    /// chunks (a new lead every 16): 2,496 -> 1,674 instructions a chunk.
+    #[derive(Debug, Default)]
+    pub struct StreamLead {
+        bytes: Vec<u8>,
+    }
+
+    #[cfg(test)]
+    impl StreamLead {
+        pub(super) fn as_bytes(&self) -> &[u8] {
+            &self.bytes
+        }
+    }
+
     /// The payload as serde's typed read and `from_wire` would give it, or `None` (see the
     /// module).
     pub(super) fn scan(data: &[u8]) -> Option<ParsedEvent<'_>> {
-        let text = std::str::from_utf8(data).ok()?;
-        let mut s = Scan { text, at: 0 };
-        let event = s.event()?;
+        whole(data).map(|(event, _)| event)
+    }
+
+    /// `scan` of a stream's next payload, which may start with `lead`; a payload that does
+    /// not is scanned whole and leaves its own lead.
+    pub(super) fn scan_after<'a>(data: &'a [u8], lead: &mut StreamLead) -> Option<ParsedEvent<'a>> {
+        if !lead.bytes.is_empty()
+            && let Some(rest) = data.strip_prefix(lead.bytes.as_slice())
+        {
+            // The lead is valid UTF-8 ending in an ASCII comma: the rest is checked alone.
+            let mut s = Scan {
+                text: std::str::from_utf8(rest).ok()?,
+                at: 0,
+            };
+            let (event, _) = s.event_fields()?;
+            s.ws();
+            return (s.at == rest.len()).then_some(event);
+        }
+        let (event, lead_end) = whole(data)?;
+        lead.bytes.clear();
+        lead.bytes.extend_from_slice(&data[..lead_end]);
+        Some(event)
+    }
+
+    /// The payload scanned from its first byte, and where its lead ends.
+    fn whole(data: &[u8]) -> Option<(ParsedEvent<'_>, usize)> {
+        let mut s = Scan {
+            text: std::str::from_utf8(data).ok()?,
+            at: 0,
+        };
+        let scanned = s.event()?;
         s.ws();
-        (s.at == data.len()).then_some(event)
+        (s.at == data.len()).then_some(scanned)
     }
 
     /// Reads a field into `slot`; a field seen twice is left to serde, which refuses it.
@@ -1428,28 +1494,59 @@ mod plain {
             read(self).map(Some)
         }
 
-        fn event(&mut self) -> Option<ParsedEvent<'a>> {
+        /// The payload, and where its lead ends (`StreamLead`; 0: it has none).
+        fn event(&mut self) -> Option<(ParsedEvent<'a>, usize)> {
+            if !self.eat(b'{') {
+                return None;
+            }
+            if self.eat(b'}') {
+                return Some((ParsedEvent::default(), 0));
+            }
+            self.event_fields()
+        }
+
+        /// The top-level object's fields from a key on, none read before it (after the
+        /// `{`, or after a lead's comma), and where the lead ends: after the last comma
+        /// passed with nothing read yet.
+        fn event_fields(&mut self) -> Option<(ParsedEvent<'a>, usize)> {
             let (mut choices, mut usage, mut text, mut error) = (None, None, None, None);
-            self.object(|s, key| match key {
-                "choices" => once(&mut choices, || s.choices()),
-                "usage" => once(&mut usage, || s.nullable(Self::usage)),
-                "text" => once(&mut text, || s.opt_text()),
-                // A non-null error takes serde's read (its `Value`).
-                "error" => once(&mut error, || s.null().then_some(())),
-                _ => s.skip(1),
-            })?;
+            let mut lead_end = 0;
+            loop {
+                let key = self.string()?;
+                if !self.eat(b':') {
+                    return None;
+                }
+                match key {
+                    "choices" => once(&mut choices, || self.choices()),
+                    "usage" => once(&mut usage, || self.nullable(Self::usage)),
+                    "text" => once(&mut text, || self.opt_text()),
+                    // A non-null error takes serde's read (its `Value`).
+                    "error" => once(&mut error, || self.null().then_some(())),
+                    _ => self.skip(1),
+                }?;
+                if self.eat(b'}') {
+                    break;
+                }
+                if !self.eat(b',') {
+                    return None;
+                }
+                if choices.is_none() && usage.is_none() && text.is_none() && error.is_none() {
+                    lead_end = self.at;
+                }
+            }
             let choice = choices.flatten();
             let message = choice.and_then(|c| c.message);
             let text = message
                 .and_then(|m| m.content)
                 .or(choice.and_then(|c| c.text))
                 .or(text.flatten());
-            Some(ParsedEvent {
+            let event = ParsedEvent {
                 text: text.map(Cow::Borrowed),
                 reasoning: message.and_then(|m| m.reasoning).map(Cow::Borrowed),
                 usage: usage.flatten(),
                 ..ParsedEvent::default()
-            })
+            };
+            Some((event, lead_end))
         }
 
         /// `choices`: every element a choice object, the first kept.
@@ -1872,6 +1969,52 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_stream_scans_the_fields_its_chunks_repeat_once() {
+        let lead = r#"{"id":"chatcmpl-5","object":"chat.completion.chunk","created":1796452627,"model":"m","#;
+        let first = format!(
+            r#"{lead}"choices":[{{"index":0,"delta":{{"role":"assistant","content":""}}}}]}}"#
+        );
+        let mut stream = StreamLead::default();
+        let scanned = plain::scan_after(first.as_bytes(), &mut stream);
+        assert!(scanned.is_some());
+        assert_eq!(scanned, plain::scan(first.as_bytes()));
+        assert_eq!(stream.as_bytes(), lead.as_bytes());
+        // Later chunks go on after the lead and read as they do alone; what the scan
+        // leaves to serde still goes there.
+        for rest in [
+            r#""choices":[{"index":0,"delta":{"content":" the"}}]}"#,
+            r#""choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}}"#,
+            r#""choices":[{"delta":{"content":"a\nb"}}]}"#,
+            r#""choices":[{"delta":{"content":5}}]}"#,
+            r#""choices":[],}"#,
+            r#""choices":[]} x"#,
+            r#""choices":[],"id":"other"}"#,
+        ] {
+            let data = format!("{lead}{rest}");
+            let alone = plain::scan(data.as_bytes());
+            assert_eq!(
+                plain::scan_after(data.as_bytes(), &mut stream),
+                alone,
+                "{data}"
+            );
+            assert_eq!(
+                parse_event_after(data.as_bytes(), &mut stream).ok(),
+                parse_event(data.as_bytes()).ok(),
+                "{data}"
+            );
+            assert_eq!(stream.as_bytes(), lead.as_bytes());
+        }
+        // A chunk that starts otherwise is scanned whole and leaves its own lead; one whose
+        // first field is read leaves none.
+        let other = br#"{"id":"chatcmpl-6","choices":[{"delta":{"content":"x"}}]}"#;
+        assert_eq!(plain::scan_after(other, &mut stream), plain::scan(other));
+        assert_eq!(stream.as_bytes(), br#"{"id":"chatcmpl-6","#);
+        let bare = br#"{"choices":[{"delta":{"content":"x"}}],"id":"chatcmpl-6"}"#;
+        assert_eq!(plain::scan_after(bare, &mut stream), plain::scan(bare));
+        assert!(stream.as_bytes().is_empty());
+    }
+
     /// A JSON-like text from pieces of chat chunks: often well-formed, sometimes not.
     fn chunkish() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
@@ -1980,6 +2123,28 @@ mod tests {
             let data = text.as_bytes();
             if let Some(fast) = plain::scan(data) {
                 proptest::prop_assert_eq!(Some(fast), typed(data), "{}", text);
+            }
+        }
+
+        /// A stream's payloads, after the same skipped fields or not, read the same after
+        /// the earlier ones' lead as alone.
+        #[test]
+        fn payloads_after_a_lead_read_as_alone(
+            fields in proptest::collection::vec(
+                (
+                    proptest::sample::select(vec!["id", "object", "created", "usage", "text", "error"]),
+                    proptest::sample::select(vec!["\"x\"", "7", "17", "null", "1.5", "\"a\\nb\"", "{}"]),
+                ),
+                0..4,
+            ),
+            tails in proptest::collection::vec(chunkish(), 1..5),
+        ) {
+            let lead: String = fields.iter().map(|(k, v)| format!("\"{k}\":{v},")).collect();
+            let mut stream = StreamLead::default();
+            for tail in &tails {
+                let data = format!("{{{lead}{}", tail.strip_prefix('{').unwrap_or(tail));
+                let alone = plain::scan(data.as_bytes());
+                proptest::prop_assert_eq!(plain::scan_after(data.as_bytes(), &mut stream), alone, "{}", data);
             }
         }
 

@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::rankings::{self, RankingsApi};
 use super::template::FieldPath;
 use super::{
-    ParsedEvent, embeddings, huggingface_generate, image_generation, image_retrieval, lenient,
-    messages, parse_event, responses, solido_rag,
+    ParsedEvent, StreamLead, embeddings, huggingface_generate, image_generation, image_retrieval,
+    lenient, messages, parse_event, parse_event_after, responses, solido_rag,
 };
 use crate::record::Usage;
 
@@ -38,6 +38,20 @@ pub enum ResponseShape {
 }
 
 impl ResponseShape {
+    /// `parse` of a stream's next event: OpenAI chunks go on from the `lead` the stream's
+    /// earlier ones left (`StreamLead`).
+    pub fn parse_in_stream<'a>(
+        &self,
+        event: Option<&str>,
+        data: &'a [u8],
+        lead: &mut StreamLead,
+    ) -> Result<ParsedEvent<'a>, serde_json::Error> {
+        match self {
+            ResponseShape::OpenAi => parse_event_after(data, lead),
+            _ => self.parse(event, data),
+        }
+    }
+
     /// Parses one payload (an SSE event's name and `data:`, or a whole body with no name).
     /// Only invalid JSON is an error, and not for `Auto`, which reads it as text.
     pub fn parse<'a>(

@@ -23,8 +23,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tracing::warn;
 
 use crate::clock::Clock;
-use crate::endpoint::EndpointType;
 use crate::endpoint::shape::ResponseShape;
+use crate::endpoint::{EndpointType, StreamLead};
 use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord};
 use conn::WatchedConnector;
 use pool::{Conn, ConnectError, Pool, Target};
@@ -837,6 +837,8 @@ struct StreamState {
     /// Why the first event of an unexpected shape was (partly) skipped.
     unexpected: Option<String>,
     shape: Arc<ResponseShape>,
+    /// What the stream's chunks repeat, scanned once.
+    lead: StreamLead,
 }
 
 impl StreamState {
@@ -858,7 +860,10 @@ impl StreamState {
             });
             return;
         }
-        match self.shape.parse(ev.event, ev.data) {
+        match self
+            .shape
+            .parse_in_stream(ev.event, ev.data, &mut self.lead)
+        {
             Ok(mut parsed) => {
                 self.done = parsed.end;
                 if self.unexpected.is_none() {
