@@ -397,15 +397,28 @@ fn byte_chars() -> [char; 256] {
 
 /// The byte a byte-level character stands for (`byte_chars` reversed).
 pub fn char_byte(c: char) -> Option<u8> {
+    code_point_byte(u32::from(c))
+}
+
+/// `char_byte` of a code point.
+fn code_point_byte(c: u32) -> Option<u8> {
+    byte_of(code_point_table(), c as usize)
+}
+
+/// The byte each code point below U+0144 stands for; `u16::MAX` where none.
+fn code_point_table() -> &'static [u16; 324] {
     static TABLE: std::sync::OnceLock<[u16; 324]> = std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| {
+    TABLE.get_or_init(|| {
         let mut table = [u16::MAX; 324];
         for (byte, c) in byte_chars().iter().enumerate() {
             table[*c as usize] = byte as u16;
         }
         table
-    });
-    table.get(c as usize).and_then(|&b| u8::try_from(b).ok())
+    })
+}
+
+fn byte_of(table: &[u16; 324], c: usize) -> Option<u8> {
+    table.get(c).and_then(|&b| u8::try_from(b).ok())
 }
 
 /// Appends the bytes `token` (in byte-level characters) stands for; false, with nothing
@@ -414,6 +427,39 @@ pub fn push_token_bytes(token: &str, out: &mut Vec<u8>) -> bool {
     let start = out.len();
     for c in token.chars() {
         match char_byte(c) {
+            Some(b) => out.push(b),
+            None => {
+                out.truncate(start);
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// `push_token_bytes` of a token's UTF-8, not checked before: the byte-level characters
+/// (U+0021..U+0143) are one or two bytes long, so a longer character or bytes that are not
+/// UTF-8 make it false alike. `tokenizer.json`'s tokens are read as bytes this way rather
+/// than as `&str`, which serde checks for UTF-8 first (a twelfth of Qwen2's first load).
+pub fn push_token_utf8(token: &[u8], out: &mut Vec<u8>) -> bool {
+    let table = code_point_table();
+    let start = out.len();
+    out.reserve(token.len());
+    let mut i = 0;
+    while let Some(&lead) = token.get(i) {
+        let c = if lead < 0x80 {
+            i += 1;
+            usize::from(lead)
+        } else if let (0xc2..0xe0, Some(&next)) = (lead, token.get(i + 1))
+            && next & 0xc0 == 0x80
+        {
+            // Two-byte sequences; 0xc0 and 0xc1 would be overlong.
+            i += 2;
+            usize::from(lead & 0x1f) << 6 | usize::from(next & 0x3f)
+        } else {
+            usize::MAX
+        };
+        match byte_of(table, c) {
             Some(b) => out.push(b),
             None => {
                 out.truncate(start);
@@ -450,6 +496,57 @@ mod tests {
             assert_eq!(char_byte(*c), Some(byte as u8));
         }
         assert_eq!(char_byte('€'), None);
+    }
+
+    proptest::proptest! {
+        /// A token's unchecked bytes read as its checked text does, and bytes that are not
+        /// UTF-8 are not byte-level.
+        #[test]
+        fn token_bytes_read_as_their_text(
+            token in {
+                use proptest::strategy::Strategy;
+                proptest::collection::vec(
+                    proptest::prop_oneof![
+                        proptest::sample::select(byte_chars().to_vec()).prop_map(|c| c.to_string().into_bytes()),
+                        proptest::prelude::any::<char>().prop_map(|c| c.to_string().into_bytes()),
+                        proptest::collection::vec(proptest::prelude::any::<u8>(), 1..3),
+                    ],
+                    0..8,
+                )
+            },
+        ) {
+            let token = token.concat();
+            proptest::prop_assert_eq!(read_unchecked(&token), read_checked(&token), "{:?}", token);
+        }
+    }
+
+    /// `push_token_utf8` and `push_token_bytes` after a UTF-8 check: whether each takes the
+    /// token and what it appends to a buffer holding one byte already.
+    fn read_unchecked(token: &[u8]) -> (bool, Vec<u8>) {
+        let mut out = vec![7];
+        (push_token_utf8(token, &mut out), out)
+    }
+    fn read_checked(token: &[u8]) -> (bool, Vec<u8>) {
+        let mut out = vec![7];
+        let read = std::str::from_utf8(token).is_ok_and(|t| push_token_bytes(t, &mut out));
+        (read, out)
+    }
+
+    #[test]
+    fn token_bytes_that_are_not_utf8_are_not_byte_level() {
+        assert_eq!(read_unchecked("Ġa".as_bytes()), (true, vec![7, b' ', b'a']));
+        for token in [
+            b"\xc0\xa1".as_slice(),
+            b"\xc1\xbf",
+            b"a\xc4",
+            b"\x80",
+            b"\xed\xa0\x80",
+            "€".as_bytes(),
+            b"a\xc4a",
+        ] {
+            assert_eq!(read_unchecked(token), (false, vec![7]), "{token:?}");
+            assert_eq!(read_unchecked(token), read_checked(token), "{token:?}");
+        }
     }
 
     /// The 256 bytes plus `extra` tokens (given in byte-level characters).

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::byte_level::{AddedToken, GPT2_PATTERN, Spec, push_token_bytes};
+use super::byte_level::{AddedToken, GPT2_PATTERN, Spec, push_token_bytes, push_token_utf8};
 use super::token_index::TokenIndex;
 
 /// Why a `tokenizer.json` is left to the `tokenizers` crate.
@@ -177,7 +177,8 @@ impl<'de> Visitor<'de> for VocabVisitor {
 }
 
 /// Deserializes one string in byte-level characters, appending its bytes to `arena`; a
-/// string with other characters is recorded in `failed` (first one only).
+/// string with other characters is recorded in `failed` (first one only). The string is
+/// read as bytes (see `push_token_utf8`).
 struct TokenBytes<'a> {
     arena: &'a mut Vec<u8>,
     failed: &'a mut Option<String>,
@@ -186,7 +187,7 @@ struct TokenBytes<'a> {
 impl<'de> DeserializeSeed<'de> for TokenBytes<'_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_str(self)
+        d.deserialize_bytes(self)
     }
 }
 
@@ -195,9 +196,9 @@ impl<'de> Visitor<'de> for TokenBytes<'_> {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a token string")
     }
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<(), E> {
-        if !push_token_bytes(s, self.arena) && self.failed.is_none() {
-            *self.failed = Some(s.to_string());
+    fn visit_bytes<E: de::Error>(self, s: &[u8]) -> Result<(), E> {
+        if !push_token_utf8(s, self.arena) && self.failed.is_none() {
+            *self.failed = Some(String::from_utf8_lossy(s).into_owned());
         }
         Ok(())
     }
@@ -248,7 +249,8 @@ struct MergeSeed<'a> {
 impl<'de> DeserializeSeed<'de> for MergeSeed<'_> {
     type Value = u32;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u32, D::Error> {
-        d.deserialize_any(self)
+        // A string as bytes (see `push_token_utf8`), or a sequence.
+        d.deserialize_bytes(self)
     }
 }
 
@@ -257,9 +259,10 @@ impl<'de> Visitor<'de> for MergeSeed<'_> {
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a merge: \"left right\" or [\"left\", \"right\"]")
     }
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<u32, E> {
-        let mut parts = s.split(' ');
+    fn visit_bytes<E: de::Error>(self, s: &[u8]) -> Result<u32, E> {
+        let mut parts = s.split(|&b| b == b' ');
         let (Some(left), Some(right), None) = (parts.next(), parts.next(), parts.next()) else {
+            let s = String::from_utf8_lossy(s);
             return Err(E::custom(format!("merge {s:?} is not two tokens")));
         };
         Ok(self.push_pair(left, right))
@@ -291,14 +294,15 @@ impl Merges {
 }
 
 impl MergeSeed<'_> {
-    fn push_pair(self, left: &str, right: &str) -> u32 {
+    fn push_pair(self, left: &[u8], right: &[u8]) -> u32 {
         let m = self.merges;
         let start = m.arena.len();
-        let ok = push_token_bytes(left, &mut m.arena);
+        let ok = push_token_utf8(left, &mut m.arena);
         let split = m.arena.len() as u32;
-        if !(ok && push_token_bytes(right, &mut m.arena)) {
+        if !(ok && push_token_utf8(right, &mut m.arena)) {
             m.arena.truncate(start);
             if m.not_byte_level.is_none() {
+                let [left, right] = [left, right].map(String::from_utf8_lossy);
                 m.not_byte_level = Some(format!("{left} {right}"));
             }
             return start as u32;
@@ -624,6 +628,26 @@ mod tests {
                 "{pieces}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn merges_as_strings_parse_as_pairs_do() {
+        let mut json: Value = serde_json::from_slice(&gpt2_json()).unwrap();
+        let pairs = json["model"]["merges"].as_array().unwrap().clone();
+        assert!(pairs[0].is_array());
+        json["model"]["merges"] = pairs
+            .iter()
+            .map(|p| {
+                Value::from(format!(
+                    "{} {}",
+                    p[0].as_str().unwrap(),
+                    p[1].as_str().unwrap()
+                ))
+            })
+            .collect();
+        let strings = parse(&serde_json::to_vec(&json).unwrap()).unwrap();
+        assert_eq!(strings, parse(&gpt2_json()).unwrap());
+        assert_eq!(strings.merges.len(), 50_000);
     }
 
     #[test]
