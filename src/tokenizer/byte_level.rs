@@ -395,17 +395,8 @@ fn byte_chars() -> [char; 256] {
     table
 }
 
-/// The byte a byte-level character stands for (`byte_chars` reversed).
-pub fn char_byte(c: char) -> Option<u8> {
-    code_point_byte(u32::from(c))
-}
-
-/// `char_byte` of a code point.
-fn code_point_byte(c: u32) -> Option<u8> {
-    byte_of(code_point_table(), c as usize)
-}
-
-/// The byte each code point below U+0144 stands for; `u16::MAX` where none.
+/// The byte each code point below U+0144 stands for (`byte_chars` reversed); `u16::MAX`
+/// where none.
 fn code_point_table() -> &'static [u16; 324] {
     static TABLE: std::sync::OnceLock<[u16; 324]> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
@@ -417,6 +408,7 @@ fn code_point_table() -> &'static [u16; 324] {
     })
 }
 
+/// The byte code point `c` stands for, if any.
 fn byte_of(table: &[u16; 324], c: usize) -> Option<u8> {
     table.get(c).and_then(|&b| u8::try_from(b).ok())
 }
@@ -424,22 +416,12 @@ fn byte_of(table: &[u16; 324], c: usize) -> Option<u8> {
 /// Appends the bytes `token` (in byte-level characters) stands for; false, with nothing
 /// appended, when a character is not one of the 256.
 pub fn push_token_bytes(token: &str, out: &mut Vec<u8>) -> bool {
-    let start = out.len();
-    for c in token.chars() {
-        match char_byte(c) {
-            Some(b) => out.push(b),
-            None => {
-                out.truncate(start);
-                return false;
-            }
-        }
-    }
-    true
+    push_token_utf8(token.as_bytes(), out)
 }
 
 /// `push_token_bytes` of a token's UTF-8, not checked before: the byte-level characters
 /// (U+0021..U+0143) are one or two bytes long, so a longer character or bytes that are not
-/// UTF-8 make it false alike. `tokenizer.json`'s tokens are read as bytes this way rather
+/// UTF-8 make it false alike (nothing appended). `tokenizer.json`'s tokens are read as bytes this way rather
 /// than as `&str`, which serde checks for UTF-8 first (a twelfth of Qwen2's first load).
 pub fn push_token_utf8(token: &[u8], out: &mut Vec<u8>) -> bool {
     let table = code_point_table();
@@ -520,16 +502,25 @@ mod tests {
         }
     }
 
-    /// `push_token_utf8` and `push_token_bytes` after a UTF-8 check: whether each takes the
-    /// token and what it appends to a buffer holding one byte already.
+    /// The byte a byte-level character stands for.
+    fn char_byte(c: char) -> Option<u8> {
+        byte_of(code_point_table(), c as usize)
+    }
+
+    /// `push_token_utf8`, and a reading of the checked text char by char: whether each
+    /// takes the token and what it leaves in a buffer holding one byte already.
     fn read_unchecked(token: &[u8]) -> (bool, Vec<u8>) {
         let mut out = vec![7];
         (push_token_utf8(token, &mut out), out)
     }
     fn read_checked(token: &[u8]) -> (bool, Vec<u8>) {
-        let mut out = vec![7];
-        let read = std::str::from_utf8(token).is_ok_and(|t| push_token_bytes(t, &mut out));
-        (read, out)
+        let bytes: Option<Vec<u8>> = std::str::from_utf8(token)
+            .ok()
+            .and_then(|t| t.chars().map(char_byte).collect());
+        match bytes {
+            Some(bytes) => (true, [vec![7], bytes].concat()),
+            None => (false, vec![7]),
+        }
     }
 
     #[test]
