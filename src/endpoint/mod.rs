@@ -1255,13 +1255,7 @@ mod plain {
             && let Some(rest) = data.strip_prefix(lead.bytes.as_slice())
         {
             // The lead is valid UTF-8 ending in an ASCII comma: the rest is checked alone.
-            let mut s = Scan {
-                text: std::str::from_utf8(rest).ok()?,
-                at: 0,
-            };
-            let (event, _) = s.event_fields()?;
-            s.ws();
-            return (s.at == rest.len()).then_some(event);
+            return read_all(rest, Scan::event_fields).map(|(event, _)| event);
         }
         let (event, lead_end) = whole(data)?;
         lead.bytes.clear();
@@ -1271,13 +1265,22 @@ mod plain {
 
     /// The payload scanned from its first byte, and where its lead ends.
     fn whole(data: &[u8]) -> Option<(ParsedEvent<'_>, usize)> {
+        read_all(data, Scan::event)
+    }
+
+    /// What `read` takes from `bytes` when they are UTF-8 and nothing but whitespace
+    /// follows it.
+    fn read_all<'a, T>(
+        bytes: &'a [u8],
+        read: impl FnOnce(&mut Scan<'a>) -> Option<T>,
+    ) -> Option<T> {
         let mut s = Scan {
-            text: std::str::from_utf8(data).ok()?,
+            text: std::str::from_utf8(bytes).ok()?,
             at: 0,
         };
-        let scanned = s.event()?;
+        let taken = read(&mut s)?;
         s.ws();
-        (s.at == data.len()).then_some(scanned)
+        (s.at == bytes.len()).then_some(taken)
     }
 
     /// Reads a field into `slot`; a field seen twice is left to serde, which refuses it.

@@ -43,6 +43,9 @@ pub const CONNECTION_ERROR: &str = "ConnectionError";
 /// Default of `--max-response-bytes`.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The request id's header; a name built from a `&str` on each request was an allocation.
+const X_REQUEST_ID: http::HeaderName = http::HeaderName::from_static("x-request-id");
+
 /// Why a body was not read to its end.
 #[derive(Debug, thiserror::Error)]
 enum BodyError {
@@ -530,10 +533,10 @@ impl HttpClient {
         }
         headers.insert(HOST, target.host.clone());
         if let Ok(v) = HeaderValue::from_str(&record.x_request_id) {
-            request.headers_mut().insert("x-request-id", v);
+            headers.insert(X_REQUEST_ID, v);
         }
         if let Ok(v) = HeaderValue::from_str(&record.input.correlation_id) {
-            request.headers_mut().insert(self.session_header.clone(), v);
+            headers.insert(self.session_header.clone(), v);
         }
         request
     }
