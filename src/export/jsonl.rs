@@ -3,8 +3,10 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
+use std::sync::LazyLock;
 
 use crate::clock::Clock;
+use crate::metrics::catalog::{CATALOG, METRIC_COUNT, MetricDef};
 use crate::metrics::{MetricId, RecordMetrics, RecordSink};
 use crate::record::{Phase, RequestRecord};
 
@@ -110,10 +112,93 @@ fn push_key(out: &mut Vec<u8>, key: &str) {
 fn push_value(out: &mut Vec<u8>, value: f64, integer: bool) {
     if integer && value.fract() == 0.0 && value.abs() < 9.0e15 {
         push_json(out, &(value as i64));
-    } else {
+    } else if !push_whole_micros(out, value) {
         push_json(out, &value);
     }
 }
+
+/// Writes `value` as serde_json would when it is a whole number of millionths (a time in
+/// ms from whole ns, most of a line's floats): that number's digits with the point six
+/// places in. False (nothing written) for any other value. With `METRIC_PIECES`, by
+/// callgrind over a 3,000-request streamed run: `format_line` 53.1M -> 44.4M instructions.
+///
+/// Why it is the same text: `value` is the double nearest `n / 10^6` (checked), so that
+/// decimal reads back as `value`; with at most 15 significant digits, every other decimal
+/// of as many or fewer digits lies more than half an ulp away, so it is also the shortest
+/// one, which is what serde_json prints; and from 1e-5 up to 1e16 serde_json prints it
+/// without an exponent, with `.0` when there is no fraction.
+fn push_whole_micros(out: &mut Vec<u8>, value: f64) -> bool {
+    const MICROS: f64 = 1e6;
+    if !(1e-5..1e9).contains(&value) {
+        return false;
+    }
+    // Below 1e15, so exact; the nearest whole number when `value` is one.
+    let n = (value * MICROS + 0.5) as u64;
+    if n as f64 / MICROS != value {
+        return false;
+    }
+    // The whole part, the point and six fraction digits, two digits at a time from the
+    // last; then the fraction's trailing zeros go (one digit stays).
+    let mut text = [0u8; 24];
+    let mut at = text.len();
+    let mut pair = |two: u64| {
+        at -= 2;
+        let i = two as usize * 2;
+        text[at..at + 2].copy_from_slice(&DIGIT_PAIRS[i..i + 2]);
+    };
+    let (mut whole, fraction) = (n / 1_000_000, n % 1_000_000);
+    pair(fraction % 100);
+    pair(fraction / 100 % 100);
+    pair(fraction / 10_000);
+    while whole >= 100 {
+        pair(whole % 100);
+        whole /= 100;
+    }
+    pair(whole);
+    // `pair` wrote two digits of the last part; a leading zero of it goes unless the
+    // whole part is 0.
+    if whole < 10 {
+        at += 1;
+    }
+    let point = text.len() - 6;
+    text.copy_within(at..point, at - 1);
+    at -= 1;
+    text[point - 1] = b'.';
+    let mut end = text.len();
+    while end > point + 1 && text[end - 1] == b'0' {
+        end -= 1;
+    }
+    out.extend_from_slice(&text[at..end]);
+    true
+}
+
+/// "00", "01", ... "99".
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Each metric's `,"tag":{"value":` and `,"unit":"..."}`, made once: a line writes them
+/// as two pieces a metric instead of ten small appends.
+static METRIC_PIECES: LazyLock<Vec<(Vec<u8>, Vec<u8>)>> = LazyLock::new(|| {
+    let mut pieces = vec![(Vec::new(), Vec::new()); METRIC_COUNT];
+    for def in &CATALOG {
+        let (head, tail) = &mut pieces[def.id as usize];
+        head.push(b',');
+        push_key(head, def.tag);
+        head.extend_from_slice(b"{\"value\":");
+        tail.extend_from_slice(b",\"unit\":");
+        push_plain(tail, def.unit);
+        tail.push(b'}');
+    }
+    pieces
+});
 
 /// What a line carries besides the record itself: facts of the run, and which optional
 /// blocks are asked for.
@@ -252,36 +337,31 @@ pub fn format_line(
     );
     out.extend_from_slice(b"},\"metrics\":{");
 
+    let pieces = &*METRIC_PIECES;
     let mut first = true;
-    let mut separator = |out: &mut Vec<u8>| {
-        if !first {
-            out.push(b',');
-        }
+    let mut head = |out: &mut Vec<u8>, def: &MetricDef| {
+        let head = &pieces[def.id as usize].0;
+        // The first metric has no comma before it.
+        out.extend_from_slice(&head[usize::from(first)..]);
         first = false;
     };
     for (def, value) in metrics.display_scalars() {
-        separator(out);
-        push_key(out, def.tag);
-        out.extend_from_slice(b"{\"value\":");
+        head(out, def);
         push_value(out, value, def.integer);
-        out.extend_from_slice(b",\"unit\":");
-        push_plain(out, def.unit);
-        out.push(b'}');
+        out.extend_from_slice(&pieces[def.id as usize].1);
     }
     if let Some(gaps) = &metrics.inter_chunk_latency {
         let def = MetricId::InterChunkLatency.def();
-        separator(out);
-        push_key(out, def.tag);
-        out.extend_from_slice(b"{\"value\":[");
+        head(out, def);
+        out.push(b'[');
         for (i, gap) in gaps.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
             push_value(out, gap / def.scale, false);
         }
-        out.extend_from_slice(b"],\"unit\":");
-        push_plain(out, def.unit);
-        out.push(b'}');
+        out.push(b']');
+        out.extend_from_slice(&pieces[def.id as usize].1);
     }
     out.push(b'}');
     if layout.http_trace {
@@ -443,5 +523,86 @@ mod tests {
         );
         assert_eq!(v["metadata"]["was_cancelled"], true);
         assert!(v["metadata"]["cancellation_time_ns"].is_u64());
+    }
+}
+
+#[cfg(test)]
+mod whole_micros_tests {
+    use super::*;
+
+    fn serde_text(value: f64) -> String {
+        serde_json::to_string(&value).unwrap()
+    }
+
+    fn ours(value: f64) -> String {
+        let mut out = Vec::new();
+        push_value(&mut out, value, false);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn whole_millionths_print_as_serde_prints_them() {
+        for value in [
+            1e-5,
+            0.00001,
+            0.000825,
+            0.00099,
+            0.1,
+            0.25,
+            1.0,
+            3.0,
+            3.425783,
+            16.5,
+            999_999_999.999_999,
+            123_456_789.0,
+        ] {
+            let mut out = Vec::new();
+            assert!(push_whole_micros(&mut out, value), "{value}");
+            assert_eq!(String::from_utf8(out).unwrap(), serde_text(value));
+        }
+        // Outside the range, or not whole millionths: left to serde_json.
+        for value in [
+            0.0,
+            9e-6,
+            -1.5,
+            1e9,
+            0.037644066666666,
+            1.0000005,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            assert!(!push_whole_micros(&mut Vec::new(), value), "{value}");
+            if value.is_finite() {
+                assert_eq!(ours(value), serde_text(value));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20000))]
+
+        /// Whole numbers of ns in ms, of every size, and any other double: the line's text
+        /// is serde_json's.
+        #[test]
+        fn values_print_as_serde_prints_them(
+            ns in proptest::prop_oneof![
+                0u64..2_000,
+                0u64..2_000_000,
+                0u64..10_000_000_000,
+                0u64..2_000_000_000_000_000,
+            ],
+            bits in proptest::prelude::any::<u64>(),
+            near in -3i64..3,
+        ) {
+            let ms = ns as f64 / 1e6;
+            proptest::prop_assert_eq!(ours(ms), serde_text(ms));
+            // The doubles just beside a whole millionth are not whole millionths.
+            let beside = f64::from_bits(ms.to_bits().saturating_add_signed(near));
+            proptest::prop_assert_eq!(ours(beside), serde_text(beside));
+            let any = f64::from_bits(bits);
+            if any.is_finite() {
+                proptest::prop_assert_eq!(ours(any), serde_text(any));
+            }
+        }
     }
 }
