@@ -1268,6 +1268,9 @@ mod plain {
             // The scan's texts are slices of `data`.
             let start = (text.as_ptr() as usize).checked_sub(data.as_ptr() as usize)?;
             let end = start + text.len();
+            if end > data.len() {
+                return None;
+            }
             debug_assert!(data.get(start.wrapping_sub(1)) == Some(&b'"'));
             debug_assert!(data.get(end) == Some(&b'"'));
             Some(Hole {
