@@ -2178,6 +2178,21 @@ mod tests {
         assert!(!stream.has_hole());
     }
 
+    /// Up to `max` bytes as a string's may be: mostly printable ASCII, some bytes of
+    /// non-ASCII characters (or not UTF-8 at all), and the bytes that end a plain run.
+    fn string_bytes(max: usize) -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            proptest::prop_oneof![
+                12 => 0x20u8..0x7f,
+                4 => 0x80u8..=0xff,
+                1 => proptest::prelude::Just(b'"'),
+                1 => proptest::prelude::Just(b'\\'),
+                1 => 0u8..0x20,
+            ],
+            0..max,
+        )
+    }
+
     /// A JSON-like text from pieces of chat chunks: often well-formed, sometimes not.
     fn chunkish() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
@@ -2260,16 +2275,7 @@ mod tests {
         /// The word-at-a-time run end is the first stop byte, as a byte loop finds it.
         #[test]
         fn plain_runs_end_at_the_first_stop_byte(
-            bytes in proptest::collection::vec(
-                proptest::prop_oneof![
-                    12 => 0x20u8..0x7f,
-                    4 => 0x80u8..=0xff,
-                    1 => proptest::prelude::Just(b'"'),
-                    1 => proptest::prelude::Just(b'\\'),
-                    1 => 0u8..0x20,
-                ],
-                0..40,
-            ),
+            bytes in string_bytes(40),
             at in 0usize..8,
         ) {
             let at = at.min(bytes.len());
@@ -2316,19 +2322,7 @@ mod tests {
         #[test]
         fn payloads_read_through_a_hole_as_alone(
             tail in chunkish(),
-            fills in proptest::collection::vec(
-                proptest::collection::vec(
-                    proptest::prop_oneof![
-                        12 => 0x20u8..0x7f,
-                        4 => 0x80u8..=0xff,
-                        1 => proptest::prelude::Just(b'"'),
-                        1 => proptest::prelude::Just(b'\\'),
-                        1 => 0u8..0x20,
-                    ],
-                    0..12,
-                ),
-                1..8,
-            ),
+            fills in proptest::collection::vec(string_bytes(12), 1..8),
         ) {
             // The hole: where the tail's one text lies, when the scan reads one, or a text
             // put in front of the tail.
