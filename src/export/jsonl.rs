@@ -120,7 +120,9 @@ fn push_value(out: &mut Vec<u8>, value: f64, integer: bool) {
 /// Writes `value` as serde_json would when it is a whole number of millionths (a time in
 /// ms from whole ns, most of a line's floats): that number's digits with the point six
 /// places in. False (nothing written) for any other value. With `METRIC_PIECES`, by
-/// callgrind over a 3,000-request streamed run: `format_line` 53.1M -> 44.4M instructions.
+/// callgrind over a 3,000-request streamed run: `format_line` 53.1M -> 44.4M instructions;
+/// taking n's digits from `itoa` and placing the point after gave 51.8M, hence the digit
+/// pairs written here.
 ///
 /// Why it is the same text: `value` is the double nearest `n / 10^6` (checked), so that
 /// decimal reads back as `value`; with at most 15 significant digits, every other decimal
@@ -340,9 +342,9 @@ pub fn format_line(
     let pieces = &*METRIC_PIECES;
     let mut first = true;
     let mut head = |out: &mut Vec<u8>, def: &MetricDef| {
-        let head = &pieces[def.id as usize].0;
+        let piece = &pieces[def.id as usize].0;
         // The first metric has no comma before it.
-        out.extend_from_slice(&head[usize::from(first)..]);
+        out.extend_from_slice(&piece[usize::from(first)..]);
         first = false;
     };
     for (def, value) in metrics.display_scalars() {
@@ -524,11 +526,6 @@ mod tests {
         assert_eq!(v["metadata"]["was_cancelled"], true);
         assert!(v["metadata"]["cancellation_time_ns"].is_u64());
     }
-}
-
-#[cfg(test)]
-mod whole_micros_tests {
-    use super::*;
 
     fn serde_text(value: f64) -> String {
         serde_json::to_string(&value).unwrap()
