@@ -116,13 +116,15 @@ pub(super) fn count(v: &Value) -> Option<u64> {
 }
 
 /// `usage`: `input_tokens` and `output_tokens` (Anthropic reports no total).
-fn usage(u: &Value) -> Option<Usage> {
+fn usage(u: &Value) -> Option<Box<Usage>> {
     let field = |k: &str| u.get(k).and_then(count);
-    u.is_object().then(|| Usage {
-        prompt_tokens: field("input_tokens"),
-        completion_tokens: field("output_tokens"),
-        total_tokens: None,
-        reasoning_tokens: None,
+    u.is_object().then(|| {
+        Box::new(Usage {
+            prompt_tokens: field("input_tokens"),
+            completion_tokens: field("output_tokens"),
+            total_tokens: None,
+            reasoning_tokens: None,
+        })
     })
 }
 
@@ -228,7 +230,7 @@ mod tests {
             br#"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}"#,
         )
         .unwrap();
-        let usage = merge_usage(start.usage, end.usage.unwrap());
+        let usage = merge_usage(start.usage.as_deref().copied(), *end.usage.unwrap());
         assert_eq!(
             (usage.prompt_tokens, usage.completion_tokens),
             (Some(25), Some(15))

@@ -140,13 +140,15 @@ fn output_texts(v: &Value) -> (Option<String>, Option<String>) {
 }
 
 /// `usage`: input, output and total tokens, and the reasoning share of the output.
-fn usage(u: &Value) -> Option<Usage> {
+fn usage(u: &Value) -> Option<Box<Usage>> {
     let count = |p: &str| u.pointer(p).and_then(super::messages::count);
-    u.is_object().then(|| Usage {
-        prompt_tokens: count("/input_tokens"),
-        completion_tokens: count("/output_tokens"),
-        total_tokens: count("/total_tokens"),
-        reasoning_tokens: count("/output_tokens_details/reasoning_tokens"),
+    u.is_object().then(|| {
+        Box::new(Usage {
+            prompt_tokens: count("/input_tokens"),
+            completion_tokens: count("/output_tokens"),
+            total_tokens: count("/total_tokens"),
+            reasoning_tokens: count("/output_tokens_details/reasoning_tokens"),
+        })
     })
 }
 
@@ -176,8 +178,8 @@ mod tests {
         .unwrap();
         assert!(done.end && !done.has_content());
         assert_eq!(
-            done.usage,
-            Some(Usage {
+            done.usage.as_deref(),
+            Some(&Usage {
                 prompt_tokens: Some(12),
                 completion_tokens: Some(5),
                 total_tokens: Some(17),
