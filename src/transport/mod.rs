@@ -746,16 +746,30 @@ async fn race<M: Future, S: Future>(main: M, stop: S) -> Result<M::Output, S::Ou
     let stop_waker = std::task::Waker::from(flag.clone());
     let mut main = std::pin::pin!(main);
     let mut stop = std::pin::pin!(stop);
+    // The task waker `flag.task` holds, as long as no stop wake can have taken it.
+    let mut registered: Option<std::task::Waker> = None;
     std::future::poll_fn(|cx| {
         if let Poll::Ready(out) = main.as_mut().poll(cx) {
             return Poll::Ready(Ok(out));
         }
+        // A stop wake sets the flag before it takes the waker: with the flag clear, the
+        // same task's waker is still held and registering again would only cost two
+        // atomic exchanges a poll. A wake racing this read has taken the waker and woken
+        // the task, which is then polled again and sees the flag.
+        if !flag.woken.load(Ordering::Acquire)
+            && registered.as_ref().is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            return Poll::Pending;
+        }
         // Registered before the flag is read: a wake from now on reaches this task.
         flag.task.register(cx.waker());
-        if flag.woken.swap(false, Ordering::AcqRel)
-            && let Poll::Ready(out) = stop.as_mut().poll(&mut Context::from_waker(&stop_waker))
-        {
-            return Poll::Ready(Err(out));
+        registered = Some(cx.waker().clone());
+        if flag.woken.swap(false, Ordering::AcqRel) {
+            // The wake seen may have taken the waker just registered.
+            registered = None;
+            if let Poll::Ready(out) = stop.as_mut().poll(&mut Context::from_waker(&stop_waker)) {
+                return Poll::Ready(Err(out));
+            }
         }
         Poll::Pending
     })
@@ -791,8 +805,8 @@ fn parse_whole_body(
                     message: err,
                 });
             }
-            if ev.usage.is_some() {
-                record.usage = ev.usage;
+            if let Some(usage) = ev.usage.as_deref() {
+                record.usage = Some(*usage);
             }
             if ev.has_content() {
                 record.push_response(
@@ -879,7 +893,7 @@ impl StreamState {
                         message: msg,
                     });
                 }
-                if let Some(usage) = parsed.usage {
+                if let Some(&usage) = parsed.usage.as_deref() {
                     record.usage = Some(self.shape.merge_usage(record.usage, usage));
                 }
                 if parsed.has_content() {
@@ -1025,6 +1039,57 @@ mod tests {
     use crate::mock::{self, MockServerArgs};
     use proptest::prelude::*;
     use std::sync::Arc;
+
+    /// A task waker that counts its wakes.
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_stop_after_many_idle_polls_still_wakes_the_race() {
+        use std::future::Future as _;
+        use std::task::{Context, Poll};
+        let counted = Arc::new(Counted(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = std::task::Waker::from(counted.clone());
+        let mut cx = Context::from_waker(&waker);
+        for rounds in [0, 1, 2, 5] {
+            let (tx, rx) = tokio::sync::oneshot::channel::<u8>();
+            let mut raced = std::pin::pin!(race(std::future::pending::<()>(), rx));
+            for _ in 0..rounds {
+                assert!(raced.as_mut().poll(&mut cx).is_pending());
+            }
+            let before = counted.0.load(Ordering::SeqCst);
+            tx.send(7).unwrap();
+            if rounds > 0 {
+                // The stop's wake reaches the task through the waker it registered.
+                assert_eq!(counted.0.load(Ordering::SeqCst), before + 1, "{rounds}");
+            }
+            assert!(matches!(
+                raced.as_mut().poll(&mut cx),
+                Poll::Ready(Err(Ok(7)))
+            ));
+        }
+        // A waker that changes between polls is the one woken.
+        let other = Arc::new(Counted(std::sync::atomic::AtomicUsize::new(0)));
+        let other_waker = std::task::Waker::from(other.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel::<u8>();
+        let mut raced = std::pin::pin!(race(std::future::pending::<()>(), rx));
+        for _ in 0..3 {
+            assert!(raced.as_mut().poll(&mut cx).is_pending());
+        }
+        assert!(
+            raced
+                .as_mut()
+                .poll(&mut Context::from_waker(&other_waker))
+                .is_pending()
+        );
+        tx.send(1).unwrap();
+        assert_eq!(other.0.load(Ordering::SeqCst), 1);
+    }
 
     fn empty_record() -> RequestRecord {
         RequestRecord {
