@@ -908,6 +908,42 @@ fn per_second(s: WeightedStats) -> WeightedStats {
     }
 }
 
+/// A rate curve's figures over `[from, to]` with its concurrency `busy`, per second:
+/// effective and active, of the rate and of the rate per request in flight. `points`
+/// gives the rate's points anew for each figure.
+fn rate_figures<I: Iterator<Item = (f64, f64)>>(
+    points: impl Fn() -> I,
+    busy: &Step,
+    from: f64,
+    to: f64,
+) -> (WeightedStats, WeightedStats, WeightedStats, WeightedStats) {
+    (
+        per_second(effective(points(), from, to)),
+        per_second(active(points(), busy.points(), from, to)),
+        per_second(effective(divide(points(), busy.points()), from, to)),
+        per_second(active(
+            divide(points(), busy.points()),
+            busy.points(),
+            from,
+            to,
+        )),
+    )
+}
+
+/// The total rate's figures per second: effective, and active while any request is in
+/// flight (`overall`).
+fn total_figures<I: Iterator<Item = (f64, f64)>>(
+    points: impl Fn() -> I,
+    overall: &Step,
+    from: f64,
+    to: f64,
+) -> (WeightedStats, WeightedStats) {
+    (
+        per_second(effective(points(), from, to)),
+        per_second(active(points(), overall.points(), from, to)),
+    )
+}
+
 /// Every sweep-line metric over the window `[from, to]` (ns, same anchor as the spans).
 /// Rates are tokens/sec, concurrencies requests, tokens in flight tokens.
 pub fn metrics<S: SpanSource + ?Sized>(
@@ -937,19 +973,10 @@ fn metrics_holding<S: SpanSource + ?Sized>(
     let decode_conc = curve(&[List::Decoding]).into_step();
     let prefill_conc = curve(&[List::Prefilling]).into_step();
     let has_chunks = (0..spans.count()).any(|i| !spans.span(i).chunk_gaps.is_empty());
-    // Each rate curve is swept once per figure rather than held.
-    let rate_figures = |rate: Curve<S>, busy: &Step| {
-        (
-            per_second(effective(rate.points(), from, to)),
-            per_second(active(rate.points(), busy.points(), from, to)),
-            per_second(effective(divide(rate.points(), busy.points()), from, to)),
-            per_second(active(
-                divide(rate.points(), busy.points()),
-                busy.points(),
-                from,
-                to,
-            )),
-        )
+    // A held curve's points are read straight from its step, not through `Points`.
+    let rate_figures = |rate: Curve<S>, busy: &Step| match &rate {
+        Curve::Held(step) => rate_figures(|| step.points(), busy, from, to),
+        swept => rate_figures(|| swept.points(), busy, from, to),
     };
     let decode_list: &'static [List] = if has_chunks {
         &[List::DecodeByChunk]
@@ -961,9 +988,14 @@ fn metrics_holding<S: SpanSource + ?Sized>(
     let (prefill_eff, prefill_active, prefill_user_eff, prefill_user_active) =
         rate_figures(curve(&[List::Prefill]), &prefill_conc);
     let total = curve(&[List::Prefill, List::Decode]);
-    let total_eff = per_second(effective(total.points(), from, to));
-    let total_active = per_second(active(total.points(), overall.points(), from, to));
-    let tokens = effective(curve(&[List::Tokens]).points(), from, to);
+    let (total_eff, total_active) = match &total {
+        Curve::Held(step) => total_figures(|| step.points(), &overall, from, to),
+        swept => total_figures(|| swept.points(), &overall, from, to),
+    };
+    let tokens = match curve(&[List::Tokens]) {
+        Curve::Held(step) => effective(step.points(), from, to),
+        swept => effective(swept.points(), from, to),
+    };
 
     use MetricId as M;
     vec![
