@@ -8,10 +8,11 @@
 //! concurrency, token count and request count (`--no-server-metrics --no-gpu-telemetry`); its
 //! CPU is the child's whole `getrusage(RUSAGE_CHILDREN)` share (start-up and exports
 //! included), and the JSON export's `client_overhead` (the sending window only) is printed
-//! beside it. Rounds alternate between the two; medians are reported.
+//! beside it. Each aiperf round runs between two raw runs, and its ratio takes the mean of
+//! those two as the reference; medians are reported.
 //!
 //! `cargo bench --bench client_cpu`. Knobs (environment): `BENCH_REQUESTS` (20000),
-//! `BENCH_CONCURRENCY` (64), `BENCH_ROUNDS` (3), `BENCH_CLIENT_THREADS` (the raw client's
+//! `BENCH_CONCURRENCY` (64), `BENCH_ROUNDS` (5), `BENCH_CLIENT_THREADS` (the raw client's
 //! runtime workers; default: one per core, as `aiperf profile` has), `BENCH_AIPERF_BIN` (the
 //! `aiperf` binary to measure; default: the one cargo built with this bench).
 //! Without `--bench` (as `cargo test --benches` runs it) a 300-request smoke round.
@@ -241,7 +242,7 @@ fn main() {
     let quick = !std::env::args().any(|a| a == "--bench");
     let n = env_usize("BENCH_REQUESTS", if quick { 300 } else { 20_000 });
     let concurrency = env_usize("BENCH_CONCURRENCY", 64);
-    let rounds = env_usize("BENCH_ROUNDS", if quick { 1 } else { 3 });
+    let rounds = env_usize("BENCH_ROUNDS", if quick { 1 } else { 5 });
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let threads = env_usize("BENCH_CLIENT_THREADS", cores);
     let bin = std::env::var("BENCH_AIPERF_BIN")
@@ -256,11 +257,13 @@ fn main() {
     let addr: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
     // Warm the mock (its tokenizer, the page cache of the binary) before measuring.
     drive_raw(&rt, addr, mock.id(), concurrency * 4, concurrency);
-    let (mut raw, mut ours) = (Vec::new(), Vec::new());
+    // Raw, aiperf, raw, aiperf, ..., raw: each aiperf round sits between two raw runs.
+    let mut raw = vec![drive_raw(&rt, addr, mock.id(), n, concurrency)];
+    let mut ours = Vec::new();
     for _ in 0..rounds {
-        raw.push(drive_raw(&rt, addr, mock.id(), n, concurrency));
         ours.push(drive_aiperf(&bin, &url, mock.id(), n, concurrency));
         std::thread::sleep(Duration::from_millis(200));
+        raw.push(drive_raw(&rt, addr, mock.id(), n, concurrency));
     }
     let _ = mock.kill();
     let _ = mock.wait();
@@ -269,7 +272,7 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "client_cpu: {n} streamed chat requests x {TOKENS} tokens, concurrency {concurrency}, \
-         {rounds} rounds (median), mock-server --fast --workers 1 (separate process); \
+         {rounds} rounds (median; raw runs before, between and after), mock-server --fast --workers 1 (separate process); \
          load average {}",
         load.split_whitespace()
             .take(3)
@@ -287,7 +290,7 @@ fn main() {
         med(&ours, |f| f.cpu_us_per_req),
     );
     println!(
-        "  raw hyper client ({threads} threads): {r:>7.1} us CPU/req  (rounds: {})  {:>7.0} req/s  mock {:.1} us/req",
+        "  raw hyper client ({threads} threads): {r:>7.1} us CPU/req  (runs: {})  {:>7.0} req/s  mock {:.1} us/req",
         rounds_of(&raw),
         med(&raw, |f| f.req_per_s),
         med(&raw, |f| f.mock_cpu_us_per_req),
@@ -305,12 +308,13 @@ fn main() {
             median(window)
         );
     }
-    // Each round's raw run and aiperf run are back to back: their ratio shares the host's
-    // state, so it swings less than the two medians do when the host drifts.
+    // Each aiperf round against the mean of the raw runs just before and after it: the
+    // host's drift over the round cancels to first order, and two raw runs halve the
+    // variance of the reference (a single 20,000-request raw run moves by +-15%).
     let paired: Vec<f64> = raw
-        .iter()
+        .windows(2)
         .zip(&ours)
-        .map(|(r, o)| o.cpu_us_per_req / r.cpu_us_per_req)
+        .map(|(r, o)| 2.0 * o.cpu_us_per_req / (r[0].cpu_us_per_req + r[1].cpu_us_per_req))
         .collect();
     let per_round = paired
         .iter()
