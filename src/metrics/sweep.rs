@@ -974,7 +974,7 @@ fn metrics_holding<S: SpanSource + ?Sized>(
     let prefill_conc = curve(&[List::Prefilling]).into_step();
     let has_chunks = (0..spans.count()).any(|i| !spans.span(i).chunk_gaps.is_empty());
     // A held curve's points are read straight from its step, not through `Points`.
-    let rate_figures = |rate: Curve<S>, busy: &Step| match &rate {
+    let figures_of = |rate: Curve<S>, busy: &Step| match &rate {
         Curve::Held(step) => rate_figures(|| step.points(), busy, from, to),
         swept => rate_figures(|| swept.points(), busy, from, to),
     };
@@ -984,9 +984,9 @@ fn metrics_holding<S: SpanSource + ?Sized>(
         &[List::Decode]
     };
     let (decode_eff, decode_active, decode_user_eff, decode_user_active) =
-        rate_figures(curve(decode_list), &decode_conc);
+        figures_of(curve(decode_list), &decode_conc);
     let (prefill_eff, prefill_active, prefill_user_eff, prefill_user_active) =
-        rate_figures(curve(&[List::Prefill]), &prefill_conc);
+        figures_of(curve(&[List::Prefill]), &prefill_conc);
     let total = curve(&[List::Prefill, List::Decode]);
     let (total_eff, total_active) = match &total {
         Curve::Held(step) => total_figures(|| step.points(), &overall, from, to),
