@@ -272,7 +272,8 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "client_cpu: {n} streamed chat requests x {TOKENS} tokens, concurrency {concurrency}, \
-         {rounds} rounds (median; raw runs before, between and after), mock-server --fast --workers 1 (separate process); \
+         {rounds} rounds (median; raw runs before, between and after), \
+         mock-server --fast --workers 1 (separate process); \
          load average {}",
         load.split_whitespace()
             .take(3)

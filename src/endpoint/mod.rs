@@ -1318,7 +1318,7 @@ mod plain {
 
     #[cfg(test)]
     impl StreamLead {
-        pub(super) fn as_bytes(&self) -> &[u8] {
+        pub(super) fn lead_bytes(&self) -> &[u8] {
             &self.bytes[..self.lead_end]
         }
 
@@ -2083,7 +2083,7 @@ mod tests {
         let scanned = plain::scan_after(first.as_bytes(), &mut stream);
         assert!(scanned.is_some());
         assert_eq!(scanned, plain::scan(first.as_bytes()));
-        assert_eq!(stream.as_bytes(), lead.as_bytes());
+        assert_eq!(stream.lead_bytes(), lead.as_bytes());
         // Later chunks go on after the lead and read as they do alone; what the scan
         // leaves to serde still goes there.
         for rest in [
@@ -2107,16 +2107,16 @@ mod tests {
                 parse_event(data.as_bytes()).ok(),
                 "{data}"
             );
-            assert_eq!(stream.as_bytes(), lead.as_bytes());
+            assert_eq!(stream.lead_bytes(), lead.as_bytes());
         }
         // A chunk that starts otherwise is scanned whole and leaves its own lead; one whose
         // first field is read leaves none.
         let other = br#"{"id":"chatcmpl-6","choices":[{"delta":{"content":"x"}}]}"#;
         assert_eq!(plain::scan_after(other, &mut stream), plain::scan(other));
-        assert_eq!(stream.as_bytes(), br#"{"id":"chatcmpl-6","#);
+        assert_eq!(stream.lead_bytes(), br#"{"id":"chatcmpl-6","#);
         let bare = br#"{"choices":[{"delta":{"content":"x"}}],"id":"chatcmpl-6"}"#;
         assert_eq!(plain::scan_after(bare, &mut stream), plain::scan(bare));
-        assert!(stream.as_bytes().is_empty());
+        assert!(stream.lead_bytes().is_empty());
     }
 
     #[test]
@@ -2165,7 +2165,7 @@ mod tests {
             br#"""#,
         ] {
             read_as_alone(&chunk(middle), &mut stream);
-            assert_eq!(stream.as_bytes(), lead);
+            assert_eq!(stream.lead_bytes(), lead);
         }
         // Reasoning fills a hole as content does, and usage read beside a text comes back.
         for rest in [

@@ -421,8 +421,9 @@ pub fn push_token_bytes(token: &str, out: &mut Vec<u8>) -> bool {
 
 /// `push_token_bytes` of a token's UTF-8, not checked before: the byte-level characters
 /// (U+0021..U+0143) are one or two bytes long, so a longer character or bytes that are not
-/// UTF-8 make it false alike (nothing appended). `tokenizer.json`'s tokens are read as bytes this way rather
-/// than as `&str`, which serde checks for UTF-8 first (a twelfth of Qwen2's first load).
+/// UTF-8 make it false alike (nothing appended). `tokenizer.json`'s tokens are read as
+/// bytes this way rather than as `&str`, which serde checks for UTF-8 first (a twelfth of
+/// Qwen2's first load).
 pub fn push_token_utf8(token: &[u8], out: &mut Vec<u8>) -> bool {
     let table = code_point_table();
     let start = out.len();
