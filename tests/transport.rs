@@ -8,15 +8,24 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::raw_server::{After, RawServer, Reply, chunk, json_reply, sse_reply, token_event};
-use common::{read_jsonl, run_profile};
+use common::raw_server::{
+    After, LAST_CHUNK, RawServer, Reply, chunk, json_reply, sse_reply, token_event,
+};
+use common::{read_json, read_jsonl, run_profile};
 
 struct Run {
     out: Output,
     records: Vec<Value>,
+    /// The artifact directory (removed with the run).
+    dir: std::path::PathBuf,
+    _tmp: tempfile::TempDir,
 }
 
 impl Run {
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+
     fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.out.stderr).into_owned()
     }
@@ -80,7 +89,12 @@ fn profile(url: &str, count: usize, streaming: bool, extra: &[&str]) -> Run {
     args.extend_from_slice(extra);
     let out = run_profile(&args);
     let records = read_jsonl(&dir.join("profile_export.jsonl"));
-    Run { out, records }
+    Run {
+        out,
+        records,
+        dir,
+        _tmp: tmp,
+    }
 }
 
 fn three_tokens() -> Vec<String> {
@@ -145,11 +159,14 @@ fn a_server_closing_between_requests_loses_no_request() {
 
 #[test]
 fn a_request_the_server_took_in_is_not_sent_twice() {
-    // Every second request is read, then the connection is closed without an answer: the
-    // server may have acted on it, so it fails instead of going out again.
+    // Every second request is read and worked on for a while, then the connection is closed
+    // without an answer: the server may have acted on it, so it fails instead of going out
+    // again. (A close that follows the previous response within 50 ms belongs to that
+    // response, so the server takes longer than that.)
     let count = std::sync::atomic::AtomicUsize::new(0);
     let server = RawServer::start(move |_| {
         if count.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 2 == 1 {
+            std::thread::sleep(std::time::Duration::from_millis(120));
             return Reply::new(Vec::new(), After::Close);
         }
         sse_reply("", &three_tokens(), After::KeepOpen)
@@ -168,6 +185,117 @@ fn a_request_the_server_took_in_is_not_sent_twice() {
         );
     }
     assert!(!run.stderr().contains("sent again"), "{}", run.stderr());
+}
+
+#[test]
+fn a_request_reset_unread_after_a_long_idle_is_sent_again() {
+    // Each reply keeps the connection open, then the server closes it 300 ms later with
+    // what arrived meanwhile unread (a keep-alive timeout that crosses the next request):
+    // the reset shows the request was never read, so it goes out again.
+    let server = RawServer::start(|_| {
+        sse_reply(
+            "",
+            &three_tokens(),
+            After::CloseLater(std::time::Duration::from_millis(300)),
+        )
+    });
+    let run = profile(
+        &server.url,
+        4,
+        true,
+        &["--request-rate", "5", "--request-rate-mode", "constant"],
+    );
+    assert_all_sent_once(&run, &server, 4);
+    let json = read_json(&run.dir.join("profile_export_aiperf.json"));
+    assert!(json["resent_requests"].as_u64().unwrap() >= 1, "{json}");
+}
+
+/// When a server closes a kept-alive connection, relative to the stream it just sent.
+#[derive(Clone, Copy, Debug)]
+enum CloseTiming {
+    /// At once after the stream's last byte.
+    AtOnce,
+    /// 0-10 ms after the last byte: a request sent in that window crosses the close.
+    Later,
+    /// After the last event's chunk, before the chunked body's terminator.
+    BeforeTerminator,
+}
+
+/// 1,000 streamed requests at concurrency 8 against a server that closes every connection
+/// after one stream (`timing`), saying `Connection: close` or not. Half the closes are
+/// plain (a request that crossed one is reset unread), half end the write side and drain
+/// (as llama.cpp's server: the crossing request is read and dropped). None is lost, the
+/// server reads each request exactly once, and what had to be sent again is counted.
+fn closes_lose_nothing(timing: CloseTiming, says_close: bool) {
+    let served = std::sync::atomic::AtomicU64::new(0);
+    let header = if says_close {
+        "connection: close\r\n"
+    } else {
+        "connection: keep-alive\r\n"
+    };
+    let server = RawServer::start(move |_| {
+        let i = served.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // 0-10 ms, spread over the requests.
+        let wait = match timing {
+            CloseTiming::Later => std::time::Duration::from_micros(i * 7_919 % 10_001),
+            _ => std::time::Duration::ZERO,
+        };
+        let after = if i.is_multiple_of(2) {
+            After::CloseLater(wait)
+        } else {
+            After::DrainLater(wait)
+        };
+        let mut reply = sse_reply(header, &three_tokens(), after);
+        // The whole stream in one write: the close follows its last byte at once.
+        reply.pieces = vec![reply.pieces.concat()];
+        if let CloseTiming::BeforeTerminator = timing {
+            let whole = &reply.pieces[0];
+            reply.pieces[0] = whole[..whole.len() - LAST_CHUNK.len()].to_vec();
+        }
+        reply
+    });
+    let n = 1000;
+    let run = profile(&server.url, n, true, &["--concurrency", "8"]);
+    assert_all_sent_once(&run, &server, n);
+    // Every request ended on a connection of its own; each one that first went out on a
+    // connection the server was closing was counted, in the JSON and the console.
+    assert_eq!(server.connections(), n);
+    let json = read_json(&run.dir.join("profile_export_aiperf.json"));
+    let resent = json["resent_requests"].as_u64().expect("resent_requests");
+    let line = format!("{resent} requests were sent again");
+    assert_eq!(run.stdout().contains(&line), resent > 0, "{}", run.stdout());
+    let learned = run
+        .stderr()
+        .contains("from now on each request to it goes on a new connection");
+    if says_close {
+        // The client never reuses a connection the server said it would close.
+        assert_eq!(resent, 0);
+        assert!(!learned, "{}", run.stderr());
+    } else if !matches!(timing, CloseTiming::BeforeTerminator) {
+        // A stream that ends in full leaves its connection for the next request until the
+        // client learns that this server closes them all: then it stops reusing them.
+        assert!(learned, "{}", run.stderr());
+        assert!(resent < 50, "{resent} resent");
+    }
+    eprintln!("{timing:?}, connection: close {says_close}: {resent} resent");
+}
+
+#[test]
+fn a_server_closing_at_once_after_each_stream_loses_no_request() {
+    closes_lose_nothing(CloseTiming::AtOnce, false);
+    closes_lose_nothing(CloseTiming::AtOnce, true);
+}
+
+#[test]
+fn a_server_closing_up_to_10_ms_after_each_stream_loses_no_request() {
+    closes_lose_nothing(CloseTiming::Later, false);
+    closes_lose_nothing(CloseTiming::Later, true);
+}
+
+#[test]
+fn a_server_closing_before_the_chunked_terminator_loses_no_request() {
+    closes_lose_nothing(CloseTiming::BeforeTerminator, false);
+    closes_lose_nothing(CloseTiming::BeforeTerminator, true);
 }
 
 // ----- Streams cut short -----

@@ -25,8 +25,11 @@ pub(super) struct Finished<'a> {
     pub ran: Ran,
     pub overhead: OverheadReport,
     pub stop_reason: Option<StopReason>,
-    /// Requests sent again on a fresh connection (see `transport::conn`).
-    pub retried: u64,
+    /// Requests written again on a fresh connection, the server having closed the first
+    /// one unread, and kept-alive connections found closed before a request was written
+    /// (see `transport::conn`).
+    pub resent: u64,
+    pub found_closed: u64,
     /// How Image Token Count left out the chat template's tokens.
     pub template: serde_json::Value,
     /// What the side collectors scraped (server metrics, GPU telemetry).
@@ -50,7 +53,8 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         ran,
         overhead,
         stop_reason,
-        retried,
+        resent,
+        found_closed,
         template,
         observed,
         clock,
@@ -92,9 +96,17 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             failed as f64 * 100.0 / finished as f64
         );
     }
-    if retried > 0 {
-        warn!(
-            "{retried} requests were sent again on a new connection: the server had closed the kept-alive connection before they reached it"
+    let resent_line = (resent > 0).then(|| {
+        format!(
+            "{resent} requests were sent again on a new connection: the server had closed the kept-alive connection without taking them in"
+        )
+    });
+    if let Some(line) = &resent_line {
+        warn!("{line}");
+    }
+    if found_closed > 0 {
+        info!(
+            "{found_closed} kept-alive connections were found closed by the server before a request was written on them; those requests went on new connections"
         );
     }
     let gpu_telemetry = super::gpu_telemetry::summarise(
@@ -121,15 +133,16 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             load_pacing: ran.pacing.as_ref().map(|p| p.to_json()),
             client_overhead: Some(overhead),
             gpu_telemetry: gpu_telemetry.clone(),
-            extra: match &start {
-                Some(start) => {
+            // Not in AIPerf's schema: requests that went out twice (see `resent_line`).
+            extra: [("resent_requests", json!(resent))]
+                .into_iter()
+                .chain(start.as_ref().map(|start| {
                     let input_config = input_config_json(cfg);
                     let schedule_start = ran.schedule_start_wall_ns;
                     let block = super::shard::block(cfg, &input_config, start, schedule_start);
-                    vec![("shard", block)]
-                }
-                None => Vec::new(),
-            },
+                    ("shard", block)
+                }))
+                .collect(),
         };
         let inputs = export::write_inputs_json(&cfg.artifact_dir, plan);
         let mut console_text = export::render_console(&summary, &info);
@@ -143,6 +156,9 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         if let Some(t) = &gpu_telemetry {
             let output_tokens = summary.get("total_output_tokens").map(|r| r.display_avg());
             console_text.push_str(&export::render_gpu_telemetry(t, output_tokens));
+        }
+        if let Some(line) = &resent_line {
+            console_text.push_str(&format!("\n{line}\n"));
         }
         if let Some(p) = &ran.pacing {
             info!(
@@ -205,6 +221,14 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             "Log File: {}",
             export::log_file(&cfg.artifact_dir).display()
         );
+        // Last, where a glance at the end of the output lands.
+        if failed > 0 {
+            let _ = writeln!(
+                out,
+                "FAILED REQUESTS: {failed} of {finished} ({:.1}%); see the Error Summary above",
+                failed as f64 * 100.0 / finished as f64
+            );
+        }
         let _ = out.flush();
     }
     Ok(match stop_reason {

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HOST, HeaderMap, HeaderValue,
+    ACCEPT_ENCODING, AUTHORIZATION, CONNECTION, CONTENT_ENCODING, CONTENT_TYPE, HOST, HeaderMap,
+    HeaderValue,
 };
 use http::{Request, Uri};
 use http_body_util::BodyExt;
@@ -135,9 +136,10 @@ pub struct HttpClient {
     pinned: Option<usize>,
     /// The header carrying each request's session id.
     session_header: http::HeaderName,
-    /// Requests sent again, on a new connection, because they failed unsent on a
-    /// kept-alive one (see `conn`).
-    retried: Arc<AtomicU64>,
+    /// Requests sent again, on a new connection, because the kept-alive one they were
+    /// first on turned out closed: `[written and reset unread, found closed before writing]`
+    /// (see `conn`).
+    retried: Arc<[AtomicU64; 2]>,
     uri: Uri,
     headers: HeaderMap,
     timeout: Duration,
@@ -201,7 +203,7 @@ impl HttpClient {
             servers: Arc::new(Servers::new(vec![uri.clone()])),
             pinned: None,
             session_header: http::HeaderName::from_static("x-correlation-id"),
-            retried: Arc::new(AtomicU64::new(0)),
+            retried: Arc::default(),
             uri,
             headers,
             timeout,
@@ -330,10 +332,17 @@ impl HttpClient {
         self
     }
 
-    /// How many requests were sent a second time, on a new connection, because the server
-    /// had closed the kept-alive one they were first sent on (see `conn`).
-    pub fn retried_requests(&self) -> u64 {
-        self.retried.load(Ordering::Relaxed)
+    /// How many requests were written a second time, on a new connection, because the
+    /// server had closed the kept-alive one they were first written to without taking them
+    /// in (see `conn`).
+    pub fn resent_requests(&self) -> u64 {
+        self.retried[0].load(Ordering::Relaxed)
+    }
+
+    /// How many requests went to a new connection because the kept-alive one they were
+    /// given was found closed before any byte was written.
+    pub fn found_closed_connections(&self) -> u64 {
+        self.retried[1].load(Ordering::Relaxed)
     }
 
     /// Ends every exchange in flight (and any started later) at once with a cancellation
@@ -504,7 +513,7 @@ impl HttpClient {
         if let Some(mut body) = rest {
             wire.ended = drain_to_end(&mut body).await;
         }
-        if let Some(conn) = wire.conn.take().filter(|_| wire.ended) {
+        if let Some(conn) = wire.conn.take().filter(|_| wire.ended && !wire.closes) {
             self.pool.give_back(conn);
         }
         record
@@ -542,8 +551,9 @@ impl HttpClient {
     }
 
     /// Sends the request, once more on a new connection if the kept-alive one it went to
-    /// had been closed by the server before the request reached it. The record's times
-    /// then start at the second send: the first attempt is not part of the request.
+    /// had been closed by the server without taking the request in (see `conn`). The
+    /// record's times then start at the second send: the first attempt is not part of the
+    /// request.
     /// The connection the response came on is left in `wire`.
     async fn send(
         &self,
@@ -557,28 +567,35 @@ impl HttpClient {
         let target = &self.servers.targets[server];
         let first = self.request(target, clock, body.clone(), taken, record);
         let conn = wire.conn.insert(self.pool.take(server, target).await?);
-        match conn.sender.send_request(first).await {
-            Err(e) if conn::is_unsent(&e) => {
-                if self.retried.fetch_add(1, Ordering::Relaxed) == 0 {
-                    warn!(
-                        "The server closed a kept-alive connection before a request reached it ({}); \
-                         such requests are sent again once on a new connection and counted",
-                        error_chain(&SendError::Send(e))
-                    );
-                }
-                taken.reset();
-                record.start_perf_ns = clock.now_ns();
-                let again = self.request(target, clock, body, taken, record);
-                // The closed connection goes before the new one is made (a sticky session
-                // has room for one).
-                wire.conn = None;
-                let conn = wire
-                    .conn
-                    .insert(self.pool.connect(server, target.uri.clone()).await?);
-                Ok(conn.sender.send_request(again).await?)
-            }
-            other => Ok(other?),
+        let e = match conn.sender.send_request(first).await {
+            Err(e) => e,
+            ok => return Ok(ok?),
+        };
+        let Some(closed) = conn::unsent(&e) else {
+            return Err(e.into());
+        };
+        if closed.after_response {
+            self.pool.closed_after_response(server, target);
         }
+        if !closed.written {
+            self.retried[1].fetch_add(1, Ordering::Relaxed);
+        } else if self.retried[0].fetch_add(1, Ordering::Relaxed) == 0 {
+            warn!(
+                "A request went out on a kept-alive connection the server closed without taking it \
+                 in ({}); such requests are sent again once on a new connection and counted",
+                error_chain(&SendError::Send(e))
+            );
+        }
+        taken.reset();
+        record.start_perf_ns = clock.now_ns();
+        let again = self.request(target, clock, body, taken, record);
+        // The closed connection goes before the new one is made (a sticky session has room
+        // for one).
+        wire.conn = None;
+        let conn = wire
+            .conn
+            .insert(self.pool.connect(server, target.uri.clone()).await?);
+        Ok(conn.sender.send_request(again).await?)
     }
 
     /// Sends the request and reads the response into `record`. Returns the body of a stream
@@ -613,6 +630,7 @@ impl HttpClient {
         let is_sse = header(CONTENT_TYPE)
             .is_some_and(|ct| ct.split(';').next().unwrap_or("").trim() == "text/event-stream");
         let encoding = header(CONTENT_ENCODING).filter(|e| !e.is_empty() && e != "identity");
+        wire.closes = header(CONNECTION).is_some_and(|c| c.split(',').any(|t| t.trim() == "close"));
         let mut body = response.into_body();
         if let Some(encoding) = encoding
             && status.is_success()
@@ -783,6 +801,8 @@ struct Wire {
     conn: Option<Conn>,
     /// The response was read to its end: the connection may serve another request.
     ended: bool,
+    /// The response said `Connection: close`: the connection serves no other request.
+    closes: bool,
     /// When the first frame of a streamed body arrived.
     first_body_ns: Option<u64>,
 }
@@ -1612,7 +1632,10 @@ mod tests {
         let second = send("b");
         assert!(second.error.is_none(), "{:?}", second.error);
         assert_eq!(second.output_text, "hi");
-        assert_eq!(client.retried_requests(), 1);
+        assert_eq!(
+            client.resent_requests() + client.found_closed_connections(),
+            1
+        );
         // The server read each request once; the retry opened the second connection.
         assert_eq!(counts.0.load(Ordering::Relaxed), 2);
         assert_eq!(counts.1.load(Ordering::Relaxed), 2);

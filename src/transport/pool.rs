@@ -5,19 +5,25 @@
 //! the timeout, a cancel) drops it, which closes it. A connection is made only when no idle
 //! one is left, so a run never holds more connections than it has exchanges in flight.
 //!
+//! A server that closes its connections right after each response although it says
+//! keep-alive (llama.cpp's server after a stream) is learned: after `CLOSES_TO_LEARN` closes
+//! that followed a response within `conn::CLOSE_AFTER_RESPONSE`, its connections are no longer
+//! kept, so no request goes out on one that is being closed.
+//!
 //! This is hyper's own per-connection client (`hyper::client::conn::http1`) under a list
 //! behind a mutex. hyper-util's pool, which this replaces, cost a raw client about 7-10 us
 //! of CPU per streamed request on top of its 17 us (`benches/client_cpu.rs`, 5 Dec 2026),
 //! and raced a new connect against every idle connection on its way back (~600
 //! connections for 512 streams).
 
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Uri};
 use hyper::client::conn::http1::{self, SendRequest};
 
-use super::conn::WatchedConnector;
+use super::conn::{CLOSE_AFTER_RESPONSE, WatchedConnector};
 use super::request_body::RequestBody;
 use super::timing::ConnStamps;
 
@@ -25,6 +31,11 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Idle connections unused this long are closed rather than taken.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// Closes right after a response that make a server one whose connections are not kept.
+/// More than one, so that a single close (a restart, a keep-alive timeout that happened to
+/// fall just after a response) does not change how a run uses connections.
+const CLOSES_TO_LEARN: u32 = 3;
 
 /// Where a request goes: the URI it names on the wire (origin form) and its `Host`.
 #[derive(Debug, Clone)]
@@ -77,10 +88,20 @@ pub struct Conn {
 #[error("client error (Connect)")]
 pub struct ConnectError(#[source] pub BoxError);
 
+/// One server's idle connections, and what the pool learned of how it closes them.
+#[derive(Default)]
+struct ServerConns {
+    idle: Mutex<Vec<Conn>>,
+    /// Closes seen within `CLOSE_AFTER_RESPONSE` of a response's end.
+    closes_after_response: AtomicU32,
+    /// Set after `CLOSES_TO_LEARN` of them: the server's connections are not kept.
+    not_kept: AtomicBool,
+}
+
 /// The idle connections of each server, and how new ones are made.
 pub struct Pool {
     connector: WatchedConnector,
-    idle: Vec<Mutex<Vec<Conn>>>,
+    servers: Vec<ServerConns>,
     /// Idle connections kept per server: 0 makes a new connection for every request.
     max_idle: usize,
 }
@@ -89,7 +110,7 @@ impl Pool {
     pub fn new(connector: WatchedConnector, servers: usize, max_idle: usize) -> Pool {
         Pool {
             connector,
-            idle: (0..servers).map(|_| Mutex::new(Vec::new())).collect(),
+            servers: (0..servers).map(|_| ServerConns::default()).collect(),
             max_idle,
         }
     }
@@ -98,7 +119,13 @@ impl Pool {
     /// is still open, else a new one.
     pub async fn take(&self, server: usize, target: &Target) -> Result<Conn, ConnectError> {
         while let Some(mut conn) = self.pop(server) {
-            if conn.sender.is_closed() || conn.idle_since.elapsed() > IDLE_TIMEOUT {
+            if conn.sender.is_closed() {
+                if conn.idle_since.elapsed() <= CLOSE_AFTER_RESPONSE {
+                    self.closed_after_response(server, target);
+                }
+                continue;
+            }
+            if conn.idle_since.elapsed() > IDLE_TIMEOUT {
                 continue;
             }
             // Mostly ready already; a connection whose last response just ended may still
@@ -110,11 +137,32 @@ impl Pool {
         self.connect(server, target.uri.clone()).await
     }
 
-    fn pop(&self, server: usize) -> Option<Conn> {
-        self.idle[server]
+    fn idle(&self, server: usize) -> std::sync::MutexGuard<'_, Vec<Conn>> {
+        self.servers[server]
+            .idle
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .pop()
+    }
+
+    fn pop(&self, server: usize) -> Option<Conn> {
+        self.idle(server).pop()
+    }
+
+    /// Notes that server `server` closed a kept-alive connection right after a response;
+    /// at the `CLOSES_TO_LEARN`th its connections stop being kept, and the log says so once.
+    pub fn closed_after_response(&self, server: usize, target: &Target) {
+        let conns = &self.servers[server];
+        let seen = conns.closes_after_response.fetch_add(1, Ordering::Relaxed) + 1;
+        if seen == CLOSES_TO_LEARN {
+            conns.not_kept.store(true, Ordering::Relaxed);
+            self.idle(server).clear();
+            tracing::info!(
+                "The server at {} closes connections right after its responses although they \
+                 say keep-alive (seen {seen} times): from now on each request to it goes on a \
+                 new connection",
+                target.host.to_str().unwrap_or("?")
+            );
+        }
     }
 
     /// A new connection to `uri`, counted as server `server`'s when given back.
@@ -137,13 +185,14 @@ impl Pool {
 
     /// Keeps `conn`, whose last response was read to its end, for a later request.
     pub fn give_back(&self, mut conn: Conn) {
-        if self.max_idle == 0 || conn.sender.is_closed() {
+        if self.max_idle == 0
+            || conn.sender.is_closed()
+            || self.servers[conn.server].not_kept.load(Ordering::Relaxed)
+        {
             return;
         }
         conn.idle_since = Instant::now();
-        let mut idle = self.idle[conn.server]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut idle = self.idle(conn.server);
         if idle.len() < self.max_idle {
             idle.push(conn);
         }

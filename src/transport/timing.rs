@@ -112,6 +112,11 @@ impl ConnStamps {
         self.read_calls.fetch_add(1, Relaxed);
     }
 
+    /// When the current request's last response byte arrived (a `stamp`), if one did.
+    pub fn last_read(&self) -> Option<u64> {
+        Some(self.last_read.load(Relaxed)).filter(|&v| v != NONE)
+    }
+
     /// The current request's timing, in `clock`'s ns. `start_ns` is when the exchange
     /// began, `first_body_ns` when the first byte of the response body arrived.
     pub fn timing(&self, clock: &Clock, start_ns: u64, first_body_ns: Option<u64>) -> HttpTiming {

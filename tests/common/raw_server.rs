@@ -32,6 +32,13 @@ pub enum After {
     KeepOpen,
     /// Close the socket (FIN), whatever the headers said.
     Close,
+    /// Wait this long, reading nothing, then close: a request sent meanwhile stays unread,
+    /// so the close is a reset.
+    CloseLater(Duration),
+    /// Wait this long, then end the write side (FIN) and read and drop whatever arrives for
+    /// 100 ms before closing, as llama.cpp's server (cpp-httplib) does after each stream: no
+    /// reset, and a request sent meanwhile is read but never answered.
+    DrainLater(Duration),
     /// Close with a TCP reset (RST).
     Reset,
 }
@@ -118,6 +125,21 @@ fn serve(mut tcp: TcpStream, seen: &Mutex<Vec<RawRequest>>, handler: &Handler) {
         match reply.after {
             After::KeepOpen => {}
             After::Close => return,
+            After::CloseLater(wait) => {
+                std::thread::sleep(wait);
+                return;
+            }
+            After::DrainLater(wait) => {
+                std::thread::sleep(wait);
+                let _ = tcp.shutdown(std::net::Shutdown::Write);
+                let _ = tcp.set_read_timeout(Some(Duration::from_millis(100)));
+                let start = std::time::Instant::now();
+                let mut sink = [0u8; 4096];
+                while start.elapsed() < Duration::from_millis(100)
+                    && matches!(tcp.read(&mut sink), Ok(n) if n > 0)
+                {}
+                return;
+            }
             After::Reset => {
                 // SO_LINGER 0: close() sends RST instead of FIN.
                 let _ = socket2::SockRef::from(&tcp).set_linger(Some(Duration::ZERO));
