@@ -149,6 +149,38 @@ impl<'a> CellStats<'a> {
     }
 }
 
+impl SweepCell {
+    /// Failed and finished requests per successful trial (means over those trials; 0 and 0
+    /// when none finished): `error_request_count` and that plus `request_count`.
+    pub(super) fn failed_requests(&self) -> (f64, f64) {
+        let ok: Vec<&RunOutcome> = self.runs.iter().filter(|r| r.result.is_ok()).collect();
+        let n = ok.len().max(1) as f64;
+        let sum = |tag: &str| -> f64 { ok.iter().map(|r| r.stat(tag, "avg").unwrap_or(0.0)).sum() };
+        let failed = sum("error_request_count");
+        (failed / n, (failed + sum("request_count")) / n)
+    }
+
+    /// `[FAILED REQUESTS: 3 of 12]` when the cell's trials lost requests (means over its
+    /// trials), so no such variation is named best without saying so.
+    pub(super) fn failed_mark(&self) -> Option<String> {
+        let (failed, finished) = self.failed_requests();
+        (failed > 0.0).then(|| {
+            let count = |v: f64| {
+                if v.fract() == 0.0 {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v:.1}")
+                }
+            };
+            format!(
+                "[FAILED REQUESTS: {} of {}]",
+                count(failed),
+                count(finished)
+            )
+        })
+    }
+}
+
 /// The best cell for one objective.
 pub(super) struct Best {
     pub cell: usize,
@@ -390,10 +422,15 @@ impl SweepAggregate<'_> {
             ("best_latency_p99", &a.best_latency),
         ] {
             if let Some(b) = b {
-                let entry = Json::object()
+                let mut entry = Json::object()
                     .with("parameters", parameters_json(&a.parameters(b.cell)))
                     .with("metric", b.value)
                     .with("unit", b.unit.as_str());
+                // Not in AIPerf's schema: a best variation that lost requests says so.
+                let (failed, _) = a.cells[b.cell].0.failed_requests();
+                if failed > 0.0 {
+                    entry.put("error_request_count", failed);
+                }
                 best.put(key, entry);
             }
         }
@@ -545,8 +582,12 @@ pub fn best_configurations_console(agg: &SweepAggregate) -> String {
             ("Best latency (p99)", &a.best_latency),
         ] {
             if let Some(b) = best {
+                let mark = a.cells[b.cell]
+                    .0
+                    .failed_mark()
+                    .map_or_else(String::new, |m| format!(" {m}"));
                 lines.push(format!(
-                    "  {title}: {} ({:.2} {})",
+                    "  {title}: {} ({:.2} {}){mark}",
                     params(b.cell),
                     b.value,
                     b.unit
@@ -591,6 +632,50 @@ mod tests {
                 ),
             ],
         )
+    }
+
+    #[test]
+    fn a_best_variation_that_lost_requests_says_so() {
+        let lossy = |label: &str, tp: f64, ttft: f64, ok: f64, failed: f64| {
+            run(
+                label,
+                &[
+                    ("request_throughput", "requests/sec", &[("avg", tp)]),
+                    ("time_to_first_token", "ms", &[("p99", ttft)]),
+                    ("request_count", "requests", &[("avg", ok)]),
+                    ("error_request_count", "requests", &[("avg", failed)]),
+                ],
+            )
+        };
+        let cells = [
+            cell(1, vec![lossy("a", 10.0, 20.0, 12.0, 0.0)]),
+            cell(4, vec![lossy("b", 18.0, 30.0, 9.0, 3.0)]),
+        ];
+        let agg = SweepAggregate {
+            cells: &cells,
+            sweep_mode: "repeated".into(),
+            confidence_level: 0.95,
+            failed_runs: Vec::new(),
+        };
+        let text = best_configurations_console(&agg);
+        assert!(
+            text.contains(
+                "Best throughput: concurrency=4 (18.00 requests/sec) [FAILED REQUESTS: 3 of 12]\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("Best latency (p99): concurrency=1 (20.00 ms)\n"),
+            "{text}"
+        );
+        let v: Value = serde_json::from_str(&agg.render_json(&Analysis::of(&agg))).unwrap();
+        let best = &v["best_configurations"];
+        assert_eq!(best["best_throughput"]["error_request_count"], 3.0);
+        assert!(
+            best["best_latency_p99"]
+                .get("error_request_count")
+                .is_none()
+        );
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! The console table of a sweep: one row per variation with its headline figures, the
 //! mean across its successful trials when there are several.
 
-use super::RunOutcome;
 use super::sweep::{Analysis, SweepAggregate, SweepCell};
 use crate::export::console::format_number;
 use crate::export::pyrepr;
@@ -32,14 +31,9 @@ fn trial_mean(cell: &SweepCell, tag: &str, stat: &str) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
-/// Failed requests per trial: `error_request_count` (0 when a run has none), averaged.
+/// Failed requests per trial (`error_request_count`, 0 when a run has none), averaged.
 fn errors(cell: &SweepCell) -> String {
-    let ok: Vec<&RunOutcome> = cell.runs.iter().filter(|r| r.result.is_ok()).collect();
-    let total: f64 = ok
-        .iter()
-        .map(|r| r.stat("error_request_count", "avg").unwrap_or(0.0))
-        .sum();
-    let mean = total / ok.len().max(1) as f64;
+    let (mean, _) = cell.failed_requests();
     if mean.fract() == 0.0 {
         format!("{mean:.0}")
     } else {
@@ -105,6 +99,7 @@ pub fn sweep_table(agg: &SweepAggregate) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::RunOutcome;
     use super::super::tests::{MetricSpec, failed, run};
     use super::*;
     use serde_json::json;
