@@ -8,9 +8,11 @@
     python3 bench/client.py walltime  [runs]   # vision command: wall time - traffic time
     python3 bench/client.py memory    [runs]   # peak RSS growth: 100k vs 300k text; 10k images
     python3 bench/client.py all       [runs]
+    python3 bench/client.py quick                # every bench once at a fiftieth of its size
 
 Every bench runs `runs` times (default 3) and prints the median with min and max. The load
 average is printed first: on a busy machine the figures are worse than the client can do.
+`quick` checks that every bench still runs (CI runs it); its figures mean nothing.
 """
 import json
 import os
@@ -24,6 +26,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("AIPERF_BIN") or os.path.join(
     os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"), "release", "aiperf")
 TMP = tempfile.mkdtemp(prefix="aiperf-bench-")
+# `quick`: every request count divided by this (CI's smoke run).
+QUICK = 1
+
+
+def scaled(count):
+    """A bench's request count, scaled down in quick mode (never below 4)."""
+    return max(4, count // QUICK)
 
 # The README's vision command (the profile issue's): 20 requests, one 512x512 noise PNG each.
 VISION = [
@@ -93,10 +102,10 @@ def ceiling(runs):
     """Completed streamed requests per second against the --fast mock."""
     args = ["--model", "m", "--endpoint-type", "chat", "--streaming",
             "--synthetic-input-tokens-mean", "10", "--output-tokens-mean", "16",
-            "--concurrency", "64", "--request-count", "20000"]
+            "--concurrency", "64", "--request-count", str(scaled(20000))]
     rates = []
     with Mock("--fast", workers=1) as mock:
-        profile(mock.url, [*args[:-1], "2000"])  # warm the page cache and the server
+        profile(mock.url, [*args[:-1], str(scaled(2000))])  # warm the page cache and the server
         for i in range(runs):
             wall, rss, s, _ = profile(mock.url, args)
             rate = s["request_throughput"]["avg"]
@@ -131,7 +140,7 @@ def fidelity(runs):
       checkout    = client sent - client start (pool checkout, in the client) and
       wire        = server received - client sent (loopback, the server reading the request)
     """
-    counts = {1: 30, 64: 640, 512: 2048}
+    counts = {1: scaled(30), 64: scaled(640), 512: scaled(2048)}
     targets = {1: 0.5, 64: 0.5, 512: 2.0}
     for conc, n in counts.items():
         per_run = {k: [] for k in ("ttft", "first", "last", "inbound", "checkout", "wire")}
@@ -147,7 +156,8 @@ def fidelity(runs):
             d = {k: [] for k in per_run}
             for c in read_jsonl(os.path.join(out, "profile_export.jsonl")):
                 # Warmup opened the connections; measure the requests that reuse them.
-                if c["error"] is not None or c["metadata"]["benchmark_phase"] != "profiling":
+                # A successful record has no `error` key.
+                if c.get("error") is not None or c["metadata"]["benchmark_phase"] != "profiling":
                     continue
                 srv = server[c["metadata"]["x_request_id"]]
                 start = c["metadata"]["request_start_ns"]
@@ -185,7 +195,7 @@ def footprint(runs):
             wall, rss, s, _ = profile(mock.url, [
                 "--model", "m", "--endpoint-type", "chat", "--streaming",
                 "--synthetic-input-tokens-mean", "10", "--output-tokens-mean", "16",
-                "--concurrency", "512", "--request-count", "100000"])
+                "--concurrency", "512", "--request-count", str(scaled(100000))])
             text.append(rss)
             print(f"  100k text run {i}: {rss:.1f} MB in {wall:.1f} s; {overhead_line(s)}")
     median_line("footprint: vision command peak RSS (target < 60)", vision, "MB")
@@ -208,7 +218,7 @@ def memory(runs):
     """Peak RSS of text runs of growing length at c=512 (BENCH_MEMORY_COUNTS, default
     100000,300000), the growth per extra request, and a vision run of 10,000 requests each
     with its own image (BENCH_MEMORY_IMAGE px square, default 128)."""
-    counts = [int(c) for c in os.environ.get("BENCH_MEMORY_COUNTS", "100000,300000").split(",")]
+    counts = [scaled(int(c)) for c in os.environ.get("BENCH_MEMORY_COUNTS", "100000,300000").split(",")]
     peaks = {c: [] for c in counts}
     with Mock("--fast") as mock:
         for i in range(runs):
@@ -234,7 +244,7 @@ def memory(runs):
                 "--model", "Qwen/Qwen2-VL-2B-Instruct", "--endpoint-type", "chat", "--streaming",
                 "--image-width-mean", px, "--image-height-mean", px,
                 "--synthetic-input-tokens-mean", "100", "--output-tokens-mean", "16",
-                "--num-dataset-entries", "10000", "--request-count", "10000",
+                "--num-dataset-entries", str(scaled(10000)), "--request-count", str(scaled(10000)),
                 "--concurrency", "64", "--random-seed", str(i)])
             inputs = os.path.getsize(os.path.join(out, "inputs.json")) / 1024 / 1024
             vision.append(rss)
@@ -244,13 +254,16 @@ def memory(runs):
 
 
 def main():
+    global QUICK
     what = sys.argv[1] if len(sys.argv) > 1 else "all"
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    if what == "quick":
+        what, runs, QUICK = "everything", 1, 50
     benches = {"ceiling": ceiling, "fidelity": fidelity, "footprint": footprint,
                "walltime": walltime, "memory": memory}
     print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
     for name, bench in benches.items():
-        if what == name or (what == "all" and name != "memory"):
+        if what == name or what == "everything" or (what == "all" and name != "memory"):
             bench(runs)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
