@@ -59,6 +59,15 @@ impl Clock {
         self.anchor_wall_ns + perf_ns
     }
 
+    /// A clock whose run-clock 0 is the wall-clock `anchor_wall_ns` (golden tests).
+    #[cfg(test)]
+    pub fn fixed(anchor_wall_ns: u64) -> Self {
+        Clock {
+            anchor: Instant::now(),
+            anchor_wall_ns,
+        }
+    }
+
     #[cfg(test)]
     pub fn anchor(&self) -> Instant {
         self.anchor

@@ -11,6 +11,10 @@ mod names;
 mod outputs;
 pub mod pyrepr;
 pub mod read;
+#[cfg(test)]
+mod scrape_golden_driver;
+#[cfg(test)]
+mod scrape_golden_tests;
 mod server_metrics;
 pub mod sweep_files;
 pub mod table;
