@@ -14,6 +14,7 @@ pub use crate::mock::{
     DEFAULT_CHAT_TEMPLATE_TOKENS, MockServerArgs, run as run_mock_server,
     start as start_mock_server,
 };
+pub use crate::scrape::parse::parse as parse_exposition;
 pub use crate::timer::sleep_until;
 pub use crate::tokenizer::bpe::O200K_PATTERN;
 pub use crate::tokenizer::{Tokenizer, builtin_bpe};

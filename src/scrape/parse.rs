@@ -2,7 +2,7 @@
 //! place) into metric families. Hand-written: the `prometheus-parse` crate rejects metric
 //! names with `:`, which every vLLM and SGLang metric has (`vllm:num_requests_running`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// What a family measures, as its `# TYPE` line says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +68,9 @@ pub fn parse(text: &str) -> Vec<Family> {
     let mut kinds: BTreeMap<String, Kind> = BTreeMap::new();
     let mut helps: BTreeMap<String, String> = BTreeMap::new();
     let mut families: BTreeMap<String, Family> = BTreeMap::new();
+    // Each family's series by label set: a family of 10,000 series is not searched in full
+    // for each of its samples.
+    let mut positions: HashMap<String, HashMap<BTreeMap<String, String>, usize>> = HashMap::new();
     for line in text.lines() {
         let line = line.trim();
         if let Some(comment) = line.strip_prefix('#') {
@@ -99,7 +102,8 @@ pub fn parse(text: &str) -> Vec<Family> {
                 kind,
                 series: Vec::new(),
             });
-        add_sample(family, part, labels, value);
+        let positions = positions.entry(family_name).or_default();
+        add_sample(family, positions, part, labels, value);
     }
     for f in families.values_mut() {
         if f.help.is_empty() {
@@ -149,15 +153,22 @@ fn family_of(name: &str, kinds: &BTreeMap<String, Kind>) -> (String, Part) {
     (name.to_string(), Part::Value)
 }
 
-fn add_sample(family: &mut Family, part: Part, mut labels: BTreeMap<String, String>, v: f64) {
+fn add_sample(
+    family: &mut Family,
+    positions: &mut HashMap<BTreeMap<String, String>, usize>,
+    part: Part,
+    mut labels: BTreeMap<String, String>,
+    v: f64,
+) {
     let bound = match part {
         Part::Bucket => labels.remove("le"),
         Part::Value if family.kind == Kind::Summary => labels.remove("quantile"),
         _ => None,
     };
-    let series = match family.series.iter().position(|s| s.labels == labels) {
-        Some(i) => &mut family.series[i],
+    let series = match positions.get(&labels) {
+        Some(&i) => &mut family.series[i],
         None => {
+            positions.insert(labels.clone(), family.series.len());
             let value = match family.kind {
                 Kind::Histogram => Value::Histogram {
                     buckets: Vec::new(),
