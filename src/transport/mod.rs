@@ -136,10 +136,9 @@ pub struct HttpClient {
     pinned: Option<usize>,
     /// The header carrying each request's session id.
     session_header: http::HeaderName,
-    /// Requests sent again, on a new connection, because the kept-alive one they were
-    /// first on turned out closed: `[written and reset unread, found closed before writing]`
-    /// (see `conn`).
-    retried: Arc<[AtomicU64; 2]>,
+    /// Requests written again, on a new connection, because the server closed the
+    /// kept-alive one they were first written to without taking them in (see `conn`).
+    resent: Arc<AtomicU64>,
     uri: Uri,
     headers: HeaderMap,
     timeout: Duration,
@@ -203,7 +202,7 @@ impl HttpClient {
             servers: Arc::new(Servers::new(vec![uri.clone()])),
             pinned: None,
             session_header: http::HeaderName::from_static("x-correlation-id"),
-            retried: Arc::default(),
+            resent: Arc::default(),
             uri,
             headers,
             timeout,
@@ -336,13 +335,13 @@ impl HttpClient {
     /// server had closed the kept-alive one they were first written to without taking them
     /// in (see `conn`).
     pub fn resent_requests(&self) -> u64 {
-        self.retried[0].load(Ordering::Relaxed)
+        self.resent.load(Ordering::Relaxed)
     }
 
     /// How many requests went to a new connection because the kept-alive one they were
     /// given was found closed before any byte was written.
     pub fn found_closed_connections(&self) -> u64 {
-        self.retried[1].load(Ordering::Relaxed)
+        self.pool.found_closed_count()
     }
 
     /// Ends every exchange in flight (and any started later) at once with a cancellation
@@ -574,17 +573,21 @@ impl HttpClient {
         let Some(closed) = conn::unsent(&e) else {
             return Err(e.into());
         };
-        if closed.after_response {
-            self.pool.closed_after_response(server, target);
-        }
         if !closed.written {
-            self.retried[1].fetch_add(1, Ordering::Relaxed);
-        } else if self.retried[0].fetch_add(1, Ordering::Relaxed) == 0 {
-            warn!(
-                "A request went out on a kept-alive connection the server closed without taking it \
-                 in ({}); such requests are sent again once on a new connection and counted",
-                error_chain(&SendError::Send(e))
-            );
+            // Found closed before writing: nothing went out.
+            self.pool
+                .found_closed(server, target, closed.after_response);
+        } else {
+            if closed.after_response {
+                self.pool.closed_after_response(server, target);
+            }
+            if self.resent.fetch_add(1, Ordering::Relaxed) == 0 {
+                warn!(
+                    "A request went out on a kept-alive connection the server closed without taking it \
+                     in ({}); such requests are sent again once on a new connection and counted",
+                    error_chain(&SendError::Send(e))
+                );
+            }
         }
         taken.reset();
         record.start_perf_ns = clock.now_ns();

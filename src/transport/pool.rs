@@ -16,7 +16,7 @@
 //! and raced a new connect against every idle connection on its way back (~600
 //! connections for 512 streams).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -104,6 +104,8 @@ pub struct Pool {
     servers: Vec<ServerConns>,
     /// Idle connections kept per server: 0 makes a new connection for every request.
     max_idle: usize,
+    /// Kept-alive connections the server had closed by the time a request came for them.
+    found_closed: AtomicU64,
 }
 
 impl Pool {
@@ -112,6 +114,7 @@ impl Pool {
             connector,
             servers: (0..servers).map(|_| ServerConns::default()).collect(),
             max_idle,
+            found_closed: AtomicU64::new(0),
         }
     }
 
@@ -120,9 +123,8 @@ impl Pool {
     pub async fn take(&self, server: usize, target: &Target) -> Result<Conn, ConnectError> {
         while let Some(mut conn) = self.pop(server) {
             if conn.sender.is_closed() {
-                if conn.idle_since.elapsed() <= CLOSE_AFTER_RESPONSE {
-                    self.closed_after_response(server, target);
-                }
+                let soon = conn.idle_since.elapsed() <= CLOSE_AFTER_RESPONSE;
+                self.found_closed(server, target, soon);
                 continue;
             }
             if conn.idle_since.elapsed() > IDLE_TIMEOUT {
@@ -146,6 +148,20 @@ impl Pool {
 
     fn pop(&self, server: usize) -> Option<Conn> {
         self.idle(server).pop()
+    }
+
+    /// Notes a kept-alive connection of server `server` found closed when a request came for
+    /// it; `after_response` when it closed within `CLOSE_AFTER_RESPONSE` of its last response.
+    pub fn found_closed(&self, server: usize, target: &Target, after_response: bool) {
+        self.found_closed.fetch_add(1, Ordering::Relaxed);
+        if after_response {
+            self.closed_after_response(server, target);
+        }
+    }
+
+    /// Kept-alive connections found closed when a request came for them.
+    pub fn found_closed_count(&self) -> u64 {
+        self.found_closed.load(Ordering::Relaxed)
     }
 
     /// Notes that server `server` closed a kept-alive connection right after a response;
