@@ -3,7 +3,7 @@
 //! and one console table per GPU after a short power-efficiency summary.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -11,43 +11,118 @@ use serde::ser::{SerializeMap, Serializer};
 use super::console::format_number;
 use super::csv::{field, number};
 use super::table::{Justify, Table};
-use crate::clock::iso8601_utc;
+use crate::clock::{Clock, iso8601_utc};
 use crate::metrics::gpu_telemetry::{EndpointTelemetry, GpuSummary, GpuTelemetry, Summary};
-use crate::scrape::dcgm::{GPU_METRICS, GpuIdentity};
+use crate::scrape::dcgm::{GPU_METRICS, GpuIdentity, readings};
+use crate::scrape::{ScrapeEvent, ScrapeSink};
 
 /// Every DCGM exporter publishes NVIDIA GPUs.
 const PLATFORM: &str = "nvidia";
 
-/// Writes one line per GPU per scrape (scaled units, wall-clock `timestamp_ns`).
-pub fn write_jsonl(path: &Path, t: &GpuTelemetry) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for e in &t.endpoints {
-        for (at_ns, gpus) in &e.scrapes {
-            for r in gpus {
-                let mut values = serde_json::Map::new();
-                for (metric, v) in GPU_METRICS.iter().zip(r.values) {
-                    if let Some(v) = v {
-                        values.insert(metric.key.into(), serde_json::json!(v));
-                    }
-                }
-                let g = &r.gpu;
-                let line = serde_json::json!({
-                    "gpu_index": g.index,
-                    "gpu_uuid": g.uuid,
-                    "gpu_model_name": g.model_name,
-                    "pci_bus_id": g.pci_bus_id,
-                    "device": g.device,
-                    "hostname": g.hostname,
-                    "namespace": g.namespace,
-                    "pod_name": g.pod_name,
-                    "timestamp_ns": t.clock.wall_ns(*at_ns),
-                    "telemetry_source_url": e.url,
-                    "telemetry_data": values,
-                });
-                serde_json::to_writer(&mut out, &line)?;
-                out.write_all(b"\n")?;
-            }
+/// One DCGM exporter's `gpu_telemetry_export.jsonl` lines (one per GPU per changed scrape,
+/// scaled units, wall-clock `timestamp_ns`), written beside the artifacts as scrapes come,
+/// so a long run holds none of them; [`write_jsonl`] puts the spools together at the end.
+pub struct GpuJsonlSpool {
+    url: String,
+    clock: Clock,
+    path: PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    /// The first write error; the file is then given up.
+    error: Option<std::io::Error>,
+}
+
+impl GpuJsonlSpool {
+    /// A spool for exporter `url` at `path` (created at its first GPU reading).
+    pub fn new(url: &str, path: PathBuf, clock: Clock) -> GpuJsonlSpool {
+        GpuJsonlSpool {
+            url: url.to_string(),
+            clock,
+            path,
+            out: None,
+            error: None,
         }
+    }
+
+    fn append(
+        &mut self,
+        at_ns: u64,
+        gpus: &[crate::scrape::dcgm::GpuReading],
+    ) -> std::io::Result<()> {
+        let out = match &mut self.out {
+            Some(out) => out,
+            None => self
+                .out
+                .insert(std::io::BufWriter::new(std::fs::File::create(&self.path)?)),
+        };
+        for r in gpus {
+            let mut values = serde_json::Map::new();
+            for (metric, v) in GPU_METRICS.iter().zip(r.values) {
+                if let Some(v) = v {
+                    values.insert(metric.key.into(), serde_json::json!(v));
+                }
+            }
+            let g = &r.gpu;
+            let line = serde_json::json!({
+                "gpu_index": g.index,
+                "gpu_uuid": g.uuid,
+                "gpu_model_name": g.model_name,
+                "pci_bus_id": g.pci_bus_id,
+                "device": g.device,
+                "hostname": g.hostname,
+                "namespace": g.namespace,
+                "pod_name": g.pod_name,
+                "timestamp_ns": self.clock.wall_ns(at_ns),
+                "telemetry_source_url": self.url,
+                "telemetry_data": values,
+            });
+            serde_json::to_writer(&mut *out, &line)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// Flushes and closes the spool; its path, `None` when nothing was written.
+    pub fn close(&mut self) -> std::io::Result<Option<PathBuf>> {
+        if let Some(e) = self.error.take() {
+            let _ = std::fs::remove_file(&self.path);
+            return Err(e);
+        }
+        match self.out.take() {
+            Some(mut out) => {
+                out.flush()?;
+                Ok(Some(self.path.clone()))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+impl ScrapeSink for GpuJsonlSpool {
+    fn scraped(&mut self, s: &ScrapeEvent) {
+        if !s.changed || self.error.is_some() {
+            return;
+        }
+        let gpus = readings(&s.families);
+        if gpus.is_empty() {
+            return;
+        }
+        if let Err(e) = self.append(s.first_byte_ns, &gpus) {
+            self.error = Some(e);
+            self.out = None;
+        }
+    }
+}
+
+/// `gpu_telemetry_export.jsonl` from the exporters' spools, one after another (a single
+/// spool is renamed into place); the spools are removed.
+pub fn write_jsonl(path: &Path, spools: &[PathBuf]) -> std::io::Result<()> {
+    if let [one] = spools {
+        return std::fs::rename(one, path);
+    }
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for spool in spools {
+        std::io::copy(&mut std::fs::File::open(spool)?, &mut out)?;
+        let _ = std::fs::remove_file(spool);
     }
     out.flush()
 }

@@ -39,6 +39,7 @@ pub const INPUTS_FILE: &str = "inputs.json";
 /// The run's log, under the artifact directory.
 pub const LOG_FILE: &str = "logs/aiperf.log";
 
+pub use gpu_telemetry::{GpuJsonlSpool, write_jsonl as write_gpu_telemetry_jsonl};
 pub use inputs::write_inputs_json;
 pub use jsonl::{JsonlWriter, LineLayout};
 pub use names::{
@@ -47,9 +48,20 @@ pub use names::{
 };
 pub use outputs::OutputsWriter;
 pub use server_metrics::{
-    ServerMetricsFormats, ServerMetricsRun, render_console as render_server_metrics,
-    write_server_metrics,
+    JsonlSpool as ServerMetricsSpool, ServerMetricsFormats, ServerMetricsRun,
+    render_console as render_server_metrics, write_server_metrics,
 };
+
+/// Where endpoint `i`'s server-metrics JSONL lines wait during the run (hidden beside the
+/// artifacts, removed when the file is written).
+pub fn server_metrics_spool(dir: &Path, names: &FileNames, i: usize) -> PathBuf {
+    dir.join(format!(".{}.{i}.jsonl.partial", names.server_metrics))
+}
+
+/// Where exporter `i`'s GPU telemetry JSONL lines wait during the run.
+pub fn gpu_telemetry_spool(dir: &Path, names: &FileNames, i: usize) -> PathBuf {
+    dir.join(format!(".{}.{i}.partial", names.gpu_telemetry_jsonl))
+}
 
 /// Written last, once every other artifact of the run is complete: tools that pick up
 /// results wait for it.
@@ -99,7 +111,8 @@ pub struct ExportPaths {
     pub console_txt: PathBuf,
     /// The time-slice JSON and CSV, when the run had time slices.
     pub timeslices: Option<(PathBuf, PathBuf)>,
-    /// The GPU telemetry JSONL, when there was telemetry.
+    /// The GPU telemetry JSONL, when there was telemetry (written from the spools by
+    /// [`write_gpu_telemetry_jsonl`]).
     pub gpu_telemetry: Option<PathBuf>,
 }
 
@@ -180,9 +193,6 @@ pub fn write_summary_named(
         csv_text.push_str(&gpu_telemetry::render_csv(t));
     }
     write_atomically(&paths.csv, &csv_text)?;
-    if let (Some(path), Some(t)) = (&paths.gpu_telemetry, &info.gpu_telemetry) {
-        gpu_telemetry::write_jsonl(path, t)?;
-    }
     write_atomically(&paths.console_txt, console_text)?;
     if let Some((json_path, csv_path)) = &paths.timeslices {
         let text = timeslices::render_json(&summary.timeslices, &info.input_config);

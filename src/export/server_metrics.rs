@@ -15,8 +15,9 @@ use crate::clock::Clock;
 use crate::metrics::server_metrics::{
     GAUGE_PERCENTILES, HISTOGRAM_PERCENTILES, MetricSummary, SeriesStats, Window,
 };
+use crate::metrics::server_series::ScrapeTimes;
 use crate::metrics::{MetricValue, MetricsSummary};
-use crate::scrape::{EndpointLog, Kind, Value as Sample};
+use crate::scrape::{EndpointLog, Kind, ScrapeEvent, ScrapeSink, Value as Sample};
 
 /// `--server-metrics-formats`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +42,11 @@ pub struct ServerMetricsRun<'a> {
     pub benchmark_id: &'a str,
     pub clock: Clock,
     pub configured: &'a [String],
-    pub logs: &'a [EndpointLog],
+    /// Each endpoint scraped: how its scraping went and when its scrapes came.
+    pub endpoints: Vec<(&'a EndpointLog, &'a ScrapeTimes)>,
+    /// The spooled lines of each endpoint's changed scrapes (`JsonlSpool::close`), for
+    /// `--server-metrics-formats jsonl`.
+    pub jsonl: Vec<PathBuf>,
     pub profiling_window: Window,
     pub warmup_window: Option<Window>,
     pub profiling: &'a [MetricSummary],
@@ -79,35 +84,29 @@ pub fn write_server_metrics(
 fn to_json(run: &ServerMetricsRun) -> Value {
     let wall = |ns: u64| run.clock.wall_ns(ns);
     let mut endpoint_info = Map::new();
-    for log in run.logs {
-        let s = &log.scrapes;
-        let (Some(first), Some(last)) = (s.first(), s.last()) else {
+    for (log, times) in &run.endpoints {
+        let (Some(first), Some(last)) = (times.first_ns, times.last_ns) else {
             continue;
         };
-        let updates: Vec<u64> = unique(s).map(|x| x.first_byte_ns).collect();
+        let updates = &times.updates;
         let intervals: Vec<f64> = updates
             .windows(2)
             .map(|w| (w[1] - w[0]) as f64 / 1e6)
             .collect();
         let mut sorted = intervals.clone();
         sorted.sort_by(f64::total_cmp);
-        let avg_latency = s
-            .iter()
-            .map(|x| (x.done_ns - x.sent_ns) as f64)
-            .sum::<f64>()
-            / s.len() as f64
-            / 1e6;
+        let avg_latency = times.fetch_ns_sum as f64 / times.scrapes as f64 / 1e6;
         endpoint_info.insert(
             log.url.clone(),
             json!({
-                "total_fetches": s.len() as u64 + log.failures,
-                "first_fetch_ns": wall(first.first_byte_ns),
-                "last_fetch_ns": wall(last.first_byte_ns),
+                "total_fetches": times.scrapes + log.failures,
+                "first_fetch_ns": wall(first),
+                "last_fetch_ns": wall(last),
                 "avg_fetch_latency_ms": avg_latency,
                 "unique_updates": updates.len(),
                 "first_update_ns": updates.first().map(|t| wall(*t)),
                 "last_update_ns": updates.last().map(|t| wall(*t)),
-                "duration_seconds": (last.first_byte_ns - first.first_byte_ns) as f64 / 1e9,
+                "duration_seconds": (last - first) as f64 / 1e9,
                 "avg_update_interval_ms": (!intervals.is_empty())
                     .then(|| intervals.iter().sum::<f64>() / intervals.len() as f64),
                 "median_update_interval_ms": (!sorted.is_empty())
@@ -116,10 +115,10 @@ fn to_json(run: &ServerMetricsRun) -> Value {
         );
     }
     let successful: Vec<&String> = run
-        .logs
+        .endpoints
         .iter()
-        .filter(|l| !l.scrapes.is_empty())
-        .map(|l| &l.url)
+        .filter(|(_, t)| t.scrapes > 0)
+        .map(|(l, _)| &l.url)
         .collect();
     let window = |w: Window| json!({"start_ns": wall(w.start_ns), "end_ns": wall(w.end_ns)});
     let mut phases = Map::new();
@@ -147,14 +146,6 @@ fn to_json(run: &ServerMetricsRun) -> Value {
     }
     doc["input_config"] = run.input_config.clone();
     doc
-}
-
-/// Scrapes that differ from the one before (AIPerf writes no duplicates).
-fn unique(s: &[crate::scrape::Scrape]) -> impl Iterator<Item = &crate::scrape::Scrape> {
-    s.iter()
-        .enumerate()
-        .filter(|(i, x)| *i == 0 || s[i - 1].families != x.families)
-        .map(|(_, x)| x)
 }
 
 fn metrics_json(metrics: &[MetricSummary]) -> Value {
@@ -396,51 +387,129 @@ fn phase_of(run: &ServerMetricsRun, t: u64) -> Option<&'static str> {
     (t >= w.start_ns && t <= w.end_ns).then_some("profiling")
 }
 
-fn write_jsonl(path: &Path, run: &ServerMetricsRun) -> std::io::Result<()> {
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for log in run.logs {
-        for s in unique(&log.scrapes) {
-            let mut metrics = Map::new();
-            for fam in s
-                .families
-                .iter()
-                .filter(|f| crate::metrics::server_metrics::is_kept(f))
-            {
-                let series: Vec<Value> = fam
-                    .series
-                    .iter()
-                    .map(|x| match &x.value {
-                        Sample::Scalar(v) => json!({"labels": x.labels, "value": v}),
-                        Sample::Histogram {
-                            buckets,
-                            sum,
-                            count,
-                        } => {
-                            let b: Map<String, Value> = buckets
-                                .iter()
-                                .map(|(le, c)| (le.clone(), json!(c)))
-                                .collect();
-                            json!({"labels": x.labels, "buckets": b, "sum": sum, "count": count})
-                        }
-                        Sample::Summary { sum, count, .. } => {
-                            json!({"labels": x.labels, "sum": sum, "count": count})
-                        }
-                    })
-                    .collect();
-                metrics.insert(fam.name.clone(), series.into());
-            }
-            let line = json!({
-                "endpoint_url": log.url,
-                "timestamp_ns": run.clock.wall_ns(s.first_byte_ns),
-                "endpoint_latency_ns": s.done_ns - s.sent_ns,
-                "request_sent_ns": run.clock.wall_ns(s.sent_ns),
-                "first_byte_ns": run.clock.wall_ns(s.first_byte_ns),
-                "benchmark_phase": phase_of(run, s.first_byte_ns),
-                "metrics": metrics,
-            });
-            serde_json::to_writer(&mut f, &line)?;
-            f.write_all(b"\n")?;
+/// One endpoint's changed scrapes as JSON lines, written to a file beside the artifacts as
+/// they come (a long run holds none of them), without the phase, which is known only at the
+/// end: each line is its scrape's first-byte time, a space, and the JSON object after its
+/// first key (`benchmark_phase`, first of the alphabetically ordered keys).
+pub struct JsonlSpool {
+    url: String,
+    clock: Clock,
+    path: PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    /// The first write error; the file is then given up.
+    error: Option<std::io::Error>,
+}
+
+impl JsonlSpool {
+    /// A spool for endpoint `url` at `path` (created at the first changed scrape).
+    pub fn new(url: &str, path: PathBuf, clock: Clock) -> JsonlSpool {
+        JsonlSpool {
+            url: url.to_string(),
+            clock,
+            path,
+            out: None,
+            error: None,
         }
+    }
+
+    fn append(&mut self, s: &ScrapeEvent) -> std::io::Result<()> {
+        let out = match &mut self.out {
+            Some(out) => out,
+            None => self
+                .out
+                .insert(std::io::BufWriter::new(std::fs::File::create(&self.path)?)),
+        };
+        let mut metrics = Map::new();
+        for fam in s
+            .families
+            .iter()
+            .filter(|f| crate::metrics::server_metrics::is_kept(f))
+        {
+            let series: Vec<Value> = fam
+                .series
+                .iter()
+                .map(|x| match &x.value {
+                    Sample::Scalar(v) => json!({"labels": x.labels, "value": v}),
+                    Sample::Histogram {
+                        buckets,
+                        sum,
+                        count,
+                    } => {
+                        let b: Map<String, Value> = buckets
+                            .iter()
+                            .map(|(le, c)| (le.clone(), json!(c)))
+                            .collect();
+                        json!({"labels": x.labels, "buckets": b, "sum": sum, "count": count})
+                    }
+                    Sample::Summary { sum, count, .. } => {
+                        json!({"labels": x.labels, "sum": sum, "count": count})
+                    }
+                })
+                .collect();
+            metrics.insert(fam.name.clone(), series.into());
+        }
+        // The keys after `benchmark_phase`, in serde_json's (sorted) order.
+        let wall = |ns: u64| self.clock.wall_ns(ns);
+        write!(
+            out,
+            "{} \"endpoint_latency_ns\":{},\"endpoint_url\":{},\"first_byte_ns\":{},\"metrics\":{},\"request_sent_ns\":{},\"timestamp_ns\":{}}}\n",
+            s.first_byte_ns,
+            s.done_ns - s.sent_ns,
+            Value::String(self.url.clone()),
+            wall(s.first_byte_ns),
+            Value::Object(metrics),
+            wall(s.sent_ns),
+            wall(s.first_byte_ns),
+        )
+    }
+
+    /// Flushes and closes the spool; its path, `None` when nothing was written.
+    pub fn close(&mut self) -> std::io::Result<Option<PathBuf>> {
+        if let Some(e) = self.error.take() {
+            let _ = std::fs::remove_file(&self.path);
+            return Err(e);
+        }
+        match self.out.take() {
+            Some(mut out) => {
+                out.flush()?;
+                Ok(Some(self.path.clone()))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+impl ScrapeSink for JsonlSpool {
+    fn scraped(&mut self, s: &ScrapeEvent) {
+        if !s.changed || self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self.append(s) {
+            self.error = Some(e);
+            self.out = None;
+        }
+    }
+}
+
+/// The endpoints' spooled lines, each with its phase, one endpoint after another; the
+/// spools are removed.
+fn write_jsonl(path: &Path, run: &ServerMetricsRun) -> std::io::Result<()> {
+    use std::io::BufRead;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for spool in &run.jsonl {
+        let file = std::fs::File::open(spool)?;
+        for line in std::io::BufReader::new(file).lines() {
+            let line = line?;
+            let (at, rest) = line
+                .split_once(' ')
+                .ok_or_else(|| std::io::Error::other(format!("{}: bad line", spool.display())))?;
+            let at: u64 = at
+                .parse()
+                .map_err(|_| std::io::Error::other(format!("{}: bad time", spool.display())))?;
+            let phase = Value::from(phase_of(run, at));
+            writeln!(f, "{{\"benchmark_phase\":{phase},{rest}")?;
+        }
+        let _ = std::fs::remove_file(spool);
     }
     f.flush()
 }

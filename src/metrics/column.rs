@@ -101,6 +101,75 @@ impl Column {
     }
 }
 
+/// One scraped series' samples, by the ordinal of the scrape they came in, run-length
+/// encoded: a value that repeats on consecutive scrapes (an idle gauge, a GPU's memory in
+/// use) costs nothing more, one that changes a few bytes. Bits come back exact.
+#[derive(Debug, Clone, Default)]
+pub struct SampleRuns {
+    /// Finished runs: the gap in ordinals since the previous run's end, the value, the
+    /// length (each as `encode` writes it).
+    runs: Vec<u8>,
+    /// The run still growing: first ordinal, value, length.
+    open: Option<(u64, f64, u64)>,
+    /// Ordinal just past the last finished run.
+    end: u64,
+}
+
+impl SampleRuns {
+    /// Adds the sample of scrape `ordinal` (ordinals only grow).
+    pub fn push(&mut self, ordinal: u64, v: f64) {
+        if let Some((first, value, len)) = &mut self.open {
+            if *first + *len == ordinal && value.to_bits() == v.to_bits() {
+                *len += 1;
+                return;
+            }
+        }
+        self.close_run();
+        self.open = Some((ordinal, v, 1));
+    }
+
+    fn close_run(&mut self) {
+        if let Some((first, value, len)) = self.open.take() {
+            encode(&mut self.runs, (first - self.end) as f64);
+            encode(&mut self.runs, value);
+            encode(&mut self.runs, len as f64);
+            self.end = first + len;
+        }
+    }
+
+    /// Every (ordinal, value), in order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, f64)> + '_ {
+        let mut decoded = decode(&self.runs);
+        let mut end = 0u64;
+        let finished = std::iter::from_fn(move || {
+            let gap = decoded.next()? as u64;
+            let value = decoded.next()?;
+            let len = decoded.next()? as u64;
+            let first = end + gap;
+            end = first + len;
+            Some((first, value, len))
+        });
+        finished
+            .chain(self.open)
+            .flat_map(|(first, value, len)| (first..first + len).map(move |o| (o, value)))
+    }
+
+    /// The values of the scrapes `lo..=hi`.
+    pub fn in_range(&self, lo: u64, hi: u64) -> Vec<f64> {
+        self.iter()
+            .skip_while(|(o, _)| *o < lo)
+            .take_while(|(o, _)| *o <= hi)
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    /// Bytes held (finished runs).
+    #[cfg(test)]
+    pub fn encoded_len(&self) -> usize {
+        self.runs.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +203,15 @@ mod tests {
         c.extend(&values);
         let back = c.to_vec();
         assert_eq!(back.len(), values.len());
+        let mut runs = SampleRuns::default();
+        for (i, v) in values.iter().enumerate() {
+            runs.push(i as u64 * 2, *v);
+        }
+        let kept: Vec<(u64, f64)> = runs.iter().collect();
+        assert_eq!(kept.len(), values.len());
+        for (i, ((o, b), a)) in kept.iter().zip(&values).enumerate() {
+            assert_eq!((*o, a.to_bits()), (i as u64 * 2, b.to_bits()));
+        }
         for (a, b) in values.iter().zip(&back) {
             assert_eq!(a.to_bits(), b.to_bits(), "{a} came back as {b}");
         }
@@ -163,5 +241,33 @@ mod tests {
             let want: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
             proptest::prop_assert_eq!(back, want);
         }
+    }
+
+    #[test]
+    fn sample_runs_keep_each_ordinal_and_value_and_repeats_cost_nothing() {
+        let mut runs = SampleRuns::default();
+        // Scrapes 0..1000 of an idle gauge, absent from 1000 to 1004, then changing.
+        for o in 0..1000 {
+            runs.push(o, 3.0);
+        }
+        for o in 1005..1010 {
+            runs.push(o, o as f64 / 4.0);
+        }
+        runs.push(1010, 1010.0 / 4.0 + 0.25);
+        let all: Vec<(u64, f64)> = runs.iter().collect();
+        assert_eq!(all.len(), 1006);
+        assert_eq!(all[999], (999, 3.0));
+        assert_eq!(all[1000], (1005, 1005.0 / 4.0));
+        assert_eq!(all[1005], (1010, 252.75));
+        // One run for the idle thousand, one per changing value.
+        assert!(runs.encoded_len() < 80, "{} bytes", runs.encoded_len());
+        assert_eq!(runs.in_range(998, 1006), [3.0, 3.0, 251.25, 251.5]);
+        assert_eq!(runs.in_range(1001, 1004), Vec::<f64>::new());
+        assert!(SampleRuns::default().iter().next().is_none());
+        // NaN repeats are one run too (bits, not ==).
+        let mut nan = SampleRuns::default();
+        nan.push(0, f64::NAN);
+        nan.push(1, f64::NAN);
+        assert_eq!(nan.iter().count(), 2);
     }
 }

@@ -2,10 +2,17 @@
 //! samples (sample std, ddof = 1, as AIPerf), counters as their rise since the last sample
 //! before the window. The window's end is open so the scrape taken after the last request
 //! counts.
+//!
+//! Each exporter's scrapes are taken in as they arrive (`GpuCollector`): per GPU its
+//! identity and each metric's samples, run-length encoded, so memory hardly grows with the
+//! run (an exporter repeats its values between refreshes; a repeat is no new sample).
 
+use std::collections::BTreeMap;
+
+use super::column::SampleRuns;
 use crate::clock::Clock;
-use crate::scrape::EndpointLog;
-use crate::scrape::dcgm::{GPU_METRICS, GpuIdentity, GpuMetric, GpuReading, readings};
+use crate::scrape::dcgm::{GPU_METRICS, GpuIdentity, GpuMetric, readings};
+use crate::scrape::{EndpointLog, ScrapeEvent, ScrapeSink};
 use crate::stats::Stats;
 
 /// A gauge's statistics over the window.
@@ -58,9 +65,6 @@ impl GpuSummary {
 #[derive(Debug, Clone)]
 pub struct EndpointTelemetry {
     pub url: String,
-    /// Each scrape that differed from the one before: run-clock ns of its first byte and the
-    /// GPUs in it.
-    pub scrapes: Vec<(u64, Vec<GpuReading>)>,
     pub gpus: Vec<GpuSummary>,
     pub failures: u64,
     pub first_error: Option<String>,
@@ -124,17 +128,67 @@ impl GpuTelemetry {
     }
 }
 
-/// Summarises the scrapes of each endpoint over the profiling window (run-clock ns).
-/// Endpoints that gave no GPU data and for which `quiet(url)` holds are left out.
+/// One GPU's scrapes: its identity as last seen and each metric's samples, by the ordinal
+/// of the exporter's changed scrapes.
+#[derive(Debug, Default)]
+struct GpuSeries {
+    identity: GpuIdentity,
+    samples: [SampleRuns; GPU_METRICS.len()],
+}
+
+/// One DCGM exporter's scrapes as they arrive.
+#[derive(Debug)]
+pub struct GpuCollector {
+    pub url: String,
+    /// First-byte time (run clock) of each changed scrape that carried GPU data.
+    at_ns: Vec<u64>,
+    gpus: BTreeMap<u32, GpuSeries>,
+}
+
+impl GpuCollector {
+    pub fn new(url: &str) -> GpuCollector {
+        GpuCollector {
+            url: url.to_string(),
+            at_ns: Vec::new(),
+            gpus: BTreeMap::new(),
+        }
+    }
+}
+
+impl ScrapeSink for GpuCollector {
+    fn scraped(&mut self, s: &ScrapeEvent) {
+        if !s.changed {
+            return;
+        }
+        let gpus = readings(&s.families);
+        if gpus.is_empty() {
+            return;
+        }
+        let ordinal = self.at_ns.len() as u64;
+        self.at_ns.push(s.first_byte_ns);
+        for r in gpus {
+            let gpu = self.gpus.entry(r.gpu.index).or_default();
+            for (samples, v) in gpu.samples.iter_mut().zip(r.values) {
+                if let Some(v) = v {
+                    samples.push(ordinal, v);
+                }
+            }
+            gpu.identity = r.gpu;
+        }
+    }
+}
+
+/// Summarises each exporter over the profiling window (run-clock ns). Endpoints that gave
+/// no GPU data and for which `quiet(url)` holds are left out.
 pub fn summarize(
-    logs: &[EndpointLog],
+    collectors: &[(&GpuCollector, &EndpointLog)],
     quiet: impl Fn(&str) -> bool,
     window_ns: (u64, u64),
     clock: Clock,
 ) -> GpuTelemetry {
-    let endpoints = logs
+    let endpoints = collectors
         .iter()
-        .map(|log| endpoint(log, window_ns.0))
+        .map(|(c, log)| endpoint(c, log, window_ns.0))
         .filter(|e| e.has_data() || !quiet(&e.url))
         .collect();
     GpuTelemetry {
@@ -144,58 +198,27 @@ pub fn summarize(
     }
 }
 
-fn endpoint(log: &EndpointLog, window_start_ns: u64) -> EndpointTelemetry {
-    let mut scrapes: Vec<(u64, Vec<GpuReading>)> = Vec::new();
-    let mut previous = None;
-    for s in &log.scrapes {
-        // An exporter refreshes its values every few seconds; a repeat of the last scrape
-        // is no new sample.
-        if previous.is_some_and(|p| p == &s.families) {
-            continue;
-        }
-        previous = Some(&s.families);
-        let gpus = readings(&s.families);
-        if !gpus.is_empty() {
-            scrapes.push((s.first_byte_ns, gpus));
-        }
-    }
-    let mut indexes: Vec<u32> = scrapes
-        .iter()
-        .flat_map(|(_, gpus)| gpus.iter().map(|g| g.gpu.index))
-        .collect();
-    indexes.sort_unstable();
-    indexes.dedup();
-    let gpus = indexes
-        .into_iter()
-        .filter_map(|index| gpu_summary(&scrapes, index, window_start_ns))
+fn endpoint(c: &GpuCollector, log: &EndpointLog, window_start_ns: u64) -> EndpointTelemetry {
+    let gpus = c
+        .gpus
+        .values()
+        .filter_map(|g| gpu_summary(c, g, window_start_ns))
         .collect();
     EndpointTelemetry {
-        url: log.url.clone(),
-        scrapes,
+        url: c.url.clone(),
         gpus,
         failures: log.failures,
         first_error: log.first_error.clone(),
     }
 }
 
-fn gpu_summary(
-    scrapes: &[(u64, Vec<GpuReading>)],
-    index: u32,
-    window_start_ns: u64,
-) -> Option<GpuSummary> {
-    let of_gpu: Vec<(u64, &GpuReading)> = scrapes
-        .iter()
-        .filter_map(|(t, gpus)| gpus.iter().find(|g| g.gpu.index == index).map(|g| (*t, g)))
-        .collect();
-    let (_, last) = of_gpu.last()?;
+fn gpu_summary(c: &GpuCollector, gpu: &GpuSeries, window_start_ns: u64) -> Option<GpuSummary> {
     let metrics: Vec<(&'static GpuMetric, Summary)> = GPU_METRICS
         .iter()
-        .enumerate()
-        .filter_map(|(i, metric)| {
-            let samples: Vec<(u64, f64)> = of_gpu
-                .iter()
-                .filter_map(|(t, g)| g.values[i].map(|v| (*t, v)))
-                .collect();
+        .zip(&gpu.samples)
+        .filter_map(|(metric, runs)| {
+            let samples: Vec<(u64, f64)> =
+                runs.iter().map(|(o, v)| (c.at_ns[o as usize], v)).collect();
             let summary = if metric.counter {
                 Summary::Counter(counter_rise(&samples, window_start_ns)?)
             } else {
@@ -210,7 +233,7 @@ fn gpu_summary(
         })
         .collect();
     (!metrics.is_empty()).then(|| GpuSummary {
-        gpu: last.gpu.clone(),
+        gpu: gpu.identity.clone(),
         metrics,
     })
 }
@@ -251,7 +274,7 @@ pub fn counter_rise(samples: &[(u64, f64)], window_start_ns: u64) -> Option<f64>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scrape::{Scrape, parse};
+    use crate::scrape::parse;
     use std::sync::Arc;
 
     #[test]
@@ -278,21 +301,29 @@ mod tests {
         assert_eq!(counter_rise(&[(10, 9.0), (20, 1.0)], 15), Some(0.0));
     }
 
-    fn log(url: &str, texts: &[(u64, String)]) -> EndpointLog {
-        EndpointLog {
+    /// An exporter's collector after `texts`, each compared with the one before as the
+    /// scraper does, and how its scraping went.
+    fn collected(url: &str, texts: &[(u64, String)]) -> (GpuCollector, EndpointLog) {
+        let mut c = GpuCollector::new(url);
+        let mut previous: Option<Arc<Vec<crate::scrape::Family>>> = None;
+        for (t, text) in texts {
+            let families = Arc::new(parse::parse(text));
+            c.scraped(&ScrapeEvent {
+                sent_ns: *t,
+                first_byte_ns: *t,
+                done_ns: *t,
+                changed: previous.as_ref() != Some(&families),
+                families: families.clone(),
+            });
+            previous = Some(families);
+        }
+        let log = EndpointLog {
             url: url.into(),
-            scrapes: texts
-                .iter()
-                .map(|(t, text)| Scrape {
-                    sent_ns: *t,
-                    first_byte_ns: *t,
-                    done_ns: *t,
-                    families: Arc::new(parse::parse(text)),
-                })
-                .collect(),
+            scrapes: texts.len() as u64,
             failures: 0,
             first_error: None,
-        }
+        };
+        (c, log)
     }
 
     fn exposition(power: f64, energy_mj: f64) -> String {
@@ -306,7 +337,7 @@ mod tests {
 
     #[test]
     fn an_endpoint_is_summarised_over_the_window_and_quiet_failures_hidden() {
-        let good = log(
+        let good = collected(
             "http://h:9400/metrics",
             &[
                 (5, exposition(50.0, 1e9)),
@@ -317,17 +348,22 @@ mod tests {
                 (35, exposition(300.0, 5e9)),
             ],
         );
-        let silent = log("http://localhost:9401/metrics", &[]);
-        let named = log("http://other:9400/metrics", &[]);
+        let silent = collected("http://localhost:9401/metrics", &[]);
+        let named = collected("http://other:9400/metrics", &[]);
         let t = summarize(
-            &[good, silent, named],
+            &[
+                (&good.0, &good.1),
+                (&silent.0, &silent.1),
+                (&named.0, &named.1),
+            ],
             |u| u.contains("localhost"),
             (10, 30),
             Clock::new(),
         );
         assert_eq!(t.endpoints.len(), 2);
         assert_eq!(t.endpoints[0].host_port(), "h:9400");
-        assert_eq!(t.endpoints[0].scrapes.len(), 4);
+        // The repeat at 16 was no new sample.
+        assert_eq!(good.0.at_ns, [5, 15, 25, 35]);
         assert!(!t.endpoints[1].has_data());
         let gpu = &t.endpoints[0].gpus[0];
         assert_eq!(gpu.gpu.model_name.as_deref(), Some("M"));

@@ -13,6 +13,7 @@ pub mod gpu_telemetry;
 mod http_trace;
 pub mod record_metrics;
 pub mod server_metrics;
+pub mod server_series;
 mod sweep;
 pub(crate) mod template_overhead;
 

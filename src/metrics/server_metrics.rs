@@ -7,9 +7,10 @@
 //! Prometheus' `histogram_quantile` does; AIPerf fits a learned per-bucket mean instead, so
 //! its estimates can differ within a bucket.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use crate::scrape::{EndpointLog, Family, Kind, Scrape, Series, Value};
+use super::server_series::{EndpointSeries, Phase, Snapshot};
+use crate::scrape::{Family, Kind, Value};
 use crate::stats::percentile_sorted;
 
 /// The percentiles of gauge statistics.
@@ -95,12 +96,12 @@ pub fn is_kept(f: &Family) -> bool {
         || f.series.is_empty())
 }
 
-/// The summaries of every kept family scraped in `window`, sorted by name, series by
-/// endpoint then labels.
-pub fn summarise(logs: &[EndpointLog], window: Window) -> Vec<MetricSummary> {
+/// The summaries of every kept family scraped in `phase`'s window, sorted by name, series
+/// by endpoint then labels.
+pub fn summarise(endpoints: &[&EndpointSeries], phase: Phase) -> Vec<MetricSummary> {
     let mut out: BTreeMap<String, MetricSummary> = BTreeMap::new();
-    for log in logs {
-        let Some(samples) = Samples::of(&log.scrapes, window) else {
+    for endpoint in endpoints {
+        let Some(samples) = Samples::of(endpoint, phase) else {
             continue;
         };
         let mut names: Vec<&Family> = samples.closing.families.iter().collect();
@@ -123,7 +124,7 @@ pub fn summarise(logs: &[EndpointLog], window: Window) -> Vec<MetricSummary> {
                 };
                 if let Some(stats) = stats {
                     entry.series.push(SeriesSummary {
-                        endpoint_url: log.url.clone(),
+                        endpoint_url: endpoint.url.clone(),
                         labels: s.labels.clone(),
                         stats,
                     });
@@ -140,11 +141,12 @@ pub fn summarise(logs: &[EndpointLog], window: Window) -> Vec<MetricSummary> {
     v
 }
 
-/// Names of summary-type families seen (skipped), for one info line.
-pub fn skipped_summaries(logs: &[EndpointLog]) -> Vec<String> {
-    let mut names: Vec<String> = logs
+/// Names of summary-type families in each endpoint's last scrape (skipped), for one info
+/// line.
+pub fn skipped_summaries(endpoints: &[&EndpointSeries]) -> Vec<String> {
+    let mut names: Vec<String> = endpoints
         .iter()
-        .filter_map(|l| l.scrapes.last())
+        .filter_map(|e| e.last())
         .flat_map(|s| s.families.iter())
         .filter(|f| f.kind == Kind::Summary)
         .map(|f| f.name.clone())
@@ -162,44 +164,57 @@ pub fn label_text(labels: &BTreeMap<String, String>) -> String {
         .join(",")
 }
 
-/// The scrapes of one endpoint that matter for a window.
-struct Samples<'a> {
-    reference: &'a Scrape,
-    inside: Vec<&'a Scrape>,
-    closing: &'a Scrape,
+/// A kept scrape with its series indexed by family and labels.
+struct Indexed<'a> {
+    at_ns: u64,
+    families: &'a [Family],
+    values: HashMap<(&'a str, &'a BTreeMap<String, String>), &'a Value>,
 }
 
-impl<'a> Samples<'a> {
-    fn of(scrapes: &'a [Scrape], w: Window) -> Option<Samples<'a>> {
-        let at = |s: &Scrape| s.first_byte_ns;
-        let inside: Vec<&Scrape> = scrapes
+impl<'a> Indexed<'a> {
+    fn of(s: &'a Snapshot) -> Indexed<'a> {
+        let values = s
+            .families
             .iter()
-            .filter(|s| at(s) >= w.start_ns && at(s) <= w.end_ns)
+            .flat_map(|f| {
+                f.series
+                    .iter()
+                    .map(move |x| ((f.name.as_str(), &x.labels), &x.value))
+            })
             .collect();
-        let reference = scrapes
-            .iter()
-            .rev()
-            .find(|s| at(s) <= w.start_ns)
-            .or_else(|| inside.first().copied())?;
-        let closing = scrapes
-            .iter()
-            .find(|s| at(s) >= w.end_ns)
-            .or_else(|| inside.last().copied())
-            .unwrap_or(reference);
-        Some(Samples {
-            reference,
-            inside,
-            closing,
-        })
+        Indexed {
+            at_ns: s.at_ns,
+            families: &s.families,
+            values,
+        }
+    }
+
+    fn find(&self, name: &str, labels: &BTreeMap<String, String>) -> Option<&'a Value> {
+        self.values.get(&(name, labels)).copied()
     }
 }
 
-fn find<'a>(s: &'a Scrape, name: &str, labels: &BTreeMap<String, String>) -> Option<&'a Value> {
-    let fam = s.families.iter().find(|f| f.name == name)?;
-    fam.series
-        .iter()
-        .find(|x: &&Series| &x.labels == labels)
-        .map(|x| &x.value)
+/// What one endpoint's summary of a window reads: the reference and closing scrapes, and
+/// the ordinals of the scrapes inside (for gauge samples).
+struct Samples<'a> {
+    endpoint: &'a EndpointSeries,
+    reference: Indexed<'a>,
+    inside: Option<(u64, u64)>,
+    closing: Indexed<'a>,
+}
+
+impl<'a> Samples<'a> {
+    fn of(endpoint: &'a EndpointSeries, phase: Phase) -> Option<Samples<'a>> {
+        let pins = endpoint.pins(phase)?;
+        let reference = pins.reference()?;
+        let closing = pins.closing()?;
+        Some(Samples {
+            endpoint,
+            reference: Indexed::of(reference),
+            inside: endpoint.inside(pins.window),
+            closing: Indexed::of(closing),
+        })
+    }
 }
 
 fn scalar(v: Option<&Value>) -> Option<f64> {
@@ -210,13 +225,11 @@ fn scalar(v: Option<&Value>) -> Option<f64> {
 }
 
 fn gauge(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Option<SeriesStats> {
-    let mut values: Vec<f64> = s
-        .inside
-        .iter()
-        .filter_map(|sc| scalar(find(sc, name, labels)))
-        .collect();
+    let mut values = s.inside.map_or_else(Vec::new, |range| {
+        s.endpoint.gauge_samples(name, labels, range)
+    });
     if values.is_empty() {
-        values.extend(scalar(find(s.closing, name, labels)));
+        values.extend(scalar(s.closing.find(name, labels)));
     }
     if values.is_empty() {
         return None;
@@ -241,8 +254,8 @@ fn gauge(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Option<S
     })
 }
 
-fn seconds_between(a: &Scrape, b: &Scrape) -> f64 {
-    b.first_byte_ns.saturating_sub(a.first_byte_ns) as f64 / 1e9
+fn seconds_between(a: &Indexed, b: &Indexed) -> f64 {
+    b.at_ns.saturating_sub(a.at_ns) as f64 / 1e9
 }
 
 fn per_second(v: f64, secs: f64) -> f64 {
@@ -250,13 +263,13 @@ fn per_second(v: f64, secs: f64) -> f64 {
 }
 
 fn counter(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Option<SeriesStats> {
-    let last = scalar(find(s.closing, name, labels))?;
+    let last = scalar(s.closing.find(name, labels))?;
     // A series that appeared during the window started from zero.
-    let first = scalar(find(s.reference, name, labels)).unwrap_or(0.0);
+    let first = scalar(s.reference.find(name, labels)).unwrap_or(0.0);
     let total = (last - first).max(0.0);
     Some(SeriesStats::Counter {
         total,
-        rate: per_second(total, seconds_between(s.reference, s.closing)),
+        rate: per_second(total, seconds_between(&s.reference, &s.closing)),
     })
 }
 
@@ -265,11 +278,11 @@ fn histogram(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Opti
         buckets,
         sum,
         count,
-    }) = find(s.closing, name, labels)
+    }) = s.closing.find(name, labels)
     else {
         return None;
     };
-    let (ref_buckets, ref_sum, ref_count) = match find(s.reference, name, labels) {
+    let (ref_buckets, ref_sum, ref_count) = match s.reference.find(name, labels) {
         Some(Value::Histogram {
             buckets,
             sum,
@@ -289,7 +302,7 @@ fn histogram(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Opti
         .collect();
     let count_delta = (count - ref_count).max(0.0);
     let sum_delta = sum - ref_sum;
-    let secs = seconds_between(s.reference, s.closing);
+    let secs = seconds_between(&s.reference, &s.closing);
     let buckets_ok = cumulative.iter().all(|(_, c)| *c >= 0.0)
         && cumulative.windows(2).all(|w| w[0].1 <= w[1].1);
     let estimates = if count_delta > 0.0 && buckets_ok {
@@ -372,25 +385,24 @@ pub fn unit_of(name: &str, help: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::server_series::replay;
+    use crate::scrape::ScrapeEvent;
     use crate::scrape::parse::parse;
     use std::sync::Arc;
 
-    fn scrape(at: u64, text: &str) -> Scrape {
-        Scrape {
+    fn scrape(at: u64, text: &str) -> ScrapeEvent {
+        ScrapeEvent {
             sent_ns: at,
             first_byte_ns: at,
             done_ns: at,
             families: Arc::new(parse(text)),
+            changed: true,
         }
     }
 
-    fn log(scrapes: Vec<Scrape>) -> EndpointLog {
-        EndpointLog {
-            url: "http://h:1/metrics".into(),
-            scrapes,
-            failures: 0,
-            first_error: None,
-        }
+    fn summarise_one(scrapes: Vec<ScrapeEvent>, w: Window) -> (Vec<MetricSummary>, EndpointSeries) {
+        let s = replay("http://h:1/metrics", &scrapes, &[(Phase::Profiling, w)]);
+        (summarise(&[&s], Phase::Profiling), s)
     }
 
     const H: &str = "# TYPE t histogram\n";
@@ -398,18 +410,18 @@ mod tests {
     #[test]
     fn counters_take_the_reference_before_the_window_and_the_closing_scrape_after() {
         let c = |v: u64| format!("# TYPE c counter\nc_total {v}\n# TYPE g gauge\ng 1\n");
-        let l = log(vec![
+        let l = vec![
             scrape(0, &c(5)),
             scrape(1_000_000_000, &c(10)),
             scrape(2_000_000_000, &c(40)),
             scrape(3_000_000_000, &c(70)),
             scrape(4_000_000_000, &c(100)),
-        ]);
+        ];
         let w = Window {
             start_ns: 1_500_000_000,
             end_ns: 2_500_000_000,
         };
-        let m = summarise(&[l], w);
+        let (m, _) = summarise_one(l, w);
         let c = m.iter().find(|m| m.name == "c").unwrap();
         assert_eq!(
             c.series[0].stats,
@@ -423,9 +435,9 @@ mod tests {
     #[test]
     fn gauges_use_the_samples_inside_with_sample_std() {
         let g = |v: f64| format!("# TYPE g gauge\ng{{a=\"x\"}} {v}\n");
-        let l = log((0..6).map(|i| scrape(i * 10, &g(i as f64))).collect());
-        let m = summarise(
-            &[l],
+        let l = (0..6).map(|i| scrape(i * 10, &g(i as f64))).collect();
+        let (m, _) = summarise_one(
+            l,
             Window {
                 start_ns: 10,
                 end_ns: 40,
@@ -455,9 +467,9 @@ mod tests {
         let after = format!(
             "{H}t_bucket{{le=\"0.1\"}} 1\nt_bucket{{le=\"0.5\"}} 12\nt_bucket{{le=\"+Inf\"}} 12\nt_sum 3.3\nt_count 12\n"
         );
-        let l = log(vec![scrape(0, &before), scrape(1_000_000_000, &after)]);
-        let m = summarise(
-            &[l],
+        let l = vec![scrape(0, &before), scrape(1_000_000_000, &after)];
+        let (m, _) = summarise_one(
+            l,
             Window {
                 start_ns: 0,
                 end_ns: 1_000_000_000,
@@ -541,9 +553,9 @@ mod tests {
             .replace("} 52000.0", "} 53000.0")
             .replace("le=\"0.04\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 90.0", "le=\"0.04\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 100.0")
             .replace("le=\"+Inf\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 100.0\nvllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 100.0", "le=\"+Inf\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 110.0\nvllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"Qwen/Qwen2-VL-2B-Instruct\"} 110.0");
-        let l = log(vec![scrape(0, VLLM), scrape(2_000_000_000, &later)]);
-        let m = summarise(
-            &[l],
+        let l = vec![scrape(0, VLLM), scrape(2_000_000_000, &later)];
+        let (m, _) = summarise_one(
+            l,
             Window {
                 start_ns: 0,
                 end_ns: 2_000_000_000,
@@ -572,18 +584,14 @@ mod tests {
 
     #[test]
     fn sglang_summaries_are_skipped_and_histograms_read_in_any_order() {
-        let l = log(vec![scrape(0, SGLANG)]);
-        assert_eq!(
-            skipped_summaries(std::slice::from_ref(&l)),
-            ["sglang:func_latency_seconds"]
-        );
-        let m = summarise(
-            &[l],
+        let (m, l) = summarise_one(
+            vec![scrape(0, SGLANG)],
             Window {
                 start_ns: 0,
                 end_ns: 0,
             },
         );
+        assert_eq!(skipped_summaries(&[&l]), ["sglang:func_latency_seconds"]);
         assert!(m.iter().all(|x| x.kind != Kind::Summary));
         let names: Vec<&str> = m.iter().map(|x| x.name.as_str()).collect();
         assert!(names.contains(&"sglang:token_usage"), "{names:?}");

@@ -19,8 +19,8 @@ pub(super) fn summarise(
     clock: Clock,
 ) -> Option<Arc<GpuTelemetry>> {
     let options = cfg.gpu_telemetry.as_ref()?;
-    for log in &observed.gpu {
-        let answered = !log.scrapes.is_empty();
+    for (_, log) in &observed.gpu {
+        let answered = log.scrapes > 0;
         let why = log.first_error.as_deref().unwrap_or("no answer");
         match (options.is_quiet(&log.url), answered) {
             (true, false) => debug!("GPU telemetry: no DCGM exporter at {} ({why})", log.url),
@@ -28,12 +28,13 @@ pub(super) fn summarise(
             _ => {}
         }
     }
-    let t = gpu_telemetry::summarize(&observed.gpu, |u| options.is_quiet(u), profiling_ns, clock);
+    let collectors: Vec<_> = observed.gpu.iter().map(|(c, log)| (c, log)).collect();
+    let t = gpu_telemetry::summarize(&collectors, |u| options.is_quiet(u), profiling_ns, clock);
     for e in t.endpoints.iter().filter(|e| !e.has_data()) {
         let answered = observed
             .gpu
             .iter()
-            .any(|l| l.url == e.url && !l.scrapes.is_empty());
+            .any(|(_, l)| l.url == e.url && l.scrapes > 0);
         if answered {
             warn!(
                 "GPU telemetry: {} answered but published no DCGM GPU metrics",

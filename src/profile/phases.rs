@@ -13,6 +13,7 @@ use crate::config::ProfileConfig;
 use crate::load::pacing::PacingReport;
 use crate::load::{self, LoadContext, Pacing, PhaseSpec};
 use crate::metrics::server_metrics::Window;
+use crate::metrics::server_series::Phase as ScrapePhase;
 use crate::record::Phase;
 
 /// What the phases did.
@@ -62,14 +63,14 @@ pub(super) fn run(
         warmup.start = start.take();
         observers.mark_phase_boundary(runtime);
         let start_ns = clock.now_ns();
+        observers.phase_started(ScrapePhase::Warmup, start_ns);
         let started = Instant::now();
         sent += runtime
             .block_on(load::run_phase(ctx.clone(), warmup, records.clone()))
             .sent;
-        warmup_window = Some(Window {
-            start_ns,
-            end_ns: clock.now_ns(),
-        });
+        let end_ns = clock.now_ns();
+        observers.phase_ended(ScrapePhase::Warmup, end_ns);
+        warmup_window = Some(Window { start_ns, end_ns });
         debug!(
             "Warmup phase: {sent} sent in {:.3} s",
             started.elapsed().as_secs_f64()
@@ -108,12 +109,14 @@ pub(super) fn run(
     // Server counters of the profiling phase start from a scrape taken after the warmup.
     observers.mark_phase_boundary(runtime);
     let profiling_start_ns = clock.now_ns();
+    observers.phase_started(ScrapePhase::Profiling, profiling_start_ns);
     let started = Instant::now();
     let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, records));
     let profiling_window = Window {
         start_ns: profiling_start_ns,
         end_ns: clock.now_ns(),
     };
+    observers.phase_ended(ScrapePhase::Profiling, profiling_window.end_ns);
     debug!(
         "Profiling phase: {} sent in {:.3} s",
         result.sent,

@@ -187,6 +187,10 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         // The table is shown even when the files could not be written (a full disk).
         inputs.context("cannot write inputs.json")?;
         let paths = paths.context("cannot write the summary exports")?;
+        if let Some(path) = &paths.gpu_telemetry {
+            export::write_gpu_telemetry_jsonl(path, &observed.gpu_jsonl)
+                .context("cannot write the GPU telemetry JSONL")?;
+        }
         let server_files = match &server_metrics {
             Some(sm) => super::server_metrics::write(cfg, &info, &ran, &observed, sm, clock)
                 .context("cannot write the server metrics files")?,

@@ -11,6 +11,7 @@ use crate::config::ProfileConfig;
 use crate::export::{self, RunInfo, ServerMetricsRun};
 use crate::metrics::MetricsSummary;
 use crate::metrics::server_metrics::{self, MetricSummary};
+use crate::metrics::server_series::{EndpointSeries, Phase};
 
 /// What was made of the scrapes.
 pub(super) struct ServerMetrics {
@@ -28,29 +29,35 @@ pub(super) fn summarise(
     client: &MetricsSummary,
 ) -> Option<ServerMetrics> {
     cfg.server_metrics.as_ref()?;
-    if observed.server.iter().all(|l| l.scrapes.is_empty()) {
+    if observed.server.iter().all(|e| e.log.scrapes == 0) {
         return None;
     }
-    for log in observed.server.iter().filter(|l| l.failures > 0) {
+    for log in observed
+        .server
+        .iter()
+        .map(|e| &e.log)
+        .filter(|l| l.failures > 0)
+    {
         info!(
             "Server metrics: {} of {} scrapes of {} failed (first: {})",
             log.failures,
-            log.failures + log.scrapes.len() as u64,
+            log.failures + log.scrapes,
             log.url,
             log.first_error.as_deref().unwrap_or("?")
         );
     }
-    let skipped = server_metrics::skipped_summaries(&observed.server);
+    let endpoints: Vec<&EndpointSeries> = observed.server.iter().map(|e| &e.series).collect();
+    let skipped = server_metrics::skipped_summaries(&endpoints);
     if !skipped.is_empty() {
         info!(
             "Server metrics: summary-type families are not summarised: {}",
             skipped.join(", ")
         );
     }
-    let profiling = server_metrics::summarise(&observed.server, ran.profiling_window);
+    let profiling = server_metrics::summarise(&endpoints, Phase::Profiling);
     let warmup = ran
         .warmup_window
-        .map(|w| server_metrics::summarise(&observed.server, w));
+        .map(|_| server_metrics::summarise(&endpoints, Phase::Warmup));
     let console = export::render_server_metrics(&profiling, client, export::console::CONSOLE_WIDTH);
     Some(ServerMetrics {
         profiling,
@@ -75,7 +82,12 @@ pub(super) fn write(
         benchmark_id: &info.benchmark_id,
         clock,
         configured: &options.urls,
-        logs: &observed.server,
+        endpoints: observed
+            .server
+            .iter()
+            .map(|e| (&e.log, &e.series.times))
+            .collect(),
+        jsonl: observed.server_jsonl.clone(),
         profiling_window: ran.profiling_window,
         warmup_window: ran.warmup_window,
         profiling: &sm.profiling,

@@ -1,14 +1,18 @@
 //! Prometheus scraping beside the load: the server's `/metrics` and DCGM exporters. Each
-//! endpoint gets its own task and its own connection (never the request path's), every scrape
-//! is bounded in time, and each is stamped on the run's clock at its first response byte, so
-//! server and GPU series share the client records' time axis.
+//! endpoint gets its own task and its own connection (never the request path's), every fetch
+//! is bounded in time, and each scrape is stamped on the run's clock at its first response
+//! byte, so server and GPU series share the client records' time axis.
+//!
+//! Nothing here keeps scrapes: each one is parsed on the blocking pool and handed at once to
+//! the endpoint's sinks (the summaries, the per-scrape exports), which keep what they need.
+//! A slow parse delays that endpoint's next scrape rather than queueing them.
 
 pub mod dcgm;
 pub mod parse;
 
-pub use parse::{Family, Kind, Series, Value};
+pub use parse::{Family, Kind, Value};
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -24,9 +28,13 @@ use crate::clock::Clock;
 
 type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
 
-/// One successful scrape.
+/// Series kept from one exposition; past it the rest are dropped with one warning (each
+/// series costs memory in every summary snapshot).
+pub const MAX_SERIES: usize = 50_000;
+
+/// One successful scrape as its sinks get it.
 #[derive(Debug, Clone)]
-pub struct Scrape {
+pub struct ScrapeEvent {
     /// Run-clock ns (monotonic since the run's anchor) when the request was sent.
     pub sent_ns: u64,
     /// Run-clock ns when the first byte of the response came.
@@ -34,13 +42,30 @@ pub struct Scrape {
     /// Run-clock ns when the body was complete.
     pub done_ns: u64,
     pub families: Arc<Vec<Family>>,
+    /// The exposition differs from the endpoint's previous one: an exporter that refreshes
+    /// slower than it is scraped repeats itself, and a repeat is no new sample.
+    pub changed: bool,
 }
 
-/// Everything scraped from one endpoint.
+/// What an endpoint's scrapes are handed to, in order, on the blocking pool.
+pub trait ScrapeSink: Send {
+    fn scraped(&mut self, scrape: &ScrapeEvent);
+}
+
+/// A sink shared with whoever reads it after the run.
+pub type Sink = Arc<Mutex<dyn ScrapeSink>>;
+
+/// Locks a sink (a sink that panicked keeps what it had).
+pub fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How one endpoint's scraping went.
 #[derive(Debug, Clone)]
 pub struct EndpointLog {
     pub url: String,
-    pub scrapes: Vec<Scrape>,
+    /// Scrapes that succeeded.
+    pub scrapes: u64,
     /// Scrapes that failed (refused, timed out, not 2xx).
     pub failures: u64,
     /// Why the first failure failed, for the one line a user sees.
@@ -60,28 +85,37 @@ pub struct Scraper {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ScrapeTiming {
     pub interval: Duration,
-    /// The most one scrape may take (connect, headers and body).
+    /// The most one fetch may take (connect, headers and body).
     pub timeout: Duration,
 }
 
 impl Scraper {
-    /// Starts one task per URL on the current tokio runtime; the first scrape is immediate.
-    pub fn start(urls: &[String], timing: ScrapeTiming, clock: Clock) -> anyhow::Result<Scraper> {
+    /// Starts one task per endpoint (its URL and sinks) on the current tokio runtime; the
+    /// first scrape is immediate.
+    pub fn start(
+        endpoints: Vec<(String, Vec<Sink>)>,
+        timing: ScrapeTiming,
+        clock: Clock,
+    ) -> anyhow::Result<Scraper> {
         let client = client()?;
         let (stop, stopped) = watch::channel(false);
         let mut marks = Vec::new();
-        let tasks = urls
-            .iter()
-            .map(|url| {
+        let tasks = endpoints
+            .into_iter()
+            .map(|(url, sinks)| {
                 let uri: Uri = url.parse().map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
                 let (mark, marked) = mpsc::unbounded_channel();
                 marks.push(mark);
-                Ok(tokio::spawn(scrape_loop(
-                    client.clone(),
-                    url.clone(),
+                let endpoint = Endpoint {
+                    client: client.clone(),
+                    url,
                     uri,
-                    timing,
+                    sinks,
                     clock,
+                };
+                Ok(tokio::spawn(scrape_loop(
+                    endpoint,
+                    timing,
                     stopped.clone(),
                     marked,
                 )))
@@ -114,7 +148,7 @@ impl Scraper {
         let _ = tokio::time::timeout(self.timeout, all).await;
     }
 
-    /// Takes one last scrape of every endpoint, stops, and returns what was scraped.
+    /// Takes one last scrape of every endpoint, stops, and says how each went.
     pub async fn finish(self) -> Vec<EndpointLog> {
         let _ = self.stop.send(true);
         let mut out = Vec::new();
@@ -141,35 +175,67 @@ fn client() -> anyhow::Result<HttpsClient> {
         .build(connector))
 }
 
-async fn scrape_loop(
+/// One endpoint and where its scrapes go.
+struct Endpoint {
     client: HttpsClient,
     url: String,
     uri: Uri,
-    timing: ScrapeTiming,
+    sinks: Vec<Sink>,
     clock: Clock,
+}
+
+async fn scrape_loop(
+    endpoint: Endpoint,
+    timing: ScrapeTiming,
     mut stopped: watch::Receiver<bool>,
     mut marked: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
 ) -> EndpointLog {
     let mut log = EndpointLog {
-        url,
-        scrapes: Vec::new(),
+        url: endpoint.url.clone(),
+        scrapes: 0,
         failures: 0,
         first_error: None,
     };
+    let endpoint = Arc::new(endpoint);
+    let mut previous: Option<Arc<Vec<Family>>> = None;
+    let mut warned_cap = false;
     let mut tick = tokio::time::interval(timing.interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut waiting: Vec<oneshot::Sender<()>> = Vec::new();
     let mut timed_out = false;
     loop {
         let last = *stopped.borrow();
-        // After a scrape that timed out, the closing one is skipped: a hung endpoint holds
+        // After a fetch that timed out, the closing one is skipped: a hung endpoint holds
         // up the end of a run by at most one timeout.
         if last && timed_out {
             return log;
         }
         timed_out = false;
-        match tokio::time::timeout(timing.timeout, scrape_once(&client, &uri, &clock)).await {
-            Ok(Ok(s)) => log.scrapes.push(s),
+        let fetched = tokio::time::timeout(
+            timing.timeout,
+            fetch(&endpoint.client, &endpoint.uri, &endpoint.clock),
+        )
+        .await;
+        match fetched {
+            Ok(Ok(body)) => {
+                let (ep, prev) = (endpoint.clone(), previous.take());
+                // Parsed and handed on on the blocking pool, not on the runtime workers that
+                // send the requests.
+                match tokio::task::spawn_blocking(move || deliver(&ep, body, prev)).await {
+                    Ok((families, dropped)) => {
+                        log.scrapes += 1;
+                        previous = Some(families);
+                        if dropped > 0 && !std::mem::replace(&mut warned_cap, true) {
+                            tracing::warn!(
+                                "{} publishes more than {MAX_SERIES} series; {dropped} were left \
+                                 out of this scrape and will be of later ones",
+                                endpoint.url
+                            );
+                        }
+                    }
+                    Err(e) => fail(&mut log, format!("parsing: {e}")),
+                }
+            }
             Ok(Err(e)) => fail(&mut log, e),
             Err(_) => {
                 timed_out = true;
@@ -198,7 +264,15 @@ fn fail(log: &mut EndpointLog, why: String) {
     log.first_error.get_or_insert(why);
 }
 
-async fn scrape_once(client: &HttpsClient, uri: &Uri, clock: &Clock) -> Result<Scrape, String> {
+/// A fetched exposition: its times and body.
+struct Body {
+    sent_ns: u64,
+    first_byte_ns: u64,
+    done_ns: u64,
+    bytes: Bytes,
+}
+
+async fn fetch(client: &HttpsClient, uri: &Uri, clock: &Clock) -> Result<Body, String> {
     let sent_ns = clock.now_ns();
     let response = client
         .get(uri.clone())
@@ -206,7 +280,7 @@ async fn scrape_once(client: &HttpsClient, uri: &Uri, clock: &Clock) -> Result<S
         .map_err(|e| format!("cannot connect: {e}"))?;
     let first_byte_ns = clock.now_ns();
     let status = response.status();
-    let body = response
+    let bytes = response
         .into_body()
         .collect()
         .await
@@ -216,29 +290,49 @@ async fn scrape_once(client: &HttpsClient, uri: &Uri, clock: &Clock) -> Result<S
     if !status.is_success() {
         return Err(format!("HTTP {status}"));
     }
-    // Parsed on the blocking pool, not on the runtime workers that send the requests.
-    let size = body.len();
-    let started = Instant::now();
-    let families =
-        tokio::task::spawn_blocking(move || parse::parse(&String::from_utf8_lossy(&body)))
-            .await
-            .map_err(|e| format!("parsing: {e}"))?;
-    tracing::trace!(
-        "Scraped {} families from {uri} ({size} bytes, parsed in {:?})",
-        families.len(),
-        started.elapsed()
-    );
-    Ok(Scrape {
+    Ok(Body {
         sent_ns,
         first_byte_ns,
         done_ns,
-        families: Arc::new(families),
+        bytes,
     })
 }
 
-/// One scrape of each URL at once, each bounded by `timeout`: `Err(why)` for those that
-/// answered no metrics (refused, not 2xx, timed out). Run before collecting, so an endpoint
-/// that is not there is named once and left alone.
+/// Parses `body` and hands it to the endpoint's sinks; returns the families (the next
+/// scrape's `previous`) and how many series the cap left out.
+fn deliver(
+    endpoint: &Endpoint,
+    body: Body,
+    previous: Option<Arc<Vec<Family>>>,
+) -> (Arc<Vec<Family>>, usize) {
+    let started = Instant::now();
+    let (families, dropped) =
+        parse::parse_capped(&String::from_utf8_lossy(&body.bytes), MAX_SERIES);
+    tracing::trace!(
+        "Scraped {} families from {} ({} bytes, parsed in {:?})",
+        families.len(),
+        endpoint.url,
+        body.bytes.len(),
+        started.elapsed()
+    );
+    let changed = previous.as_deref() != Some(&families);
+    let families = Arc::new(families);
+    let event = ScrapeEvent {
+        sent_ns: body.sent_ns,
+        first_byte_ns: body.first_byte_ns,
+        done_ns: body.done_ns,
+        families: families.clone(),
+        changed,
+    };
+    for sink in &endpoint.sinks {
+        lock(sink).scraped(&event);
+    }
+    (families, dropped)
+}
+
+/// One scrape of each URL at once, each fetch bounded by `timeout`: `Err(why)` for those
+/// that answered no metrics (refused, not 2xx, timed out, nothing Prometheus could read).
+/// Run before collecting, so an endpoint that is not there is named once and left alone.
 pub async fn probe(urls: &[String], timeout: Duration, clock: Clock) -> Vec<Result<(), String>> {
     let client = match client() {
         Ok(c) => c,
@@ -249,13 +343,31 @@ pub async fn probe(urls: &[String], timeout: Duration, clock: Clock) -> Vec<Resu
         let url = url.clone();
         async move {
             let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
-            match tokio::time::timeout(timeout, scrape_once(&client, &uri, &clock)).await {
-                Ok(Ok(s)) if s.families.is_empty() => {
-                    Err("the answer holds no Prometheus metrics".to_string())
-                }
-                Ok(r) => r.map(|_| ()),
-                Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
+            let body = match tokio::time::timeout(timeout, fetch(&client, &uri, &clock)).await {
+                Ok(r) => r?,
+                Err(_) => return Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
+            };
+            let answered_ms = (body.done_ns - body.sent_ns) as f64 / 1e6;
+            let size = body.bytes.len();
+            let started = Instant::now();
+            let (families, _) = tokio::task::spawn_blocking(move || {
+                parse::parse_capped(&String::from_utf8_lossy(&body.bytes), MAX_SERIES)
+            })
+            .await
+            .map_err(|e| format!("parsing: {e}"))?;
+            let parse = started.elapsed();
+            if families.is_empty() {
+                return Err("the answer holds no Prometheus metrics".to_string());
             }
+            if parse > timeout {
+                return Err(format!(
+                    "it answered in {answered_ms:.0} ms, but reading its {size}-byte exposition \
+                     took {:.1} s, longer than the {:.1} s a scrape may take",
+                    parse.as_secs_f64(),
+                    timeout.as_secs_f64()
+                ));
+            }
+            Ok(())
         }
     };
     futures_util::future::join_all(urls.iter().map(one)).await
@@ -292,7 +404,7 @@ mod tests {
     #[tokio::test]
     async fn an_endpoint_that_refuses_is_logged_once_per_scrape_and_finish_is_prompt() {
         let scraper = Scraper::start(
-            &["http://127.0.0.1:1/metrics".to_string()],
+            vec![("http://127.0.0.1:1/metrics".to_string(), Vec::new())],
             ScrapeTiming {
                 interval: Duration::from_millis(20),
                 timeout: Duration::from_secs(1),
@@ -303,7 +415,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let logs = scraper.finish().await;
         assert_eq!(logs.len(), 1);
-        assert!(logs[0].scrapes.is_empty());
+        assert_eq!(logs[0].scrapes, 0);
         assert!(logs[0].failures >= 2, "{:?}", logs[0]);
         assert!(
             logs[0]

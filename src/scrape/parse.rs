@@ -65,6 +65,14 @@ pub struct Family {
 /// Parses one exposition. Lines the format does not allow are skipped (a server that
 /// writes one bad line still gives the rest); families come out sorted by name.
 pub fn parse(text: &str) -> Vec<Family> {
+    parse_capped(text, usize::MAX).0
+}
+
+/// [`parse`], keeping at most `max_series` series (the first ones in the text); also
+/// returns how many more it left out.
+pub fn parse_capped(text: &str, max_series: usize) -> (Vec<Family>, usize) {
+    let mut series_count = 0usize;
+    let mut dropped = 0usize;
     let mut kinds: BTreeMap<String, Kind> = BTreeMap::new();
     let mut helps: BTreeMap<String, String> = BTreeMap::new();
     let mut families: BTreeMap<String, Family> = BTreeMap::new();
@@ -103,14 +111,33 @@ pub fn parse(text: &str) -> Vec<Family> {
                 series: Vec::new(),
             });
         let positions = positions.entry(family_name).or_default();
-        add_sample(family, positions, part, labels, value);
+        let mut labels = labels;
+        // A bucket's bound and a quantile are part of the sample, not of its series.
+        let bound = match part {
+            Part::Bucket => labels.remove("le"),
+            Part::Value if family.kind == Kind::Summary => labels.remove("quantile"),
+            _ => None,
+        };
+        if !positions.contains_key(&labels) {
+            if series_count == max_series {
+                dropped += 1;
+                continue;
+            }
+            series_count += 1;
+        }
+        add_sample(family, positions, part, labels, bound, value);
     }
     for f in families.values_mut() {
         if f.help.is_empty() {
             f.help = helps.get(&f.name).cloned().unwrap_or_default();
         }
     }
-    families.into_values().collect()
+    // A family whose every series the cap left out has none: drop it too.
+    let families = families
+        .into_values()
+        .filter(|f| !f.series.is_empty())
+        .collect();
+    (families, dropped)
 }
 
 /// Which part of its family a sample is.
@@ -157,14 +184,10 @@ fn add_sample(
     family: &mut Family,
     positions: &mut HashMap<BTreeMap<String, String>, usize>,
     part: Part,
-    mut labels: BTreeMap<String, String>,
+    labels: BTreeMap<String, String>,
+    bound: Option<String>,
     v: f64,
 ) {
-    let bound = match part {
-        Part::Bucket => labels.remove("le"),
-        Part::Value if family.kind == Kind::Summary => labels.remove("quantile"),
-        _ => None,
-    };
     let series = match positions.get(&labels) {
         Some(&i) => &mut family.series[i],
         None => {
