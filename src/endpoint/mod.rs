@@ -1347,7 +1347,9 @@ mod plain {
             // The lead is valid UTF-8 ending in an ASCII comma: the rest is checked alone.
             let (event, _) = read_all(rest, Scan::event_fields)?;
             // The payload has the same lead: it keeps it, and gives the hole if it has one.
-            if let Some(hole) = Hole::of(data, &event) {
+            if data.len() <= KEEP_MAX
+                && let Some(hole) = Hole::of(data, &event)
+            {
                 lead.bytes.clear();
                 lead.bytes.extend_from_slice(data);
                 lead.hole = Some(hole);
@@ -1356,11 +1358,21 @@ mod plain {
         }
         let (event, lead_end) = whole(data)?;
         lead.bytes.clear();
-        lead.bytes.extend_from_slice(data);
+        if data.len() <= KEEP_MAX {
+            lead.bytes.extend_from_slice(data);
+            lead.hole = Hole::of(data, &event);
+        } else {
+            // A payload this large is kept for its lead only: a copy of it would be one
+            // more of the event's size in memory, for a hole that no like payload fills.
+            lead.bytes.extend_from_slice(&data[..lead_end]);
+            lead.hole = None;
+        }
         lead.lead_end = lead_end;
-        lead.hole = Hole::of(data, &event);
         Some(event)
     }
+
+    /// The largest payload `StreamLead` keeps whole (for its hole).
+    const KEEP_MAX: usize = 64 * 1024;
 
     /// The payload scanned from its first byte, and where its lead ends.
     fn whole(data: &[u8]) -> Option<(ParsedEvent<'_>, usize)> {

@@ -180,6 +180,12 @@ impl Bpe {
         if piece.is_empty() {
             return;
         }
+        if piece.len() > super::MAX_MERGE_PIECE {
+            for slice in piece.chunks(super::MAX_MERGE_PIECE) {
+                self.encode_piece(slice, out);
+            }
+            return;
+        }
         if let Some(rank) = self.rank(piece) {
             out.push(rank);
         } else if piece.len() < HEAP_MERGE_MIN_LEN {
@@ -473,6 +479,22 @@ mod tests {
             b"Hello world"
         );
         assert_eq!(bpe.rank(b"not a single token at all"), None);
+    }
+
+    #[test]
+    fn a_piece_past_the_merge_limit_is_merged_slice_by_slice() {
+        let bpe = builtin();
+        let limit = crate::tokenizer::MAX_MERGE_PIECE;
+        // One "word" of 2.5 slices: its count is that of its slices.
+        let word = "a".repeat(limit * 5 / 2);
+        let slices: usize = word
+            .as_bytes()
+            .chunks(limit)
+            .map(|c| bpe.encode_ordinary(std::str::from_utf8(c).unwrap()).len())
+            .sum();
+        assert_eq!(bpe.encode_ordinary(&word).len(), slices);
+        // At the limit it is still one piece, exactly as tiktoken merges it.
+        assert_same(&"b".repeat(limit));
     }
 
     #[test]

@@ -227,6 +227,12 @@ impl ByteLevelBpe {
 
     /// Merges one piece from its single bytes, lowest merge rank first (leftmost on ties).
     fn merge_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
+        if piece.len() > super::MAX_MERGE_PIECE {
+            for slice in piece.chunks(super::MAX_MERGE_PIECE) {
+                self.merge_piece(slice, out);
+            }
+            return;
+        }
         match piece {
             [] => return,
             [byte] => {
@@ -577,6 +583,23 @@ mod tests {
         assert_eq!(bpe.encode("abc"), vec![u32::from(b'a'), 257]);
         assert_eq!(bpe.encode("abd"), vec![256, u32::from(b'd')]);
         assert_eq!(bpe.decode_bytes(&bpe.encode("abc abd")), b"abc abd");
+    }
+
+    #[test]
+    fn a_piece_past_the_merge_limit_is_merged_slice_by_slice() {
+        let spec = tiny_spec(&["ab"], &[("a", "b")]);
+        let bpe = ByteLevelBpe::new(spec).unwrap();
+        let limit = crate::tokenizer::MAX_MERGE_PIECE;
+        // "abab..." of about 1.5 slices: the whole piece merges as its slices do.
+        let word = "ab".repeat(limit / 2) + "x" + &"ab".repeat(limit / 4);
+        let mut slices = Vec::new();
+        for c in word.as_bytes().chunks(limit) {
+            bpe.merge_piece(c, &mut slices);
+        }
+        let mut whole = Vec::new();
+        bpe.merge_piece(word.as_bytes(), &mut whole);
+        assert_eq!(whole, slices);
+        assert_eq!(whole.len(), limit / 2 + 2 + limit / 4 - 1);
     }
 
     #[test]

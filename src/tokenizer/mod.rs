@@ -31,6 +31,12 @@ pub use chat_template::{ChatTemplate, ChatTemplateError};
 /// Name reported for the embedded tokenizer.
 pub const BUILTIN_NAME: &str = "builtin (o200k_base)";
 
+/// A pre-token piece longer than this is merged a slice of this length at a time. Merging
+/// holds about 40 bytes per byte of the piece, so one 20 MB "word" in a response (a server
+/// repeating a character) took 800 MB; no word of real text comes near 64 KiB. The count of
+/// such a piece may then differ from the reference by a token or so per slice.
+pub const MAX_MERGE_PIECE: usize = 64 * 1024;
+
 /// Model names that are obviously not hub ids; AIPerf switches them to `builtin` too.
 const PLACEHOLDER_MODELS: [&str; 3] = ["mock-model", "test-model", "fake-model"];
 

@@ -75,7 +75,7 @@ impl SseFramer {
                     } else {
                         self.partial.extend_from_slice(head);
                         let line = std::mem::take(&mut self.partial);
-                        self.line(&line, &mut on_event);
+                        self.owned_line(line, &mut on_event);
                     }
                 }
                 None => {
@@ -94,6 +94,20 @@ impl SseFramer {
             self.line(&line, &mut on_event);
         }
         self.dispatch(&mut on_event);
+    }
+
+    /// A line gathered over several frames. A long `data:` line that starts its event
+    /// becomes the event's data in place: a multi-megabyte event is not copied once more.
+    fn owned_line(&mut self, line: BytesMut, on_event: &mut impl FnMut(SseEvent<'_>)) {
+        if !self.has_data && line.len() > LARGE_LINE && line.starts_with(b"data:") {
+            let prefix = if line.get(5) == Some(&b' ') { 6 } else { 5 };
+            let mut data = Vec::from(line);
+            data.drain(..prefix);
+            self.data = data;
+            self.has_data = true;
+            return;
+        }
+        self.line(&line, on_event);
     }
 
     fn line(&mut self, line: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {
@@ -141,11 +155,19 @@ impl SseFramer {
                 arrival_ns: start.unwrap_or(0),
             });
         }
-        self.data.clear();
+        if self.data.capacity() > LARGE_LINE {
+            // A large event's buffer goes with it; the usual small ones reuse theirs.
+            self.data = Vec::new();
+        } else {
+            self.data.clear();
+        }
         self.event.clear();
         self.has_data = false;
     }
 }
+
+/// Lines longer than this are handed over rather than copied (`SseFramer::owned_line`).
+const LARGE_LINE: usize = 64 * 1024;
 
 /// `data:<payload>\n\n` at the start of `bytes`: the payload (one leading space dropped, as
 /// for any field) and the bytes the event takes.
@@ -186,6 +208,28 @@ mod tests {
             ))
         });
         out
+    }
+
+    #[test]
+    fn a_large_event_over_many_frames_comes_out_whole() {
+        let payload = "x".repeat(300 * 1024);
+        let text = format!("data: {payload}\n\ndata: small\n\n");
+        let frames: Vec<(&[u8], u64)> = text
+            .as_bytes()
+            .chunks(7000)
+            .enumerate()
+            .map(|(i, c)| (c, i as u64 + 1))
+            .collect();
+        let out = collect(&frames);
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[0].1.len(), out[0].2), (payload.len(), 1));
+        assert!(out[0].1.bytes().all(|b| b == b'x'));
+        assert_eq!(out[1].1, "small");
+        // The same with `data:` and no space, and a second data line joined to the first.
+        let text = format!("data:{payload}\ndata: tail\n\n");
+        let frames: Vec<(&[u8], u64)> = text.as_bytes().chunks(5000).map(|c| (c, 9)).collect();
+        let out = collect(&frames);
+        assert_eq!(out[0].1, format!("{payload}\ntail"));
     }
 
     #[test]
