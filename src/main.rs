@@ -54,7 +54,23 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Profile(args) => {
+        Command::Profile(mut args) => {
+            // A pipe (`--input-file <(zcat trace.gz)`) is read once, before anything reads it.
+            let copy = match args
+                .input_file
+                .as_deref()
+                .map(aiperf::profile::read_input_once)
+            {
+                Some(Err(e)) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+                Some(Ok(copy)) => copy,
+                None => None,
+            };
+            if let Some(c) = &copy {
+                args.input_file = Some(c.path.clone());
+            }
             let result = aiperf::sweep::run(&argv, lists, &args);
             profile_exit(aiperf::profile::auto_plot::after_run(&args, result))
         }

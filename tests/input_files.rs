@@ -147,3 +147,69 @@ fn verbose_shows_debug_lines() {
     }
     assert!(!stderr.contains("sk-hidden"), "{stderr}");
 }
+
+/// `aiperf profile` with `--input-file PATH` (and `--custom-dataset-type kind`) against a
+/// recording server, by a shell so that `PATH` may be a process substitution; its exit code,
+/// stderr and wall time, the server, and the `inputs.json` it wrote.
+fn run_path(path: &str, kind: &str) -> (Option<i32>, String, Duration, RecordingServer, String) {
+    let server = RecordingServer::start(true);
+    let tmp = tempfile::tempdir().unwrap();
+    let command = format!(
+        "exec {BIN} profile -m m --tokenizer builtin --url {} --input-file {path} \
+         --custom-dataset-type {kind} --request-count 5 --artifact-dir {} --no-server-metrics \
+         --ui none",
+        server.addr,
+        tmp.path().join("run").display()
+    );
+    let started = Instant::now();
+    let out = Command::new("bash")
+        .args(["-c", &command])
+        .env("HF_HUB_OFFLINE", "1")
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let inputs = std::fs::read_to_string(tmp.path().join("run/inputs.json")).unwrap_or_default();
+    (out.status.code(), stderr, started.elapsed(), server, inputs)
+}
+
+#[test]
+fn endless_devices_are_refused_at_once() {
+    for (device, kind) in [
+        ("/dev/zero", "single_turn"),
+        ("/dev/urandom", "single_turn"),
+        ("/dev/zero", "raw_payload"),
+        ("/dev/zero", "mooncake_trace"),
+    ] {
+        let (code, stderr, took, server, _) = run_path(device, kind);
+        assert_eq!(code, Some(2), "{device} ({kind}): {stderr}");
+        assert!(
+            stderr.contains(&format!("{device}:1: byte ")) && stderr.contains("is not UTF-8 text"),
+            "{device} ({kind}): {stderr}"
+        );
+        assert!(took < Duration::from_secs(5), "{device} took {took:?}");
+        assert!(server.heads().is_empty());
+    }
+}
+
+#[test]
+fn a_piped_input_file_is_read_once_and_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("in.jsonl");
+    let lines: Vec<String> = (0..5)
+        .map(|i| format!("{{\"text\": \"line number {i}\"}}"))
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    // Through a pipe, as `<(zcat trace.jsonl.gz)` gives it.
+    let (code, stderr, _, server, inputs) =
+        run_path(&format!("<(cat {})", file.display()), "single_turn");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(server.heads().len(), 5, "{stderr}");
+    // Every line was sent: none was taken by an earlier reading of the pipe.
+    for i in 0..5 {
+        assert!(
+            inputs.contains(&format!("line number {i}")),
+            "{i}: {inputs}"
+        );
+    }
+}

@@ -13,6 +13,7 @@ use rand::{RngExt, SeedableRng};
 use serde_json::{Map, Value};
 use tracing::warn;
 
+use super::input_lines::{Next, for_each_line};
 use super::media;
 use super::prompt::PromptBuilder;
 use super::{
@@ -1033,44 +1034,23 @@ impl SessionModes {
 /// A parsed line and where it came from.
 type Line<'a> = (At<'a>, Map<String, Value>);
 
-/// Every non-blank line parsed as a JSON object, with its location.
+/// Every non-blank line parsed as a JSON object, with its location (read as it comes; see
+/// `input_lines`).
 fn read_jsonl(file: &Path) -> Result<Vec<Line<'_>>, InputError> {
-    let bytes = std::fs::read(file)
-        .map_err(|e| format!("{}: cannot read the input file: {e}", file.display()))?;
-    let text = utf8_text(file, &bytes)?;
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let at = At { file, line: i + 1 };
+    for_each_line(file, |number, line| {
+        let at = At { file, line: number };
         if line.trim().is_empty() {
-            continue;
+            return Ok(Next::More);
         }
         match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(obj)) => out.push((at, obj)),
             Ok(_) => return Err(at.err("", "each line must be a JSON object")),
             Err(e) => return Err(at.err("", format!("malformed JSON: {e}"))),
         }
-    }
+        Ok(Next::More)
+    })?;
     Ok(out)
-}
-
-/// The file as text, without a leading UTF-8 byte-order mark; a binary or non-UTF-8 file is
-/// refused at the line of its first bad byte.
-fn utf8_text<'a>(file: &'a Path, bytes: &'a [u8]) -> Result<&'a str, InputError> {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let bad_at = match std::str::from_utf8(bytes) {
-        Ok(text) => match text.find('\0') {
-            None => return Ok(text),
-            Some(i) => i,
-        },
-        Err(e) => e.valid_up_to(),
-    };
-    let line = bytes[..bad_at].iter().filter(|&&b| b == b'\n').count() + 1;
-    Err(At { file, line }.err(
-        "",
-        format!(
-            "byte {bad_at} is not UTF-8 text (a binary file?); give a JSONL file of UTF-8 text"
-        ),
-    ))
 }
 
 /// `text` (a string) or `texts` (a list of strings, or of `{"name", "contents": [...]}`
@@ -1251,20 +1231,15 @@ fn object_field(
 /// the first of its `turns`). Unreadable files say no; reading them fails later with a
 /// better message.
 pub fn first_record_has_timestamp(path: &std::path::Path) -> bool {
-    use std::io::BufRead;
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let Some(line) = std::io::BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| !l.trim().is_empty())
-    else {
-        return false;
-    };
-    // A UTF-8 byte-order mark is not part of the JSON.
-    let line = line.trim_start_matches('\u{feff}');
-    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+    let mut first = None;
+    let _ = for_each_line(path, |_, line| {
+        if line.trim().is_empty() {
+            return Ok(Next::More);
+        }
+        first = serde_json::from_str::<Value>(line).ok();
+        Ok(Next::Stop)
+    });
+    let Some(Value::Object(obj)) = first else {
         return false;
     };
     let first_turn = obj

@@ -8,6 +8,7 @@ pub mod cache_bust;
 pub mod coding;
 pub mod custom;
 pub mod image;
+pub mod input_lines;
 pub mod media;
 pub mod prompt;
 pub mod public;

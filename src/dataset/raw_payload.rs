@@ -7,19 +7,18 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::custom::{InputError, own_text};
+use super::input_lines::{Next, for_each_line};
 use super::{Conversation, Dataset, DatasetSampling, Entry, OwnRequest};
 use crate::tokenizer::Tokenizer;
 
 pub fn load(path: &Path, tokenizer: &Tokenizer) -> Result<Dataset, InputError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--input-file: cannot read '{}': {e}", path.display()))?;
     let mut conversations = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    for_each_line(path, |number, line| {
         let line = line.trim();
         if line.is_empty() {
-            continue;
+            return Ok(Next::More);
         }
-        let at = format!("{}:{}", path.display(), i + 1);
+        let at = format!("{}:{number}", path.display());
         let body = match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(body)) if !body.is_empty() => body,
             Ok(_) => {
@@ -40,7 +39,8 @@ pub fn load(path: &Path, tokenizer: &Tokenizer) -> Result<Dataset, InputError> {
             context: None,
             turns: vec![entry],
         });
-    }
+        Ok(Next::More)
+    })?;
     if conversations.is_empty() {
         return Err(format!(
             "{}: no request bodies; write one JSON object per line",

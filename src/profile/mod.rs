@@ -14,6 +14,7 @@ mod server_metrics;
 pub mod shard;
 mod template_probe;
 
+pub use crate::dataset::input_lines::{ReadOnce, read_once as read_input_once};
 pub use template_probe::PROBE_REQUEST_ID;
 
 use std::sync::Arc;
