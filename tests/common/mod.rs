@@ -30,6 +30,47 @@ pub fn run_aiperf_in(cwd: &Path, args: &[&str]) -> Output {
         .expect("run aiperf")
 }
 
+/// `aiperf profile <args>` (hub offline, with `envs`), with its peak resident memory in
+/// bytes (the kernel's `ru_maxrss` of that one process) and its wall time.
+// The child is reaped by `wait4`, which `Child::wait` cannot give the usage of.
+#[allow(clippy::zombie_processes)]
+pub fn run_profile_measured(args: &[&str], envs: &[(&str, &str)]) -> (Output, u64, Duration) {
+    use std::os::unix::process::ExitStatusExt;
+    let started = Instant::now();
+    let mut child = Command::new(BIN)
+        .arg("profile")
+        .args(args)
+        .env("HF_HUB_OFFLINE", "1")
+        .envs(envs.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run aiperf");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data the kernel fills; the pid is our own child, reaped here.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        let pid = libc::wait4(child.id() as i32, &mut status, 0, &mut usage);
+        assert!(pid > 0, "wait4: {}", std::io::Error::last_os_error());
+        usage
+    };
+    let out = Output {
+        status: ExitStatus::from_raw(status),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    };
+    (out, usage.ru_maxrss as u64 * 1024, started.elapsed())
+}
+
 /// The JSON lines of a file (none when it does not exist).
 pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
