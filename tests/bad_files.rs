@@ -105,7 +105,7 @@ fn synthetic_image_flags_with_an_input_file() {
 }
 
 #[test]
-fn zero_output_length_follows_the_osl_rule() {
+fn output_lengths_follow_the_osl_rule() {
     assert_refused(
         b"{\"text\": \"a\"}\n{\"text\": \"b\", \"output_length\": 0}\n",
         "single_turn",
@@ -114,7 +114,18 @@ fn zero_output_length_follows_the_osl_rule() {
             "in.jsonl:2",
             "output_length",
             "0 is not allowed",
-            "1 or more tokens",
+            "1 to 10000000 tokens",
+        ],
+    );
+    // Beyond any context window: never sent as max_tokens.
+    assert_refused(
+        b"{\"text\": \"a\", \"output_length\": 1e12}\n",
+        "single_turn",
+        &[],
+        &[
+            "in.jsonl:1",
+            "output_length",
+            "1000000000000 is not allowed",
         ],
     );
 }

@@ -401,3 +401,54 @@ fn flags_that_would_be_ignored_are_refused() {
         &["--image-source", "images are off"],
     );
 }
+
+#[test]
+fn absurd_output_lengths_and_rates_are_refused() {
+    // Sent as max_tokens, 1e12 would only make the server fail every request.
+    assert_names(
+        &["--osl", "1e12"],
+        &["--osl", "1000000000000", "at most 10000000"],
+    );
+    // One request, then a wait of 31 years for the next: refused with the length.
+    assert_names(
+        &["--request-rate", "1e-9", "--request-count", "2"],
+        &[
+            "--request-rate 1e-9",
+            "2 requests take about 32 years",
+            "more than one year",
+        ],
+    );
+    // A duration bounds the run, whatever the rate.
+    let out = Command::new(BIN)
+        .args([
+            "profile",
+            "-m",
+            "m",
+            "--tokenizer",
+            "builtin",
+            "--mock-server",
+        ])
+        .args(["--request-rate", "1e-9", "--benchmark-duration", "0.3"])
+        .args(["--benchmark-grace-period", "5", "--isl", "8"])
+        .arg("--artifact-dir")
+        .arg(tempfile::tempdir().unwrap().path().join("run"))
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_api_key_with_a_line_break_is_bad_input() {
+    for key in ["sk-abc\n", "sk-abc\r\n", "sk-\rabc"] {
+        let line = rejected(&["--api-key", key]);
+        assert!(line.contains("--api-key"), "{line}");
+        assert!(line.contains("line break"), "{line}");
+        assert!(!line.contains("sk-"), "the key is never echoed: {line}");
+    }
+}

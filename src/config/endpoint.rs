@@ -213,6 +213,24 @@ pub(super) fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// `--api-key` travels as `Authorization: Bearer <key>`: a key that cannot be a header value
+/// (a line break from a key file, another control character) is bad input, refused before
+/// anything is built. The key itself is never echoed.
+pub(super) fn check_api_key(key: &str) -> Result<(), ConfigError> {
+    if HeaderValue::from_str(&format!("Bearer {key}")).is_ok() {
+        return Ok(());
+    }
+    let what = if key.contains(['\r', '\n']) {
+        "contains a line break (CR or LF)"
+    } else {
+        "contains a control or non-ASCII character"
+    };
+    Err(bad(format!(
+        "--api-key: the key {what}, which an HTTP header cannot carry; give the key alone \
+         (a key read from a file: strip its line ending, e.g. --api-key \"$(tr -d '\\r\\n' < key.txt)\")"
+    )))
+}
+
 /// Credentials in `--url` become `Authorization: Basic base64(user:password)`, unless
 /// `--api-key` or an `Authorization` header says otherwise (then a warning says they are
 /// not sent).

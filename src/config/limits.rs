@@ -93,6 +93,18 @@ pub fn available_memory() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// A length of time for a message: "45 s", "2.8 hours", "11.6 days", "317 years".
+pub fn about(secs: f64) -> String {
+    const DAY: f64 = 86_400.0;
+    match secs {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7_200.0 => format!("{:.0} minutes", s / 60.0),
+        s if s < 2.0 * DAY => format!("{:.1} hours", s / 3_600.0),
+        s if s < 365.0 * DAY => format!("{:.1} days", s / DAY),
+        s => format!("{:.0} years", s / (365.0 * DAY)),
+    }
+}
+
 /// `n` bytes as "12.3 GiB".
 pub fn gib(n: f64) -> String {
     format!("{:.1} GiB", n / (1u64 << 30) as f64)

@@ -233,6 +233,39 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
 }
 
 /// The warmup's own stop condition, grace period and load settings.
+/// A planned run longer than this is announced with its expected length.
+const LONG_PLAN_S: f64 = 3600.0;
+
+/// `--request-rate` with a request count and no `--benchmark-duration`: the sends span
+/// (count - 1) / rate seconds (the first goes at once). A tiny rate would otherwise send one
+/// request and then wait silently for days: a span past the one-year bound is refused, one
+/// past an hour gets a warning with its length.
+pub(super) fn check_rate_span(
+    load: &LoadOptions,
+    count: u64,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let (Some((rate, _)), None, false) = (load.rate, load.duration, load.fixed_schedule) else {
+        return Ok(());
+    };
+    let span = count.saturating_sub(1) as f64 / rate;
+    let what = format!(
+        "--request-rate {rate:?}: {count} requests take about {} to send",
+        limits::about(span)
+    );
+    if span > limits::MAX_SECONDS {
+        return Err(bad(format!(
+            "{what}, more than one year; raise the rate (it is requests per second) or lower --request-count"
+        )));
+    }
+    if span > LONG_PLAN_S {
+        warnings.push(format!(
+            "{what}; the rate is requests per second (--benchmark-duration bounds the run)"
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn check_warmup(
     a: &ProfileArgs,
     rate: Option<(f64, ArrivalPattern)>,

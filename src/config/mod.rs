@@ -11,7 +11,7 @@ pub use self::gpu_telemetry::GpuTelemetryOptions;
 use self::limits::Zero;
 use crate::cli::ProfileArgs;
 use crate::dataset::InputOptions;
-use crate::dataset::{MAX_INPUT_TOKENS, SyntheticOptions};
+use crate::dataset::{MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, SyntheticOptions};
 use crate::endpoint::{EndpointType, ModelSelection};
 use crate::transport::ConnectionReuse;
 use crate::ui::{LogDetail, UiType};
@@ -210,6 +210,7 @@ impl ProfileConfig {
                 None => (concurrency * 2).max(10),
             },
         };
+        check_rate_span(&load, request_count, &mut warnings)?;
         let turns = check_turns(a)?;
 
         limits::count(
@@ -220,12 +221,14 @@ impl ProfileConfig {
             "",
         )?;
         check_stddev("--synthetic-input-tokens-stddev", a.isl_stddev)?;
-        if let Some(osl) = a.osl_mean
-            && osl == 0
-        {
-            return Err(bad(
-                "--output-tokens-mean: 0 is not allowed; give 1 or more tokens",
-            ));
+        if let Some(osl) = a.osl_mean {
+            limits::count(
+                "--output-tokens-mean/--osl",
+                osl,
+                MAX_OUTPUT_TOKENS,
+                "tokens",
+                " (the longest context window any model offers)",
+            )?;
         }
         if a.osl_stddev.is_some() && a.osl_mean.is_none() {
             return Err(bad(
@@ -278,6 +281,9 @@ impl ProfileConfig {
         let header_pairs = parse_header_pairs(&a.headers)?;
         let mut headers = header_values(&header_pairs)?;
         let api_key = a.api_key.clone().filter(|k| !k.is_empty());
+        if let Some(key) = &api_key {
+            check_api_key(key)?;
+        }
         if let Some(info) = &userinfo {
             url_basic_auth(info, api_key.is_some(), &mut headers, &mut warnings)?;
         }
@@ -765,6 +771,23 @@ mod tests {
         let c = parse(&["--image-width-mean", "512", "--image-height-mean", "256"]).unwrap();
         assert_eq!(c.synthetic.image_batch_size, 1);
         assert_eq!(c.synthetic.image_width_mean, 512.0);
+    }
+
+    #[test]
+    fn a_slow_rate_is_announced_with_the_length_of_its_run() {
+        let c = parse(&["--request-rate", "0.01", "--request-count", "100"]).unwrap();
+        assert_eq!(
+            c.warnings,
+            [
+                "--request-rate 0.01: 100 requests take about 2.8 hours to send; the rate is requests per second (--benchmark-duration bounds the run)"
+            ]
+        );
+        for quick in [
+            &["--request-rate", "1", "--request-count", "100"][..],
+            &["--request-rate", "1e-9", "--benchmark-duration", "60"],
+        ] {
+            assert!(parse(quick).unwrap().warnings.is_empty(), "{quick:?}");
+        }
     }
 
     #[test]

@@ -1133,9 +1133,12 @@ fn output_length_field(
     prefix: &str,
 ) -> Result<Option<u64>, InputError> {
     match u64_field(at, obj, prefix, "output_length")? {
-        Some(0) => Err(at.err(
+        Some(n) if n == 0 || n > super::MAX_OUTPUT_TOKENS => Err(at.err(
             &format!("{prefix}output_length"),
-            "0 is not allowed; give 1 or more tokens, or leave it out to use --output-tokens-mean",
+            format!(
+                "{n} is not allowed; give 1 to {} tokens, or leave it out to use --output-tokens-mean",
+                super::MAX_OUTPUT_TOKENS
+            ),
         )),
         n => Ok(n),
     }

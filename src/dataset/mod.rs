@@ -540,6 +540,10 @@ pub const MAX_TURNS: u64 = 10_000;
 /// beyond the longest context windows, and small enough to build in memory.
 pub const MAX_INPUT_TOKENS: u64 = 2_000_000;
 
+/// Largest output length, in tokens, asked of the server (a sampled length above is
+/// capped): the longest context window any model offers. A larger `--osl` is a typo.
+pub const MAX_OUTPUT_TOKENS: u64 = 10_000_000;
+
 /// Largest image side in pixels (a sampled side above is capped).
 pub const MAX_IMAGE_SIDE: u32 = 16_384;
 
@@ -577,7 +581,9 @@ fn plan_entries(
     for i in 0..opts.num_entries {
         let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(master_seed, STREAM_ENTRY, i as u64));
         let mut input_tokens = sample_at_least_one(&isl, &mut rng).min(MAX_INPUT_TOKENS) as usize;
-        let mut max_output_tokens = osl.as_ref().map(|d| sample_at_least_one(d, &mut rng));
+        let mut max_output_tokens = osl
+            .as_ref()
+            .map(|d| sample_at_least_one(d, &mut rng).min(MAX_OUTPUT_TOKENS));
         if let Some(r) = inputs.range_ratio {
             let seed = derive_seed(master_seed, STREAM_RANGE, i as u64);
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -587,7 +593,7 @@ fn plan_entries(
             input_tokens = rng.random_range(low..=high) as usize;
             if let Some(osl) = opts.osl_mean {
                 let low = ((osl * (1.0 - r)).floor() as u64).max(1);
-                let high = ((osl * (1.0 + r)).ceil() as u64).max(low);
+                let high = ((osl * (1.0 + r)).ceil() as u64).clamp(low, MAX_OUTPUT_TOKENS);
                 max_output_tokens = Some(rng.random_range(low..=high));
             }
         }
