@@ -643,3 +643,64 @@ fn repeats_stop_once_the_metric_has_converged() {
         stderr_text(&out)
     );
 }
+
+/// A file where a point's, a repeat's or an aggregate's directory must go is found before
+/// the first run (it used to fail the sweep after the runs before it).
+#[test]
+fn a_file_in_the_way_of_a_run_directory_is_refused_before_the_first_run() {
+    // (flags, the file in the way, the first run's directory, what the error says)
+    let cases: &[(&[&str], &str, &str, &str)] = &[
+        (
+            &["--concurrency", "1,2"],
+            "concurrency_2",
+            "concurrency_1",
+            "is a file where a run directory must go",
+        ),
+        (
+            &["--num-profile-runs", "2"],
+            "profile_runs/run_0002",
+            "profile_runs/run_0001",
+            "is a file where a run directory must go",
+        ),
+        (
+            &["--num-profile-runs", "2"],
+            "aggregate",
+            "profile_runs/run_0001",
+            "is a file where a run directory must go",
+        ),
+        (
+            &["--concurrency", "1,2", "--num-profile-runs", "2"],
+            "profile_runs",
+            "profile_runs/trial_0001/concurrency_1",
+            "is a file in the path of the run directory",
+        ),
+    ];
+    for (extra, file, first_run, want) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("sweep");
+        let blocker = base.join(file);
+        std::fs::create_dir_all(blocker.parent().unwrap()).unwrap();
+        std::fs::write(&blocker, "not a directory").unwrap();
+        let mut args = vec![
+            "-m",
+            "m",
+            "--tokenizer",
+            "builtin",
+            "--mock-server",
+            "--request-count",
+            "2",
+            "--artifact-dir",
+            base.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = run_profile(&args);
+        let stderr = stderr_text(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains(want), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains(blocker.to_str().unwrap()),
+            "{extra:?}: {stderr}"
+        );
+        assert!(!base.join(first_run).exists(), "{extra:?}: a run was made");
+    }
+}

@@ -21,7 +21,7 @@ use self::plan::Layout;
 use self::search::SearchState;
 use crate::cli::{Cli, Command, ProfileArgs};
 use crate::config::ConfigError;
-use crate::config::multirun::{ConvergenceMode, MultiRunOptions};
+use crate::config::multirun::{ConvergenceMode, MultiRunOptions, SweepOrder};
 use crate::export::aggregate::{
     self, ConfidenceAggregate, RunMetrics, RunOutcome, SweepAggregate, SweepCell, VariationMeta,
 };
@@ -42,6 +42,47 @@ pub fn run(argv: &[String], lists: Lists, args: &ProfileArgs) -> Result<Outcome,
         .map(|cfg| crate::config::redacted_command_line(argv, &cfg.secrets))?;
     sweep.run_all()?;
     sweep.finish()
+}
+
+/// Every directory the plan will create (each run's, each point's aggregate, the sweep
+/// aggregate; only the base for a search, whose points come as it goes) is checked before
+/// the first request: a file in the way would otherwise fail the run after the ones before
+/// it were made.
+fn check_dirs(
+    base: &Path,
+    layout: Layout,
+    points: &[Point],
+    runs: u32,
+    order: SweepOrder,
+) -> Result<(), ConfigError> {
+    let mut dirs = vec![base.to_path_buf()];
+    for (p, t) in plan::order(points.len(), runs, order) {
+        let name = points[p].variation.dir_name();
+        dirs.push(layout.run_dir(base, p, &name, t));
+        dirs.push(layout.point_aggregate_dir(base, p, &name));
+    }
+    dirs.extend(
+        layout
+            .sweep_aggregate_dir(base)
+            .filter(|_| !points.is_empty()),
+    );
+    for dir in &dirs {
+        if let Some(file) = plan::file_in_the_way(dir) {
+            let what = if &file == dir {
+                format!("{} is a file where a run directory must go", dir.display())
+            } else {
+                format!(
+                    "{} is a file in the path of the run directory {}",
+                    file.display(),
+                    dir.display()
+                )
+            };
+            return Err(ConfigError(format!(
+                "{what}; move or remove it, or give another --output-artifact-dir"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One point of the sweep: its flags, its runs so far.
@@ -124,6 +165,7 @@ impl Sweep {
             // The search creates its points as it goes.
             points.clear();
         }
+        check_dirs(&files.artifact_dir, layout, &points, opts.runs, opts.order)?;
         Ok(Sweep {
             first_argv: lists.first.clone(),
             base_seed: plan::base_seed(args.random_seed, &opts),

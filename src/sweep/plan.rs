@@ -88,6 +88,15 @@ impl Layout {
     }
 }
 
+/// The first part of `dir` that exists and is not a directory (a file where a directory of
+/// the plan must go): creating `dir` would fail there, after the runs before it were made.
+pub fn file_in_the_way(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .find(|p| std::fs::symlink_metadata(p).is_ok() && !p.is_dir())
+        .map(Path::to_path_buf)
+}
+
 /// The runs of a fixed plan, in AIPerf's order: (point, trial0).
 pub fn order(points: usize, trials: u32, order: SweepOrder) -> Vec<(usize, u32)> {
     match order {
