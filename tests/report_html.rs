@@ -382,3 +382,35 @@ impl Rendered {
         );
     }
 }
+
+/// A full disk while the page is written leaves no cut page under its name: it is written
+/// beside it and renamed, and the run says why there is none.
+#[test]
+fn a_full_disk_leaves_no_cut_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    // Files may grow to 50 KB (ulimit counts 512-byte blocks): the summary files of five
+    // requests fit (about 20 KB each), the page (about 90 KB) does not. Past the limit a
+    // write fails with EFBIG (SIGXFSZ ignored), as on a full disk.
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 100; exec '{}' profile -m m --tokenizer builtin --mock-server \
+         --streaming --isl 8 --request-count 5 --artifact-dir '{}'",
+        common::BIN,
+        dir.display()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    let stderr = stderr_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("No HTML report"), "{stderr}");
+    assert!(dir.join("profile_export_aiperf.json").is_file());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(REPORT))
+        .collect();
+    assert!(left.is_empty(), "a cut page was left behind: {left:?}");
+}

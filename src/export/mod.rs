@@ -139,8 +139,8 @@ pub fn render_trace_timing(summary: &MetricsSummary) -> String {
 }
 
 /// Writes `text` next to `path` first and renames it into place, so a crash or a full
-/// disk never leaves a truncated summary under the final name.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+/// disk never leaves a truncated file under the final name.
+pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let mut partial = path.as_os_str().to_owned();
     partial.push(".partial");
     let partial = PathBuf::from(partial);

@@ -156,7 +156,8 @@ fn logged(written: Result<PathBuf, ReportError>) -> Option<PathBuf> {
 
 fn write(dir: &Path, page: &Page) -> Result<PathBuf, ReportError> {
     let path = dir.join(REPORT_HTML_FILE);
-    std::fs::write(&path, page.html()).map_err(|source| ReportError::Write {
+    // Atomically: a full disk must not leave a cut page under the final name.
+    crate::export::write_atomically(&path, &page.html()).map_err(|source| ReportError::Write {
         path: path.clone(),
         source,
     })?;
