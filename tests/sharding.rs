@@ -497,3 +497,141 @@ fn trace_sessions_and_conversations_go_whole_to_one_shard() {
     // Every turn of a conversation went with it.
     assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), 24);
 }
+
+/// Copies a shard directory's files (flat) to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().map(Result::unwrap) {
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// Rewrites the record lines of `dir`'s profile_export.jsonl.
+fn edit_lines(dir: &Path, edit: impl FnOnce(&mut Vec<String>)) {
+    let path = dir.join("profile_export.jsonl");
+    let mut lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    edit(&mut lines);
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+}
+
+/// Sets `pointer` (a JSON pointer) of line `i` (0-based) to `value`, written as given.
+fn set_in_line(lines: &mut [String], i: usize, pointer: &str, value: &str) {
+    let mut v: Value = serde_json::from_str(&lines[i]).unwrap();
+    *v.pointer_mut(pointer).unwrap() = Value::from("VALUE");
+    lines[i] = v.to_string().replace("\"VALUE\"", value);
+}
+
+/// Input a merge cannot trust is refused (exit 2) naming the file and line or the clash:
+/// a request twice, a records file emptied, values no run can have, and an output that
+/// is one of the shards.
+#[test]
+fn merge_refuses_repeated_requests_cut_records_absurd_values_and_its_own_input() {
+    let mock = MockChild::spawn(&["--fast"]);
+    let root = tempfile::tempdir().unwrap();
+    let mut shards = Vec::new();
+    for i in ["0", "1"] {
+        let dir = root.path().join("run").join(format!("s{i}"));
+        let mut args = plan_args(&mock.url, &dir, "5");
+        args.extend_from_slice(&["--concurrency", "2", "--request-count", "10"]);
+        args.extend_from_slice(&["--shard-index", i, "--shard-count", "2"]);
+        let out = run(&args, &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        shards.push(dir);
+    }
+    let case = |name: &str, edit: &dyn Fn(&Path, &Path)| -> String {
+        let base = root.path().join(name);
+        let (s0, s1) = (base.join("s0"), base.join("s1"));
+        copy_dir(&shards[0], &s0);
+        copy_dir(&shards[1], &s1);
+        edit(&s0, &s1);
+        let out_dir = root.path().join(format!("{name}-merged"));
+        let out = run(
+            &[
+                "merge",
+                base.to_str().unwrap(),
+                "--output",
+                out_dir.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{name}: {text}");
+        assert!(!out_dir.exists(), "{name}: a merge was written");
+        text
+    };
+    let jsonl =
+        |dir: &Path, line: usize| format!("{}:{line}", dir.join("profile_export.jsonl").display());
+
+    // A line repeated within a shard, and one shard's request in the other.
+    let within = root.path().join("within/s0");
+    let e = case("within", &|s0, _| edit_lines(s0, |l| l.push(l[0].clone())));
+    assert!(e.contains("appears twice"), "{e}");
+    assert!(
+        e.contains(&jsonl(&within, 1)) && e.contains(&jsonl(&within, 6)),
+        "{e}"
+    );
+    let e = case("across", &|s0, s1| {
+        let first = std::fs::read_to_string(s0.join("profile_export.jsonl")).unwrap();
+        let first = first.lines().nth(1).unwrap().to_string();
+        edit_lines(s1, |l| l[4] = first);
+    });
+    assert!(e.contains("appears twice"), "{e}");
+    let across = root.path().join("across");
+    assert!(
+        e.contains(&jsonl(&across.join("s0"), 2)) && e.contains(&jsonl(&across.join("s1"), 5)),
+        "{e}"
+    );
+
+    // An emptied records file: no records, though the summary counts five.
+    let e = case("empty", &|_, s1| {
+        std::fs::write(s1.join("profile_export.jsonl"), "").unwrap();
+    });
+    assert!(e.contains("0 profiling records"), "{e}");
+    assert!(e.contains("counts 5 requests"), "{e}");
+
+    // Times and values no run has.
+    let e = case("max", &|_, s1| {
+        edit_lines(s1, |l| {
+            set_in_line(l, 2, "/metadata/request_end_ns", &u64::MAX.to_string())
+        })
+    });
+    assert!(e.contains(&jsonl(&root.path().join("max/s1"), 3)), "{e}");
+    assert!(e.contains("request_end_ns 18446744073709551615"), "{e}");
+    let e = case("huge", &|_, s1| {
+        edit_lines(s1, |l| {
+            set_in_line(l, 3, "/metrics/request_latency/value", "1e308")
+        })
+    });
+    assert!(e.contains(&jsonl(&root.path().join("huge/s1"), 4)), "{e}");
+    assert!(e.contains("metrics.request_latency: 1e308"), "{e}");
+
+    // The output is one of the shards: refused, the shard left as it was.
+    let before = std::fs::read(shards[0].join("profile_export_aiperf.json")).unwrap();
+    let out = run(
+        &[
+            "merge",
+            shards[0].to_str().unwrap(),
+            shards[1].to_str().unwrap(),
+            "--output",
+            shards[0].to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("a directory being merged"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read(shards[0].join("profile_export_aiperf.json")).unwrap(),
+        before
+    );
+}

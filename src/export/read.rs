@@ -11,6 +11,10 @@ use crate::record::ErrorDetails;
 /// One line of `profile_export.jsonl`, as far as the statistics need it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReadRecord {
+    /// Line number in its file (1-based), for messages.
+    pub line: usize,
+    /// `metadata.x_request_id`, when the line has one.
+    pub request_id: Option<String>,
     pub warmup: bool,
     pub start_wall_ns: u64,
     pub end_wall_ns: u64,
@@ -44,15 +48,48 @@ pub fn read_records(path: &Path) -> Result<Vec<ReadRecord>, String> {
         }
         let v: Value =
             serde_json::from_str(&line).map_err(|e| format!("{}: not JSON: {e}", at()))?;
-        out.push(parse_record(&v).map_err(|e| format!("{}: {e}", at()))?);
+        let mut record = parse_record(&v).map_err(|e| format!("{}: {e}", at()))?;
+        record.line = i + 1;
+        out.push(record);
     }
     Ok(out)
 }
 
+/// Wall-clock times a record may carry: 2000-01-01 to 2100-01-01, in ns since the epoch.
+/// Anything else (u64::MAX, 1e308) is a damaged or foreign file, not a time.
+const WALL_NS: std::ops::RangeInclusive<u64> = 946_684_800_000_000_000..=4_102_444_800_000_000_000;
+
+const YEAR_NS: u64 = 365 * 86_400 * 1_000_000_000;
+
+/// Largest magnitude a metric value may have in its display unit (ms, tokens, tokens/s):
+/// 1e15 ms is 30,000 years. Beyond it a value is not a measurement and would distort every
+/// statistic of the merge.
+const MAX_METRIC: f64 = 1e15;
+
 fn parse_record(v: &Value) -> Result<ReadRecord, String> {
     let md = v.get("metadata").ok_or("no metadata")?;
     let u64_of = |key: &str| md.get(key).and_then(Value::as_u64);
-    let need = |key: &str| u64_of(key).ok_or(format!("metadata.{key} is missing"));
+    let time = |key: &str| -> Result<Option<u64>, String> {
+        match md.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(x) => match x.as_u64() {
+                Some(ns) if WALL_NS.contains(&ns) => Ok(Some(ns)),
+                _ => Err(format!(
+                    "metadata.{key} {x} is not a time between 2000 and 2100 in ns since the epoch; the file is damaged or not aiperf's"
+                )),
+            },
+        }
+    };
+    let need = |key: &str| time(key)?.ok_or(format!("metadata.{key} is missing"));
+    let check = |tag: &str, x: f64| {
+        if x.abs() <= MAX_METRIC {
+            Ok(x)
+        } else {
+            Err(format!(
+                "metrics.{tag}: {x:e} is not a plausible value (more than {MAX_METRIC:e}); the file is damaged or not aiperf's"
+            ))
+        }
+    };
     let mut metrics = Vec::new();
     let mut inter_chunk_latency = None;
     if let Some(m) = v.get("metrics").and_then(Value::as_object) {
@@ -60,13 +97,17 @@ fn parse_record(v: &Value) -> Result<ReadRecord, String> {
             match entry.get("value") {
                 Some(Value::Array(gaps)) => {
                     let gaps: Option<Vec<f64>> = gaps.iter().map(Value::as_f64).collect();
-                    inter_chunk_latency = Some(gaps.ok_or(format!("metrics.{tag}: not numbers"))?);
+                    let gaps = gaps.ok_or(format!("metrics.{tag}: not numbers"))?;
+                    for &g in &gaps {
+                        check(tag, g)?;
+                    }
+                    inter_chunk_latency = Some(gaps);
                 }
                 Some(x) => {
                     let x = x
                         .as_f64()
                         .ok_or(format!("metrics.{tag}.value is not a number"))?;
-                    metrics.push((tag.clone(), x));
+                    metrics.push((tag.clone(), check(tag, x)?));
                 }
                 None => return Err(format!("metrics.{tag} has no value")),
             }
@@ -88,14 +129,31 @@ fn parse_record(v: &Value) -> Result<ReadRecord, String> {
             .unwrap_or_default()
             .to_string(),
     });
+    let (start_wall_ns, end_wall_ns) = (need("request_start_ns")?, need("request_end_ns")?);
+    if !(start_wall_ns..=start_wall_ns + YEAR_NS).contains(&end_wall_ns) {
+        return Err(format!(
+            "metadata.request_end_ns {end_wall_ns} is not within a year after request_start_ns {start_wall_ns}"
+        ));
+    }
+    let slot_wait_ns = u64_of("slot_wait_ns").unwrap_or(0);
+    if slot_wait_ns > YEAR_NS {
+        return Err(format!(
+            "metadata.slot_wait_ns {slot_wait_ns} is more than a year; the file is damaged or not aiperf's"
+        ));
+    }
     Ok(ReadRecord {
+        line: 0,
+        request_id: md
+            .get("x_request_id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
         warmup: md.get("benchmark_phase").and_then(Value::as_str) == Some("warmup"),
-        start_wall_ns: need("request_start_ns")?,
-        end_wall_ns: need("request_end_ns")?,
+        start_wall_ns,
+        end_wall_ns,
         error,
         requested_output_tokens: u64_of("requested_output_tokens"),
-        scheduled_ns: u64_of("scheduled_ns"),
-        slot_wait_ns: u64_of("slot_wait_ns").unwrap_or(0),
+        scheduled_ns: time("scheduled_ns")?,
+        slot_wait_ns,
         metrics,
         inter_chunk_latency,
     })

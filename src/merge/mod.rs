@@ -3,6 +3,7 @@
 //! same code a single run uses (percentiles are never averaged), and written with the
 //! same exporters, plus a table of how each shard kept its schedule.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,6 +50,11 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
         shards.push(read_shard(dir)?);
     }
     check_plan(&mut shards)?;
+    check_unique_ids(&shards)?;
+    for shard in &shards {
+        check_count(shard)?;
+    }
+    check_output(&args.output, &args.dirs, &shards)?;
     let first = &shards[0];
     let block = &first.summary["shard"];
 
@@ -293,6 +299,66 @@ fn check_plan(shards: &mut [ShardRun]) -> Result<(), MergeError> {
             missing.join(", "),
             first.count
         )));
+    }
+    Ok(())
+}
+
+/// The records file holds as many profiling records as the summary counts: a cut or
+/// emptied file (a full disk, a copy gone wrong) would merge as a smaller run.
+fn check_count(shard: &ShardRun) -> Result<(), MergeError> {
+    let (dir, summary) = (&shard.dir, &shard.summary);
+    let counted = ["request_count", "error_request_count"]
+        .iter()
+        .map(|tag| summary[tag]["avg"].as_f64().unwrap_or(0.0))
+        .sum::<f64>();
+    let read = shard.records.iter().filter(|r| !r.warmup).count();
+    if counted != read as f64 {
+        return Err(input(format!(
+            "{}: {read} profiling records, but {} counts {counted} requests; the records file is cut or from another run, so the merge would be wrong (re-run the shard, or restore its files)",
+            dir.join(export::JSONL_FILE).display(),
+            dir.join(export::JSON_FILE).display(),
+        )));
+    }
+    Ok(())
+}
+
+/// Each request once: a request id seen twice (a shard given under two names, a line
+/// repeated) would be counted twice.
+fn check_unique_ids(shards: &[ShardRun]) -> Result<(), MergeError> {
+    let mut seen: HashMap<&str, (&Path, usize)> = HashMap::new();
+    for shard in shards {
+        for r in &shard.records {
+            let Some(id) = r.request_id.as_deref() else {
+                continue;
+            };
+            if let Some((dir, line)) = seen.insert(id, (&shard.dir, r.line)) {
+                return Err(input(format!(
+                    "request {id} appears twice: {}:{line} and {}:{}; merge each shard's records once",
+                    dir.join(export::JSONL_FILE).display(),
+                    shard.dir.join(export::JSONL_FILE).display(),
+                    r.line
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The output is a directory of its own: written into a shard (or a directory named on
+/// the command line), the merge would overwrite the files it reads.
+fn check_output(output: &Path, args: &[PathBuf], shards: &[ShardRun]) -> Result<(), MergeError> {
+    let Ok(out) = output.canonicalize() else {
+        return Ok(()); // not there yet: it clashes with nothing
+    };
+    let inputs = args.iter().chain(shards.iter().map(|s| &s.dir));
+    for dir in inputs {
+        if dir.canonicalize().is_ok_and(|d| d == out) {
+            return Err(input(format!(
+                "--output {}: it is {}, a directory being merged, whose files the merge would overwrite; give a new directory",
+                output.display(),
+                dir.display()
+            )));
+        }
     }
     Ok(())
 }
