@@ -706,3 +706,108 @@ fn failed_requests_are_crosses_on_the_timeline_and_a_local_config_is_read() {
         .count();
     assert_eq!(at_50ms, 4, "{strokes:?}");
 }
+
+/// A copy of the run in `from` whose every record has `values[i % len]` as its time to
+/// first token.
+fn with_ttft(from: &Path, to: &Path, values: &[f64]) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().map(Result::unwrap) {
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+    let lines: Vec<String> = read_jsonl(&from.join("profile_export.jsonl"))
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            r["metrics"]["time_to_first_token"]["value"] = values[i % values.len()].into();
+            format!("{r}\n")
+        })
+        .collect();
+    std::fs::write(to.join("profile_export.jsonl"), lines.concat()).unwrap();
+}
+
+/// Runs `aiperf plot <dir>`; fails if it is still running after `limit`.
+fn plot_within(dir: &Path, limit: std::time::Duration) -> std::process::Output {
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["plot", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("{}: still plotting after {limit:?}", dir.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Any finite value gives finite axes and ends: 200 records of 1e308 used to spin for
+/// ever in the tick search (the padded axis overflowed to infinity).
+#[test]
+fn extreme_values_plot_quickly_and_an_emptied_records_file_is_refused() {
+    let mock = common::MockChild::spawn(&["--fast"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let o = run_aiperf_in(
+        tmp.path(),
+        &[
+            "profile",
+            "-m",
+            "m",
+            "--tokenizer",
+            "builtin",
+            "--streaming",
+            "--url",
+            &mock.url,
+            "--isl",
+            "8",
+            "--osl",
+            "4",
+            "--request-count",
+            "200",
+            "--concurrency",
+            "8",
+            "--no-server-metrics",
+            "--artifact-dir",
+            "run",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr_text(&o));
+    let cases: &[(&str, &[f64])] = &[
+        ("all_1e308", &[1e308]),
+        ("all_max", &[f64::MAX]),
+        (
+            "tiny_and_huge",
+            &[5e-324, 1e-300, 0.0, 12.5, 1e300, f64::MAX],
+        ),
+        ("near_equal", &[1000.0, 1000.0 + 1e-10]),
+    ];
+    for (name, values) in cases {
+        let dir = tmp.path().join(name);
+        with_ttft(&run, &dir, values);
+        let o = plot_within(&dir, std::time::Duration::from_secs(60));
+        assert!(o.status.success(), "{name}: {}", stderr_text(&o));
+        for chart in ["ttft_distribution", "request_timeline", "ttft_over_time"] {
+            check_png(&dir.join("plots").join(format!("{chart}.png")));
+        }
+    }
+
+    // No records beside a summary that counts 200: exit 2 naming the file, no charts.
+    let emptied = tmp.path().join("emptied");
+    with_ttft(&run, &emptied, &[1.0]);
+    std::fs::write(emptied.join("profile_export.jsonl"), "").unwrap();
+    let o = plot_within(&emptied, std::time::Duration::from_secs(60));
+    let err = stderr_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("profile_export.jsonl: no request records")
+            && err.contains("counts 200 requests"),
+        "{err}"
+    );
+    assert!(!emptied.join("plots").join("ttft_distribution.png").exists());
+}

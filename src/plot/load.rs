@@ -36,6 +36,10 @@ pub enum PlotError {
         line: usize,
         what: String,
     },
+    #[error(
+        "{path}: no request records, though {JSON_FILE} beside it counts {counted} requests; the file is empty or cut (a full disk, a failed copy): restore it or profile again"
+    )]
+    NoRecords { path: PathBuf, counted: u64 },
     #[error("{0}")]
     Config(String),
     #[error("drawing {name}: {what}")]
@@ -384,8 +388,22 @@ fn read_json(path: &Path) -> Result<Option<Value>, PlotError> {
 
 /// Reads one run directory.
 pub fn read_run(dir: &Path, label: String) -> Result<RunArtifacts, PlotError> {
-    let records = read_records(&dir.join(JSONL_FILE))?;
-    read_run_with(dir, label, records)
+    let path = dir.join(JSONL_FILE);
+    let run = read_run_with(dir, label, read_records(&path)?)?;
+    // An emptied records file would plot as a run without requests, with no chart at all.
+    let counted = run.summary.as_ref().map_or(0.0, |s| {
+        ["request_count", "error_request_count"]
+            .iter()
+            .filter_map(|tag| s[tag]["avg"].as_f64())
+            .sum()
+    });
+    if run.records.is_empty() && counted > 0.0 && path.is_file() {
+        return Err(PlotError::NoRecords {
+            path,
+            counted: counted as u64,
+        });
+    }
+    Ok(run)
 }
 
 /// Reads one run directory whose profiling records are already at hand (`aiperf

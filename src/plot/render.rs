@@ -85,6 +85,31 @@ fn register_font() {
     });
 }
 
+/// Largest magnitude drawn: far beyond any measurement, and small enough that an axis's
+/// span, its padding and plotters' tick arithmetic stay finite (a range reaching
+/// f64::MAX overflowed to infinity, and plotters' tick search never ended). Values beyond
+/// it are drawn at it.
+const AXIS_LIMIT: f64 = 1e300;
+
+/// `chart` with every value clamped to +-[`AXIS_LIMIT`] (infinities too; NaN stays).
+fn bounded(chart: &Chart) -> Chart {
+    let b = |v: f64| v.clamp(-AXIS_LIMIT, AXIS_LIMIT);
+    let mut c = chart.clone();
+    for s in &mut c.series {
+        for p in &mut s.points {
+            *p = (b(p.0), b(p.1));
+        }
+        for e in &mut s.y_err {
+            *e = (b(e.0), b(e.1));
+        }
+        s.bar_width = s.bar_width.map(b);
+    }
+    for m in &mut c.marks {
+        m.value = b(m.value);
+    }
+    c
+}
+
 /// The value range an axis shows: from 0 when asked (and nothing is negative), with 5% room
 /// above the data.
 fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> Range<f64> {
@@ -99,8 +124,15 @@ fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> Range<f64> {
     if from_zero && lo >= 0.0 {
         lo = 0.0;
     }
-    if hi <= lo {
-        hi = lo + if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+    // A span within rounding of its magnitude has no ticks to find: widen it.
+    let magnitude = lo.abs().max(hi.abs());
+    if hi - lo <= magnitude * 1e-12 {
+        hi = lo
+            + if magnitude == 0.0 {
+                1.0
+            } else {
+                magnitude * 0.1
+            };
     }
     let pad = (hi - lo) * 0.05;
     let lo = if from_zero && lo == 0.0 {
@@ -228,8 +260,9 @@ fn linear(xr: &Range<f64>, yr: &Range<f64>, p0: (i32, i32), p1: (i32, i32)) -> P
     let (dx, dy) = (xr.end - x0, yr.end - y0);
     Box::new(move |x, y| {
         (
-            p0.0 + ((x - x0) / dx * (p1.0 - p0.0) as f64).round() as i32,
-            p0.1 + ((y - y0) / dy * (p1.1 - p0.1) as f64).round() as i32,
+            // Saturating: a point far off the axes stays a far-off pixel, not an overflow.
+            p0.0.saturating_add(((x - x0) / dx * (p1.0 - p0.0) as f64).round() as i32),
+            p0.1.saturating_add(((y - y0) / dy * (p1.1 - p0.1) as f64).round() as i32),
         )
     })
 }
@@ -592,6 +625,7 @@ fn escape(s: &str) -> String {
 /// Writes `<dir>/<name>.svg` and `<dir>/<name>.png`; returns their paths.
 pub fn write_chart(dir: &Path, chart: &Chart, theme: Theme) -> Result<Vec<PathBuf>, PlotError> {
     register_font();
+    let chart = &bounded(chart);
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| PlotError::Io { path, source }
@@ -633,6 +667,7 @@ pub fn write_chart(dir: &Path, chart: &Chart, theme: Theme) -> Result<Vec<PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plot::chart::Axis;
 
     #[test]
     fn ranges_start_at_zero_and_leave_room() {
@@ -642,6 +677,46 @@ mod tests {
         let r = range([3.0, 10.0].into_iter(), false);
         assert!(r.start < 3.0 && r.start > 2.0);
         assert_eq!(range(std::iter::empty(), true), 0.0..1.0);
+    }
+
+    #[test]
+    fn ranges_are_finite_and_wide_enough_for_ticks_whatever_the_values() {
+        let cases: [&[f64]; 6] = [
+            &[1e308; 3],
+            &[f64::MAX, f64::MAX],
+            &[-f64::MAX, f64::MAX],
+            &[5e-324, 1e-300, 0.0, f64::MAX],
+            &[1000.0, 1000.0 + 1e-10],
+            &[f64::INFINITY, f64::NAN, 1.0],
+        ];
+        for values in cases {
+            let mut series = Series::new("s", SeriesKind::Bars, Vec::new());
+            series.points = values.iter().map(|&v| (v, v)).collect();
+            series.bar_width = Some(f64::MAX);
+            let chart = bounded(&Chart {
+                name: "c".into(),
+                title: String::new(),
+                description: String::new(),
+                x: Axis::linear("x", true),
+                y: Axis::linear("y", false),
+                y2: None,
+                series: vec![series],
+                marks: Vec::new(),
+            });
+            let s = &chart.series[0];
+            let w = s.bar_width.unwrap();
+            for r in [
+                range(s.points.iter().flat_map(|p| [p.0, p.0 + w]), true),
+                range(s.points.iter().map(|p| p.1), false),
+            ] {
+                let span = r.end - r.start;
+                let magnitude = r.start.abs().max(r.end.abs());
+                assert!(
+                    span.is_finite() && span > magnitude * 1e-12,
+                    "{values:?}: {r:?}"
+                );
+            }
+        }
     }
 
     #[test]

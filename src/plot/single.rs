@@ -106,8 +106,9 @@ fn histogram(values: &[f64]) -> (Vec<(f64, f64)>, f64) {
     let min = values.iter().copied().fold(f64::INFINITY, f64::min);
     let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let bins = ((values.len() as f64).sqrt().ceil() as usize).clamp(10, 40);
+    // Divided before subtracting: max - min overflows for values near f64::MAX.
     let width = if max > min {
-        (max - min) / bins as f64
+        max / bins as f64 - min / bins as f64
     } else {
         (min.abs() * 0.05).max(1e-3)
     };
