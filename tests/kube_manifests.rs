@@ -4,11 +4,11 @@
 use std::process::Command;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 
 mod common;
 
-use common::BIN;
+use common::{BIN, RecordingServer};
 
 fn generate(args: &[&str]) -> std::process::Output {
     Command::new(BIN)
@@ -59,6 +59,7 @@ fn indexed_job_with_args_volume_anti_affinity_and_sized_requests() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
+    assert!(stderr.is_empty(), "no credential, no warning: {stderr}");
     let yaml = String::from_utf8(out.stdout).unwrap();
     let (cm, job) = parse(&yaml);
     assert_eq!(job.metadata.namespace.as_deref(), Some("bench"));
@@ -224,4 +225,202 @@ fn bad_generate_arguments_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
+}
+
+/// The Secret, the ConfigMap and the Job of a run given credentials.
+fn parse_with_secret(yaml: &str) -> (Secret, ConfigMap, Job) {
+    let docs: Vec<&str> = yaml.split("\n---\n").collect();
+    assert_eq!(docs.len(), 3, "{yaml}");
+    let secret: Secret = serde_saphyr::from_str(docs[0]).expect("a Secret");
+    let cm: ConfigMap = serde_saphyr::from_str(docs[1]).expect("a ConfigMap");
+    let job: Job = serde_saphyr::from_str(docs[2]).expect("a Job");
+    (secret, cm, job)
+}
+
+/// The pod's environment variables that come from a Secret: (name, secret, key).
+fn secret_env(job: &Job) -> Vec<(String, String, String)> {
+    let c = &job
+        .spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0];
+    c.env
+        .iter()
+        .flatten()
+        .filter_map(|e| {
+            let r = e.value_from.as_ref()?.secret_key_ref.as_ref()?;
+            Some((e.name.clone(), r.name.clone(), r.key.clone()))
+        })
+        .collect()
+}
+
+/// Credentials (API key, secret headers in any spelling, URL user:password) never reach
+/// the ConfigMap or the Job: they go into a Secret, the ConfigMap holds a `$(NAME)` line
+/// in their place, and the pods get them through secretKeyRef. A pod started the way the
+/// Job starts it sends them.
+#[test]
+fn credentials_go_into_a_secret_and_reach_the_pods_from_it() {
+    let server = RecordingServer::start(true);
+    let url = format!("http://me:pw-F@{}", server.addr);
+    let json_header = r#"{"X-Api-Key":"\u0078key-B"}"#;
+    let out = generate(&[
+        "-m",
+        "m",
+        "--tokenizer",
+        "builtin",
+        "--url",
+        &url,
+        "--api-key",
+        "sk-KEY-A",
+        "-H",
+        "Cookie: cookie-C",
+        "-H",
+        json_header,
+        "--request-count",
+        "2",
+        "--isl",
+        "8",
+        "--no-server-metrics",
+        "--shards",
+        "1",
+        "--pvc",
+        "p",
+        "--lead-time",
+        "0",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    let (secret, cm, job) = parse_with_secret(&yaml);
+    let secrets = ["pw-F", "sk-KEY-A", "cookie-C", "key-B", "u0078"];
+    let cm_yaml = serde_saphyr::to_string(&cm).unwrap();
+    let job_yaml = serde_saphyr::to_string(&job).unwrap();
+    for s in secrets {
+        assert!(!cm_yaml.contains(s), "{s} in the ConfigMap:\n{cm_yaml}");
+        assert!(!job_yaml.contains(s), "{s} in the Job:\n{job_yaml}");
+        assert!(!stderr.contains(s), "{s} on stderr: {stderr}");
+    }
+    // One warning line, naming the Secret.
+    let name = secret.metadata.name.clone().unwrap();
+    assert_eq!(name, "aiperf-credentials");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("warning: credentials are in the Secret aiperf-credentials"));
+
+    // Each credential line of the ConfigMap is a variable the pod reads from the Secret.
+    let data = secret.string_data.clone().unwrap();
+    let args = &cm.data.as_ref().unwrap()["profile.args"];
+    let refs: Vec<&str> = args
+        .lines()
+        .filter_map(|l| l.strip_prefix("$(")?.strip_suffix(')'))
+        .collect();
+    assert_eq!(refs.len(), 4, "{args}");
+    let env = secret_env(&job);
+    for r in &refs {
+        assert!(
+            env.contains(&(r.to_string(), name.clone(), r.to_string())),
+            "{r}: {env:?}"
+        );
+        assert!(data.contains_key(*r), "{r}: {data:?}");
+    }
+    let values: Vec<&String> = data.values().collect();
+    for s in ["pw-F", "sk-KEY-A", "cookie-C", "u0078key-B"] {
+        assert!(values.iter().any(|v| v.contains(s)), "{s}: {data:?}");
+    }
+
+    // The pod: its arguments from the ConfigMap, its variables from the Secret.
+    let tmp = tempfile::tempdir().unwrap();
+    let args_file = tmp.path().join("profile.args");
+    std::fs::write(&args_file, args).unwrap();
+    let pod = |with_env: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["profile", "--args-file", args_file.to_str().unwrap()])
+            .arg("--output-artifact-dir")
+            .arg(tmp.path().join("shard-0"))
+            .env("HF_HUB_OFFLINE", "1")
+            .env("JOB_COMPLETION_INDEX", "0")
+            .env("AIPERF_SHARD_COUNT", "1");
+        for (k, v) in &data {
+            if with_env {
+                cmd.env(k, v);
+            } else {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.output().unwrap()
+    };
+    // Without the Secret's variables: bad input naming the line.
+    let out = pod(false);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("$(AIPERF_CREDENTIAL_1) names an environment variable that is not set"),
+        "{err}"
+    );
+    let out = pod(true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // (The shard's clock-offset probe is a GET.)
+    let heads: Vec<String> = server
+        .heads()
+        .into_iter()
+        .filter(|h| h.starts_with("POST"))
+        .collect();
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    for head in heads {
+        let lower = head.to_ascii_lowercase();
+        assert!(lower.contains("authorization: bearer sk-key-a"), "{head}");
+        assert!(lower.contains("cookie: cookie-c"), "{head}");
+        assert!(lower.contains("x-api-key: xkey-b"), "{head}");
+    }
+}
+
+/// With --secret, no Secret is emitted: the pods read the credentials from the one named,
+/// and get its other keys (HF_TOKEN) as variables; stderr says which keys it must hold.
+#[test]
+fn a_secret_of_ones_own_is_referenced_not_emitted() {
+    let out = generate(&[
+        "-m",
+        "m",
+        "--api-key",
+        "sk-KEY-A",
+        "--shards",
+        "1",
+        "--pvc",
+        "p",
+        "--secret",
+        "bench-creds",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let yaml = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !yaml.contains("sk-KEY-A") && !stderr.contains("sk-KEY-A"),
+        "{yaml}"
+    );
+    let (cm, job) = parse(&yaml);
+    assert!(cm.data.unwrap()["profile.args"].contains("--api-key\n$(AIPERF_CREDENTIAL_1)\n"));
+    assert_eq!(
+        secret_env(&job),
+        [(
+            "AIPERF_CREDENTIAL_1".to_string(),
+            "bench-creds".to_string(),
+            "AIPERF_CREDENTIAL_1".to_string()
+        )]
+    );
+    let c = &job.spec.unwrap().template.spec.unwrap().containers[0];
+    let from = c.env_from.clone().unwrap();
+    assert_eq!(from[0].secret_ref.as_ref().unwrap().name, "bench-creds");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("your Secret bench-creds")
+            && stderr.contains("AIPERF_CREDENTIAL_1 = '***'"),
+        "{stderr}"
+    );
 }

@@ -91,6 +91,14 @@ pub struct KubeGenerateArgs {
     #[arg(long, value_name = "NAME")]
     pub job_name: Option<String>,
 
+    /// A Secret you created for the pods' credentials. Without it, credentials among the
+    /// profile arguments (--api-key, secret headers such as Authorization or Cookie,
+    /// user:password@ in a URL) go into a Secret emitted with the manifests; with it, none
+    /// is emitted: the pods read each credential from this Secret (keys AIPERF_CREDENTIAL_1,
+    /// 2, ..., listed on stderr) and get its other keys as environment variables (HF_TOKEN).
+    #[arg(long, value_name = "NAME")]
+    pub secret: Option<String>,
+
     /// Seconds from now to the shared --start-at: time for the pods to be scheduled, pull
     /// the image and build their dataset (default 120).
     #[arg(long, value_name = "SECONDS")]
@@ -107,7 +115,8 @@ pub struct KubeGenerateArgs {
 
 /// `aiperf profile --args-file FILE`: the file's lines (one argument each; blank lines and
 /// lines starting with `#` skipped) in place of the flag. How a Kubernetes ConfigMap hands
-/// a pod its arguments.
+/// a pod its arguments. A line that is only `$(NAME)` is the environment variable NAME:
+/// how a credential reaches the pod from a Secret without being in the ConfigMap.
 pub fn expand_args_file(argv: Vec<String>) -> Result<Vec<String>, String> {
     let Some(at) = argv
         .iter()
@@ -125,11 +134,24 @@ pub fn expand_args_file(argv: Vec<String>) -> Result<Vec<String>, String> {
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("--args-file {path}: cannot read it: {e}"))?;
     let mut out = argv[..at].to_vec();
-    out.extend(
-        text.lines()
-            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-            .map(str::to_string),
-    );
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let var = line
+            .strip_prefix("$(")
+            .and_then(|l| l.strip_suffix(')'))
+            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        match var {
+            None => out.push(line.to_string()),
+            Some(name) => out.push(std::env::var(name).map_err(|_| {
+                format!(
+                    "--args-file {path}:{}: $({name}) names an environment variable that is not set; set it (in Kubernetes, from the Secret the manifests name)",
+                    i + 1
+                )
+            })?),
+        }
+    }
     out.extend(argv[at + used..].iter().cloned());
     Ok(out)
 }

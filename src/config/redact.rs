@@ -45,22 +45,32 @@ pub(super) fn collect_secrets(
     out
 }
 
+/// Whether an argument shows a credential: it holds one of `secrets`, or is a JSON header
+/// object with a secret header (whatever escapes spell its value).
+pub fn carries_secret(arg: &str, secrets: &[String]) -> bool {
+    redact_json_headers(arg) != arg || secrets.iter().any(|s| arg.contains(s.as_str()))
+}
+
+/// One argument as the exports show it: shell-quoted, every secret replaced by `***`.
+pub fn redacted_arg(arg: &str, secrets: &[String]) -> String {
+    let mut shown = redact_json_headers(arg);
+    for s in secrets {
+        shown = shown.replace(s.as_str(), "***");
+    }
+    shell_quote(&shown)
+}
+
 /// The command line as typed, shell-quoted, with every occurrence of a secret replaced by
 /// `***`. A JSON object in an argument (the `-H '{"Authorization": ...}'` form) has its
 /// secret headers' values replaced too, whatever escapes spell them.
 pub fn redacted_command_line(args: &[String], secrets: &[String]) -> String {
     let mut out: Vec<String> = Vec::with_capacity(args.len());
     for (i, arg) in args.iter().enumerate() {
-        let shown = if i == 0 {
+        out.push(if i == 0 {
             "aiperf".to_string()
         } else {
-            let mut shown = redact_json_headers(arg);
-            for s in secrets {
-                shown = shown.replace(s.as_str(), "***");
-            }
-            shown
-        };
-        out.push(shell_quote(&shown));
+            redacted_arg(arg, secrets)
+        });
     }
     out.join(" ")
 }

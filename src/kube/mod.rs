@@ -1,6 +1,9 @@
 //! `aiperf kube generate`: a ConfigMap with the profile arguments and an Indexed Job whose
 //! pods run them as shards (index from `JOB_COMPLETION_INDEX`, count from
 //! `AIPERF_SHARD_COUNT`), all starting at one `--start-at`, writing to one volume.
+//! Credentials among the profile arguments go into a Secret (emitted, or named with
+//! `--secret`), never into the ConfigMap: the ConfigMap holds `$(AIPERF_CREDENTIAL_n)` in
+//! their place, and the pods get them as environment variables through `secretKeyRef`.
 //! Typed with k8s-openapi, so a misspelt field does not compile.
 
 use std::collections::BTreeMap;
@@ -9,16 +12,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Affinity, ConfigMap, ConfigMapVolumeSource, Container, EnvVar, EnvVarSource,
+    Affinity, ConfigMap, ConfigMapVolumeSource, Container, EnvFromSource, EnvVar, EnvVarSource,
     ObjectFieldSelector, PersistentVolumeClaimVolumeSource, PodAffinityTerm, PodAntiAffinity,
-    PodSpec, PodTemplateSpec, ResourceRequirements, Volume, VolumeMount, WeightedPodAffinityTerm,
+    PodSpec, PodTemplateSpec, ResourceRequirements, Secret, SecretEnvSource, SecretKeySelector,
+    Volume, VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::cli::shard::{COUNT_ENV, INDEX_ENV, KubeArgs, KubeCommand, KubeGenerateArgs};
 use crate::cli::{Cli, Command};
-use crate::config::ProfileConfig;
+use crate::config::{ProfileConfig, carries_secret, redacted_arg};
 use crate::load::Shard;
 
 /// Where the pods mount the ConfigMap and the artifact volume.
@@ -30,6 +34,9 @@ const DEFAULT_JOB_NAME: &str = "aiperf";
 const DEFAULT_LEAD_TIME_S: f64 = 120.0;
 /// The label every pod of the Job carries (anti-affinity selects on it).
 const JOB_LABEL: &str = "app.kubernetes.io/instance";
+
+/// The environment variables (and Secret keys) that carry credentials: `_1`, `_2`, ...
+const CREDENTIAL_ENV: &str = "AIPERF_CREDENTIAL";
 
 /// Profile flags the Job sets per pod; refused among the profile arguments.
 const SET_BY_THE_JOB: [&str; 6] = [
@@ -43,7 +50,10 @@ const SET_BY_THE_JOB: [&str; 6] = [
 
 pub fn run(args: &KubeArgs) -> Result<(), String> {
     let KubeCommand::Generate(g) = &args.command;
-    let yaml = generate(g, SystemTime::now())?;
+    let Manifests { yaml, warning } = generate(g, SystemTime::now())?;
+    if let Some(w) = warning {
+        eprintln!("warning: {w}");
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(yaml.as_bytes())
         .and_then(|()| out.flush())
@@ -58,6 +68,8 @@ struct Settings {
     image: String,
     namespace: Option<String>,
     job_name: String,
+    /// `--secret`: the user's Secret, in place of one emitted.
+    secret: Option<String>,
     lead_time_s: f64,
     profile_args: Vec<String>,
 }
@@ -95,6 +107,7 @@ fn settings(g: &KubeGenerateArgs) -> Result<Settings, String> {
     let image = pick("--image", g.image.clone())?.unwrap_or(DEFAULT_IMAGE.into());
     let namespace = pick("--namespace", g.namespace.clone())?;
     let job_name = pick("--job-name", g.job_name.clone())?.unwrap_or(DEFAULT_JOB_NAME.into());
+    let secret = pick("--secret", g.secret.clone())?;
     let lead = pick("--lead-time", g.lead_time.map(|s| s.to_string()))?;
     let lead_time_s = match lead {
         None => DEFAULT_LEAD_TIME_S,
@@ -132,6 +145,7 @@ fn settings(g: &KubeGenerateArgs) -> Result<Settings, String> {
         image,
         namespace,
         job_name,
+        secret,
         lead_time_s,
         profile_args: rest,
     })
@@ -192,10 +206,49 @@ fn resources(cfg: &ProfileConfig, shards: u64) -> ResourceRequirements {
     }
 }
 
-/// The ConfigMap and the Job as YAML documents.
-pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<String, String> {
+/// The profile arguments split for the cluster: the ConfigMap's lines, with
+/// `$(AIPERF_CREDENTIAL_n)` in place of each argument that shows a credential, and those
+/// arguments by key.
+struct SplitArgs {
+    lines: Vec<String>,
+    credentials: BTreeMap<String, String>,
+    /// Each credential's key and its argument as the exports show it (`Authorization: ***`).
+    shown: Vec<String>,
+}
+
+fn split_credentials(args: &[String], secrets: &[String]) -> SplitArgs {
+    let mut split = SplitArgs {
+        lines: Vec::with_capacity(args.len()),
+        credentials: BTreeMap::new(),
+        shown: Vec::new(),
+    };
+    for arg in args {
+        if !carries_secret(arg, secrets) {
+            split.lines.push(arg.clone());
+            continue;
+        }
+        let key = format!("{CREDENTIAL_ENV}_{}", split.credentials.len() + 1);
+        split.lines.push(format!("$({key})"));
+        split
+            .shown
+            .push(format!("{key} = {}", redacted_arg(arg, secrets)));
+        split.credentials.insert(key, arg.clone());
+    }
+    split
+}
+
+/// What `kube generate` prints: the YAML, and a warning when credentials were given.
+pub struct Manifests {
+    pub yaml: String,
+    pub warning: Option<String>,
+}
+
+/// The Secret (when credentials are given and `--secret` is not), the ConfigMap and the
+/// Job as YAML documents.
+pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<Manifests, String> {
     let s = settings(g)?;
     let cfg = check_profile(&s)?;
+    let split = split_credentials(&s.profile_args, &cfg.secrets);
     let start_ns = now
         .checked_add(Duration::from_secs_f64(s.lead_time_s))
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
@@ -203,7 +256,7 @@ pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<String, String>
     let start_at = jiff::Timestamp::from_nanosecond(start_ns as i128)
         .map_err(|e| format!("--lead-time: {e}"))?
         .to_string();
-    let mut lines = s.profile_args.clone();
+    let mut lines = split.lines.clone();
     lines.extend(["--start-at".to_string(), start_at]);
     let args_text = lines.join("\n") + "\n";
 
@@ -223,10 +276,83 @@ pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<String, String>
         data: Some(BTreeMap::from([(ARGS_FILE.to_string(), args_text)])),
         ..Default::default()
     };
-    let job = job(&s, &cfg, meta(s.job_name.clone()), &labels, config_map_name);
-    let cm_yaml = serde_saphyr::to_string(&config_map).map_err(|e| e.to_string())?;
-    let job_yaml = serde_saphyr::to_string(&job).map_err(|e| e.to_string())?;
-    Ok(format!("{cm_yaml}---\n{job_yaml}"))
+    let secret_name = s
+        .secret
+        .clone()
+        .unwrap_or(format!("{}-credentials", s.job_name));
+    let secret = (s.secret.is_none() && !split.credentials.is_empty()).then(|| Secret {
+        metadata: meta(secret_name.clone()),
+        type_: Some("Opaque".into()),
+        string_data: Some(split.credentials.clone()),
+        ..Default::default()
+    });
+    let env_from = s.secret.as_ref().map(|name| EnvFromSource {
+        secret_ref: Some(SecretEnvSource {
+            name: name.clone(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let credential_env = split
+        .credentials
+        .keys()
+        .map(|key| EnvVar {
+            name: key.clone(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: secret_name.clone(),
+                    key: key.clone(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let pod_env = PodEnv {
+        credentials: credential_env,
+        from: env_from,
+    };
+    let job = job(
+        &s,
+        &cfg,
+        meta(s.job_name.clone()),
+        &labels,
+        config_map_name,
+        pod_env,
+    );
+    let mut docs = Vec::new();
+    if let Some(secret) = &secret {
+        docs.push(to_yaml(secret)?);
+    }
+    docs.push(to_yaml(&config_map)?);
+    docs.push(to_yaml(&job)?);
+    let warning = (!split.shown.is_empty()).then(|| {
+        let keys = split.shown.join(", ");
+        match &s.secret {
+            None => format!(
+                "credentials are in the Secret {secret_name} of these manifests ({keys}), not in the ConfigMap; keep the YAML private, or create the Secret yourself and give --secret NAME"
+            ),
+            Some(name) => format!(
+                "the pods read credentials from your Secret {name}, which must hold {keys} (each key one argument, as typed here)"
+            ),
+        }
+    });
+    Ok(Manifests {
+        yaml: docs.join("---\n"),
+        warning,
+    })
+}
+
+fn to_yaml<T: serde::Serialize>(v: &T) -> Result<String, String> {
+    serde_saphyr::to_string(v).map_err(|e| e.to_string())
+}
+
+/// The pods' credential variables: one `secretKeyRef` each, and the whole `--secret` as
+/// `envFrom` when given.
+struct PodEnv {
+    credentials: Vec<EnvVar>,
+    from: Option<EnvFromSource>,
 }
 
 fn job(
@@ -235,9 +361,10 @@ fn job(
     metadata: ObjectMeta,
     labels: &BTreeMap<String, String>,
     config_map_name: String,
+    pod_env: PodEnv,
 ) -> Job {
     let n = s.shards as i32;
-    let env = vec![
+    let mut env = vec![
         // The Job controller sets this too; declared here so that `$(...)` in the
         // arguments can use it.
         EnvVar {
@@ -258,6 +385,7 @@ fn job(
             ..Default::default()
         },
     ];
+    env.extend(pod_env.credentials);
     let container = Container {
         name: "aiperf".into(),
         image: Some(s.image.clone()),
@@ -270,6 +398,7 @@ fn job(
             format!("{RESULTS_DIR}/{}/shard-$({INDEX_ENV})", s.job_name),
         ]),
         env: Some(env),
+        env_from: pod_env.from.map(|f| vec![f]),
         resources: Some(resources(cfg, s.shards)),
         volume_mounts: Some(vec![
             VolumeMount {
