@@ -286,33 +286,7 @@ pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<Manifests, Stri
         string_data: Some(split.credentials.clone()),
         ..Default::default()
     });
-    let env_from = s.secret.as_ref().map(|name| EnvFromSource {
-        secret_ref: Some(SecretEnvSource {
-            name: name.clone(),
-            ..Default::default()
-        }),
-        ..Default::default()
-    });
-    let credential_env = split
-        .credentials
-        .keys()
-        .map(|key| EnvVar {
-            name: key.clone(),
-            value_from: Some(EnvVarSource {
-                secret_key_ref: Some(SecretKeySelector {
-                    name: secret_name.clone(),
-                    key: key.clone(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-        .collect();
-    let pod_env = PodEnv {
-        credentials: credential_env,
-        from: env_from,
-    };
+    let pod_env = PodEnv::new(&split.credentials, &secret_name, s.secret.as_deref());
     let job = job(
         &s,
         &cfg,
@@ -353,6 +327,38 @@ fn to_yaml<T: serde::Serialize>(v: &T) -> Result<String, String> {
 struct PodEnv {
     credentials: Vec<EnvVar>,
     from: Option<EnvFromSource>,
+}
+
+impl PodEnv {
+    fn new(
+        credentials: &BTreeMap<String, String>,
+        secret_name: &str,
+        user_secret: Option<&str>,
+    ) -> PodEnv {
+        let credentials = credentials
+            .keys()
+            .map(|key| EnvVar {
+                name: key.clone(),
+                value_from: Some(EnvVarSource {
+                    secret_key_ref: Some(SecretKeySelector {
+                        name: secret_name.to_string(),
+                        key: key.clone(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .collect();
+        let from = user_secret.map(|name| EnvFromSource {
+            secret_ref: Some(SecretEnvSource {
+                name: name.to_string(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        PodEnv { credentials, from }
+    }
 }
 
 fn job(
