@@ -232,7 +232,6 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
     })
 }
 
-/// The warmup's own stop condition, grace period and load settings.
 /// A planned run longer than this is announced with its expected length.
 const LONG_PLAN_S: f64 = 3600.0;
 
@@ -266,6 +265,7 @@ pub(super) fn check_rate_span(
     Ok(())
 }
 
+/// The warmup's own stop condition, grace period and load settings.
 pub(super) fn check_warmup(
     a: &ProfileArgs,
     rate: Option<(f64, ArrivalPattern)>,

@@ -450,9 +450,9 @@ impl JsonlSpool {
         }
         // The keys after `benchmark_phase`, in serde_json's (sorted) order.
         let wall = |ns: u64| self.clock.wall_ns(ns);
-        write!(
+        writeln!(
             out,
-            "{} \"endpoint_latency_ns\":{},\"endpoint_url\":{},\"first_byte_ns\":{},\"metrics\":{},\"request_sent_ns\":{},\"timestamp_ns\":{}}}\n",
+            "{} \"endpoint_latency_ns\":{},\"endpoint_url\":{},\"first_byte_ns\":{},\"metrics\":{},\"request_sent_ns\":{},\"timestamp_ns\":{}}}",
             s.first_byte_ns,
             s.done_ns - s.sent_ns,
             Value::String(self.url.clone()),

@@ -118,11 +118,12 @@ pub struct SampleRuns {
 impl SampleRuns {
     /// Adds the sample of scrape `ordinal` (ordinals only grow).
     pub fn push(&mut self, ordinal: u64, v: f64) {
-        if let Some((first, value, len)) = &mut self.open {
-            if *first + *len == ordinal && value.to_bits() == v.to_bits() {
-                *len += 1;
-                return;
-            }
+        if let Some((first, value, len)) = &mut self.open
+            && *first + *len == ordinal
+            && value.to_bits() == v.to_bits()
+        {
+            *len += 1;
+            return;
         }
         self.close_run();
         self.open = Some((ordinal, v, 1));
