@@ -16,6 +16,14 @@ use common::{read_json, run_profile_measured};
 
 const MB: f64 = 1024.0 * 1024.0;
 
+/// One test at a time: each measures a process's peak memory and wall time, which the
+/// others' processes on two cores would disturb.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A chat server whose streams take ~40 ms (few requests, so the run's own records hardly
 /// grow), and whose `/metrics` is `exposition(n)` at its n-th scrape.
 fn server(exposition: impl Fn(u64) -> String + Send + Sync + 'static) -> RawServer {
@@ -96,10 +104,18 @@ fn scraping_does_not_grow(
     exposition: impl Fn(u64) -> String + Send + Sync + 'static,
     limit_mb: f64,
 ) -> (Run, Run) {
+    let _alone = alone();
     let server = server(exposition);
     let tmp = tempfile::tempdir().unwrap();
-    let short = run_for(&server.url, 2, &tmp.path().join("short"));
-    let long = run_for(&server.url, 8, &tmp.path().join("long"));
+    // Each length twice, the lower peak kept: the end of a run (its exports) moves the peak
+    // by a few MB from one run to the next on a busy machine.
+    let lower = |secs: u64, name: &str| {
+        let a = run_for(&server.url, secs, &tmp.path().join(format!("{name}1")));
+        let b = run_for(&server.url, secs, &tmp.path().join(format!("{name}2")));
+        if a.peak_rss <= b.peak_rss { a } else { b }
+    };
+    let short = lower(2, "short");
+    let long = lower(8, "long");
     let scrapes = |r: &Run| {
         r.server_metrics["summary"]["endpoint_info"]
             .as_object()
@@ -111,8 +127,9 @@ fn scraping_does_not_grow(
             .unwrap()
     };
     let (a, b) = (scrapes(&short), scrapes(&long));
+    // About four times as many: scraping kept up in both.
     assert!(
-        b >= a + 150,
+        b >= 3 * a,
         "the long run took {b} scrapes, the short one {a}"
     );
     let growth = (long.peak_rss - short.peak_rss) / MB;
@@ -220,6 +237,7 @@ fn scraping_five_thousand_gauges_does_not_grow_and_the_run_ends_on_time() {
 
 #[test]
 fn ten_thousand_series_are_read_in_time_and_all_summarised() {
+    let _alone = alone();
     let server = server(|n| adapters(10_000, n));
     let tmp = tempfile::tempdir().unwrap();
     let run = run_for(&server.url, 3, tmp.path());
@@ -290,6 +308,7 @@ fn one_request_peak(url: &str, dir: &std::path::Path) -> f64 {
 
 #[test]
 fn one_large_event_costs_a_small_multiple_of_its_size() {
+    let _alone = alone();
     let tmp = tempfile::tempdir().unwrap();
     let size = 16 << 20;
     let small = one_request_peak(&one_big_event(100).url, &tmp.path().join("small"));

@@ -170,3 +170,113 @@ fn url_credentials_are_sent_as_basic_auth() {
         );
     }
 }
+
+/// A `/metrics` (server-metrics and DCGM-shaped) that answers only the right Basic
+/// credentials (`scraper:S3cr3t-P`), beside a chat server; the number of authorized scrapes.
+fn guarded_metrics() -> (
+    common::raw_server::RawServer,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    use common::raw_server::{After, RawServer, Reply, json_reply};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let authorized = std::sync::Arc::new(AtomicU64::new(0));
+    let count = authorized.clone();
+    // base64("scraper:S3cr3t-P")
+    let expected = "Basic c2NyYXBlcjpTM2NyM3QtUA==";
+    let server = RawServer::start(move |r| {
+        if r.head.starts_with("get /metrics") {
+            if r.header("authorization") != Some(&expected.to_ascii_lowercase()) {
+                return Reply::new(
+                    vec![b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n".to_vec()],
+                    After::KeepOpen,
+                );
+            }
+            // A new value at every scrape: a repeated one is no new GPU sample.
+            let n = count.fetch_add(1, Ordering::Relaxed);
+            let text = format!(
+                "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n\
+                 # TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE{{gpu=\"0\"}} {n}\n"
+            );
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+                text.len()
+            );
+            return Reply::new(
+                vec![[head.as_bytes(), text.as_bytes()].concat()],
+                After::KeepOpen,
+            );
+        }
+        let body = serde_json::json!({"choices": [{"index": 0, "message": {"content": "a b"}}],
+                                     "usage": {"prompt_tokens": 8, "completion_tokens": 2}});
+        json_reply("", &body, After::KeepOpen)
+    });
+    (server, authorized)
+}
+
+#[test]
+fn credentials_in_scrape_urls_are_sent_and_shown_nowhere() {
+    let (server, authorized) = guarded_metrics();
+    let tmp = tempfile::tempdir().unwrap();
+    let host = server.url.trim_start_matches("http://").to_string();
+    let metrics = format!("http://scraper:S3cr3t-P@{host}/metrics");
+    let out = profile(
+        tmp.path(),
+        &[
+            "--url",
+            &server.url,
+            "--server-metrics",
+            &metrics,
+            "--gpu-telemetry",
+            &metrics,
+            "--server-metrics-formats",
+            "json,csv,jsonl",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The credentials were used: the guarded endpoint answered both collectors.
+    assert!(authorized.load(std::sync::atomic::Ordering::Relaxed) >= 2);
+    let sm = read_json(&tmp.path().join("run/server_metrics_export.json"));
+    assert_eq!(
+        sm["summary"]["endpoints_successful"],
+        serde_json::json!([format!("http://{host}/metrics")]),
+        "{sm}"
+    );
+    assert!(
+        tmp.path().join("run/gpu_telemetry_export.jsonl").exists(),
+        "{stderr}\n{stdout}"
+    );
+    // ... and never shown: not on the console, not in any file (logs, exports, report).
+    for (what, text) in [("stdout", &*stdout), ("stderr", &*stderr)] {
+        assert!(!text.contains("S3cr3t"), "{what}: {text}");
+    }
+    for (path, text) in all_text_under(&tmp.path().join("run")) {
+        assert!(!text.contains("S3cr3t"), "{path}");
+    }
+    assert!(
+        stdout.contains("scraper:***@") || stdout.contains("***@"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_bad_scrape_url_is_refused_without_echoing_its_password() {
+    let tmp = tempfile::tempdir().unwrap();
+    for flag in ["--server-metrics", "--gpu-telemetry"] {
+        let out = profile(
+            tmp.path(),
+            &[
+                "--mock-server",
+                flag,
+                "http://u:S3cr3t-Q@exa mple:99999999/metrics",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stderr.contains("S3cr3t") && !stdout.contains("S3cr3t"),
+            "{flag}: {stderr}"
+        );
+    }
+}

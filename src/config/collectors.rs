@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::endpoint::{basic_auth, scrape_credentials};
 use super::{ConfigError, ScrapeOptions, bad};
 use crate::cli::collectors::CollectorArgs;
 use crate::export::ServerMetricsFormats;
@@ -69,11 +70,18 @@ pub(super) fn server_metrics(
     for u in urls {
         push(server_metrics_url_of(u));
     }
+    let mut auth = Vec::new();
     for item in a.server_metrics.iter().flatten() {
-        let item = item.trim();
+        // Credentials are taken out first: nothing below may show them.
+        let (item, userinfo) = scrape_credentials(item.trim());
+        let item = item.as_str();
         // AIPerf's rule: only items that look like a URL or host:port are endpoints.
         if item.starts_with("http") || item.contains(':') {
-            push(metrics_url(item));
+            let url = metrics_url(item);
+            if let Some(value) = userinfo.as_ref().and_then(basic_auth) {
+                auth.push((url.clone(), value));
+            }
+            push(url);
         } else if !item.is_empty() {
             return Err(bad(format!(
                 "--server-metrics {item:?}: not an endpoint; give host:port or a URL such as \
@@ -85,7 +93,12 @@ pub(super) fn server_metrics(
         interval,
         timeout: SCRAPE_TIMEOUT,
     };
-    Ok((Some(ScrapeOptions { urls: out, timing }), formats))
+    let options = ScrapeOptions {
+        urls: out,
+        auth,
+        timing,
+    };
+    Ok((Some(options), formats))
 }
 
 fn formats(given: Option<&[String]>) -> Result<ServerMetricsFormats, ConfigError> {

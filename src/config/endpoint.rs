@@ -195,6 +195,43 @@ pub(super) fn split_userinfo(uri: Uri) -> Result<(Uri, Option<UserInfo>), Config
     Ok((uri, Some(info)))
 }
 
+/// A scrape URL's `user:password@`, taken out: the URL without it (the one logs, files and
+/// the console show) and the credentials, which travel as `Authorization: Basic`.
+pub(super) fn scrape_credentials(url: &str) -> (String, Option<UserInfo>) {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (format!("{s}://"), r),
+        None => (String::new(), url),
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return (url.to_string(), None);
+    };
+    let raw = rest[..at].to_string();
+    let (raw_user, raw_password) = match raw.split_once(':') {
+        Some((u, p)) => (u.to_string(), Some(p.to_string())),
+        None => (raw.clone(), None),
+    };
+    // A bad escape is taken as typed: it is still the user's secret.
+    let decode = |s: &str| percent_decode(s).unwrap_or_else(|| s.to_string());
+    let info = UserInfo {
+        user: decode(&raw_user),
+        password: decode(raw_password.as_deref().unwrap_or("")),
+        raw_password,
+        raw,
+    };
+    (format!("{scheme}{}", &rest[at + 1..]), Some(info))
+}
+
+/// `Authorization: Basic base64(user:password)`, marked sensitive.
+pub(super) fn basic_auth(info: &UserInfo) -> Option<HeaderValue> {
+    use base64::Engine;
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{}", info.user, info.password));
+    let mut value = HeaderValue::from_str(&format!("Basic {token}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
+
 /// `%41` -> `A`; `None` for a bad escape or bytes that are not UTF-8.
 pub(super) fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
@@ -254,12 +291,8 @@ pub(super) fn url_basic_auth(
         ));
         return Ok(());
     }
-    use base64::Engine;
-    let token = base64::engine::general_purpose::STANDARD
-        .encode(format!("{}:{}", info.user, info.password));
-    let mut value = HeaderValue::from_str(&format!("Basic {token}"))
-        .map_err(|_| bad("--url: the credentials cannot be sent in a header"))?;
-    value.set_sensitive(true);
+    let value =
+        basic_auth(info).ok_or_else(|| bad("--url: the credentials cannot be sent in a header"))?;
     headers.push((http::header::AUTHORIZATION, value));
     Ok(())
 }

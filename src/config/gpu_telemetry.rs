@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::endpoint::{basic_auth, scrape_credentials};
 use super::{ConfigError, ScrapeOptions, bad};
 use crate::cli::ProfileArgs;
 use crate::scrape::{ScrapeTiming, metrics_url};
@@ -59,9 +60,16 @@ pub(super) fn gpu_telemetry(a: &ProfileArgs) -> Result<Option<GpuTelemetryOption
         Err(_) => DEFAULT_DCGM_ENDPOINTS.map(String::from).to_vec(),
     };
     let mut user = Vec::new();
+    let mut auth = Vec::new();
     for item in items.unwrap_or_default() {
         for part in item.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            user.push(classify(part)?);
+            // Credentials are taken out first: nothing below may show them.
+            let (part, userinfo) = scrape_credentials(part);
+            let url = classify(&part)?;
+            if let Some(value) = userinfo.as_ref().and_then(basic_auth) {
+                auth.push((url.clone(), value));
+            }
+            user.push(url);
         }
     }
     let mut urls: Vec<String> = Vec::new();
@@ -74,6 +82,7 @@ pub(super) fn gpu_telemetry(a: &ProfileArgs) -> Result<Option<GpuTelemetryOption
     Ok(Some(GpuTelemetryOptions {
         scrape: ScrapeOptions {
             urls,
+            auth,
             timing: ScrapeTiming {
                 interval: INTERVAL,
                 timeout: TIMEOUT,

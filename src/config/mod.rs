@@ -117,8 +117,21 @@ pub struct ProfileConfig {
 /// Which Prometheus endpoints a side collector scrapes, and how often.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScrapeOptions {
+    /// The endpoints, without any credentials they were given with (these URLs are shown).
     pub urls: Vec<String>,
+    /// `Authorization: Basic` of each endpoint given as `user:password@...` (by its URL).
+    pub auth: Vec<(String, http::HeaderValue)>,
     pub timing: crate::scrape::ScrapeTiming,
+}
+
+impl ScrapeOptions {
+    /// The `Authorization` header of endpoint `url`, if it was given credentials.
+    pub fn auth_of(&self, url: &str) -> Option<http::HeaderValue> {
+        self.auth
+            .iter()
+            .find(|(u, _)| u == url)
+            .map(|(_, v)| v.clone())
+    }
 }
 
 /// What the run does about failures, interruption and a server that is not up yet.
@@ -287,7 +300,18 @@ impl ProfileConfig {
         if let Some(info) = &userinfo {
             url_basic_auth(info, api_key.is_some(), &mut headers, &mut warnings)?;
         }
-        let secrets = collect_secrets(api_key.as_deref(), &header_pairs, userinfo.as_ref());
+        // The scrape URLs' credentials are secrets too (their URLs are shown without them).
+        let scrape_userinfo: Vec<UserInfo> = a
+            .collectors
+            .server_metrics
+            .iter()
+            .chain(&a.collectors.gpu_telemetry)
+            .flatten()
+            .flat_map(|item| item.split(','))
+            .filter_map(|item| scrape_credentials(item.trim()).1)
+            .collect();
+        let all_userinfo: Vec<&UserInfo> = userinfo.iter().chain(&scrape_userinfo).collect();
+        let secrets = collect_secrets(api_key.as_deref(), &header_pairs, &all_userinfo);
         let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
         let rankings = non_chat::check(a, endpoint_type, &extra_inputs)?;
         if let Some(g) = &a.goodput

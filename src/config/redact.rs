@@ -21,12 +21,12 @@ pub fn is_secret_header(name: &str) -> bool {
 }
 
 /// Every secret string the parsed flags carry: the API key, each secret header's value and
-/// the URL's credentials (as typed and percent-decoded). The command line is redacted from
+/// the credentials of `--url` and of the scrape URLs (as typed and percent-decoded). The command line is redacted from
 /// these values, so no spelling of a flag lets one through.
 pub(super) fn collect_secrets(
     api_key: Option<&str>,
     headers: &[(String, String)],
-    userinfo: Option<&UserInfo>,
+    userinfo: &[&UserInfo],
 ) -> Vec<String> {
     let mut out: Vec<String> = api_key.map(str::to_string).into_iter().collect();
     for (name, value) in headers {
@@ -34,7 +34,7 @@ pub(super) fn collect_secrets(
             out.push(value.clone());
         }
     }
-    if let Some(u) = userinfo {
+    for u in userinfo {
         out.extend([u.raw.clone(), u.password.clone()]);
         out.extend(u.raw_password.clone());
     }

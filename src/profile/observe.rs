@@ -11,10 +11,11 @@ use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::config::ProfileConfig;
+use crate::config::ScrapeOptions;
 use crate::export::{self, GpuJsonlSpool, ServerMetricsSpool};
 use crate::metrics::gpu_telemetry::GpuCollector;
 use crate::metrics::server_series::{EndpointSeries, Phase};
-use crate::scrape::{self, EndpointLog, ScrapeTiming, Scraper, Sink};
+use crate::scrape::{self, EndpointLog, ScrapeEndpoint, Scraper, Sink};
 
 /// One collector's scraper and what its endpoints' scrapes go to.
 struct Collecting<S, J> {
@@ -67,34 +68,30 @@ impl Observers {
         let dir = &cfg.artifact_dir;
         let names = &cfg.export.names;
         let server = cfg.server_metrics.as_ref().and_then(|o| {
-            let urls = reachable_server_metrics(&o.urls, o.timing.timeout, clock);
+            let urls = reachable_server_metrics(o, clock);
             let jsonl = cfg.export.server_metrics_formats.jsonl;
+            let spool = |i, url: &str| {
+                jsonl.then(|| {
+                    let path = export::server_metrics_spool(dir, names, i);
+                    ServerMetricsSpool::new(url, path, clock)
+                })
+            };
             collect(
                 "Server metrics",
+                o,
                 &urls,
-                o.timing,
                 clock,
                 EndpointSeries::new,
-                |i, url| {
-                    jsonl.then(|| {
-                        let path = export::server_metrics_spool(dir, names, i);
-                        ServerMetricsSpool::new(url, path, clock)
-                    })
-                },
+                spool,
             )
         });
         let gpu = cfg.gpu_telemetry.as_ref().and_then(|o| {
-            collect(
-                "GPU telemetry",
-                &o.scrape.urls,
-                o.scrape.timing,
-                clock,
-                GpuCollector::new,
-                |i, url| {
-                    let path = export::gpu_telemetry_spool(dir, names, i);
-                    Some(GpuJsonlSpool::new(url, path, clock))
-                },
-            )
+            let spool = |i, url: &str| {
+                let path = export::gpu_telemetry_spool(dir, names, i);
+                Some(GpuJsonlSpool::new(url, path, clock))
+            };
+            let o = &o.scrape;
+            collect("GPU telemetry", o, &o.urls, clock, GpuCollector::new, spool)
         });
         Observers { server, gpu }
     }
@@ -162,12 +159,12 @@ impl<S: scrape::ScrapeSink + 'static, J: scrape::ScrapeSink + 'static> Collectin
     }
 }
 
-/// Starts one scraper over `urls`, each endpoint's scrapes going to a new summary and, when
-/// `spool` gives one, to a per-scrape file.
+/// Starts one scraper over `urls` (of `options`), each endpoint's scrapes going to a new
+/// summary and, when `spool` gives one, to a per-scrape file.
 fn collect<S, J>(
     what: &str,
+    options: &ScrapeOptions,
     urls: &[String],
-    timing: ScrapeTiming,
     clock: Clock,
     summary: impl Fn(&str) -> S,
     spool: impl Fn(usize, &str) -> Option<J>,
@@ -193,10 +190,14 @@ where
                 spools.push(j.clone());
                 sinks.push(j);
             }
-            (url.clone(), sinks)
+            ScrapeEndpoint {
+                url: url.clone(),
+                auth: options.auth_of(url),
+                sinks,
+            }
         })
         .collect();
-    Scraper::start(endpoints, timing, clock)
+    Scraper::start(endpoints, options.timing, clock)
         .inspect_err(|e| warn!("{what} will not be collected: {e:#}"))
         .ok()
         .map(|scraper| Collecting {
@@ -225,13 +226,14 @@ fn close_spools<J>(
 
 /// The server-metrics endpoints that answer a first scrape; each one that does not is named
 /// in one info line (a server without `/metrics` is common and not an error).
-fn reachable_server_metrics(
-    urls: &[String],
-    timeout: std::time::Duration,
-    clock: Clock,
-) -> Vec<String> {
-    let probed =
-        tokio::runtime::Handle::current().block_on(crate::scrape::probe(urls, timeout, clock));
+fn reachable_server_metrics(options: &ScrapeOptions, clock: Clock) -> Vec<String> {
+    let urls = &options.urls;
+    let endpoints: Vec<_> = urls
+        .iter()
+        .map(|u| (u.clone(), options.auth_of(u)))
+        .collect();
+    let probe = crate::scrape::probe(&endpoints, options.timing.timeout, clock);
+    let probed = tokio::runtime::Handle::current().block_on(probe);
     urls.iter()
         .zip(probed)
         .filter_map(|(url, r)| match r {

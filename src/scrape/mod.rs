@@ -3,9 +3,11 @@
 //! is bounded in time, and each scrape is stamped on the run's clock at its first response
 //! byte, so server and GPU series share the client records' time axis.
 //!
-//! Nothing here keeps scrapes: each one is parsed on the blocking pool and handed at once to
-//! the endpoint's sinks (the summaries, the per-scrape exports), which keep what they need.
-//! A slow parse delays that endpoint's next scrape rather than queueing them.
+//! Nothing here keeps scrapes: each one is parsed on a thread of its own (one per scraper,
+//! never a runtime worker that sends requests, and always the same one, so its allocations
+//! come from one allocator arena however long the run) and handed at once to the endpoint's
+//! sinks (the summaries, the per-scrape exports), which keep what they need. A slow parse
+//! delays that endpoint's next scrape rather than queueing them.
 
 pub mod dcgm;
 pub mod parse;
@@ -16,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use http::HeaderValue;
 use http_body_util::{BodyExt, Empty};
 use hyper::Uri;
 use hyper_util::client::legacy::Client;
@@ -90,28 +93,36 @@ pub struct ScrapeTiming {
 }
 
 impl Scraper {
-    /// Starts one task per endpoint (its URL and sinks) on the current tokio runtime; the
-    /// first scrape is immediate.
+    /// Starts one task per endpoint on the current tokio runtime; the first scrape is
+    /// immediate.
     pub fn start(
-        endpoints: Vec<(String, Vec<Sink>)>,
+        endpoints: Vec<ScrapeEndpoint>,
         timing: ScrapeTiming,
         clock: Clock,
     ) -> anyhow::Result<Scraper> {
         let client = client()?;
+        let (jobs, queue) = std::sync::mpsc::channel::<ParseJob>();
+        // Ends when every endpoint's task has ended (each holds a sender).
+        std::thread::Builder::new()
+            .name("aiperf-scrape-parse".into())
+            .spawn(move || queue.into_iter().for_each(|job| job()))?;
         let (stop, stopped) = watch::channel(false);
         let mut marks = Vec::new();
         let tasks = endpoints
             .into_iter()
-            .map(|(url, sinks)| {
-                let uri: Uri = url.parse().map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+            .map(|e| {
+                let url = e.url;
+                let uri: Uri = url.parse().map_err(|err| anyhow::anyhow!("{url}: {err}"))?;
                 let (mark, marked) = mpsc::unbounded_channel();
                 marks.push(mark);
                 let endpoint = Endpoint {
                     client: client.clone(),
                     url,
                     uri,
-                    sinks,
+                    auth: e.auth,
+                    sinks: e.sinks,
                     clock,
+                    jobs: jobs.clone(),
                 };
                 Ok(tokio::spawn(scrape_loop(
                     endpoint,
@@ -175,13 +186,27 @@ fn client() -> anyhow::Result<HttpsClient> {
         .build(connector))
 }
 
+/// An endpoint to scrape: its URL (as shown), the `Authorization` it was given with (its
+/// credentials are never in the URL), and where its scrapes go.
+pub struct ScrapeEndpoint {
+    pub url: String,
+    pub auth: Option<HeaderValue>,
+    pub sinks: Vec<Sink>,
+}
+
+/// Work for the scraper's parse thread.
+type ParseJob = Box<dyn FnOnce() + Send>;
+
 /// One endpoint and where its scrapes go.
 struct Endpoint {
     client: HttpsClient,
     url: String,
     uri: Uri,
+    auth: Option<HeaderValue>,
     sinks: Vec<Sink>,
     clock: Clock,
+    /// The scraper's parse thread.
+    jobs: std::sync::mpsc::Sender<ParseJob>,
 }
 
 async fn scrape_loop(
@@ -213,15 +238,23 @@ async fn scrape_loop(
         timed_out = false;
         let fetched = tokio::time::timeout(
             timing.timeout,
-            fetch(&endpoint.client, &endpoint.uri, &endpoint.clock),
+            fetch(
+                &endpoint.client,
+                &endpoint.uri,
+                endpoint.auth.as_ref(),
+                &endpoint.clock,
+            ),
         )
         .await;
         match fetched {
             Ok(Ok(body)) => {
                 let (ep, prev) = (endpoint.clone(), previous.take());
-                // Parsed and handed on on the blocking pool, not on the runtime workers that
-                // send the requests.
-                match tokio::task::spawn_blocking(move || deliver(&ep, body, prev)).await {
+                let (done, delivered) = oneshot::channel();
+                let job: ParseJob = Box::new(move || {
+                    let _ = done.send(deliver(&ep, body, prev));
+                });
+                let _ = endpoint.jobs.send(job);
+                match delivered.await {
                     Ok((families, dropped)) => {
                         log.scrapes += 1;
                         previous = Some(families);
@@ -233,7 +266,7 @@ async fn scrape_loop(
                             );
                         }
                     }
-                    Err(e) => fail(&mut log, format!("parsing: {e}")),
+                    Err(_) => fail(&mut log, "parsing: the parse thread stopped".into()),
                 }
             }
             Ok(Err(e)) => fail(&mut log, e),
@@ -272,10 +305,22 @@ struct Body {
     bytes: Bytes,
 }
 
-async fn fetch(client: &HttpsClient, uri: &Uri, clock: &Clock) -> Result<Body, String> {
+async fn fetch(
+    client: &HttpsClient,
+    uri: &Uri,
+    auth: Option<&HeaderValue>,
+    clock: &Clock,
+) -> Result<Body, String> {
+    let mut request = http::Request::get(uri.clone());
+    if let Some(auth) = auth {
+        request = request.header(http::header::AUTHORIZATION, auth.clone());
+    }
+    let request = request
+        .body(Empty::new())
+        .map_err(|e| format!("not a request: {e}"))?;
     let sent_ns = clock.now_ns();
     let response = client
-        .get(uri.clone())
+        .request(request)
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
     let first_byte_ns = clock.now_ns();
@@ -330,20 +375,26 @@ fn deliver(
     (families, dropped)
 }
 
-/// One scrape of each URL at once, each fetch bounded by `timeout`: `Err(why)` for those
-/// that answered no metrics (refused, not 2xx, timed out, nothing Prometheus could read).
-/// Run before collecting, so an endpoint that is not there is named once and left alone.
-pub async fn probe(urls: &[String], timeout: Duration, clock: Clock) -> Vec<Result<(), String>> {
+/// One scrape of each endpoint (URL and `Authorization`) at once, each fetch bounded by
+/// `timeout`: `Err(why)` for those that answered no metrics (refused, not 2xx, timed out,
+/// nothing Prometheus could read). Run before collecting, so an endpoint that is not there is
+/// named once and left alone.
+pub async fn probe(
+    endpoints: &[(String, Option<HeaderValue>)],
+    timeout: Duration,
+    clock: Clock,
+) -> Vec<Result<(), String>> {
     let client = match client() {
         Ok(c) => c,
-        Err(e) => return urls.iter().map(|_| Err(format!("{e:#}"))).collect(),
+        Err(e) => return endpoints.iter().map(|_| Err(format!("{e:#}"))).collect(),
     };
-    let one = |url: &String| {
+    let one = |(url, auth): &(String, Option<HeaderValue>)| {
         let client = client.clone();
-        let url = url.clone();
+        let (url, auth) = (url.clone(), auth.clone());
         async move {
             let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
-            let body = match tokio::time::timeout(timeout, fetch(&client, &uri, &clock)).await {
+            let fetched = fetch(&client, &uri, auth.as_ref(), &clock);
+            let body = match tokio::time::timeout(timeout, fetched).await {
                 Ok(r) => r?,
                 Err(_) => return Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
             };
@@ -370,7 +421,7 @@ pub async fn probe(urls: &[String], timeout: Duration, clock: Clock) -> Vec<Resu
             Ok(())
         }
     };
-    futures_util::future::join_all(urls.iter().map(one)).await
+    futures_util::future::join_all(endpoints.iter().map(one)).await
 }
 
 /// `http://h:8000` -> `http://h:8000/metrics`: the scheme added when missing, a trailing `/`
@@ -403,8 +454,13 @@ mod tests {
 
     #[tokio::test]
     async fn an_endpoint_that_refuses_is_logged_once_per_scrape_and_finish_is_prompt() {
+        let endpoint = ScrapeEndpoint {
+            url: "http://127.0.0.1:1/metrics".to_string(),
+            auth: None,
+            sinks: Vec::new(),
+        };
         let scraper = Scraper::start(
-            vec![("http://127.0.0.1:1/metrics".to_string(), Vec::new())],
+            vec![endpoint],
             ScrapeTiming {
                 interval: Duration::from_millis(20),
                 timeout: Duration::from_secs(1),
