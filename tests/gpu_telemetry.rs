@@ -466,3 +466,63 @@ fn unsupported_sources_are_refused_by_name() {
         assert!(stderr.contains(says), "{stderr}");
     }
 }
+
+#[test]
+fn an_energy_counter_that_restarts_is_counted_on_with_one_warning() {
+    // GPU 0's energy counter starts again from zero at the fourth scrape (a GPU reset): every
+    // scrape still adds 1 kJ.
+    let scrapes = AtomicU64::new(0);
+    let exporter = RawServer::start(move |_| {
+        let n = scrapes.fetch_add(1, Ordering::SeqCst);
+        let energy = if n < 3 {
+            ENERGY_START_MJ + n as f64 * ENERGY_STEP_MJ
+        } else {
+            (n - 2) as f64 * ENERGY_STEP_MJ
+        };
+        let body = format!(
+            "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE{{{GPU0}}} {}\n\
+             # TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n\
+             DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{GPU0}}} {energy}\n",
+            200 + n
+        );
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        Reply::new(vec![head.into_bytes(), body.into_bytes()], After::KeepOpen)
+    });
+    let mock = slow_mock();
+    let run = profile(&mock, Some(""), &["--gpu-telemetry", &exporter.url]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("went down"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(
+        lines[0].contains("nvidia_energy_consumption"),
+        "{}",
+        lines[0]
+    );
+    let summary = read_json(&run.dir.join("profile_export_aiperf.json"));
+    let energy = summary["telemetry_data"]["endpoints"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()["gpus"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()["metrics"]["nvidia_energy_consumption"]["avg"]
+        .as_f64();
+    // At least the kilojoules (MJ here) of the scrapes in the window, each counted once.
+    assert!(energy.is_some_and(|e| e >= 0.002), "{summary}");
+    assert!(
+        !run.stdout.contains("Total GPU energy: 0.00 J"),
+        "{}",
+        run.stdout
+    );
+}

@@ -320,3 +320,138 @@ fn a_metrics_endpoint_that_hangs_mid_run_holds_up_the_end_by_one_timeout_at_most
     let doc = read_json(&tmp.path().join("out/server_metrics_export.json"));
     assert!(doc["metrics"]["up"].is_object(), "{doc}");
 }
+
+/// A `/metrics` reply with `text`.
+fn exposition(text: String) -> Reply {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+        text.len()
+    );
+    Reply::new(
+        vec![[head.as_bytes(), text.as_bytes()].concat()],
+        After::KeepOpen,
+    )
+}
+
+/// A chat server whose `/metrics` is `text(n)` at its n-th scrape; a run of `seconds` against
+/// it, scraping every 20 ms. Its exit code, stdout, stderr and the server-metrics JSON.
+fn scraped_run(
+    text: impl Fn(u64) -> String + Send + Sync + 'static,
+    seconds: &str,
+) -> (Option<i32>, String, String, Value) {
+    let n = std::sync::atomic::AtomicU64::new(0);
+    let server =
+        chat_server(move || exposition(text(n.fetch_add(1, std::sync::atomic::Ordering::Relaxed))));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(common::BIN)
+        .args([
+            "profile",
+            "-m",
+            "m",
+            "--tokenizer",
+            "builtin",
+            "--streaming",
+        ])
+        .args(["--url", &server.url, "--concurrency", "2"])
+        .args([
+            "--benchmark-duration",
+            seconds,
+            "--benchmark-grace-period",
+            "0",
+        ])
+        .args(["--artifact-dir", tmp.path().join("out").to_str().unwrap()])
+        .env("HF_HUB_OFFLINE", "1")
+        .env("AIPERF_SERVER_METRICS_COLLECTION_INTERVAL", "0.02")
+        .output()
+        .unwrap();
+    let doc = read_json(&tmp.path().join("out/server_metrics_export.json"));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr_text(&out),
+        doc,
+    )
+}
+
+#[test]
+fn counters_that_restart_are_counted_on_with_one_warning() {
+    // Scrape 25 comes from a restarted server: every counter starts again from zero. Each
+    // scrape adds 10 tokens and 2 requests of exactly 20 ms.
+    let (code, stdout, stderr, doc) = scraped_run(
+        |n| {
+            let k = if n < 25 { n } else { n - 25 };
+            format!(
+                "# TYPE tokens_served counter\ntokens_served {}\n\
+                 # TYPE vllm:time_to_first_token_seconds histogram\n\
+                 vllm:time_to_first_token_seconds_bucket{{le=\"0.05\"}} {c}\n\
+                 vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {c}\n\
+                 vllm:time_to_first_token_seconds_sum {}\nvllm:time_to_first_token_seconds_count {c}\n",
+                10 * k,
+                0.02 * (2 * k) as f64,
+                c = 2 * k
+            )
+        },
+        "2",
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let t = stats(&doc, "metrics", "tokens_served");
+    assert!(t["total"].as_f64().unwrap() > 240.0, "{t}");
+    assert!(t["rate"].as_f64().unwrap() > 0.0, "{t}");
+    let ttft = stats(&doc, "metrics", "vllm:time_to_first_token_seconds");
+    assert!(
+        (ttft["avg"].as_f64().unwrap() - 0.02).abs() < 1e-9,
+        "{ttft}"
+    );
+    // The client-vs-server line: the server's mean of exactly 20 ms.
+    assert!(stdout.contains("server avg 20.00"), "{stdout}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("went down")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].contains("tokens_served"), "{}", warnings[0]);
+}
+
+#[test]
+fn histograms_that_contradict_themselves_and_nan_values_are_left_out() {
+    let (code, stdout, stderr, doc) = scraped_run(
+        |n| {
+            format!(
+                "# TYPE vllm:e2e_request_latency_seconds histogram\n\
+                 vllm:e2e_request_latency_seconds_bucket{{le=\"0.1\"}} {}\n\
+                 vllm:e2e_request_latency_seconds_bucket{{le=\"1\"}} {}\n\
+                 vllm:e2e_request_latency_seconds_bucket{{le=\"+Inf\"}} {}\n\
+                 vllm:e2e_request_latency_seconds_sum {}\nvllm:e2e_request_latency_seconds_count {}\n\
+                 # TYPE vllm:time_to_first_token_seconds histogram\n\
+                 vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {n}\n\
+                 vllm:time_to_first_token_seconds_sum NaN\nvllm:time_to_first_token_seconds_count {n}\n\
+                 # TYPE g gauge\ng {}\n",
+                3 * n,
+                2 * n,
+                3 * n,
+                0.5 * n as f64,
+                3 * n,
+                if n % 2 == 0 {
+                    "NaN".to_string()
+                } else {
+                    n.to_string()
+                }
+            )
+        },
+        "1",
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    // Buckets that go down (0.1 holds more than 1) and a NaN sum: refused, with one warning.
+    for name in [
+        "vllm:e2e_request_latency_seconds",
+        "vllm:time_to_first_token_seconds",
+    ] {
+        assert!(doc["metrics"].get(name).is_none(), "{name}: {doc}");
+    }
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("contradict"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    // The gauge's NaN samples are skipped: its figures are numbers.
+    let g = stats(&doc, "metrics", "g");
+    assert!(g["avg"].as_f64().unwrap().is_finite(), "{g}");
+    assert!(!stdout.contains("NaN"), "{stdout}");
+}

@@ -492,3 +492,27 @@ fn a_response_past_max_response_bytes_fails_and_is_not_read_further() {
     let run = profile(&ok.url, 3, true, &["--max-response-bytes", "20000"]);
     assert_eq!(run.code(), Some(0), "{}", run.stderr());
 }
+
+#[test]
+fn a_stream_cut_short_by_its_content_length_is_an_incomplete_stream() {
+    // The server announces fewer bytes than its events take: the body ends in the middle of
+    // the second event's JSON.
+    let server = RawServer::start(|_| {
+        let events: String = three_tokens().concat();
+        let cut = token_event("a").len() + 20;
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {cut}\r\n\r\n"
+        );
+        Reply::new(
+            vec![[head.as_bytes(), events.as_bytes()].concat()],
+            After::Close,
+        )
+    });
+    let run = profile(&server.url, 2, true, &[]);
+    let errors = run.errors();
+    assert_eq!(errors.len(), 2, "{}", run.stderr());
+    for (kind, message) in &errors {
+        assert_eq!(kind, "IncompleteStreamError", "{message}");
+        assert!(message.contains("cut short"), "{message}");
+    }
+}

@@ -74,8 +74,8 @@ pub(crate) fn server_exports(
         spools.extend(spool.close().unwrap());
     }
     let endpoints: Vec<_> = series.iter().map(|(s, _)| s).collect();
-    let profiling_summary = server_metrics::summarise(&endpoints, Phase::Profiling);
-    let warmup_summary = warmup.map(|_| server_metrics::summarise(&endpoints, Phase::Warmup));
+    let (profiling_summary, _) = server_metrics::summarise(&endpoints, Phase::Profiling);
+    let warmup_summary = warmup.map(|_| server_metrics::summarise(&endpoints, Phase::Warmup).0);
     let configured: Vec<String> = seq.iter().map(|(u, _)| u.clone()).collect();
     let run = super::ServerMetricsRun {
         benchmark_id: "golden",

@@ -660,42 +660,53 @@ pub fn fidelity_lines(metrics: &[MetricSummary], client: &MetricsSummary) -> Vec
             .iter()
             .find(|m| m.name.ends_with(suffix) && m.kind == Kind::Histogram);
         let Some(server) = server else { continue };
-        // Over every series (several servers or engines): the pooled mean.
-        let (mut count, mut sum) = (0.0, 0.0);
-        let mut est = None;
-        for s in &server.series {
-            if let SeriesStats::Histogram {
-                count: n,
-                sum: t,
-                estimates,
-                ..
-            } = &s.stats
-            {
-                count += n;
-                sum += t;
-                if est.is_none() && estimates.len() == 4 {
-                    est = Some((estimates[0], estimates[3]));
+        // Per endpoint: two servers' series are two servers, not one of twice the requests.
+        let endpoints: BTreeSet<&str> = server
+            .series
+            .iter()
+            .map(|s| s.endpoint_url.as_str())
+            .collect();
+        for endpoint in &endpoints {
+            // Over every series of the endpoint (several engines): the pooled mean.
+            let (mut count, mut sum) = (0.0, 0.0);
+            let mut est = None;
+            for s in server.series.iter().filter(|s| s.endpoint_url == *endpoint) {
+                if let SeriesStats::Histogram {
+                    count: n,
+                    sum: t,
+                    estimates,
+                    ..
+                } = &s.stats
+                {
+                    count += n;
+                    sum += t;
+                    if est.is_none() && estimates.len() == 4 {
+                        est = Some((estimates[0], estimates[3]));
+                    }
                 }
             }
+            let s_avg = sum / count * 1e3;
+            if count <= 0.0 || !s_avg.is_finite() {
+                continue;
+            }
+            let ms = |ns: f64| ns / 1e6;
+            let (s50, s99) = est.map_or((f64::NAN, f64::NAN), |(a, b)| (a * 1e3, b * 1e3));
+            let source = if endpoints.len() > 1 {
+                format!("{}, {}", server.name, endpoint_short(endpoint))
+            } else {
+                server.name.clone()
+            };
+            out.push(format!(
+                "{what} client vs server ({source}, {count} requests): client avg {:.2} / p50 {:.2} / p99 {:.2} ms; server avg {:.2} / p50~{:.2} / p99~{:.2} ms; client - server avg {:.2} ms (network + client)",
+                ms(c.avg),
+                ms(c.p50()),
+                ms(c.p99()),
+                s_avg,
+                s50,
+                s99,
+                ms(c.avg) - s_avg
+            ));
         }
-        if count <= 0.0 {
-            continue;
-        }
-        let ms = |ns: f64| ns / 1e6;
-        let s_avg = sum / count * 1e3;
-        let (s50, s99) = est.map_or((f64::NAN, f64::NAN), |(a, b)| (a * 1e3, b * 1e3));
-        out.push(format!(
-            "{what} client vs server ({}, {} requests): client avg {:.2} / p50 {:.2} / p99 {:.2} ms; server avg {:.2} / p50~{:.2} / p99~{:.2} ms; client - server avg {:.2} ms (network + client)",
-            server.name,
-            count,
-            ms(c.avg),
-            ms(c.p50()),
-            ms(c.p99()),
-            s_avg,
-            s50,
-            s99,
-            ms(c.avg) - s_avg
-        ));
     }
     out
 }

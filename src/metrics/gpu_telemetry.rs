@@ -50,6 +50,8 @@ impl Summary {
 pub struct GpuSummary {
     pub gpu: GpuIdentity,
     pub metrics: Vec<(&'static GpuMetric, Summary)>,
+    /// Counters (their keys) that went down in the window and were counted on from zero.
+    pub restarts: Vec<&'static str>,
 }
 
 impl GpuSummary {
@@ -213,6 +215,7 @@ fn endpoint(c: &GpuCollector, log: &EndpointLog, window_start_ns: u64) -> Endpoi
 }
 
 fn gpu_summary(c: &GpuCollector, gpu: &GpuSeries, window_start_ns: u64) -> Option<GpuSummary> {
+    let mut restarts = Vec::new();
     let metrics: Vec<(&'static GpuMetric, Summary)> = GPU_METRICS
         .iter()
         .zip(&gpu.samples)
@@ -220,7 +223,11 @@ fn gpu_summary(c: &GpuCollector, gpu: &GpuSeries, window_start_ns: u64) -> Optio
             let samples: Vec<(u64, f64)> =
                 runs.iter().map(|(o, v)| (c.at_ns[o as usize], v)).collect();
             let summary = if metric.counter {
-                Summary::Counter(counter_rise(&samples, window_start_ns)?)
+                let (rise, restarted) = counter_rise(&samples, window_start_ns)?;
+                if restarted {
+                    restarts.push(metric.key);
+                }
+                Summary::Counter(rise)
             } else {
                 let mut in_window: Vec<f64> = samples
                     .iter()
@@ -235,6 +242,7 @@ fn gpu_summary(c: &GpuCollector, gpu: &GpuSeries, window_start_ns: u64) -> Optio
     (!metrics.is_empty()).then(|| GpuSummary {
         gpu: gpu.identity.clone(),
         metrics,
+        restarts,
     })
 }
 
@@ -257,18 +265,25 @@ pub fn gauge_stats(values: &mut [f64]) -> Option<GaugeStats> {
     })
 }
 
-/// How much a counter rose in the window: its last sample minus the last sample before
-/// the window (the first in the window when none came before), never below 0. `None`
-/// without a sample in the window.
-pub fn counter_rise(samples: &[(u64, f64)], window_start_ns: u64) -> Option<f64> {
+/// How much a counter rose in the window, as Prometheus' `rate()` counts it: from the last
+/// sample before the window (the first in the window when none came before) to the last
+/// one, a drop counting as a restart from zero (a GPU reset or an exporter restart). `None`
+/// without a sample in the window; with the rise, whether the counter restarted.
+pub fn counter_rise(samples: &[(u64, f64)], window_start_ns: u64) -> Option<(f64, bool)> {
     let first_in = samples.iter().position(|(t, _)| *t >= window_start_ns)?;
-    let reference = if first_in > 0 {
-        samples[first_in - 1].1
-    } else {
-        samples[first_in].1
-    };
-    let last = samples.last()?.1;
-    Some((last - reference).max(0.0))
+    let from = first_in.saturating_sub(1);
+    let mut rise = 0.0;
+    let mut restarted = false;
+    for w in samples[from..].windows(2) {
+        let (before, now) = (w[0].1, w[1].1);
+        if now >= before {
+            rise += now - before;
+        } else {
+            rise += now;
+            restarted = true;
+        }
+    }
+    Some((rise, restarted))
 }
 
 #[cfg(test)]
@@ -293,12 +308,15 @@ mod tests {
     fn counters_rise_from_the_last_sample_before_the_window() {
         let samples = [(10, 1.0), (20, 4.0), (30, 6.0), (40, 9.0)];
         // The reference is the sample at 20, the last before 25.
-        assert_eq!(counter_rise(&samples, 25), Some(5.0));
+        assert_eq!(counter_rise(&samples, 25), Some((5.0, false)));
         // No sample before the window: from the first one inside.
-        assert_eq!(counter_rise(&samples, 5), Some(8.0));
+        assert_eq!(counter_rise(&samples, 5), Some((8.0, false)));
         assert_eq!(counter_rise(&samples, 50), None);
-        // A reset never gives a negative rise.
-        assert_eq!(counter_rise(&[(10, 9.0), (20, 1.0)], 15), Some(0.0));
+        // A drop is a restart from zero: 9 -> 1 is a rise of 1, then 1 -> 4 of 3.
+        assert_eq!(
+            counter_rise(&[(10, 9.0), (20, 1.0), (30, 4.0)], 15),
+            Some((4.0, true))
+        );
     }
 
     /// An exporter's collector after `texts`, each compared with the one before as the

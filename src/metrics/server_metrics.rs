@@ -7,7 +7,7 @@
 //! Prometheus' `histogram_quantile` does; AIPerf fits a learned per-bucket mean instead, so
 //! its estimates can differ within a bucket.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::server_series::{EndpointSeries, Phase, Snapshot};
 use crate::scrape::{Family, Kind, Value};
@@ -97,9 +97,14 @@ pub fn is_kept(f: &Family) -> bool {
 }
 
 /// The summaries of every kept family scraped in `phase`'s window, sorted by name, series
-/// by endpoint then labels.
-pub fn summarise(endpoints: &[&EndpointSeries], phase: Phase) -> Vec<MetricSummary> {
+/// by endpoint then labels; and the histograms left out because their figures contradict
+/// each other (see `histogram`).
+pub fn summarise(
+    endpoints: &[&EndpointSeries],
+    phase: Phase,
+) -> (Vec<MetricSummary>, BTreeSet<String>) {
     let mut out: BTreeMap<String, MetricSummary> = BTreeMap::new();
+    let mut refused = BTreeSet::new();
     for endpoint in endpoints {
         let Some(samples) = Samples::of(endpoint, phase) else {
             continue;
@@ -119,7 +124,13 @@ pub fn summarise(endpoints: &[&EndpointSeries], phase: Phase) -> Vec<MetricSumma
             for s in &fam.series {
                 let stats = match fam.kind {
                     Kind::Counter => counter(&samples, &fam.name, &s.labels),
-                    Kind::Histogram => histogram(&samples, &fam.name, &s.labels),
+                    Kind::Histogram => match histogram(&samples, &fam.name, &s.labels) {
+                        Ok(stats) => stats,
+                        Err(Inconsistent) => {
+                            refused.insert(fam.name.clone());
+                            None
+                        }
+                    },
                     _ => gauge(&samples, &fam.name, &s.labels),
                 };
                 if let Some(stats) = stats {
@@ -138,8 +149,12 @@ pub fn summarise(endpoints: &[&EndpointSeries], phase: Phase) -> Vec<MetricSumma
             (&a.endpoint_url, label_text(&a.labels)).cmp(&(&b.endpoint_url, label_text(&b.labels)))
         });
     }
-    v
+    (v, refused)
 }
+
+/// A histogram whose figures contradict each other: a bucket below the one before it, a
+/// count or sum that is not a number, or (after resets are counted on) one that went down.
+struct Inconsistent;
 
 /// Names of summary-type families in each endpoint's last scrape (skipped), for one info
 /// line.
@@ -273,14 +288,18 @@ fn counter(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Option
     })
 }
 
-fn histogram(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Option<SeriesStats> {
+fn histogram(
+    s: &Samples,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<Option<SeriesStats>, Inconsistent> {
     let Some(Value::Histogram {
         buckets,
         sum,
         count,
     }) = s.closing.find(name, labels)
     else {
-        return None;
+        return Ok(None);
     };
     let (ref_buckets, ref_sum, ref_count) = match s.reference.find(name, labels) {
         Some(Value::Histogram {
@@ -290,6 +309,10 @@ fn histogram(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Opti
         }) => (buckets.as_slice(), *sum, *count),
         _ => (&[][..], 0.0, 0.0),
     };
+    let ascending = |b: &[(String, f64)]| b.windows(2).all(|w| w[0].1 <= w[1].1);
+    if !ascending(buckets) || !ascending(ref_buckets) {
+        return Err(Inconsistent);
+    }
     let cumulative: Vec<(String, f64)> = buckets
         .iter()
         .map(|(le, c)| {
@@ -300,11 +323,16 @@ fn histogram(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Opti
             (le.clone(), c - before)
         })
         .collect();
-    let count_delta = (count - ref_count).max(0.0);
+    let count_delta = count - ref_count;
     let sum_delta = sum - ref_sum;
+    let mut figures = [count_delta, sum_delta]
+        .into_iter()
+        .chain(cumulative.iter().map(|(_, c)| *c));
+    if figures.any(|v| !v.is_finite()) || count_delta < 0.0 {
+        return Err(Inconsistent);
+    }
     let secs = seconds_between(&s.reference, &s.closing);
-    let buckets_ok = cumulative.iter().all(|(_, c)| *c >= 0.0)
-        && cumulative.windows(2).all(|w| w[0].1 <= w[1].1);
+    let buckets_ok = cumulative.iter().all(|(_, c)| *c >= 0.0) && ascending(&cumulative);
     let estimates = if count_delta > 0.0 && buckets_ok {
         HISTOGRAM_PERCENTILES
             .iter()
@@ -313,7 +341,7 @@ fn histogram(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Opti
     } else {
         Vec::new()
     };
-    Some(SeriesStats::Histogram {
+    Ok(Some(SeriesStats::Histogram {
         count: count_delta,
         sum: sum_delta,
         avg: (count_delta > 0.0).then(|| sum_delta / count_delta),
@@ -321,7 +349,7 @@ fn histogram(s: &Samples, name: &str, labels: &BTreeMap<String, String>) -> Opti
         sum_rate: per_second(sum_delta, secs),
         buckets: buckets_ok.then_some(cumulative),
         estimates,
-    })
+    }))
 }
 
 /// The `q` quantile from cumulative bucket counts: linear inside the bucket holding the
@@ -402,7 +430,7 @@ mod tests {
 
     fn summarise_one(scrapes: Vec<ScrapeEvent>, w: Window) -> (Vec<MetricSummary>, EndpointSeries) {
         let s = replay("http://h:1/metrics", &scrapes, &[(Phase::Profiling, w)]);
-        (summarise(&[&s], Phase::Profiling), s)
+        (summarise(&[&s], Phase::Profiling).0, s)
     }
 
     const H: &str = "# TYPE t histogram\n";

@@ -7,7 +7,7 @@
 //!   need (see `WindowPins`), and the last few scrapes are kept for a window declared late;
 //! - per scrape, its time (8 bytes), and the times of those that changed.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::column::SampleRuns;
@@ -123,6 +123,98 @@ pub struct ScrapeTimes {
     pub updates: Vec<u64>,
 }
 
+/// Something kept per series: by family name, then label set.
+type BySeries<T> = HashMap<String, HashMap<BTreeMap<String, String>, T>>;
+
+/// Counters as Prometheus' `rate()` reads them: a value below the last one means the counter
+/// started again from zero (a server restart), so its increase over that interval is the new
+/// value, not a negative difference. Each counter series, and each bucket, sum and count of a
+/// histogram, keeps its last raw value and the sum of the values it had before each reset;
+/// scrapes are kept with that sum added, so the change between any two of them is the
+/// increase, resets included.
+#[derive(Debug, Default)]
+struct Resets {
+    /// (last raw value, added) per value of each series.
+    series: BySeries<Vec<(f64, f64)>>,
+    /// Families in which some series reset.
+    families: BTreeSet<String>,
+}
+
+/// A series' counter values in a fixed order: a counter's value, or a histogram's buckets,
+/// sum and count.
+fn counter_values(v: &mut Value) -> Vec<&mut f64> {
+    match v {
+        Value::Scalar(x) => vec![x],
+        Value::Histogram {
+            buckets,
+            sum,
+            count,
+        } => buckets
+            .iter_mut()
+            .map(|(_, c)| c)
+            .chain([sum, count])
+            .collect(),
+        Value::Summary { .. } => Vec::new(),
+    }
+}
+
+impl Resets {
+    /// `families` with every counter made to count on across its resets; the same scrape
+    /// when none of its counters has ever reset.
+    fn continued(&mut self, families: &Arc<Vec<Family>>) -> Arc<Vec<Family>> {
+        let mut any_added = false;
+        for f in families
+            .iter()
+            .filter(|f| matches!(f.kind, Kind::Counter | Kind::Histogram))
+        {
+            let by_labels = match self.series.get_mut(&f.name) {
+                Some(m) => m,
+                None => self.series.entry(f.name.clone()).or_default(),
+            };
+            for series in &f.series {
+                let mut value = series.value.clone();
+                let values = counter_values(&mut value);
+                let states = match by_labels.get_mut(&series.labels) {
+                    Some(s) => s,
+                    None => by_labels.entry(series.labels.clone()).or_default(),
+                };
+                if states.len() != values.len() {
+                    // A new series, or buckets that changed: it starts here.
+                    *states = values.iter().map(|v| (**v, 0.0)).collect();
+                }
+                for ((last, added), v) in states.iter_mut().zip(values) {
+                    if !v.is_finite() {
+                        continue;
+                    }
+                    if *v < *last {
+                        *added += *last;
+                        self.families.insert(f.name.clone());
+                    }
+                    *last = *v;
+                    any_added |= *added != 0.0;
+                }
+            }
+        }
+        if !any_added {
+            return families.clone();
+        }
+        let mut continued = families.as_ref().clone();
+        for f in continued
+            .iter_mut()
+            .filter(|f| matches!(f.kind, Kind::Counter | Kind::Histogram))
+        {
+            let by_labels = &self.series[&f.name];
+            for series in &mut f.series {
+                let states = &by_labels[&series.labels];
+                for ((_, added), v) in states.iter().zip(counter_values(&mut series.value)) {
+                    *v += added;
+                }
+            }
+        }
+        Arc::new(continued)
+    }
+}
+
 /// One endpoint's scrapes as the summaries need them.
 #[derive(Debug)]
 pub struct EndpointSeries {
@@ -130,10 +222,11 @@ pub struct EndpointSeries {
     pub times: ScrapeTimes,
     /// First-byte time of every scrape, by ordinal.
     at_ns: Vec<u64>,
-    /// Gauge (and untyped) samples by family name and label set.
-    gauges: HashMap<String, HashMap<BTreeMap<String, String>, SampleRuns>>,
+    /// Gauge (and untyped) samples.
+    gauges: BySeries<SampleRuns>,
     recent: VecDeque<Snapshot>,
     windows: [Option<WindowPins>; 2],
+    resets: Resets,
 }
 
 fn slot(phase: Phase) -> usize {
@@ -152,7 +245,13 @@ impl EndpointSeries {
             gauges: HashMap::new(),
             recent: VecDeque::new(),
             windows: [None, None],
+            resets: Resets::default(),
         }
+    }
+
+    /// Families with a counter that went down during the run (counted on as `rate()` does).
+    pub fn reset_families(&self) -> &BTreeSet<String> {
+        &self.resets.families
     }
 
     /// A phase started at `start_ns` (run clock).
@@ -244,7 +343,7 @@ impl ScrapeSink for EndpointSeries {
         }
         let snapshot = Snapshot {
             at_ns: s.first_byte_ns,
-            families: s.families.clone(),
+            families: self.resets.continued(&s.families),
         };
         for pins in self.windows.iter_mut().flatten() {
             pins.offer(&snapshot);
@@ -339,6 +438,41 @@ mod tests {
         assert_eq!(s.times.scrapes, 6);
         assert_eq!(s.times.updates, [10, 20, 30, 40, 50]);
         assert_eq!(s.times.fetch_ns_sum, 6 * 3);
+    }
+
+    #[test]
+    fn a_counter_that_resets_counts_on_as_rate_does() {
+        let text = |c: u64, h: u64| {
+            format!(
+                "# TYPE c counter\nc_total {c}\n# TYPE h histogram\nh_bucket{{le=\"1\"}} {h}\n\
+                 h_bucket{{le=\"+Inf\"}} {h}\nh_sum {h}\nh_count {h}\n"
+            )
+        };
+        let mut s = EndpointSeries::new("u");
+        s.window_started(Phase::Profiling, 5);
+        // 10 -> 40, restart, 5 -> 25: an increase of 30 + 5 + 20.
+        for (t, c) in [(10, 10), (20, 40), (30, 5), (40, 25)] {
+            s.scraped(&event(t, &text(c, c / 5), true));
+        }
+        s.window_ended(Phase::Profiling, 40);
+        let p = s.pins(Phase::Profiling).unwrap();
+        let value = |snap: &Snapshot, name: &str| match &snap
+            .families
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap()
+            .series[0]
+            .value
+        {
+            Value::Scalar(v) => *v,
+            Value::Histogram { count, .. } => *count,
+            Value::Summary { .. } => unreachable!(),
+        };
+        let (reference, closing) = (p.reference().unwrap(), p.closing().unwrap());
+        assert_eq!(value(closing, "c") - value(reference, "c"), 55.0);
+        // The histogram's count: 2 -> 8, restart, 1 -> 5.
+        assert_eq!(value(closing, "h") - value(reference, "h"), 11.0);
+        assert_eq!(s.reset_families().iter().collect::<Vec<_>>(), ["c", "h"]);
     }
 
     #[test]

@@ -42,5 +42,24 @@ pub(super) fn summarise(
             );
         }
     }
+    let restarted: Vec<String> = t
+        .gpus()
+        .filter(|(_, g)| !g.restarts.is_empty())
+        .map(|(e, g)| {
+            format!(
+                "GPU {} at {}: {}",
+                g.gpu.index,
+                e.url,
+                g.restarts.join(", ")
+            )
+        })
+        .collect();
+    if !restarted.is_empty() {
+        warn!(
+            "GPU telemetry: counters went down during the run (a GPU or exporter restart?), each \
+             counted on from zero as Prometheus' rate() does: {}",
+            restarted.join("; ")
+        );
+    }
     t.has_data().then(|| Arc::new(t))
 }

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use tracing::info;
+use std::collections::BTreeSet;
+
+use tracing::{info, warn};
 
 use super::observe::Observed;
 use super::phases::Ran;
@@ -54,10 +56,25 @@ pub(super) fn summarise(
             skipped.join(", ")
         );
     }
-    let profiling = server_metrics::summarise(&endpoints, Phase::Profiling);
+    let (profiling, inconsistent) = server_metrics::summarise(&endpoints, Phase::Profiling);
     let warmup = ran
         .warmup_window
-        .map(|_| server_metrics::summarise(&endpoints, Phase::Warmup));
+        .map(|_| server_metrics::summarise(&endpoints, Phase::Warmup).0);
+    let reset: BTreeSet<&String> = endpoints.iter().flat_map(|e| e.reset_families()).collect();
+    if !reset.is_empty() {
+        warn!(
+            "Server metrics: counters went down during the run (a server restart?) in {}; each \
+             is counted on from zero, as Prometheus' rate() does",
+            reset.into_iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    if !inconsistent.is_empty() {
+        warn!(
+            "Server metrics: histograms left out, their buckets, count or sum contradict each \
+             other: {}",
+            inconsistent.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
     let console = export::render_server_metrics(&profiling, client, export::console::CONSOLE_WIDTH);
     Some(ServerMetrics {
         profiling,

@@ -707,7 +707,25 @@ impl HttpClient {
                     }
                 }
             }
-            framer.finish(|ev| state.on_event(ev, record));
+            let failed_before = record.error.is_some();
+            let cut = framer.finish(|ev| state.on_event(ev, record));
+            // The body ended inside its last line (a Content-Length shorter than the
+            // stream, a proxy that cut it): that event is not the server's bad JSON.
+            if cut
+                && !failed_before
+                && record
+                    .error
+                    .as_ref()
+                    .is_some_and(|e| e.kind == "InvalidResponseError")
+            {
+                record.error = Some(ErrorDetails {
+                    code: None,
+                    kind: "IncompleteStreamError".into(),
+                    message: "The stream ended inside an event (its last line has no end): \
+                              the response was cut short"
+                        .into(),
+                });
+            }
             if record.error.is_none() && !state.done && !self.shape.ends_at_close() {
                 record.error = Some(ErrorDetails {
                     code: None,

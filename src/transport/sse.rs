@@ -87,13 +87,17 @@ impl SseFramer {
     }
 
     /// Ends the stream: an event left without its closing blank line is still delivered
-    /// (servers that close the connection right after the last `data:` line).
-    pub fn finish(&mut self, mut on_event: impl FnMut(SseEvent<'_>)) {
-        if !self.partial.is_empty() {
+    /// (servers that close the connection right after the last `data:` line). True when
+    /// the stream stopped inside a line (no line end after its last bytes): that event may
+    /// be cut short.
+    pub fn finish(&mut self, mut on_event: impl FnMut(SseEvent<'_>)) -> bool {
+        let cut = !self.partial.is_empty();
+        if cut {
             let line = std::mem::take(&mut self.partial);
             self.line(&line, &mut on_event);
         }
         self.dispatch(&mut on_event);
+        cut
     }
 
     /// A line gathered over several frames. A long `data:` line that starts its event
