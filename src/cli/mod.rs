@@ -6,6 +6,8 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub use crate::endpoint::EndpointType;
+
 pub mod cache_bust;
 pub mod collectors;
 mod config_file;
@@ -163,77 +165,16 @@ pub enum Command {
     Plot(plot::PlotArgs),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EndpointType {
-    /// OpenAI chat completions (`/v1/chat/completions`); text and images.
-    Chat,
-    /// OpenAI text completions (`/v1/completions`); text only.
-    Completions,
-    /// OpenAI speech to text (`/v1/audio/transcriptions`): one audio clip per request, sent
-    /// as multipart/form-data.
-    AudioTranscription,
-    /// OpenAI Responses API (`/v1/responses`); text, images and audio, streamed as named
-    /// events.
-    Responses,
-    /// Anthropic Messages API (`/v1/messages`); text and images, `x-api-key` auth.
-    Messages,
-    // Non-chat endpoint types.
-    /// OpenAI embeddings (`/v1/embeddings`): `input` is the entry's texts; no output
-    /// tokens, so "Embeddings Metrics" has latency, throughput and input lengths only.
-    Embeddings,
-    /// NVIDIA NIM reranking (`/v1/ranking`): a query and passages (see --rankings-*).
-    NimRankings,
-    /// Cohere reranking (`/v2/rerank`): a query and documents (see --rankings-*).
-    CohereRankings,
-    /// Hugging Face TEI reranking (`/rerank`): a query and texts (see --rankings-*).
-    HfTeiRankings,
-    /// A body rendered from a Jinja2 template: --extra-inputs payload_template:<nv-embedqa,
-    /// a file, or the template>; optional response_field:<path to the answer text>. Nothing
-    /// is appended to --url.
-    Template,
-    /// Each input line's `payload` sent verbatim (mooncake_trace lines with "payload");
-    /// the answer's shape is detected (optional response_field). Nothing is appended to
-    /// --url.
-    Raw,
-    /// OpenAI image generation (`/v1/images/generations`): the prompt, `n: 1` and
-    /// `response_format: b64_json`; the images are counted (num_images, image_throughput,
-    /// image_latency).
-    ImageGeneration,
-    /// Embeddings of chat messages (`/v1/embeddings`, vLLM's multimodal embeddings): the
-    /// chat body with text and image parts; "Embeddings Metrics".
-    ChatEmbeddings,
-    /// NVIDIA NIM embeddings (`/v1/embeddings`): texts, images as `<img src='URL'/>`, or
-    /// each text paired with an image; "NIM Embeddings Metrics".
-    NimEmbeddings,
-    /// Hugging Face TGI (`/generate`; `/generate_stream` with --streaming): `inputs` and
-    /// `parameters.max_new_tokens` (--extra-inputs go into `parameters`).
-    HuggingfaceGenerate,
-    /// NVIDIA NIM image retrieval (`/v1/infer`): each request's images as `input` items
-    /// (needs --image-width-mean/--image-height-mean or images in the input file); the
-    /// answer's `data[]` is counted; "Image Retrieval Metrics".
-    ImageRetrieval,
-    /// SOLIDO RAG (`/rag/api/prompt`): `query`, `filters` and `inference_model`; the
-    /// answer's `content` (streamed too); "SOLIDO RAG Metrics".
-    SolidoRag,
-    /// OpenAI image edits (`/v1/images/edits`): a multipart form with the prompt and the
-    /// request's first image as the `image` file (an http(s) image as `url`), `n: 1`,
-    /// `response_format: b64_json`; the images answered are counted; "Image Edit Metrics".
-    ImageEdit,
-    /// OpenAI video generation (`/v1/videos`, POST then poll): refused, not supported by
-    /// this build.
-    VideoGeneration,
-}
+/// `--endpoint-type` takes the endpoint types' own list: their names and help come from
+/// the one table in `endpoint`.
+impl ValueEnum for EndpointType {
+    fn value_variants<'a>() -> &'a [Self] {
+        EndpointType::ALL
+    }
 
-impl EndpointType {
-    /// AIPerf's endpoint types this build refuses: their name and what they would need.
-    pub fn unsupported(self) -> Option<(&'static str, &'static str)> {
-        match self {
-            EndpointType::VideoGeneration => Some((
-                "video_generation",
-                "a POST to /v1/videos then polling GET /v1/videos/{id} until the job ends",
-            )),
-            _ => None,
-        }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = self.help().split_whitespace().collect::<Vec<_>>().join(" ");
+        Some(clap::builder::PossibleValue::new(self.as_str()).help(help))
     }
 }
 

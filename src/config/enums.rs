@@ -5,38 +5,9 @@ use crate::cli::{self};
 use crate::dataset::custom::CustomDatasetType;
 use crate::dataset::source::ImageSampling;
 use crate::dataset::{DatasetSampling, ImageFormat};
-use crate::endpoint::{EndpointType, ModelSelection};
+use crate::endpoint::ModelSelection;
 use crate::transport::ConnectionReuse;
 use crate::ui::UiType;
-
-impl From<cli::EndpointType> for EndpointType {
-    fn from(v: cli::EndpointType) -> Self {
-        match v {
-            cli::EndpointType::Chat => EndpointType::Chat,
-            cli::EndpointType::Completions => EndpointType::Completions,
-            cli::EndpointType::AudioTranscription => EndpointType::AudioTranscription,
-            cli::EndpointType::Responses => EndpointType::Responses,
-            cli::EndpointType::Messages => EndpointType::Messages,
-            // Non-chat endpoint types.
-            cli::EndpointType::Embeddings => EndpointType::Embeddings,
-            cli::EndpointType::NimRankings => EndpointType::NimRankings,
-            cli::EndpointType::CohereRankings => EndpointType::CohereRankings,
-            cli::EndpointType::HfTeiRankings => EndpointType::HfTeiRankings,
-            cli::EndpointType::Template => EndpointType::Template,
-            cli::EndpointType::Raw => EndpointType::Raw,
-            cli::EndpointType::ImageGeneration => EndpointType::ImageGeneration,
-            cli::EndpointType::ChatEmbeddings => EndpointType::ChatEmbeddings,
-            cli::EndpointType::NimEmbeddings => EndpointType::NimEmbeddings,
-            cli::EndpointType::HuggingfaceGenerate => EndpointType::HuggingfaceGenerate,
-            cli::EndpointType::ImageRetrieval => EndpointType::ImageRetrieval,
-            cli::EndpointType::SolidoRag => EndpointType::SolidoRag,
-            cli::EndpointType::ImageEdit => EndpointType::ImageEdit,
-            cli::EndpointType::VideoGeneration => {
-                unreachable!("refused before the configuration is built")
-            }
-        }
-    }
-}
 
 impl From<cli::WaitForModelMode> for ReadinessProbe {
     fn from(v: cli::WaitForModelMode) -> Self {

@@ -171,12 +171,13 @@ impl ProfileConfig {
                 bad("--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct")
             })?;
 
-        if let Some((name, needs)) = a.endpoint_type.unsupported() {
+        let endpoint_type = a.endpoint_type;
+        if let Some(needs) = endpoint_type.unsupported() {
             return Err(bad(format!(
-                "--endpoint-type {name} is not supported by this build of aiperf ({needs}); use another endpoint type"
+                "--endpoint-type {} is not supported by this build of aiperf ({needs}); use another endpoint type",
+                endpoint_type.as_str()
             )));
         }
-        let endpoint_type = EndpointType::from(a.endpoint_type);
         // TGI streams from a path of its own.
         let custom_endpoint = a
             .custom_endpoint

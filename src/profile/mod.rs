@@ -278,25 +278,22 @@ fn start_mock_server(cfg: &mut ProfileConfig) -> anyhow::Result<Option<InProcess
 
 /// The HTTP client and the plan, shared by every request of the run.
 fn load_context(cfg: &ProfileConfig, plan: SendPlan) -> anyhow::Result<Arc<LoadContext>> {
-    let client = HttpClient::new(
-        cfg.request_uri().clone(),
-        cfg.api_key.as_deref(),
-        &cfg.headers,
-        cfg.request_timeout,
-    )?
-    .with_content_type(&cfg.endpoint_type.content_type())?
-    .with_endpoint(cfg.endpoint_type, cfg.api_key.as_deref())
-    .with_response_shape(
-        cfg.endpoint_type
-            .response_shape(&cfg.extra_inputs)
-            .map_err(anyhow::Error::msg)?,
-    )
-    .with_max_response_bytes(cfg.max_response_bytes)
-    .with_servers(
-        cfg.request_uris.clone(),
-        cfg.connection_reuse,
-        cfg.session_header.clone(),
-    );
+    let headers = cfg
+        .endpoint_type
+        .request_headers(cfg.api_key.as_deref(), &cfg.headers)
+        .map_err(anyhow::Error::msg)?;
+    let client = HttpClient::new(cfg.request_uri().clone(), &headers, cfg.request_timeout)?
+        .with_response_shape(
+            cfg.endpoint_type
+                .response_shape(&cfg.extra_inputs)
+                .map_err(anyhow::Error::msg)?,
+        )
+        .with_max_response_bytes(cfg.max_response_bytes)
+        .with_servers(
+            cfg.request_uris.clone(),
+            cfg.connection_reuse,
+            cfg.session_header.clone(),
+        );
     Ok(Arc::new(LoadContext {
         client,
         clock: Clock::new(),

@@ -238,7 +238,7 @@ mod tests {
             let uri = format!("{}/v1/chat/completions", server.url())
                 .parse()
                 .unwrap();
-            let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+            let client = HttpClient::new(uri, &[], Duration::from_secs(10)).unwrap();
             let body = json!({"model": "m", "messages": [
                 {"role": "system", "content": "Be brief."},
                 {"role": "user", "content": "the of and to"},
@@ -272,7 +272,7 @@ mod tests {
 
     fn client(url: &str) -> HttpClient {
         let uri = format!("{url}/v1/chat/completions").parse().unwrap();
-        HttpClient::new(uri, None, &[], std::time::Duration::from_secs(5)).unwrap()
+        HttpClient::new(uri, &[], std::time::Duration::from_secs(5)).unwrap()
     }
 
     /// A URL nothing listens on.

@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{
-    ACCEPT_ENCODING, AUTHORIZATION, CONNECTION, CONTENT_ENCODING, CONTENT_TYPE, HOST, HeaderMap,
-    HeaderValue,
+    ACCEPT_ENCODING, CONNECTION, CONTENT_ENCODING, CONTENT_TYPE, HOST, HeaderMap, HeaderValue,
 };
 use http::{Request, Uri};
 use http_body_util::BodyExt;
@@ -24,8 +23,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use tracing::warn;
 
 use crate::clock::Clock;
+use crate::endpoint::StreamLead;
 use crate::endpoint::shape::ResponseShape;
-use crate::endpoint::{EndpointType, StreamLead};
 use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord};
 use conn::WatchedConnector;
 use pool::{Conn, ConnectError, Pool, Target};
@@ -152,10 +151,11 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
+    /// A client of `uri` whose requests carry `headers` (the API's, auth included: see
+    /// `endpoint::EndpointType::request_headers`; a later header of a name wins).
     pub fn new(
         uri: Uri,
-        api_key: Option<&str>,
-        extra_headers: &[(http::HeaderName, HeaderValue)],
+        headers: &[(http::HeaderName, HeaderValue)],
         timeout: Duration,
     ) -> anyhow::Result<Self> {
         let mut http = HttpConnector::new_with_resolver(timing::StampedResolver::new());
@@ -170,19 +170,13 @@ impl HttpClient {
         let connector = WatchedConnector(connector, None);
         let pool = Arc::new(Pool::new(connector.clone(), 1, usize::MAX));
 
+        let given = headers;
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         // Responses are not decoded: compression would only add client work to the timings.
         // A server that compresses anyway gets a clear error (see `run`).
         headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
-        if let Some(key) = api_key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                anyhow::anyhow!("--api-key contains characters not allowed in a header")
-            })?;
-            v.set_sensitive(true);
-            headers.insert(AUTHORIZATION, v);
-        }
-        for (name, value) in extra_headers {
+        for (name, value) in given {
             headers.insert(name.clone(), value.clone());
         }
         tracing::debug!(
@@ -285,43 +279,6 @@ impl HttpClient {
         let i = self.pinned.unwrap_or_else(|| self.servers.pick());
         self.servers.sent[i].fetch_add(1, Ordering::Relaxed);
         i
-    }
-
-    /// Sends every request with this `Content-Type` instead of `application/json` (a
-    /// multipart body's, with its boundary).
-    pub fn with_content_type(mut self, value: &str) -> anyhow::Result<Self> {
-        let v = HeaderValue::from_str(value)
-            .map_err(|_| anyhow::anyhow!("invalid Content-Type '{value}'"))?;
-        self.headers.insert(CONTENT_TYPE, v);
-        Ok(self)
-    }
-
-    /// The headers `endpoint` wants: the Messages API takes `api_key` as `x-api-key` in
-    /// place of the bearer token, and wants `anthropic-version`; headers given with --header
-    /// stay as they are. (Responses are read as `with_response_shape` says.)
-    pub fn with_endpoint(mut self, endpoint: EndpointType, api_key: Option<&str>) -> Self {
-        if endpoint != EndpointType::Messages {
-            return self;
-        }
-        if let Some(key) = api_key {
-            let bearer = format!("Bearer {key}");
-            if self.headers.get(AUTHORIZATION).map(HeaderValue::as_bytes) == Some(bearer.as_bytes())
-            {
-                self.headers.remove(AUTHORIZATION);
-            }
-            if !self.headers.contains_key("x-api-key") {
-                let mut v = HeaderValue::from_str(key).expect("checked as a bearer token");
-                v.set_sensitive(true);
-                self.headers.insert("x-api-key", v);
-            }
-        }
-        if !self.headers.contains_key("anthropic-version") {
-            self.headers.insert(
-                "anthropic-version",
-                HeaderValue::from_static(crate::endpoint::messages::ANTHROPIC_VERSION),
-            );
-        }
-        self
     }
 
     /// Caps each response body at `bytes`: past it the request fails and the rest of the
@@ -1078,6 +1035,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 mod tests {
     use super::*;
     use crate::mock::{self, MockServerArgs};
+    use http::header::AUTHORIZATION;
     use proptest::prelude::*;
     use std::sync::Arc;
 
@@ -1184,13 +1142,14 @@ mod tests {
     fn a_request_carries_the_given_headers_its_ids_and_the_target_host() {
         let uri: Uri = "http://127.0.0.1:9/v1/chat/completions".parse().unwrap();
         let given = [
+            (AUTHORIZATION, HeaderValue::from_static("Bearer k1")),
             (HOST, HeaderValue::from_static("ignored.example")),
             (
                 http::HeaderName::from_static("x-team"),
                 HeaderValue::from_static("a"),
             ),
         ];
-        let c = HttpClient::new(uri, Some("k1"), &given, Duration::from_secs(1)).unwrap();
+        let c = HttpClient::new(uri, &given, Duration::from_secs(1)).unwrap();
         let mut record = empty_record();
         record.x_request_id = "req-1".into();
         record.input.correlation_id = "corr-1".into();
@@ -1215,37 +1174,6 @@ mod tests {
         assert_eq!(h.get(HOST).unwrap(), &target.host);
         assert_eq!(h.get("x-request-id").unwrap(), "req-1");
         assert_eq!(h.get(&c.session_header).unwrap(), "corr-1");
-    }
-
-    #[test]
-    fn messages_api_key_and_version_headers() {
-        let uri: Uri = "http://127.0.0.1:9/v1/messages".parse().unwrap();
-        let timeout = Duration::from_secs(1);
-        let c = HttpClient::new(uri.clone(), Some("k1"), &[], timeout)
-            .unwrap()
-            .with_endpoint(EndpointType::Messages, Some("k1"));
-        assert_eq!(c.headers.get("x-api-key").unwrap(), "k1");
-        assert_eq!(c.headers.get("anthropic-version").unwrap(), "2023-06-01");
-        assert!(c.headers.get(AUTHORIZATION).is_none());
-        // Headers given with --header stay.
-        let given = [
-            (AUTHORIZATION, HeaderValue::from_static("Bearer gateway")),
-            (
-                http::HeaderName::from_static("anthropic-version"),
-                HeaderValue::from_static("2024-01-01"),
-            ),
-        ];
-        let c = HttpClient::new(uri.clone(), Some("k1"), &given, timeout)
-            .unwrap()
-            .with_endpoint(EndpointType::Messages, Some("k1"));
-        assert_eq!(c.headers.get(AUTHORIZATION).unwrap(), "Bearer gateway");
-        assert_eq!(c.headers.get("x-api-key").unwrap(), "k1");
-        assert_eq!(c.headers.get("anthropic-version").unwrap(), "2024-01-01");
-        let c = HttpClient::new(uri, Some("k1"), &[], timeout)
-            .unwrap()
-            .with_endpoint(EndpointType::Responses, Some("k1"));
-        assert_eq!(c.headers.get(AUTHORIZATION).unwrap(), "Bearer k1");
-        assert!(c.headers.get("x-api-key").is_none());
     }
 
     #[test]
@@ -1372,7 +1300,7 @@ mod tests {
     /// A client for the chat endpoint of the server at `base_url`.
     fn chat_client(base_url: &str, timeout: Duration) -> HttpClient {
         let uri: Uri = format!("{base_url}/v1/chat/completions").parse().unwrap();
-        HttpClient::new(uri, None, &[], timeout).unwrap()
+        HttpClient::new(uri, &[], timeout).unwrap()
     }
 
     /// One streamed chat request asking for `tokens` tokens.
@@ -1437,7 +1365,7 @@ mod tests {
     /// `n` streamed chat requests for `tokens` tokens each, one after another, on one client.
     async fn sequential_streams(base_url: &str, n: usize, tokens: u64) -> Vec<RequestRecord> {
         let uri: Uri = format!("{base_url}/v1/chat/completions").parse().unwrap();
-        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+        let client = HttpClient::new(uri, &[], Duration::from_secs(10)).unwrap();
         let clock = Clock::new();
         let mut records = Vec::with_capacity(n);
         for i in 0..n {
@@ -1635,7 +1563,7 @@ mod tests {
             .build()
             .unwrap();
         let uri: Uri = format!("{url}/v1/chat/completions").parse().unwrap();
-        let client = HttpClient::new(uri, None, &[], Duration::from_secs(10)).unwrap();
+        let client = HttpClient::new(uri, &[], Duration::from_secs(10)).unwrap();
         let clock = Clock::new();
         let send = |id: &str| {
             rt.block_on(client.exchange(
@@ -1675,7 +1603,7 @@ mod tests {
         let uri: Uri = format!("{}/v1/chat/completions", server.url())
             .parse()
             .unwrap();
-        let client = HttpClient::new(uri, None, &[], Duration::from_secs(60)).unwrap();
+        let client = HttpClient::new(uri, &[], Duration::from_secs(60)).unwrap();
         let c2 = client.clone();
         let task = tokio::spawn(async move {
             c2.exchange(
