@@ -636,7 +636,7 @@ impl Loader<'_> {
                 .next()
                 .and_then(|mime| mime.strip_prefix("image/"))
                 .map_or("unknown", static_format);
-            let (width, height) = check_data_url(at, field, rest)?;
+            let (width, height) = check_data_url(at, field, value)?;
             return Ok(EncodedImage {
                 data_url: value.to_string(),
                 width,
@@ -712,32 +712,20 @@ impl Loader<'_> {
 
 /// A data URL is checked as a file is: base64 that decodes to an image whose size can be
 /// read. Returns the image's width and height.
-fn check_data_url(at: At, field: &str, rest: &str) -> Result<(u32, u32), InputError> {
-    let Some((meta, payload)) = rest.split_once(',') else {
-        return Err(at.err(
-            field,
-            "data URL has no ','; give data:image/png;base64,<data>",
-        ));
-    };
-    if !meta.ends_with(";base64") {
-        return Err(at.err(
-            field,
-            format!("data URL '{meta}' is not base64; give data:image/<type>;base64,<data>"),
-        ));
-    }
-    let bytes = STANDARD
-        .decode(payload.trim())
-        .map_err(|e| at.err(field, format!("data URL has invalid base64: {e}")))?;
-    image::ImageReader::new(std::io::Cursor::new(&bytes))
-        .with_guessed_format()
-        .ok()
-        .and_then(|r| r.into_dimensions().ok())
-        .ok_or_else(|| {
-            at.err(
-                field,
-                "data URL does not hold a readable image (png, jpeg, webp, gif, bmp)",
-            )
-        })
+fn check_data_url(at: At, field: &str, url: &str) -> Result<(u32, u32), InputError> {
+    use super::data_url::{DataUrlError, image_size};
+    image_size(url).map_err(|e| {
+        let why = match e {
+            DataUrlError::NotBase64DataUrl => {
+                "data URL is not base64; give data:image/<type>;base64,<data>".to_string()
+            }
+            DataUrlError::BadBase64(e) => format!("data URL has invalid base64: {e}"),
+            DataUrlError::UnknownFormat => {
+                "data URL does not hold a readable image (png, jpeg, webp, gif, bmp)".to_string()
+            }
+        };
+        at.err(field, why)
+    })
 }
 
 const STREAM_TRACE_PROMPT: u64 = 10;

@@ -7,6 +7,7 @@ pub mod batch;
 pub mod cache_bust;
 pub mod coding;
 pub mod custom;
+pub mod data_url;
 pub mod image;
 pub mod input_lines;
 pub mod media;

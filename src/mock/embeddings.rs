@@ -7,8 +7,9 @@
 
 use serde_json::{Value, json};
 
-use super::image::{data_url_dimensions, qwen2_vl_image_tokens};
+use super::image::qwen2_vl_image_tokens;
 use super::request::text_tokens;
+use crate::dataset::data_url::image_size;
 use crate::hash::splitmix64;
 
 /// Numbers per vector.
@@ -64,7 +65,7 @@ fn input_tokens(input: &str) -> Result<u64, String> {
         let end = tag
             .find("'/>")
             .ok_or("an <img src='...'/> tag is not closed")?;
-        let (w, h) = data_url_dimensions(&tag[..end]).map_err(|e| format!("<img>: {e}"))?;
+        let (w, h) = image_size(&tag[..end]).map_err(|e| format!("<img>: {e}"))?;
         tokens += qwen2_vl_image_tokens(w, h);
         rest = &tag[end + 3..];
     }
@@ -91,8 +92,7 @@ fn chat(req: &Value, messages: &Value, default_model: &str) -> Result<(Value, u6
                         tokens += text_tokens(t);
                         key.push_str(t);
                     } else if let Some(url) = p.pointer("/image_url/url").and_then(Value::as_str) {
-                        let (w, h) =
-                            data_url_dimensions(url).map_err(|e| format!("image_url: {e}"))?;
+                        let (w, h) = image_size(url).map_err(|e| format!("image_url: {e}"))?;
                         tokens += qwen2_vl_image_tokens(w, h);
                         key.push_str(url);
                     }

@@ -45,7 +45,7 @@ pub fn edit_answer(content_type: &str, body: &[u8]) -> Result<(Value, u64), Stri
     for p in &parts {
         match (p.name, p.filename) {
             ("image", Some(_)) => {
-                super::image::image_dimensions(p.data)
+                crate::dataset::data_url::image_dimensions(p.data)
                     .ok_or("'image' is not a PNG or JPEG image")?;
                 has_image = true;
             }

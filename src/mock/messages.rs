@@ -12,10 +12,11 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::image::{data_url_dimensions, qwen2_vl_image_tokens};
+use super::image::qwen2_vl_image_tokens;
 use super::request::{ChatCosts, FinishReason, GenerationParams, PromptStats, text_tokens};
 use super::response::{Api, ChunkWriter, ResponseHeader, UsageCounts};
 use super::words;
+use crate::dataset::data_url::image_size;
 
 /// The last event of a stream, which `--truncate-rate` leaves out.
 pub const STOP_EVENT: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
@@ -32,7 +33,7 @@ pub(super) fn count_image(
     stats: &mut PromptStats,
 ) -> Result<(), String> {
     if url.starts_with("data:") {
-        let (w, h) = data_url_dimensions(url).map_err(|e| e.to_string())?;
+        let (w, h) = image_size(url).map_err(|e| e.to_string())?;
         stats.image_tokens += qwen2_vl_image_tokens(w, h);
         stats.image_sizes.push((w, h));
     } else if url.starts_with("http://") || url.starts_with("https://") {

@@ -23,8 +23,9 @@ use serde::Deserialize;
 use crate::tokenizer::Tokenizer;
 
 use super::audio::input_audio_tokens;
-use super::image::{data_url_dimensions, qwen2_vl_image_tokens};
+use super::image::qwen2_vl_image_tokens;
 use super::video::video_url_tokens;
+use crate::dataset::data_url::image_size;
 
 /// Output lengths without `max_tokens` are the prompt's text tokens clamped to this range.
 pub const DEFAULT_OUTPUT_MIN: u64 = 16;
@@ -251,7 +252,7 @@ fn count_part(
                 .ok_or("an 'image_url' part needs an 'image_url' field")?
                 .url();
             if url.starts_with("data:") {
-                let (w, h) = data_url_dimensions(url).map_err(|e| e.to_string())?;
+                let (w, h) = image_size(url).map_err(|e| e.to_string())?;
                 stats.image_tokens += qwen2_vl_image_tokens(w, h);
                 stats.image_sizes.push((w, h));
             } else if url.starts_with("http://") || url.starts_with("https://") {

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::image::data_url_dimensions;
+use crate::dataset::data_url::image_size;
 
 /// The answer and how many images it read (for the delay).
 pub fn answer(body: &[u8]) -> Result<(Value, u64), String> {
@@ -22,7 +22,7 @@ pub fn answer(body: &[u8]) -> Result<(Value, u64), String> {
             .and_then(Value::as_str)
             .filter(|_| item.get("type").and_then(Value::as_str) == Some("image_url"))
             .ok_or_else(|| format!("input[{i}]: give {{\"type\": \"image_url\", \"url\": ...}}"))?;
-        let (w, h) = data_url_dimensions(url).map_err(|e| format!("input[{i}]: {e}"))?;
+        let (w, h) = image_size(url).map_err(|e| format!("input[{i}]: {e}"))?;
         data.push(json!({"index": i, "object": "retrieval", "text": format!("a {w}x{h} image")}));
     }
     let n = data.len() as u64;

@@ -845,23 +845,11 @@ mod inputs {
                 f.write_str("an image URL")
             }
             fn visit_str<E>(self, url: &str) -> Result<Self::Value, E> {
-                Ok(super::data_url_dimensions(url))
+                Ok(crate::dataset::data_url::image_size(url).ok())
             }
         }
         d.deserialize_str(Url)
     }
-}
-
-/// Width and height of a base64 `data:` image URL, read from the image's header.
-fn data_url_dimensions(url: &str) -> Option<(u32, u32)> {
-    use base64::Engine;
-    let b64 = url.strip_prefix("data:")?.split_once(";base64,")?.1;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
-    image::ImageReader::new(std::io::Cursor::new(bytes))
-        .with_guessed_format()
-        .ok()?
-        .into_dimensions()
-        .ok()
 }
 
 /// Splits one CSV line (fields may be double-quoted, with `""` for a quote).
