@@ -11,6 +11,7 @@ mod names;
 mod outputs;
 pub mod pyrepr;
 pub mod read;
+pub mod record_line;
 #[cfg(test)]
 mod scrape_golden_driver;
 #[cfg(test)]

@@ -1,11 +1,11 @@
 //! Reading a run's artifacts back: the summary JSON and the per-record JSONL, as written by
 //! `json` and `jsonl` (what `aiperf merge` works from).
 
-use std::io::BufRead;
 use std::path::Path;
 
 use serde_json::Value;
 
+use super::record_line::{self, Field, MetricValue, RecordLine};
 use crate::record::ErrorDetails;
 
 /// One line of `profile_export.jsonl`, as far as the statistics need it.
@@ -37,22 +37,38 @@ pub fn read_summary(path: &Path) -> Result<Value, String> {
 
 /// Every line of a per-record file; a bad line is an error naming `file:line`.
 pub fn read_records(path: &Path) -> Result<Vec<ReadRecord>, String> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
     let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let at = || format!("{}:{}", path.display(), i + 1);
-        let line = line.map_err(|e| format!("{}: {e}", at()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Value =
-            serde_json::from_str(&line).map_err(|e| format!("{}: not JSON: {e}", at()))?;
-        let mut record = parse_record(&v).map_err(|e| format!("{}: {e}", at()))?;
-        record.line = i + 1;
+    let read = record_line::for_each_line(path, |number, text| {
+        let at = || format!("{}:{number}", path.display());
+        let line = record_line::parse(text).map_err(|e| format!("{}: not JSON: {e}", at()))?;
+        let mut record = parse_record(&line).map_err(|e| format!("{}: {e}", at()))?;
+        record.line = number;
         out.push(record);
-    }
+        Ok::<_, ReadError>(())
+    });
+    read.map_err(|e| match e {
+        ReadError::Io(e) => format!("{}: cannot read it: {e}", path.display()),
+        ReadError::Line(e) => e,
+    })?;
     Ok(out)
+}
+
+/// Why `read_records` stopped.
+enum ReadError {
+    Io(std::io::Error),
+    Line(String),
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError::Io(e)
+    }
+}
+
+impl From<String> for ReadError {
+    fn from(e: String) -> Self {
+        ReadError::Line(e)
+    }
 }
 
 /// Wall-clock times a record may carry: 2000-01-01 to 2100-01-01, in ns since the epoch.
@@ -66,21 +82,18 @@ const YEAR_NS: u64 = 365 * 86_400 * 1_000_000_000;
 /// statistic of the merge.
 const MAX_METRIC: f64 = 1e15;
 
-fn parse_record(v: &Value) -> Result<ReadRecord, String> {
-    let md = v.get("metadata").ok_or("no metadata")?;
-    let u64_of = |key: &str| md.get(key).and_then(Value::as_u64);
-    let time = |key: &str| -> Result<Option<u64>, String> {
-        match md.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(x) => match x.as_u64() {
-                Some(ns) if WALL_NS.contains(&ns) => Ok(Some(ns)),
-                _ => Err(format!(
-                    "metadata.{key} {x} is not a time between 2000 and 2100 in ns since the epoch; the file is damaged or not aiperf's"
-                )),
-            },
+fn parse_record(line: &RecordLine) -> Result<ReadRecord, String> {
+    let md = &line.metadata;
+    let time = |key: &str, x: Field| -> Result<Option<u64>, String> {
+        match x {
+            Field::Missing => Ok(None),
+            Field::U64(ns) if WALL_NS.contains(&ns) => Ok(Some(ns)),
+            _ => Err(format!(
+                "metadata.{key} {x} is not a time between 2000 and 2100 in ns since the epoch; the file is damaged or not aiperf's"
+            )),
         }
     };
-    let need = |key: &str| time(key)?.ok_or(format!("metadata.{key} is missing"));
+    let need = |key: &str, x: Field| time(key, x)?.ok_or(format!("metadata.{key} is missing"));
     let check = |tag: &str, x: f64| {
         if x.abs() <= MAX_METRIC {
             Ok(x)
@@ -90,52 +103,38 @@ fn parse_record(v: &Value) -> Result<ReadRecord, String> {
             ))
         }
     };
-    let mut metrics = Vec::new();
+    // By tag, a repeated one keeping its last value, as a JSON object reads.
+    let mut metrics = std::collections::BTreeMap::new();
     let mut inter_chunk_latency = None;
-    if let Some(m) = v.get("metrics").and_then(Value::as_object) {
-        for (tag, entry) in m {
-            match entry.get("value") {
-                Some(Value::Array(gaps)) => {
-                    let gaps: Option<Vec<f64>> = gaps.iter().map(Value::as_f64).collect();
-                    let gaps = gaps.ok_or(format!("metrics.{tag}: not numbers"))?;
-                    for &g in &gaps {
-                        check(tag, g)?;
-                    }
-                    inter_chunk_latency = Some(gaps);
+    for (tag, value) in &line.metrics.0 {
+        match value {
+            MetricValue::List(gaps) => {
+                let gaps = gaps.clone().ok_or(format!("metrics.{tag}: not numbers"))?;
+                for &g in &gaps {
+                    check(tag, g)?;
                 }
-                Some(x) => {
-                    let x = x
-                        .as_f64()
-                        .ok_or(format!("metrics.{tag}.value is not a number"))?;
-                    metrics.push((tag.clone(), check(tag, x)?));
-                }
-                None => return Err(format!("metrics.{tag} has no value")),
+                inter_chunk_latency = Some(gaps);
             }
+            MetricValue::Number(x) => {
+                metrics.insert(tag.to_string(), check(tag, *x)?);
+            }
+            MetricValue::Other => return Err(format!("metrics.{tag}.value is not a number")),
+            MetricValue::Missing => return Err(format!("metrics.{tag} has no value")),
         }
     }
-    let error = v.get("error").map(|e| ErrorDetails {
-        code: e
-            .get("code")
-            .and_then(Value::as_u64)
-            .and_then(|c| u16::try_from(c).ok()),
-        kind: e
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        message: e
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+    let error = line.error.as_ref().map(|e| ErrorDetails {
+        code: e.code.as_u64().and_then(|c| u16::try_from(c).ok()),
+        kind: e.kind.as_str().unwrap_or_default().to_string(),
+        message: e.message.as_str().unwrap_or_default().to_string(),
     });
-    let (start_wall_ns, end_wall_ns) = (need("request_start_ns")?, need("request_end_ns")?);
+    let start_wall_ns = need("request_start_ns", md.request_start_ns)?;
+    let end_wall_ns = need("request_end_ns", md.request_end_ns)?;
     if !(start_wall_ns..=start_wall_ns + YEAR_NS).contains(&end_wall_ns) {
         return Err(format!(
             "metadata.request_end_ns {end_wall_ns} is not within a year after request_start_ns {start_wall_ns}"
         ));
     }
-    let slot_wait_ns = u64_of("slot_wait_ns").unwrap_or(0);
+    let slot_wait_ns = md.slot_wait_ns.as_u64().unwrap_or(0);
     if slot_wait_ns > YEAR_NS {
         return Err(format!(
             "metadata.slot_wait_ns {slot_wait_ns} is more than a year; the file is damaged or not aiperf's"
@@ -143,18 +142,15 @@ fn parse_record(v: &Value) -> Result<ReadRecord, String> {
     }
     Ok(ReadRecord {
         line: 0,
-        request_id: md
-            .get("x_request_id")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        warmup: md.get("benchmark_phase").and_then(Value::as_str) == Some("warmup"),
+        request_id: md.x_request_id.as_str().map(str::to_string),
+        warmup: line.is_warmup(),
         start_wall_ns,
         end_wall_ns,
         error,
-        requested_output_tokens: u64_of("requested_output_tokens"),
-        scheduled_ns: time("scheduled_ns")?,
+        requested_output_tokens: md.requested_output_tokens.as_u64(),
+        scheduled_ns: time("scheduled_ns", md.scheduled_ns)?,
         slot_wait_ns,
-        metrics,
+        metrics: metrics.into_iter().collect(),
         inter_chunk_latency,
     })
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::export::record_line::{self, MetricValue, RecordLine};
 use crate::export::{
     AGGREGATE_JSON_FILE, FileNames, INPUTS_FILE, JSON_FILE, JSONL_FILE, TIMESLICES_CSV_FILE,
 };
@@ -456,13 +457,7 @@ pub fn read_run_with(
 fn read_records(path: &Path) -> Result<Vec<RecordRow>, PlotError> {
     let mut rows = Vec::new();
     for_each_line(path, "record", |line| {
-        // The typed read skips what the plots do not use without building it; a line of
-        // another shape (e.g. a null where a number was expected) takes the `Value` read.
-        let row = match serde_json::from_str::<WireRecord<'_>>(line) {
-            Ok(wire) => wire.into_row(),
-            Err(_) => record_row(&serde_json::from_str(line)?),
-        };
-        rows.extend(row);
+        rows.extend(record_row(&record_line::parse(line)?));
         Ok(())
     })?;
     Ok(rows)
@@ -501,187 +496,23 @@ fn compact_metrics<'a, K: Into<MetricKey<'a>>>(
 }
 
 /// A record of the profiling phase as a row; `None` for the other phases.
-fn record_row(v: &Value) -> Option<RecordRow> {
-    let meta = &v["metadata"];
-    if meta["benchmark_phase"]
-        .as_str()
-        .is_some_and(|p| p != "profiling")
-    {
+fn record_row(line: &RecordLine) -> Option<RecordRow> {
+    if !line.is_profiling() {
         return None;
     }
-    let metrics = v["metrics"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(tag, m)| Some((tag.as_str(), m["value"].as_f64()?)));
+    let meta = &line.metadata;
+    let metrics = line.metrics.0.iter().filter_map(|(tag, v)| match v {
+        MetricValue::Number(x) => Some((&**tag, *x)),
+        _ => None,
+    });
     Some(RecordRow::new(
-        meta["request_start_ns"].as_u64().unwrap_or(0),
-        meta["request_end_ns"].as_u64().unwrap_or(0),
-        meta["conversation_id"].as_str().unwrap_or("").to_string(),
-        meta["turn_index"].as_u64().unwrap_or(0),
-        !v.get("error").is_none_or(Value::is_null),
+        meta.request_start_ns.as_u64().unwrap_or(0),
+        meta.request_end_ns.as_u64().unwrap_or(0),
+        meta.conversation_id.as_str().unwrap_or("").to_string(),
+        meta.turn_index.as_u64().unwrap_or(0),
+        line.error.is_some(),
         metrics,
     ))
-}
-
-/// The fields of a record line `record_row` reads, read without a `Value` tree (the HTML
-/// report reads every record of the run back; as `Value`s that was most of its time).
-#[derive(serde::Deserialize)]
-struct WireRecord<'a> {
-    #[serde(default, borrow)]
-    metadata: WireMeta<'a>,
-    #[serde(default, borrow)]
-    metrics: WireMetrics<'a>,
-    #[serde(default)]
-    error: Option<serde::de::IgnoredAny>,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct WireMeta<'a> {
-    #[serde(default, borrow)]
-    benchmark_phase: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default)]
-    request_start_ns: Option<u64>,
-    #[serde(default)]
-    request_end_ns: Option<u64>,
-    #[serde(default, borrow)]
-    conversation_id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default)]
-    turn_index: Option<u64>,
-}
-
-impl WireRecord<'_> {
-    fn into_row(self) -> Option<RecordRow> {
-        let meta = self.metadata;
-        if meta.benchmark_phase.is_some_and(|p| p != "profiling") {
-            return None;
-        }
-        Some(RecordRow::new(
-            meta.request_start_ns.unwrap_or(0),
-            meta.request_end_ns.unwrap_or(0),
-            meta.conversation_id.unwrap_or_default().into_owned(),
-            meta.turn_index.unwrap_or(0),
-            self.error.is_some(),
-            self.metrics.0.iter().map(|(t, v)| (&**t, *v)),
-        ))
-    }
-}
-
-/// `metrics`: each tag's numeric `value` (as `m["value"].as_f64()` reads it); tags whose
-/// value is not a number are left out.
-#[derive(Default)]
-struct WireMetrics<'a>(Vec<(Tag<'a>, f64)>);
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for WireMetrics<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Entries<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Entries<'a> {
-            type Value = WireMetrics<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object of metrics")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<WireMetrics<'a>, A::Error> {
-                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(32));
-                while let Some(tag) = map.next_key::<Tag<'a>>()? {
-                    if let Some(v) = map.next_value::<WireMetric>()?.value.0 {
-                        out.push((tag, v));
-                    }
-                }
-                Ok(WireMetrics(out))
-            }
-        }
-        d.deserialize_map(Entries(std::marker::PhantomData))
-    }
-}
-
-/// A metric tag, borrowed from the line unless it has escapes.
-struct Tag<'a>(std::borrow::Cow<'a, str>);
-
-impl std::ops::Deref for Tag<'_> {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Tag<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Text<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Text<'a> {
-            type Value = Tag<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Tag<'a>, E> {
-                Ok(Tag(std::borrow::Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Tag<'a>, E> {
-                Ok(Tag(std::borrow::Cow::Owned(v.to_string())))
-            }
-        }
-        d.deserialize_str(Text(std::marker::PhantomData))
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct WireMetric {
-    #[serde(default)]
-    value: Number,
-}
-
-/// A JSON number as f64; any other JSON value is skipped and reads as `None`.
-#[derive(Default)]
-struct Number(Option<f64>);
-
-impl<'de> serde::Deserialize<'de> for Number {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct AnyValue;
-        impl<'de> serde::de::Visitor<'de> for AnyValue {
-            type Value = Number;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Number, E> {
-                Ok(Number(Some(v as f64)))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Number, E> {
-                Ok(Number(Some(v as f64)))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Number, E> {
-                Ok(Number(Some(v)))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Number, E> {
-                Ok(Number(None))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Number, E> {
-                Ok(Number(None))
-            }
-            fn visit_unit<E>(self) -> Result<Number, E> {
-                Ok(Number(None))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Number, A::Error> {
-                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-                Ok(Number(None))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Number, A::Error> {
-                while map
-                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                    .is_some()
-                {}
-                Ok(Number(None))
-            }
-        }
-        d.deserialize_any(AnyValue)
-    }
 }
 
 /// Calls `each` with every non-blank line of a JSON-lines file; a missing file has no
@@ -1046,55 +877,67 @@ mod tests {
         );
     }
 
-    /// The typed read of a record line gives the row the `Value` read gives.
+    /// The row a record line gives when read as a `serde_json::Value`: the reference the
+    /// shared line reader is held to.
+    fn value_row(v: &Value) -> Option<RecordRow> {
+        let meta = &v["metadata"];
+        if meta["benchmark_phase"]
+            .as_str()
+            .is_some_and(|p| p != "profiling")
+        {
+            return None;
+        }
+        let metrics = v["metrics"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(tag, m)| Some((tag.as_str(), m["value"].as_f64()?)));
+        Some(RecordRow::new(
+            meta["request_start_ns"].as_u64().unwrap_or(0),
+            meta["request_end_ns"].as_u64().unwrap_or(0),
+            meta["conversation_id"].as_str().unwrap_or("").to_string(),
+            meta["turn_index"].as_u64().unwrap_or(0),
+            !v.get("error").is_none_or(Value::is_null),
+            metrics,
+        ))
+    }
+
+    /// The shared line reader gives the row the `Value` read gives.
     #[test]
-    fn typed_record_rows_equal_the_value_rows() {
+    fn record_rows_equal_the_value_rows() {
         let lines = [
             r#"{"metadata":{"benchmark_phase":"profiling","request_start_ns":5,"request_end_ns":9,"conversation_id":"c\"1","turn_index":2},"metrics":{"a":{"value":1.5,"unit":"ms"},"b":{"value":[1,2],"unit":"ms"},"c":{"value":3},"d":{"value":null},"e":{"value":{"x":1}},"f":{"value":"s"},"g":{"unit":"ms"},"h":{"value":-4}},"error":null}"#,
             r#"{"metadata":{"benchmark_phase":"warmup"},"metrics":{}}"#,
             r#"{"metadata":{"request_start_ns":null},"error":{"code":500}}"#,
             r#"{"metadata":{"request_start_ns":1.5,"turn_index":"x"},"metrics":{"a":{"value":2}}}"#,
             r#"{"metrics":{"a":5}}"#,
+            r#"{"metadata":[],"metrics":[],"error":"x"}"#,
         ];
+        let key = |r: &RecordRow| {
+            let mut m = r.metric_pairs();
+            m.sort_by(|a, b| a.0.cmp(&b.0));
+            (
+                r.start_ns,
+                r.end_ns,
+                r.conversation_id.clone(),
+                r.turn_index,
+                r.failed,
+                m,
+            )
+        };
         for line in lines {
-            let by_value = record_row(&serde_json::from_str(line).unwrap());
-            let typed = serde_json::from_str::<WireRecord<'_>>(line)
-                .ok()
-                .map(|w| w.into_row());
+            let by_value = value_row(&serde_json::from_str(line).unwrap());
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("r.jsonl");
             std::fs::write(&path, format!("{line}\r\n\n")).unwrap();
             let read = read_records(&path).unwrap();
-            let key = |r: &RecordRow| {
-                let mut m = r.metric_pairs();
-                m.sort_by(|a, b| a.0.cmp(&b.0));
-                (
-                    r.start_ns,
-                    r.end_ns,
-                    r.conversation_id.clone(),
-                    r.turn_index,
-                    r.failed,
-                    m,
-                )
-            };
             assert_eq!(
                 read.iter().map(key).collect::<Vec<_>>(),
                 by_value.iter().map(key).collect::<Vec<_>>(),
                 "{line}"
             );
-            if let Some(typed) = typed {
-                assert_eq!(
-                    typed.as_ref().map(key),
-                    by_value.as_ref().map(key),
-                    "{line}"
-                );
-            }
         }
-        // The first line is read the typed way, with its escaped id and numeric values.
-        let row = serde_json::from_str::<WireRecord<'_>>(lines[0])
-            .unwrap()
-            .into_row()
-            .unwrap();
+        let row = record_row(&record_line::parse(lines[0]).unwrap()).unwrap();
         assert_eq!(row.conversation_id, "c\"1");
         assert_eq!(
             (row.metric("a"), row.metric("c"), row.metric("h")),
@@ -1102,10 +945,7 @@ mod tests {
         );
         assert_eq!(row.metric_pairs().len(), 3);
         assert!(!row.failed);
-        let failed = serde_json::from_str::<WireRecord<'_>>(lines[2])
-            .unwrap()
-            .into_row()
-            .unwrap();
+        let failed = record_row(&record_line::parse(lines[2]).unwrap()).unwrap();
         assert!(failed.failed);
         // An escaped tag is read too; a repeated tag reads its last.
         let dir = tempfile::tempdir().unwrap();

@@ -2,33 +2,31 @@
 //! distribution convergence criterion (which compares the latest run's values with the
 //! earlier runs').
 
-use std::io::BufRead;
 use std::path::Path;
 
-use serde_json::Value;
+use crate::export::record_line::{self, MetricValue};
 
 /// The values of metric `tag` over the run's successful profiling requests: lines of the
 /// profiling phase without an `error`, their `metrics.<tag>.value` (each element when
 /// the value is a list). Lines that are not JSON are skipped, as a run cut short may end
 /// with a partial one.
 pub fn read_record_values(jsonl: &Path, tag: &str) -> std::io::Result<Vec<f64>> {
-    let file = std::fs::File::open(jsonl)?;
     let mut values = Vec::new();
-    for line in std::io::BufReader::new(file).lines() {
-        let Ok(record) = serde_json::from_str::<Value>(&line?) else {
-            continue;
+    record_line::for_each_line(jsonl, |_, text| {
+        let Ok(line) = record_line::parse(text) else {
+            return Ok::<_, std::io::Error>(());
         };
-        let profiling = record["metadata"]["benchmark_phase"] == "profiling";
-        let failed = !record.get("error").is_none_or(Value::is_null);
-        if !profiling || failed {
-            continue;
+        let profiling = line.metadata.benchmark_phase.as_str() == Some("profiling");
+        if !profiling || line.error.is_some() {
+            return Ok(());
         }
-        match &record["metrics"][tag]["value"] {
-            Value::Number(n) => values.extend(n.as_f64()),
-            Value::Array(items) => values.extend(items.iter().filter_map(Value::as_f64)),
+        match line.metrics.0.iter().rev().find(|(t, _)| t == tag) {
+            Some((_, MetricValue::Number(v))) => values.push(*v),
+            Some((_, MetricValue::List(Some(items)))) => values.extend(items),
             _ => {}
         }
-    }
+        Ok(())
+    })?;
     Ok(values)
 }
 
