@@ -137,7 +137,7 @@ fn check_json(summary: &Value) {
             .starts_with("http://127.0.0.1:")
     );
     assert_eq!(config["phases"][0]["name"], "profiling");
-    assert_eq!(config["phases"][0]["type"], "request_rate");
+    assert_eq!(config["phases"][0]["type"], "poisson");
     assert_eq!(config["datasets"][0]["prompts"]["osl"]["mean"], 100.0);
     assert_eq!(summary["is_complete"], true);
     // AIPerf writes Python's datetime.isoformat() with the UTC offset.

@@ -1,39 +1,33 @@
-//! AIPerf's YAML config file (`-f`/`--config`, schema 2.0): the keys that have a flag in
-//! this build become command-line arguments placed before the typed ones, so a flag typed on
-//! the command line wins. Any other key is refused with its path.
+//! AIPerf's YAML config file (`-f`/`--config`, schema 2.0): each key with a row in the flag
+//! table (`flags::FLAGS`) becomes that flag's argument, placed before the typed ones, so a
+//! flag typed on the command line wins. Any other key is refused with its path and the keys
+//! that may sit there.
 
 use serde_json::{Map, Value};
 use std::path::Path;
 
-/// `--flag=value` arguments (or a bare `--flag` for a true switch) for the file's settings.
-pub fn arguments(path: &Path) -> Result<Vec<String>, String> {
+use super::flags::{self, Flag, Kind};
+
+/// `--flag=value` arguments (or a bare `--flag` for a switch) for the file's settings;
+/// `profile` is the `profile` command, whose flags the rows name.
+pub fn arguments(path: &Path, profile: &clap::Command) -> Result<Vec<String>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("--config {}: cannot read it: {e}", path.display()))?;
     let root: Value = serde_saphyr::from_str(&text)
         .map_err(|e| format!("--config {}: not valid YAML: {e}", path.display()))?;
-    let mut out = Args::default();
-    read_root(&root, &mut out).map_err(|e| format!("--config {}: {e}", path.display()))?;
-    Ok(out.0)
+    let mut reader = Reader {
+        profile,
+        out: Vec::new(),
+    };
+    reader
+        .root(&root)
+        .map_err(|e| format!("--config {}: {e}", path.display()))?;
+    Ok(reader.out)
 }
 
-#[derive(Default)]
-struct Args(Vec<String>);
-
-impl Args {
-    fn value(&mut self, flag: &str, v: &Value, at: &str) -> Result<(), String> {
-        let text = scalar(v, at)?;
-        self.0.push(format!("--{flag}={text}"));
-        Ok(())
-    }
-
-    fn switch(&mut self, flag: &str, v: &Value, at: &str) -> Result<(), String> {
-        match v {
-            Value::Bool(true) => self.0.push(format!("--{flag}")),
-            Value::Bool(false) => {}
-            _ => return Err(format!("{at}: give true or false")),
-        }
-        Ok(())
-    }
+struct Reader<'c> {
+    profile: &'c clap::Command,
+    out: Vec<String>,
 }
 
 /// A number or string as it would be typed; `${VAR}` and `{{ }}` templating is refused.
@@ -86,190 +80,281 @@ fn display(at: &str) -> &str {
     if at.is_empty() { "the file" } else { at }
 }
 
-fn unknown(path: &str, known: &str) -> String {
-    format!("{path}: unknown or unsupported key; this build reads {known} here")
+fn unknown(at: &str, known: &[&str]) -> String {
+    format!(
+        "{at}: unknown or unsupported key; this build reads {} here",
+        known.join(", ")
+    )
 }
 
-fn read_root(root: &Value, out: &mut Args) -> Result<(), String> {
-    for (key, path, v) in entries(root, "")? {
-        match key.as_str() {
-            "schema_version" => match scalar(v, &path)?.as_str() {
-                "2.0" | "2" => {}
-                other => {
-                    return Err(format!(
-                        "{path}: schema version {other} is not supported; this build reads \"2.0\""
-                    ));
+/// Other spellings AIPerf's loader accepts, by config path.
+const ALIASES: [(&str, &str); 3] = [
+    ("endpoint.url", "endpoint.urls"),
+    ("gpu_telemetry.url", "gpu_telemetry.urls"),
+    ("server_metrics.url", "server_metrics.urls"),
+];
+
+/// A bare value where a mapping goes is its main key: `isl: 512` is `isl.mean: 512`,
+/// `gpu_telemetry: URL` is `gpu_telemetry.urls`, `concurrency_ramp: 30` its duration.
+const SHORTHANDS: [&str; 3] = ["mean", "urls", "duration"];
+
+/// Keys read by the reader itself, not through a flag row.
+const DATASET_KEYS: [&str; 2] = ["name", "type"];
+const PHASE_KEYS: [&str; 3] = ["name", "kind", "exclude_from_results"];
+
+impl Reader<'_> {
+    fn root(&mut self, root: &Value) -> Result<(), String> {
+        for (key, at, v) in entries(root, "")? {
+            match key.as_str() {
+                "schema_version" => match scalar(v, &at)?.as_str() {
+                    "2.0" | "2" => {}
+                    other => {
+                        return Err(format!(
+                            "{at}: schema version {other} is not supported; this build reads \"2.0\""
+                        ));
+                    }
+                },
+                "benchmark" => self.benchmark(v, &at)?,
+                _ => {
+                    let top: Vec<&str> = flags::keys_under("")
+                        .into_iter()
+                        .filter_map(|k| k.strip_prefix('^'))
+                        .collect();
+                    if !top.contains(&key.as_str()) {
+                        let mut known = vec!["schema_version", "benchmark"];
+                        known.extend(top);
+                        return Err(unknown(&at, &known));
+                    }
+                    self.walk(v, &at, &format!("^{key}"))?;
                 }
-            },
-            "random_seed" => out.value("random-seed", v, &path)?,
-            "benchmark" => read_benchmark(v, &path, out)?,
-            _ => return Err(unknown(&path, "schemaVersion, random_seed, benchmark")),
-        }
-    }
-    Ok(())
-}
-
-fn read_benchmark(b: &Value, at: &str, out: &mut Args) -> Result<(), String> {
-    for (key, path, v) in entries(b, at)? {
-        match key.as_str() {
-            "model" => out.value("model-names", v, &path)?,
-            "models" => {
-                let names = v
-                    .as_array()
-                    .ok_or_else(|| format!("{path}: give a list of model names"))?
-                    .iter()
-                    .map(|m| scalar(m, &path))
-                    .collect::<Result<Vec<_>, _>>()?;
-                out.0.push(format!("--model-names={}", names.join(",")));
             }
-            "endpoint" => read_endpoint(v, &path, out)?,
-            "dataset" => read_dataset(v, &path, out)?,
-            "phases" => read_phases(v, &path, out)?,
-            "artifacts" => {
-                for (key, path, v) in entries(v, &path)? {
+        }
+        Ok(())
+    }
+
+    fn benchmark(&mut self, b: &Value, at: &str) -> Result<(), String> {
+        for (key, at, v) in entries(b, at)? {
+            match key.as_str() {
+                "model" | "models" => self.models(v, &at)?,
+                "dataset" => self.dataset(v, &at)?,
+                "datasets" => match v.as_array().map(Vec::as_slice) {
+                    Some([one]) => self.dataset(one, &format!("{at}.0"))?,
+                    _ => return Err(format!("{at}: give a list of one dataset")),
+                },
+                "phases" => self.phases(v, &at)?,
+                "warmup" | "profiling" => self.phase(v, &at, &key)?,
+                _ => self.key(
+                    v,
+                    &at,
+                    "",
+                    &key,
+                    &["model", "dataset", "warmup", "profiling"],
+                )?,
+            }
+        }
+        Ok(())
+    }
+
+    /// `model: m`, `models: [a, b]`, `models: [{name: a}]` or `models: {strategy, items}`.
+    fn models(&mut self, v: &Value, at: &str) -> Result<(), String> {
+        let names = flags::by_path("models.items").expect("a row for models.items");
+        match v {
+            Value::Object(_) => {
+                for (key, at, v) in entries(v, at)? {
                     match key.as_str() {
-                        "dir" => out.value("output-artifact-dir", v, &path)?,
-                        _ => return Err(unknown(&path, "dir")),
+                        "items" => self.models(v, &at)?,
+                        _ => self.key(v, &at, "models", &key, &[])?,
                     }
                 }
+                Ok(())
             }
-            _ => {
-                return Err(unknown(
-                    &path,
-                    "model, models, endpoint, dataset, phases, artifacts",
-                ));
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let at = format!("{at}.{i}");
+                    let name = match item.get("name") {
+                        Some(name) => scalar(name, &format!("{at}.name"))?,
+                        None => scalar(item, &at)?,
+                    };
+                    self.push(names, Some(&name));
+                }
+                Ok(())
             }
+            _ => self.flag(names, v, at),
         }
     }
-    Ok(())
-}
 
-fn read_endpoint(e: &Value, at: &str, out: &mut Args) -> Result<(), String> {
-    for (key, path, v) in entries(e, at)? {
-        match key.as_str() {
-            "url" => out.value("url", v, &path)?,
-            "type" => out.value("endpoint-type", v, &path)?,
-            "streaming" => out.switch("streaming", v, &path)?,
-            "api_key" => out.value("api-key", v, &path)?,
-            "timeout" => out.value("request-timeout-seconds", v, &path)?,
-            _ => return Err(unknown(&path, "url, type, streaming, api_key, timeout")),
+    fn dataset(&mut self, d: &Value, at: &str) -> Result<(), String> {
+        for (key, at, v) in entries(d, at)? {
+            match key.as_str() {
+                "name" => {}
+                "type" => match scalar(v, &at)?.as_str() {
+                    "synthetic" | "file" | "public" => {}
+                    other => {
+                        return Err(format!(
+                            "{at}: dataset type {other} is not supported; this build reads synthetic, file or public"
+                        ));
+                    }
+                },
+                _ => self.key(v, &at, "datasets.main", &key, &DATASET_KEYS)?,
+            }
         }
+        Ok(())
     }
-    Ok(())
-}
 
-fn read_dataset(d: &Value, at: &str, out: &mut Args) -> Result<(), String> {
-    for (key, path, v) in entries(d, at)? {
-        match key.as_str() {
-            "type" => match scalar(v, &path)?.as_str() {
-                "synthetic" | "file" => {}
-                other => {
+    /// A list of phases named `warmup`/`profiling`, or one flat mapping (the profiling
+    /// phase).
+    fn phases(&mut self, p: &Value, at: &str) -> Result<(), String> {
+        let Some(list) = p.as_array() else {
+            return self.phase(p, at, "profiling");
+        };
+        for (i, phase) in list.iter().enumerate() {
+            let at = format!("{at}.{i}");
+            let name = phase.get("name").and_then(Value::as_str).unwrap_or("");
+            let kind = phase.get("kind").and_then(Value::as_str).unwrap_or(name);
+            match kind {
+                "warmup" | "profiling" => self.phase(phase, &at, kind)?,
+                _ => {
                     return Err(format!(
-                        "{path}: dataset type {other} is not supported; this build reads synthetic or file"
+                        "{at}: this build runs one warmup and one profiling phase; name the phase warmup or profiling"
                     ));
                 }
-            },
-            "entries" => out.value("num-dataset-entries", v, &path)?,
-            "path" => out.value("input-file", v, &path)?,
-            "format" => out.value("custom-dataset-type", v, &path)?,
-            "prompts" => {
-                for (key, path, v) in entries(v, &path)? {
-                    match key.as_str() {
-                        "isl" => mean_stddev(v, &path, "isl", out)?,
-                        "osl" => mean_stddev(v, &path, "osl", out)?,
-                        "cache_bust" => {
-                            for (key, path, v) in entries(v, &path)? {
-                                match key.as_str() {
-                                    "target" => out.value("cache-bust", v, &path)?,
-                                    _ => return Err(unknown(&path, "target")),
-                                }
-                            }
-                        }
-                        _ => return Err(unknown(&path, "isl, osl, cache_bust")),
+            }
+        }
+        Ok(())
+    }
+
+    fn phase(&mut self, p: &Value, at: &str, name: &str) -> Result<(), String> {
+        let prefix = format!("phases.{name}");
+        for (key, at, v) in entries(p, at)? {
+            match key.as_str() {
+                "name" | "kind" | "exclude_from_results" => {}
+                // The phase type is its arrival pattern, or `concurrency` for none.
+                "type" => match scalar(v, &at)?.as_str() {
+                    "concurrency" => {}
+                    "poisson" | "constant" | "gamma" => {
+                        self.key(v, &at, &prefix, "type", &PHASE_KEYS)?
+                    }
+                    other => {
+                        return Err(format!(
+                            "{at}: phase type {other} is not supported; this build reads concurrency, poisson, constant or gamma"
+                        ));
+                    }
+                },
+                _ => self.key(v, &at, &prefix, &key, &PHASE_KEYS)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Key `key` (at file path `at`) under config path `prefix`: a flag's row, or a mapping
+    /// of them; `extra` names the keys the caller reads itself, for the error.
+    fn key(
+        &mut self,
+        v: &Value,
+        at: &str,
+        prefix: &str,
+        key: &str,
+        extra: &[&str],
+    ) -> Result<(), String> {
+        let mut path = if prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        if let Some((_, to)) = ALIASES.iter().find(|(from, _)| *from == path) {
+            path = to.to_string();
+        }
+        let last = path.rsplit('.').next().unwrap_or(&path);
+        let known = flags::keys_under(prefix);
+        if !known.contains(&last) {
+            let mut known: Vec<&str> = known.into_iter().filter(|k| !k.starts_with('^')).collect();
+            known.extend(extra);
+            known.sort_unstable();
+            return Err(unknown(at, &known));
+        }
+        self.walk(v, at, &path)
+    }
+
+    /// The value at config path `path`: a flag's own, a `mean` given as a bare number
+    /// (`isl: 512`), or a mapping of further keys.
+    fn walk(&mut self, v: &Value, at: &str, path: &str) -> Result<(), String> {
+        if let Some(f) = flags::by_path(path) {
+            return self.flag(f, v, at);
+        }
+        if !v.is_object()
+            && let Some(f) = SHORTHANDS
+                .iter()
+                .find_map(|main| flags::by_path(&format!("{path}.{main}")))
+        {
+            return self.flag(f, v, at);
+        }
+        for (key, at, v) in entries(v, at)? {
+            self.key(v, &at, path, &key, &[])?;
+        }
+        Ok(())
+    }
+
+    fn long(&self, f: &Flag) -> &str {
+        self.profile
+            .get_arguments()
+            .find(|a| a.get_id() == f.id)
+            .and_then(|a| a.get_long())
+            .expect("every row names a flag with a long name")
+    }
+
+    /// `--flag=value`, or `--flag` alone.
+    fn push(&mut self, f: &Flag, value: Option<&str>) {
+        let long = self.long(f).to_string();
+        self.out.push(match value {
+            Some(value) => format!("--{long}={value}"),
+            None => format!("--{long}"),
+        });
+    }
+
+    fn flag(&mut self, f: &Flag, v: &Value, at: &str) -> Result<(), String> {
+        match f.kind {
+            Kind::Switch | Kind::Off => {
+                let Value::Bool(on) = v else {
+                    return Err(format!("{at}: give true or false"));
+                };
+                // `--x` when true; an off switch (`--no-x`) when false.
+                if *on == (f.kind == Kind::Switch) {
+                    self.push(f, None);
+                }
+            }
+            Kind::List => match v {
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        let item = scalar(item, &format!("{at}.{i}"))?;
+                        self.push(f, Some(&item));
                     }
                 }
-            }
-            _ => return Err(unknown(&path, "type, entries, path, format, prompts")),
-        }
-    }
-    Ok(())
-}
-
-/// `isl: 512` or `isl: {mean: 512, stddev: 10}`.
-fn mean_stddev(v: &Value, at: &str, flag: &str, out: &mut Args) -> Result<(), String> {
-    if !v.is_object() {
-        return out.value(flag, v, at);
-    }
-    for (key, path, v) in entries(v, at)? {
-        match key.as_str() {
-            "mean" => out.value(flag, v, &path)?,
-            "stddev" => out.value(&format!("{flag}-stddev"), v, &path)?,
-            _ => return Err(unknown(&path, "mean, stddev")),
-        }
-    }
-    Ok(())
-}
-
-/// A flat mapping is the profiling phase; a list holds phases named `warmup`/`profiling`.
-fn read_phases(p: &Value, at: &str, out: &mut Args) -> Result<(), String> {
-    let Some(list) = p.as_array() else {
-        return read_phase(p, at, false, out);
-    };
-    for (i, phase) in list.iter().enumerate() {
-        let path = format!("{at}.{i}");
-        let name = phase.get("name").and_then(Value::as_str).unwrap_or("");
-        let kind = phase.get("kind").and_then(Value::as_str).unwrap_or(name);
-        match kind {
-            "warmup" => read_phase(phase, &path, true, out)?,
-            "profiling" => read_phase(phase, &path, false, out)?,
-            _ => {
-                return Err(format!(
-                    "{path}: this build runs one warmup and one profiling phase; name the phase warmup or profiling"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn read_phase(p: &Value, at: &str, warmup: bool, out: &mut Args) -> Result<(), String> {
-    let flag = |profiling: &'static str, warm: &'static str| if warmup { warm } else { profiling };
-    for (key, path, v) in entries(p, at)? {
-        match key.as_str() {
-            "name" | "kind" => {}
-            "exclude_from_results" if warmup => {}
-            "type" => match scalar(v, &path)?.as_str() {
-                "concurrency" => {}
-                mode @ ("poisson" | "constant" | "gamma") => out.0.push(format!(
-                    "--{}={mode}",
-                    flag("request-rate-mode", "warmup-arrival-pattern")
-                )),
-                other => {
-                    return Err(format!(
-                        "{path}: phase type {other} is not supported; this build reads concurrency, poisson, constant or gamma"
-                    ));
+                Value::Object(_) => {
+                    for (key, at, item) in entries(v, at)? {
+                        let item = scalar(item, &at)?;
+                        self.push(f, Some(&format!("{key}:{item}")));
+                    }
+                }
+                _ => {
+                    let item = scalar(v, at)?;
+                    self.push(f, Some(&item));
                 }
             },
-            "concurrency" => out.value(flag("concurrency", "warmup-concurrency"), v, &path)?,
-            "requests" => out.value(flag("request-count", "warmup-request-count"), v, &path)?,
-            "duration" => out.value(flag("benchmark-duration", "warmup-duration"), v, &path)?,
-            "rate" => out.value(flag("request-rate", "warmup-request-rate"), v, &path)?,
-            "grace_period" => out.value(
-                flag("benchmark-grace-period", "warmup-grace-period"),
-                v,
-                &path,
-            )?,
-            "sessions" => out.value(flag("conversation-num", "num-warmup-sessions"), v, &path)?,
-            "smoothness" if !warmup => out.value("arrival-smoothness", v, &path)?,
-            _ => {
-                return Err(unknown(
-                    &path,
-                    "name, kind, type, concurrency, requests, duration, rate, grace_period, sessions, smoothness (profiling), exclude_from_results (warmup)",
-                ));
+            // `slos: {request_latency: 250, ...}`: `--goodput "request_latency:250 ..."`.
+            Kind::Text if v.is_object() => {
+                let pairs = entries(v, at)?
+                    .into_iter()
+                    .map(|(key, at, item)| Ok(format!("{key}:{}", scalar(item, &at)?)))
+                    .collect::<Result<Vec<_>, String>>()?;
+                self.push(f, Some(&pairs.join(" ")));
+            }
+            Kind::Int | Kind::Float | Kind::Text => {
+                let value = scalar(v, at)?;
+                self.push(f, Some(&value));
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -280,7 +365,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("c.yaml");
         std::fs::write(&file, yaml).unwrap();
-        arguments(&file).map_err(|e| e.replace(&file.display().to_string(), "FILE"))
+        let cmd = crate::cli::command();
+        let profile = cmd.find_subcommand("profile").unwrap();
+        arguments(&file, profile).map_err(|e| e.replace(&file.display().to_string(), "FILE"))
     }
 
     #[test]
@@ -299,9 +386,9 @@ mod tests {
             "--endpoint-type=chat",
             "--streaming",
             "--num-dataset-entries=50",
-            "--isl=100",
-            "--isl-stddev=5",
-            "--osl=20",
+            "--synthetic-input-tokens-mean=100",
+            "--synthetic-input-tokens-stddev=5",
+            "--output-tokens-mean=20",
             "--warmup-concurrency=2",
             "--warmup-request-count=4",
             "--request-rate-mode=poisson",
@@ -322,7 +409,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             args,
-            ["--cache-bust=warmup_isolation_first_turn", "--isl=64"]
+            [
+                "--cache-bust=warmup_isolation_first_turn",
+                "--synthetic-input-tokens-mean=64"
+            ]
         );
     }
 
@@ -337,9 +427,20 @@ mod tests {
     #[test]
     fn unknown_keys_are_refused_with_their_path() {
         let e = args_of("benchmark:\n  endpoint: {url: x, urll: y}\n").unwrap_err();
-        assert!(e.starts_with("--config FILE: benchmark.endpoint.urll: unknown or unsupported key; this build reads url, type"), "{e}");
-        let e = args_of("sweep: {type: grid}\n").unwrap_err();
-        assert!(e.contains(": sweep: unknown or unsupported key"), "{e}");
+        assert!(e.starts_with("--config FILE: benchmark.endpoint.urll: unknown or unsupported key; this build reads api_key, "), "{e}");
+        assert!(e.contains(", urls, "), "{e}");
+        let e = args_of("sweep: {parameters: {x: [1, 2]}}\n").unwrap_err();
+        assert!(
+            e.contains(": sweep.parameters: unknown or unsupported key"),
+            "{e}"
+        );
+        let e = args_of("swep: {type: grid}\n").unwrap_err();
+        assert!(
+            e.contains(
+                ": swep: unknown or unsupported key; this build reads schema_version, benchmark, "
+            ),
+            "{e}"
+        );
         let e =
             args_of("benchmark:\n  phases:\n    - {name: profiling, concurency: 8}\n").unwrap_err();
         assert!(e.contains("benchmark.phases.0.concurency: unknown"), "{e}");
@@ -347,5 +448,56 @@ mod tests {
         assert!(e.contains("benchmark.model: variable substitution"), "{e}");
         let e = args_of("benchmark: [1\n").unwrap_err();
         assert!(e.contains("not valid YAML"), "{e}");
+    }
+
+    /// The YAML that holds `value` at config path `path`, as a user would write it.
+    fn yaml_at(path: &str, value: &Value) -> String {
+        let keys: Vec<&str> = match path.strip_prefix('^') {
+            Some(top) => top.split('.').collect(),
+            None => std::iter::once("benchmark")
+                .chain(path.split('.'))
+                .collect(),
+        };
+        // The file spells the one dataset `dataset:` and a phase by its name.
+        let keys: Vec<&str> = match keys.as_slice() {
+            ["benchmark", "datasets", "main", rest @ ..] => {
+                [&["benchmark", "dataset"], rest].concat()
+            }
+            ["benchmark", "phases", phase, rest @ ..] => [&["benchmark", phase], rest].concat(),
+            _ => keys,
+        };
+        let mut tree = value.clone();
+        for key in keys.iter().rev() {
+            tree = serde_json::json!({ *key: tree });
+        }
+        tree.to_string()
+    }
+
+    /// Every row with a path: a file holding a value there sets that flag to that value,
+    /// as the command line would.
+    #[test]
+    fn every_path_reaches_its_flag() {
+        for f in flags::FLAGS {
+            let Some(path) = f.path else { continue };
+            let value = flags::testing::accepted_sample(f);
+            let args = args_of(&yaml_at(path, &value)).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let m = flags::testing::profile_matches(f, &args)
+                .unwrap_or_else(|e| panic!("{path} -> {args:?}: {e}"));
+            let source = m.value_source(f.id);
+            assert_eq!(
+                source,
+                Some(clap::parser::ValueSource::CommandLine),
+                "{path} -> {args:?}"
+            );
+            let got: Vec<String> = m
+                .get_raw(f.id)
+                .into_iter()
+                .flatten()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect();
+            if !value.is_boolean() {
+                assert_eq!(got, flags::testing::raw(&value), "{path} -> {args:?}");
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod cache_bust;
 pub mod collectors;
 mod config_file;
 pub mod dataset;
+pub mod flags;
 pub mod logging;
 pub mod media;
 pub mod multirun;
@@ -41,6 +42,11 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The command line's definition, `profile`'s flags with their config paths in `--help`.
+pub fn command() -> clap::Command {
+    Cli::command().mut_subcommand("profile", flags::annotate)
+}
+
 impl Cli {
     /// Parses like `try_parse_from`, and records which `profile` flags were typed: clap's
     /// defaults make a typed default and an untyped flag look the same.
@@ -49,7 +55,7 @@ impl Cli {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let mut cmd = Cli::command();
+        let mut cmd = command();
         cmd.build();
         let argv = with_config_file(&mut cmd, argv.into_iter().map(Into::into).collect())?;
         let argv: Vec<std::ffi::OsString> = spellings::normalize(&cmd, argv);
@@ -70,6 +76,15 @@ impl Cli {
                 .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
                 .map(|id| id.to_string())
                 .collect();
+            args.typed_values = args
+                .typed
+                .iter()
+                .map(|id| {
+                    let raw = m.get_raw(id).into_iter().flatten();
+                    let raw = raw.map(|v| v.to_string_lossy().into_owned()).collect();
+                    (id.clone(), raw)
+                })
+                .collect();
         }
         Ok(cli)
     }
@@ -82,7 +97,7 @@ fn with_config_file(
     argv: Vec<std::ffi::OsString>,
 ) -> Result<Vec<std::ffi::OsString>, clap::Error> {
     // A lenient first pass finds the file and what was typed, even with --model left to it.
-    let Ok(first) = Cli::command()
+    let Ok(first) = command()
         .ignore_errors(true)
         .try_get_matches_from(argv.clone())
     else {
@@ -94,8 +109,13 @@ fn with_config_file(
     let Some(path) = typed.get_one::<PathBuf>("config") else {
         return Ok(argv);
     };
-    let file_args = config_file::arguments(path)
-        .map_err(|e| cmd.error(clap::error::ErrorKind::InvalidValue, e))?;
+    let profile = cmd
+        .find_subcommand("profile")
+        .expect("profile is a subcommand");
+    let file_args = match config_file::arguments(path, profile) {
+        Ok(args) => args,
+        Err(e) => return Err(cmd.error(clap::error::ErrorKind::InvalidValue, e)),
+    };
     let profile = cmd
         .find_subcommand("profile")
         .expect("profile is a subcommand");
@@ -568,6 +588,9 @@ pub struct ProfileArgs {
     /// `Cli::parse_with_sources`.
     #[arg(skip)]
     pub typed: Vec<String>,
+    /// The values of the typed flags as typed (each occurrence), by field name.
+    #[arg(skip)]
+    pub typed_values: Vec<(String, Vec<String>)>,
 }
 
 impl ProfileArgs {

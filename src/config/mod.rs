@@ -89,6 +89,9 @@ pub struct ProfileConfig {
     pub log_detail: LogDetail,
     /// The seed actually used (given, or drawn from entropy and recorded).
     pub random_seed: u64,
+    /// The typed flags with a place in AIPerf's config, and their values as typed: the
+    /// echoed `input_config` shows each at its path.
+    pub typed_settings: Vec<(&'static crate::cli::flags::Flag, Vec<String>)>,
     /// Image source, input file and their options.
     pub inputs: InputOptions,
 
@@ -442,6 +445,14 @@ impl ProfileConfig {
             server_metrics_from_url,
             gpu_telemetry: gpu_telemetry::gpu_telemetry(a)?,
             random_seed,
+            typed_settings: a
+                .typed_values
+                .iter()
+                .filter_map(|(id, raw)| {
+                    let flag = crate::cli::flags::by_id(id)?;
+                    flag.path.map(|_| (flag, raw.clone()))
+                })
+                .collect(),
             inputs: InputOptions {
                 shaping: prompt::prompt_shaping(a, endpoint_type)?,
                 seq_dist: prompt::seq_dist(a)?,

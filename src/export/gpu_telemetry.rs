@@ -113,6 +113,28 @@ impl ScrapeSink for GpuJsonlSpool {
     }
 }
 
+/// `gpu_telemetry_export.jsonl` from the spooled lines, when there is telemetry.
+pub struct GpuTelemetryJsonl<'a> {
+    pub names: &'a super::FileNames,
+    pub telemetry: bool,
+    pub spools: &'a [PathBuf],
+}
+
+impl super::Exporter for GpuTelemetryJsonl<'_> {
+    fn what(&self) -> &'static str {
+        "the GPU telemetry JSONL"
+    }
+
+    fn export(&self, dir: &Path) -> std::io::Result<Vec<super::Written>> {
+        if !self.telemetry {
+            return Ok(Vec::new());
+        }
+        let path = dir.join(&self.names.gpu_telemetry_jsonl);
+        write_jsonl(&path, self.spools)?;
+        Ok(vec![super::Written::listed("GPU Telemetry", path)])
+    }
+}
+
 /// `gpu_telemetry_export.jsonl` from the exporters' spools, one after another (a single
 /// spool is renamed into place); the spools are removed.
 pub fn write_jsonl(path: &Path, spools: &[PathBuf]) -> std::io::Result<()> {

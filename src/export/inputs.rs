@@ -8,9 +8,23 @@ use super::INPUTS_FILE;
 use crate::endpoint::audio_transcription;
 use crate::load::SendPlan;
 
+/// `inputs.json` of a run's plan.
+pub struct InputsJson<'a>(pub &'a SendPlan);
+
+impl super::Exporter for InputsJson<'_> {
+    fn what(&self) -> &'static str {
+        "inputs.json"
+    }
+
+    fn export(&self, dir: &Path) -> std::io::Result<Vec<super::Written>> {
+        write_inputs_json(dir, self.0)?;
+        Ok(vec![super::Written::unlisted(dir.join(INPUTS_FILE))])
+    }
+}
+
 /// `inputs.json`: the exact body of each entry, by session. The bodies are written as the
 /// bytes that were sent, not re-encoded.
-pub fn write_inputs_json(dir: &Path, plan: &SendPlan) -> std::io::Result<()> {
+fn write_inputs_json(dir: &Path, plan: &SendPlan) -> std::io::Result<()> {
     let mut w = BufWriter::new(File::create(dir.join(INPUTS_FILE))?);
     w.write_all(b"{\n  \"data\": [")?;
     for (i, (req, id)) in plan.requests.iter().zip(&plan.conversation_ids).enumerate() {

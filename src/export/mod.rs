@@ -3,6 +3,7 @@
 pub mod aggregate;
 pub mod console;
 pub mod csv;
+mod exporter;
 mod gpu_telemetry;
 mod inputs;
 pub mod json;
@@ -40,17 +41,19 @@ pub const INPUTS_FILE: &str = "inputs.json";
 /// The run's log, under the artifact directory.
 pub const LOG_FILE: &str = "logs/aiperf.log";
 
-pub use gpu_telemetry::{GpuJsonlSpool, write_jsonl as write_gpu_telemetry_jsonl};
-pub use inputs::write_inputs_json;
+pub use exporter::{Exporter, Written, export_all};
+pub use gpu_telemetry::{GpuJsonlSpool, GpuTelemetryJsonl};
+pub use inputs::InputsJson;
 pub use jsonl::{JsonlWriter, LineLayout};
 pub use names::{
     AGGREGATE_CSV_FILE, AGGREGATE_JSON_FILE, FileNames, Level, Options, REPORT_HTML_FILE,
     SWEEP_CSV_FILE, SWEEP_JSON_FILE, prefix_base,
 };
 pub use outputs::OutputsWriter;
+pub use server_metrics::ServerMetricsFiles;
 pub use server_metrics::{
     JsonlSpool as ServerMetricsSpool, ServerMetricsFormats, ServerMetricsRun,
-    render_console as render_server_metrics, write_server_metrics,
+    render_console as render_server_metrics,
 };
 
 /// Where endpoint `i`'s server-metrics JSONL lines wait during the run (hidden beside the
@@ -104,19 +107,6 @@ pub struct RunInfo {
     pub extra: Vec<(&'static str, serde_json::Value)>,
 }
 
-/// Where [`write_summary`] put its files.
-#[derive(Debug, Clone)]
-pub struct ExportPaths {
-    pub json: PathBuf,
-    pub csv: PathBuf,
-    pub console_txt: PathBuf,
-    /// The time-slice JSON and CSV, when the run had time slices.
-    pub timeslices: Option<(PathBuf, PathBuf)>,
-    /// The GPU telemetry JSONL, when there was telemetry (written from the spools by
-    /// [`write_gpu_telemetry_jsonl`]).
-    pub gpu_telemetry: Option<PathBuf>,
-}
-
 /// Renders the console report (metrics table, then the error summary table when there
 /// were errors) as plain text.
 pub fn render_console(summary: &MetricsSummary, info: &RunInfo) -> String {
@@ -152,55 +142,127 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     result
 }
 
-/// Writes profile_export_aiperf.json, profile_export_aiperf.csv and
-/// profile_export_console.txt (given the rendered console text) into `dir`.
+/// `profile_export_aiperf.json` (AIPerf's summary document).
+struct SummaryJson<'a> {
+    pub names: &'a FileNames,
+    pub summary: &'a MetricsSummary,
+    pub info: &'a RunInfo,
+}
+
+impl Exporter for SummaryJson<'_> {
+    fn what(&self) -> &'static str {
+        "the summary JSON"
+    }
+
+    fn export(&self, dir: &Path) -> std::io::Result<Vec<Written>> {
+        let path = dir.join(&self.names.json);
+        write_atomically(&path, &json::render(self.summary, self.info))?;
+        Ok(vec![Written::listed("JSON Export", path)])
+    }
+}
+
+/// `profile_export_aiperf.csv`, with the GPU telemetry section when there is telemetry.
+struct SummaryCsv<'a> {
+    pub names: &'a FileNames,
+    pub summary: &'a MetricsSummary,
+    pub info: &'a RunInfo,
+}
+
+impl Exporter for SummaryCsv<'_> {
+    fn what(&self) -> &'static str {
+        "the summary CSV"
+    }
+
+    fn export(&self, dir: &Path) -> std::io::Result<Vec<Written>> {
+        let path = dir.join(&self.names.csv);
+        let mut text = csv::render(self.summary);
+        if let Some(t) = &self.info.gpu_telemetry {
+            text.push_str(&gpu_telemetry::render_csv(t));
+        }
+        write_atomically(&path, &text)?;
+        Ok(vec![Written::listed("CSV Export", path)])
+    }
+}
+
+/// `profile_export_console.txt`: the console report as printed.
+struct ConsoleText<'a> {
+    pub names: &'a FileNames,
+    pub text: &'a str,
+}
+
+impl Exporter for ConsoleText<'_> {
+    fn what(&self) -> &'static str {
+        "the console text"
+    }
+
+    fn export(&self, dir: &Path) -> std::io::Result<Vec<Written>> {
+        let path = dir.join(&self.names.console);
+        write_atomically(&path, self.text)?;
+        Ok(vec![Written::unlisted(path)])
+    }
+}
+
+/// The summary files of a run in the order they are listed: the CSV, the JSON, the
+/// console text and, with time slices, their files.
+pub struct SummaryFiles<'a> {
+    pub names: &'a FileNames,
+    pub summary: &'a MetricsSummary,
+    pub info: &'a RunInfo,
+    pub console_text: &'a str,
+}
+
+impl Exporter for SummaryFiles<'_> {
+    fn what(&self) -> &'static str {
+        "the summary exports"
+    }
+
+    fn export(&self, dir: &Path) -> std::io::Result<Vec<Written>> {
+        let (names, summary, info) = (self.names, self.summary, self.info);
+        let parts: [&dyn Exporter; 4] = [
+            &SummaryCsv {
+                names,
+                summary,
+                info,
+            },
+            &SummaryJson {
+                names,
+                summary,
+                info,
+            },
+            &ConsoleText {
+                names,
+                text: self.console_text,
+            },
+            &timeslices::Timeslices {
+                names,
+                summary,
+                input_config: &info.input_config,
+            },
+        ];
+        let mut written = Vec::new();
+        for part in parts {
+            written.extend(part.export(dir)?);
+        }
+        Ok(written)
+    }
+}
+
+/// [`SummaryFiles`] under the default names.
 #[cfg(test)]
 pub fn write_summary(
     dir: &Path,
     summary: &MetricsSummary,
     info: &RunInfo,
     console_text: &str,
-) -> std::io::Result<ExportPaths> {
-    write_summary_named(dir, &FileNames::default(), summary, info, console_text)
-}
-
-/// [`write_summary`] under the names of `--profile-export-prefix`.
-pub fn write_summary_named(
-    dir: &Path,
-    names: &FileNames,
-    summary: &MetricsSummary,
-    info: &RunInfo,
-    console_text: &str,
-) -> std::io::Result<ExportPaths> {
+) -> std::io::Result<Vec<Written>> {
     std::fs::create_dir_all(dir)?;
-    let paths = ExportPaths {
-        json: dir.join(&names.json),
-        csv: dir.join(&names.csv),
-        console_txt: dir.join(&names.console),
-        timeslices: (!summary.timeslices.is_empty()).then(|| {
-            (
-                dir.join(&names.timeslices_json),
-                dir.join(&names.timeslices_csv),
-            )
-        }),
-        gpu_telemetry: info
-            .gpu_telemetry
-            .as_ref()
-            .map(|_| dir.join(&names.gpu_telemetry_jsonl)),
-    };
-    write_atomically(&paths.json, &json::render(summary, info))?;
-    let mut csv_text = csv::render(summary);
-    if let Some(t) = &info.gpu_telemetry {
-        csv_text.push_str(&gpu_telemetry::render_csv(t));
+    SummaryFiles {
+        names: &FileNames::default(),
+        summary,
+        info,
+        console_text,
     }
-    write_atomically(&paths.csv, &csv_text)?;
-    write_atomically(&paths.console_txt, console_text)?;
-    if let Some((json_path, csv_path)) = &paths.timeslices {
-        let text = timeslices::render_json(&summary.timeslices, &info.input_config);
-        write_atomically(json_path, &text)?;
-        write_atomically(csv_path, &timeslices::render_csv(&summary.timeslices))?;
-    }
-    Ok(paths)
+    .export(dir)
 }
 
 /// The per-record files of a run, as `--export-level` and `--export-outputs-json` ask:
@@ -472,17 +534,27 @@ mod tests {
         let s = summary();
         let info = run_info();
         let console = render_console(&s, &info);
-        let paths = write_summary(&out, &s, &info, &console).unwrap();
-        assert_eq!(paths.json, out.join("profile_export_aiperf.json"));
-        assert_eq!(
-            std::fs::read_to_string(&paths.console_txt).unwrap(),
-            console
-        );
+        let written = write_summary(&out, &s, &info, &console).unwrap();
+        // Listed in the order printed after a run; the console text is not listed.
+        let expected = [
+            (Some("CSV Export"), "profile_export_aiperf.csv"),
+            (Some("JSON Export"), "profile_export_aiperf.json"),
+            (None, "profile_export_console.txt"),
+        ];
+        let expected: Vec<Written> = expected
+            .iter()
+            .map(|(label, name)| Written {
+                label: *label,
+                path: out.join(name),
+            })
+            .collect();
+        assert_eq!(written, expected);
+        assert_eq!(std::fs::read_to_string(&written[2].path).unwrap(), console);
         let json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&paths.json).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(&written[1].path).unwrap()).unwrap();
         assert_eq!(json["request_count"]["avg"], 2.0);
         assert!(
-            std::fs::read_to_string(&paths.csv)
+            std::fs::read_to_string(&written[0].path)
                 .unwrap()
                 .starts_with("Metric,avg")
         );

@@ -94,7 +94,7 @@ pub(crate) fn server_exports(
         csv: true,
         jsonl: true,
     };
-    super::write_server_metrics(dir.path(), "sm", formats, &run).unwrap();
+    super::server_metrics::write_server_metrics(dir.path(), "sm", formats, &run).unwrap();
     let read = |ext: &str| std::fs::read_to_string(dir.path().join(format!("sm.{ext}"))).unwrap();
     Exports {
         json: read("json"),

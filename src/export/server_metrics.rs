@@ -54,8 +54,29 @@ pub struct ServerMetricsRun<'a> {
     pub input_config: Value,
 }
 
+/// The server-metrics files `--server-metrics-formats` asks for, as `<base>.json` and so on.
+pub struct ServerMetricsFiles<'a> {
+    pub base: &'a str,
+    pub formats: ServerMetricsFormats,
+    pub run: ServerMetricsRun<'a>,
+}
+
+impl super::Exporter for ServerMetricsFiles<'_> {
+    fn what(&self) -> &'static str {
+        "the server metrics files"
+    }
+
+    fn export(&self, dir: &Path) -> std::io::Result<Vec<super::Written>> {
+        let paths = write_server_metrics(dir, self.base, self.formats, &self.run)?;
+        let listed = paths.into_iter();
+        Ok(listed
+            .map(|p| super::Written::listed("Server Metrics Export", p))
+            .collect())
+    }
+}
+
 /// Writes the asked formats as `<base>.json` and so on; returns the paths written.
-pub fn write_server_metrics(
+pub(super) fn write_server_metrics(
     dir: &Path,
     base: &str,
     formats: ServerMetricsFormats,

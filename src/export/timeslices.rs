@@ -17,6 +17,34 @@ const STAT_KEYS: [&str; 14] = [
     "avg", "min", "max", "sum", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std",
 ];
 
+/// The time-slice JSON and CSV (`--slice-duration`); nothing without slices.
+pub struct Timeslices<'a> {
+    pub names: &'a super::FileNames,
+    pub summary: &'a crate::metrics::MetricsSummary,
+    pub input_config: &'a Value,
+}
+
+impl super::Exporter for Timeslices<'_> {
+    fn what(&self) -> &'static str {
+        "the time-slice files"
+    }
+
+    fn export(&self, dir: &std::path::Path) -> std::io::Result<Vec<super::Written>> {
+        let slices = &self.summary.timeslices;
+        if slices.is_empty() {
+            return Ok(Vec::new());
+        }
+        let json = dir.join(&self.names.timeslices_json);
+        let csv = dir.join(&self.names.timeslices_csv);
+        super::write_atomically(&json, &render_json(slices, self.input_config))?;
+        super::write_atomically(&csv, &render_csv(slices))?;
+        Ok(vec![
+            super::Written::listed("Timeslices", json),
+            super::Written::listed("Timeslices CSV", csv),
+        ])
+    }
+}
+
 pub fn render_json(slices: &[TimeSlice], input_config: &Value) -> String {
     let list: Vec<Object> = slices
         .iter()

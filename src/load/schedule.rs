@@ -17,6 +17,17 @@ pub enum ArrivalPattern {
     Gamma { shape: f64 },
 }
 
+impl ArrivalPattern {
+    /// Its name in AIPerf's config (the phase type of a rate-paced phase).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ArrivalPattern::Constant => "constant",
+            ArrivalPattern::Poisson => "poisson",
+            ArrivalPattern::Gamma { .. } => "gamma",
+        }
+    }
+}
+
 #[cfg(test)]
 /// Send offsets in nanoseconds from the start of the phase, one per request; the first
 /// request goes at offset 0.

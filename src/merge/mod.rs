@@ -131,14 +131,14 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
     };
     let mut console_text = export::render_console(&summary, &info);
     console_text.push_str(&shard_table(&shards));
-    let paths = export::write_summary_named(
-        &args.output,
-        &FileNames::default(),
-        &summary,
-        &info,
-        &console_text,
-    )
-    .map_err(|e| anyhow::anyhow!("cannot write to {}: {e}", args.output.display()))?;
+    let summary_files = export::SummaryFiles {
+        names: &FileNames::default(),
+        summary: &summary,
+        info: &info,
+        console_text: &console_text,
+    };
+    let written = export::export_all(&args.output, &[&summary_files])
+        .map_err(|e| anyhow::anyhow!("cannot write to {}: {e:#}", args.output.display()))?;
     let jsonl = write_merged_records(&shards, &args.output)?;
     crate::report::write_run_or_warn(&args.output, &FileNames::default(), None);
     let mut out = std::io::stdout().lock();
@@ -149,8 +149,11 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
         shards.len(),
         summary.request_count + summary.error_request_count
     );
-    let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
-    let _ = writeln!(out, "JSON Export: {}", paths.json.display());
+    for w in &written {
+        if let Some(label) = w.label {
+            let _ = writeln!(out, "{label}: {}", w.path.display());
+        }
+    }
     let _ = writeln!(out, "Records: {}", jsonl.display());
     Ok(())
 }

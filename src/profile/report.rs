@@ -11,7 +11,7 @@ use super::Outcome;
 use super::control::StopReason;
 use super::phases::Ran;
 use crate::config::{ProfileConfig, is_secret_header, redacted_command_line};
-use crate::export::{self, RunInfo};
+use crate::export::{self, Exporter, RunInfo};
 use crate::load::SendPlan;
 use crate::metrics::Collector;
 use crate::overhead::OverheadReport;
@@ -144,7 +144,6 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
                 }))
                 .collect(),
         };
-        let inputs = export::write_inputs_json(&cfg.artifact_dir, plan);
         let mut console_text = export::render_console(&summary, &info);
         let server_metrics = super::server_metrics::summarise(cfg, &ran, &observed, &summary);
         if let Some(sm) = &server_metrics {
@@ -175,31 +174,35 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
                 console_text.push_str(&format!("\nWarning: {w}\n"));
             }
         }
-        let paths = export::write_summary_named(
-            &cfg.artifact_dir,
-            &cfg.export.names,
-            &summary,
-            &info,
-            &console_text,
-        );
         let mut out = std::io::stdout().lock();
+        // The table is shown even when the files cannot be written (a full disk).
         let _ = writeln!(out, "{console_text}");
-        // The table is shown even when the files could not be written (a full disk).
-        inputs.context("cannot write inputs.json")?;
-        let paths = paths.context("cannot write the summary exports")?;
-        if let Some(path) = &paths.gpu_telemetry {
-            export::write_gpu_telemetry_jsonl(path, &observed.gpu_jsonl)
-                .context("cannot write the GPU telemetry JSONL")?;
-        }
-        let server_files = match &server_metrics {
-            Some(sm) => super::server_metrics::write(cfg, &info, &ran, &observed, sm, clock)
-                .context("cannot write the server metrics files")?,
-            None => Vec::new(),
+        let names = &cfg.export.names;
+        let server_files = server_metrics
+            .as_ref()
+            .and_then(|sm| super::server_metrics::files(cfg, &info, &ran, &observed, sm, clock));
+        let mut exporters: Vec<&dyn Exporter> = Vec::new();
+        let summary_files = export::SummaryFiles {
+            names,
+            summary: &summary,
+            info: &info,
+            console_text: &console_text,
         };
+        let inputs = export::InputsJson(plan);
+        let gpu_jsonl = export::GpuTelemetryJsonl {
+            names,
+            telemetry: gpu_telemetry.is_some(),
+            spools: &observed.gpu_jsonl,
+        };
+        exporters.extend([&summary_files as &dyn Exporter, &inputs, &gpu_jsonl]);
+        if let Some(files) = &server_files {
+            exporters.push(files);
+        }
+        let written = export::export_all(&cfg.artifact_dir, &exporters)?;
         // From the files above, off the run's hot path; a failure only warns.
         if cfg.export.html_report {
             let rows = chart_rows.map(super::collect::ChartColumns::into_rows);
-            crate::report::write_run_or_warn(&cfg.artifact_dir, &cfg.export.names, rows);
+            crate::report::write_run_or_warn(&cfg.artifact_dir, names, rows);
         }
         // Last, and only when every artifact above is complete (the per-record files were
         // closed when the collector finished; after a failed write they are cut short).
@@ -208,17 +211,10 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
                 .context("cannot write .aiperf_results_ready.json")?;
         }
         info!("Results saved to: {}", cfg.artifact_dir.display());
-        let _ = writeln!(out, "CSV Export: {}", paths.csv.display());
-        let _ = writeln!(out, "JSON Export: {}", paths.json.display());
-        if let Some(path) = &paths.gpu_telemetry {
-            let _ = writeln!(out, "GPU Telemetry: {}", path.display());
-        }
-        if let Some((json_path, csv_path)) = &paths.timeslices {
-            let _ = writeln!(out, "Timeslices: {}", json_path.display());
-            let _ = writeln!(out, "Timeslices CSV: {}", csv_path.display());
-        }
-        for p in &server_files {
-            let _ = writeln!(out, "Server Metrics Export: {}", p.display());
+        for w in &written {
+            if let Some(label) = w.label {
+                let _ = writeln!(out, "{label}: {}", w.path.display());
+            }
         }
         let _ = writeln!(
             out,
@@ -309,8 +305,8 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
             "turn_delay": {
                 "mean": s.turns.delay_mean_ms,
                 "stddev": s.turns.delay_stddev_ms,
-                "ratio": s.turns.delay_ratio,
             },
+            "turn_delay_ratio": s.turns.delay_ratio,
         }),
     };
     let dataset = cfg.inputs.public.as_ref().map_or(dataset, |p| {
@@ -324,12 +320,16 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
         })
     });
     let load = &cfg.load;
+    // AIPerf's phase type: the arrival pattern of a rate, or how else requests are paced.
+    let pattern = |rate: Option<(f64, crate::load::schedule::ArrivalPattern)>| {
+        rate.map(|(_, p)| p.as_str().to_string())
+    };
     let profiling_type = if load.fixed_schedule {
-        "fixed_schedule"
-    } else if load.rate.is_some() {
-        "request_rate"
+        "fixed_schedule".to_string()
+    } else if load.user_centric.is_some() {
+        "user_centric".to_string()
     } else {
-        "concurrency"
+        pattern(load.rate).unwrap_or_else(|| "concurrency".into())
     };
     let mut phases = Vec::new();
     let warmup = &load.warmup;
@@ -337,7 +337,7 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
         phases.push(json!({
             "name": "warmup",
             "kind": "warmup",
-            "type": if warmup.rate.is_some() { "request_rate" } else { "concurrency" },
+            "type": pattern(warmup.rate).unwrap_or_else(|| "concurrency".into()),
             "requests": (cfg.warmup_request_count > 0).then_some(cfg.warmup_request_count),
             "sessions": warmup.sessions,
             "duration": load.warmup_duration.map(|d| d.as_secs_f64()),
@@ -355,13 +355,14 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
         "sessions": load.sessions,
         "concurrency": cfg.concurrency,
         "rate": load.rate.map(|(r, _)| r),
-        "arrival_pattern": load.rate.map(|(_, p)| format!("{p:?}").to_lowercase()),
         "duration": load.duration.map(|d| d.as_secs_f64()),
         "grace_period": load.grace.map(|d| d.as_secs_f64()),
-        "cancellation_rate": load.cancellation.map(|c| c.share * 100.0),
-        "cancellation_delay": load.cancellation.map(|c| c.delay.as_secs_f64()),
+        "cancellation": load.cancellation.map(|c| json!({
+            "rate": c.share * 100.0,
+            "delay": c.delay.as_secs_f64(),
+        })),
     }));
-    json!({
+    let mut echo = json!({
         "models": {
             "items": models,
             "strategy": cfg.model_selection.as_str(),
@@ -369,7 +370,7 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
         "endpoint": {
             "urls": urls,
             "url_strategy": "round_robin",
-            "connection_reuse_strategy": cfg.connection_reuse.as_str(),
+            "connection_reuse": cfg.connection_reuse.as_str(),
             "type": cfg.endpoint_type.as_str(),
             "streaming": cfg.streaming,
             "timeout": cfg.request_timeout.as_secs_f64(),
@@ -385,5 +386,152 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
         "artifacts": {"dir": cfg.artifact_dir.display().to_string()},
         "random_seed": cfg.random_seed,
         "mock_server": cfg.mock_server,
-    })
+    });
+    // Every other typed setting at its AIPerf config path; the values above (resolved,
+    // redacted) stand where both speak.
+    let root = echo.as_object_mut().expect("an object");
+    for (flag, raw) in &cfg.typed_settings {
+        let path = flag.path.expect("typed_settings keeps rows with a path");
+        // A phase this run does not have (a repeat after the first skips the warmup).
+        if let Some(phase) = path
+            .strip_prefix("phases.")
+            .and_then(|p| p.split('.').next())
+            && !root["phases"]
+                .as_array()
+                .is_some_and(|list| list.iter().any(|p| p["name"] == phase))
+        {
+            continue;
+        }
+        let slot = crate::cli::flags::echo_slot(root, path);
+        if slot.is_null() {
+            // Credentials inside a value (a scrape URL's user:password) are shown as `***`.
+            let raw: Vec<String> = raw
+                .iter()
+                .map(|v| {
+                    cfg.secrets
+                        .iter()
+                        .fold(v.clone(), |v, s| v.replace(s.as_str(), "***"))
+                })
+                .collect();
+            *slot = crate::cli::flags::echo_value(flag, &raw);
+        }
+    }
+    echo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::flags::{self, testing};
+    use crate::cli::{Cli, Command};
+
+    /// Partners that make most flags valid: a rate for its mode, sizes for media options.
+    const PARTNERS: &[&str] = &[
+        "--streaming",
+        "--request-rate=5",
+        "--request-rate-mode=gamma",
+        "--image-width-mean=8",
+        "--image-height-mean=8",
+        "--audio-length-mean=1",
+        "--video-width=8",
+        "--video-height=8",
+        "--num-dataset-entries=4",
+        "--output-tokens-mean=5",
+        "--prompt-prefix-length=4",
+        "--prompt-prefix-pool-size=1",
+        "--benchmark-duration=5",
+        "--warmup-duration=1",
+        "--concurrency=2",
+        "--request-cancellation-rate=10",
+    ];
+
+    /// `flag`'s echo after `aiperf profile [--model m] ARGS`, or why the config is invalid.
+    fn echo_of(f: &flags::Flag, args: &[String]) -> Result<Value, String> {
+        let model = ["--model", "m"]
+            .into_iter()
+            .filter(|_| f.id != "model_names");
+        let argv = ["aiperf", "profile"]
+            .into_iter()
+            .chain(model)
+            .map(String::from);
+        let argv: Vec<String> = argv.chain(args.iter().cloned()).collect();
+        let Command::Profile(parsed) = Cli::parse_with_sources(&argv)
+            .map_err(|e| e.to_string())?
+            .command
+        else {
+            unreachable!()
+        };
+        let cfg = ProfileConfig::from_args(&parsed, false).map_err(|e| e.to_string())?;
+        Ok(input_config_json(&cfg))
+    }
+
+    /// Every row with a path, typed alone or with partners: the echoed config holds a value
+    /// at that path. Flags that need a file or another endpoint type are counted apart.
+    #[test]
+    fn every_typed_flag_is_echoed_at_its_path() {
+        let (mut echoed, mut invalid) = (0, Vec::new());
+        for f in flags::FLAGS {
+            let Some(path) = f.path else { continue };
+            let typed = testing::typed(f, &testing::accepted_sample(f));
+            let long = typed[0].split('=').next().unwrap().to_string();
+            let partners = PARTNERS.iter().filter(|p| !p.starts_with(&long));
+            let with_partners: Vec<String> = partners
+                .map(|p| p.to_string())
+                .chain(typed.clone())
+                .collect();
+            // Alone first; with partners when alone is invalid or shows nothing there (a
+            // warmup setting without a warmup length has no warmup phase to sit in).
+            let at_path = |args: &[String]| {
+                echo_of(f, args)
+                    .map(|mut echo| flags::echo_slot(echo.as_object_mut().unwrap(), path).clone())
+            };
+            let value = match at_path(&typed) {
+                Ok(v) if !v.is_null() => Ok(v),
+                _ => at_path(&with_partners),
+            };
+            match value {
+                Ok(v) => assert!(!v.is_null(), "{typed:?}: nothing at {path}"),
+                Err(e) => {
+                    invalid.push((f.id, e));
+                    continue;
+                }
+            }
+            echoed += 1;
+        }
+        // These need a file, a public dataset, another endpoint type or schedule, or a value
+        // of their own shape; a flag that joins them must be added here knowingly.
+        let need_more = [
+            "model_selection_strategy",
+            "url",
+            "request_content_type",
+            "input_file",
+            "custom_dataset_type",
+            "public_dataset",
+            "hf_subset",
+            "dataset_filter",
+            "ignore_trace_delays",
+            "use_think_time_only",
+            "max_context_length",
+            "trace_session_sample_ratio",
+            "allow_dataset_wrap",
+            "system_prompt_file",
+            "user_context_prompt_length",
+            "seq_dist",
+            "image_source",
+            "rankings_passages_mean",
+            "rankings_passages_stddev",
+            "rankings_passages_prompt_token_mean",
+            "rankings_passages_prompt_token_stddev",
+            "rankings_query_prompt_token_mean",
+            "rankings_query_prompt_token_stddev",
+            "num_users",
+            "fixed_schedule_auto_offset",
+            "fixed_schedule_start_offset",
+            "fixed_schedule_end_offset",
+            "server_metrics_formats",
+        ];
+        let ids: Vec<&str> = invalid.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, need_more, "{invalid:#?}");
+        assert!(echoed > 100, "{echoed}");
+    }
 }

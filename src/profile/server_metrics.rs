@@ -1,8 +1,6 @@
 //! The end of a run's server-metrics collection: statistics per phase, the console table and
 //! the files.
 
-use std::path::PathBuf;
-
 use std::collections::BTreeSet;
 
 use tracing::{info, warn};
@@ -10,7 +8,7 @@ use tracing::{info, warn};
 use super::observe::Observed;
 use super::phases::Ran;
 use crate::config::ProfileConfig;
-use crate::export::{self, RunInfo, ServerMetricsRun};
+use crate::export::{self, RunInfo, ServerMetricsFiles, ServerMetricsRun};
 use crate::metrics::MetricsSummary;
 use crate::metrics::server_metrics::{self, MetricSummary};
 use crate::metrics::server_series::{EndpointSeries, Phase};
@@ -83,18 +81,16 @@ pub(super) fn summarise(
     })
 }
 
-/// Writes the asked files; returns their paths.
-pub(super) fn write(
-    cfg: &ProfileConfig,
-    info: &RunInfo,
+/// The writer of the asked files (none without `--server-metrics`).
+pub(super) fn files<'a>(
+    cfg: &'a ProfileConfig,
+    info: &'a RunInfo,
     ran: &Ran,
-    observed: &Observed,
-    sm: &ServerMetrics,
+    observed: &'a Observed,
+    sm: &'a ServerMetrics,
     clock: crate::clock::Clock,
-) -> std::io::Result<Vec<PathBuf>> {
-    let Some(options) = &cfg.server_metrics else {
-        return Ok(Vec::new());
-    };
+) -> Option<ServerMetricsFiles<'a>> {
+    let options = cfg.server_metrics.as_ref()?;
     let run = ServerMetricsRun {
         benchmark_id: &info.benchmark_id,
         clock,
@@ -111,10 +107,9 @@ pub(super) fn write(
         warmup: sm.warmup.as_deref(),
         input_config: info.input_config.clone(),
     };
-    export::write_server_metrics(
-        &cfg.artifact_dir,
-        &cfg.export.names.server_metrics,
-        cfg.export.server_metrics_formats,
-        &run,
-    )
+    Some(ServerMetricsFiles {
+        base: &cfg.export.names.server_metrics,
+        formats: cfg.export.server_metrics_formats,
+        run,
+    })
 }

@@ -8,99 +8,7 @@ use serde_json::Value;
 use crate::cli::Cli;
 use crate::config::multirun::SweepType;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Int,
-    Float,
-}
-
-/// A flag that may take a list: its clap id (the field name), AIPerf's dotted parameter path
-/// (the last segment names the directory component) and the kind of its values.
-struct SweepFlag {
-    id: &'static str,
-    path: &'static str,
-    kind: Kind,
-}
-
-/// AIPerf's list-valued flags, plus the image size and count that vision users sweep most
-/// (paths under `datasets.main.images`, ours).
-const SWEEP_FLAGS: &[SweepFlag] = &[
-    SweepFlag {
-        id: "concurrency",
-        path: "phases.profiling.concurrency",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "prefill_concurrency",
-        path: "phases.profiling.prefill_concurrency",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "request_rate",
-        path: "phases.profiling.rate",
-        kind: Kind::Float,
-    },
-    SweepFlag {
-        id: "request_count",
-        path: "phases.profiling.requests",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "benchmark_duration",
-        path: "phases.profiling.duration",
-        kind: Kind::Float,
-    },
-    SweepFlag {
-        id: "conversation_num",
-        path: "phases.profiling.sessions",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "num_users",
-        path: "phases.profiling.users",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "isl_mean",
-        path: "datasets.main.prompts.isl.mean",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "isl_stddev",
-        path: "datasets.main.prompts.isl.stddev",
-        kind: Kind::Float,
-    },
-    SweepFlag {
-        id: "osl_mean",
-        path: "datasets.main.prompts.osl.mean",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "osl_stddev",
-        path: "datasets.main.prompts.osl.stddev",
-        kind: Kind::Float,
-    },
-    SweepFlag {
-        id: "conversation_turn_mean",
-        path: "datasets.main.turns.mean",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "image_width_mean",
-        path: "datasets.main.images.width_mean",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "image_height_mean",
-        path: "datasets.main.images.height_mean",
-        kind: Kind::Int,
-    },
-    SweepFlag {
-        id: "image_batch_size",
-        path: "datasets.main.images.batch_size",
-        kind: Kind::Int,
-    },
-];
+use crate::cli::flags::{FLAGS, Flag, Kind};
 
 /// One list found on the command line.
 #[derive(Debug, Clone)]
@@ -227,8 +135,10 @@ pub fn find(argv: &[String]) -> Result<Lists, String> {
             params: Vec::new(),
         });
     };
-    let longs: Vec<(&SweepFlag, Vec<String>)> = SWEEP_FLAGS
+    // The flags a comma list sweeps, with every spelling of each.
+    let longs: Vec<(&Flag, Vec<String>)> = FLAGS
         .iter()
+        .filter(|f| f.sweep)
         .filter_map(|f| {
             let arg = profile.get_arguments().find(|a| a.get_id() == f.id)?;
             let mut names: Vec<String> = arg.get_long().map(str::to_string).into_iter().collect();
@@ -241,7 +151,7 @@ pub fn find(argv: &[String]) -> Result<Lists, String> {
             Some((f, names))
         })
         .collect();
-    let flag_of = |token: &str| -> Option<&SweepFlag> {
+    let flag_of = |token: &str| -> Option<&Flag> {
         let name = token.strip_prefix("--")?.replace('_', "-");
         longs
             .iter()
@@ -289,17 +199,18 @@ pub fn find(argv: &[String]) -> Result<Lists, String> {
                 .map(|r| typed(f.kind, r).ok_or_else(|| {
                     let want = match f.kind {
                         Kind::Int => "a whole number",
-                        Kind::Float => "a number",
+                        _ => "a number",
                     };
                     format!("{flag} '{value}': '{r}' is not {want}; give a comma-separated list such as {flag} 1,4,16")
                 }))
                 .collect::<Result<Vec<_>, _>>()?;
             first[at] = format!("{}{}", inline.as_deref().unwrap_or(""), raw[0]);
-            if params.iter().any(|p: &ListParam| p.path == f.path) {
+            let path = f.path.expect("a sweepable flag has a config path");
+            if params.iter().any(|p: &ListParam| p.path == path) {
                 return Err(format!("{flag}: given twice as a list; give one list"));
             }
             params.push(ListParam {
-                path: f.path,
+                path,
                 raw,
                 values,
                 at,
@@ -317,7 +228,7 @@ pub fn find(argv: &[String]) -> Result<Lists, String> {
 fn typed(kind: Kind, raw: &str) -> Option<Value> {
     match kind {
         Kind::Int => crate::cli::whole_number(raw).ok().map(Value::from),
-        Kind::Float => raw
+        _ => raw
             .parse::<f64>()
             .ok()
             .filter(|f| f.is_finite())
