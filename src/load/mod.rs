@@ -1,8 +1,12 @@
 //! When to send what. Closed loop: exactly `concurrency` requests (or conversations) in
 //! flight until the phase's count has been sent; each finished record goes straight to the
 //! collector. A conversation's next turn is sent after the previous reply, with the history.
+//!
+//! The engine (`phase.rs`) reaches the HTTP side, and the clock it paces by, only through
+//! the `Exchange` trait (`exchange.rs`), which `transport::HttpClient` implements.
 
 pub mod cache_bust;
+mod exchange;
 mod options;
 pub mod pacing;
 mod phase;
@@ -277,9 +281,9 @@ impl ScheduleWindow {
     }
 }
 
-/// Shared by the workers of one run.
-pub struct LoadContext {
-    pub client: HttpClient,
+/// Shared by the workers of one run. `client` is the HTTP side (a fake in the unit tests).
+pub struct LoadContext<E = HttpClient> {
+    pub client: E,
     pub clock: Clock,
     pub plan: SendPlan,
     /// Set on the first Ctrl-C: no new request starts after it.

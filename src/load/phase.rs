@@ -3,8 +3,10 @@
 //! cancellation.
 //!
 //! Open-loop send times are absolute (phase start + offset), drawn before the phase starts,
-//! and waited for with the precise timer (`crate::timer`), so one late send never shifts
-//! the next one.
+//! and waited for on the exchange's clock (the precise timer, `crate::timer`, for HTTP), so
+//! one late send never shifts the next one. Every read of the clock and every wait goes
+//! through the [`Exchange`], which lets the unit tests (`super::engine_tests`) drive a phase
+//! on tokio's paused clock.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,6 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::cache_bust::Mark;
+use super::exchange::Exchange;
 use super::pacing::{PacingReport, SendSample};
 use super::ramp::{self, Ramps};
 use super::schedule::{ArrivalPattern, Arrivals};
@@ -23,8 +26,7 @@ use super::{LoadContext, UserCentric};
 use crate::endpoint::TurnScript;
 use crate::hash::splitmix64;
 use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming};
-use crate::timer;
-use crate::transport::{CANCELLED_CODE, HttpClient};
+use crate::transport::CANCELLED_CODE;
 
 /// How the sends of a phase are timed.
 #[derive(Debug, Clone)]
@@ -92,8 +94,8 @@ pub struct PhaseResult {
 }
 
 /// State shared by the tasks of one phase.
-struct PhaseRun {
-    ctx: Arc<LoadContext>,
+struct PhaseRun<E> {
+    ctx: Arc<LoadContext<E>>,
     spec: PhaseSpec,
     records: UnboundedSender<RequestRecord>,
     /// Sends claimed so far in this phase.
@@ -115,21 +117,21 @@ struct PhaseRun {
 }
 
 /// Runs one phase to its end: every request issued has finished (or been cancelled).
-pub async fn run_phase(
-    ctx: Arc<LoadContext>,
+pub async fn run_phase<E: Exchange>(
+    ctx: Arc<LoadContext<E>>,
     spec: PhaseSpec,
     records: UnboundedSender<RequestRecord>,
 ) -> PhaseResult {
     if let Some(at) = spec.start {
-        timer::sleep_until(at).await;
+        ctx.client.sleep_until(at).await;
     }
-    let started = spec.start.unwrap_or_else(Instant::now);
+    let started = spec.start.unwrap_or_else(|| ctx.client.now());
     let issue_until = spec.duration.map(|d| started + d);
     let open_loop = !matches!(spec.pacing, Pacing::ClosedLoop);
     let slots = match (open_loop, spec.concurrency) {
         // With a ramp the cap starts at 1; `open_slots` adds the others on time.
         (true, Some(n)) if spec.ramps.concurrency.is_some() => Some(Arc::new(Semaphore::new(1)))
-            .inspect(|s| open_slots(s.clone(), n, spec.ramps.concurrency, started)),
+            .inspect(|s| open_slots(&ctx, s.clone(), n, spec.ramps.concurrency, started)),
         (true, Some(n)) => Some(Arc::new(Semaphore::new(n as usize))),
         _ => None,
     };
@@ -163,7 +165,7 @@ pub async fn run_phase(
             let ctx = ctx.clone();
             let run = run.clone();
             Some(tokio::spawn(async move {
-                timer::sleep_until(end + grace).await;
+                ctx.client.sleep_until(end + grace).await;
                 run.cut.store(true, Ordering::SeqCst);
                 let left = ctx.in_flight.load(Ordering::SeqCst);
                 if left > 0 {
@@ -199,13 +201,18 @@ pub async fn run_phase(
     }
 }
 
-impl PhaseRun {
+impl<E: Exchange> PhaseRun<E> {
+    /// Now, on the exchange's clock.
+    fn now(&self) -> Instant {
+        self.ctx.client.now()
+    }
+
     /// Takes the next send number of the phase, unless the phase is over.
     fn claim(&self) -> Option<u64> {
         if self.ctx.stop.load(Ordering::Relaxed) {
             return None;
         }
-        if self.issue_until.is_some_and(|end| Instant::now() >= end) {
+        if self.issue_until.is_some_and(|end| self.now() >= end) {
             return None;
         }
         let i = self.claimed.fetch_add(1, Ordering::SeqCst);
@@ -297,7 +304,7 @@ impl PhaseRun {
     /// True when no more request can be issued (stopped, past the duration, count reached).
     fn is_over(&self) -> bool {
         self.ctx.stop.load(Ordering::Relaxed)
-            || self.issue_until.is_some_and(|end| Instant::now() >= end)
+            || self.issue_until.is_some_and(|end| self.now() >= end)
             || self
                 .local_limit()
                 .is_some_and(|c| self.claimed.load(Ordering::SeqCst) >= c)
@@ -318,13 +325,11 @@ impl PhaseRun {
         Some((self.ctx.plan.next_session(), send))
     }
 
-    /// Whether send number `send` is one of the cancelled share: a fixed function of the
-    /// seed and the send number, so the same run cancels the same requests.
+    /// How long after its send request number `send` is cancelled, if it is one of the
+    /// cancelled share (see `is_cancelled`).
     fn cancel_after(&self, send: u64) -> Option<Duration> {
         let c = self.spec.cancellation?;
-        let x = splitmix64(self.spec.seed ^ 0xcace_11ed_0000_0000 ^ send);
-        let u = (x >> 11) as f64 / (1u64 << 53) as f64;
-        (u < c.share).then_some(c.delay)
+        is_cancelled(self.spec.seed, c.share, send).then_some(c.delay)
     }
 
     /// Sends one request and hands its record to the collector. Returns the record's
@@ -333,7 +338,7 @@ impl PhaseRun {
     /// texts it sent are joined onto the record after the exchange, not before the send.
     async fn send(
         &self,
-        client: &HttpClient,
+        client: &E,
         send: u64,
         input: RequestInput,
         body: Bytes,
@@ -345,9 +350,9 @@ impl PhaseRun {
         let prefill = match &self.prefill {
             None => None,
             Some(gate) => {
-                let waited = Instant::now();
+                let waited = self.now();
                 let p = gate.clone().acquire_owned().await;
-                input.timing.slot_wait_ns += waited.elapsed().as_nanos() as u64;
+                input.timing.slot_wait_ns += (self.now() - waited).as_nanos() as u64;
                 p.ok()
             }
         };
@@ -408,7 +413,7 @@ impl PhaseRun {
         };
         if let Ok(p) = slots.clone().try_acquire_owned() {
             let wait = if behind {
-                Instant::now().saturating_duration_since(scheduled)
+                self.now().saturating_duration_since(scheduled)
             } else {
                 Duration::ZERO
             };
@@ -419,7 +424,7 @@ impl PhaseRun {
             .acquire_owned()
             .await
             .expect("the semaphore is never closed");
-        let wait = Instant::now().saturating_duration_since(scheduled);
+        let wait = self.now().saturating_duration_since(scheduled);
         (Some(p), wait.as_nanos() as u64)
     }
 
@@ -435,7 +440,7 @@ impl PhaseRun {
         first_permit: Option<OwnedSemaphorePermit>,
         user_gap: Option<(Duration, Instant)>,
     ) -> Ended {
-        let mut last_due = user_gap.map_or_else(Instant::now, |(_, due)| due);
+        let mut last_due = user_gap.map_or_else(|| self.now(), |(_, due)| due);
         let ended = |go_on| Ended { go_on, last_due };
         let ctx = self.ctx.clone();
         let plan = &ctx.plan;
@@ -486,9 +491,9 @@ impl PhaseRun {
             let due = match user_gap {
                 // A reply later than the gap: the turn goes at once and the user's
                 // schedule restarts from there (no catching up in a burst).
-                Some((gap, _)) => (last_due + gap).max(Instant::now()),
+                Some((gap, _)) => (last_due + gap).max(self.now()),
                 // The think time counts from the reply; its end is this turn's scheduled time.
-                None => Instant::now() + t.delay.unwrap_or_default(),
+                None => self.now() + t.delay.unwrap_or_default(),
             };
             if user_gap.is_some() && self.issue_until.is_some_and(|end| due >= end) {
                 return Ended {
@@ -496,9 +501,9 @@ impl PhaseRun {
                     last_due,
                 };
             }
-            timer::sleep_until(due).await;
+            ctx.client.sleep_until(due).await;
             // From the actual send (a late timer must not shorten the next gap).
-            last_due = Instant::now().max(due);
+            last_due = self.now().max(due);
             let Some(send) = self.claim() else {
                 return Ended {
                     go_on: true,
@@ -560,9 +565,9 @@ struct Ended {
 
 /// A sticky session's own client, ended (its waiting connects failed) however the
 /// conversation ends.
-struct SessionClient(Option<HttpClient>);
+struct SessionClient<E: Exchange>(Option<E>);
 
-impl Drop for SessionClient {
+impl<E: Exchange> Drop for SessionClient<E> {
     fn drop(&mut self) {
         if let Some(c) = &self.0 {
             c.end_session();
@@ -572,23 +577,23 @@ impl Drop for SessionClient {
 
 /// An exchange that is cut `delay` after its send and recorded as cancelled (code 499,
 /// AIPerf's `RequestCancellationError`), unless it finished first.
-async fn cancellable_exchange(
-    ctx: &LoadContext,
+async fn cancellable_exchange<E: Exchange>(
+    ctx: &LoadContext<E>,
     phase: Phase,
     input: RequestInput,
-    (client, request_id, body, prefill): (&HttpClient, String, Bytes, Option<OwnedSemaphorePermit>),
+    (client, request_id, body, prefill): (&E, String, Bytes, Option<OwnedSemaphorePermit>),
     delay: Duration,
 ) -> RequestRecord {
     let kept_input = input.clone();
     let kept_id = request_id.clone();
-    let sent_at = Instant::now();
+    let sent_at = ctx.client.now();
     let start_perf_ns = ctx.clock.ns_of(sent_at);
     let exchange = client.exchange_gated(&ctx.clock, phase, input, request_id, body, prefill);
     tokio::select! {
         record = exchange => record,
-        _ = timer::sleep_until(sent_at + delay) => {
+        _ = ctx.client.sleep_until(sent_at + delay) => {
             // Dropping the exchange closes its connection: the server sees the client go.
-            let end_perf_ns = ctx.clock.now_ns();
+            let end_perf_ns = ctx.clock.ns_of(ctx.client.now());
             RequestRecord {
                 start_perf_ns,
                 end_perf_ns,
@@ -607,11 +612,27 @@ async fn cancellable_exchange(
     }
 }
 
+/// Whether send number `send` is one of the cancelled `share` of a run seeded `seed`: a
+/// fixed function of the two, so the same run cancels the same requests.
+pub(super) fn is_cancelled(seed: u64, share: f64, send: u64) -> bool {
+    let x = splitmix64(seed ^ 0xcace_11ed_0000_0000 ^ send);
+    let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+    u < share
+}
+
 /// Adds the open loop's slots 2..=n at their ramp times (the first is open from the start).
-fn open_slots(slots: Arc<Semaphore>, n: u64, ramp: Option<Duration>, started: Instant) {
+fn open_slots<E: Exchange>(
+    ctx: &Arc<LoadContext<E>>,
+    slots: Arc<Semaphore>,
+    n: u64,
+    ramp: Option<Duration>,
+    started: Instant,
+) {
+    let ctx = ctx.clone();
     tokio::spawn(async move {
         for k in 1..n {
-            timer::sleep_until(started + ramp::slot_opens_at(k, n, ramp)).await;
+            let opens = started + ramp::slot_opens_at(k, n, ramp);
+            ctx.client.sleep_until(opens).await;
             slots.add_permits(1);
         }
     });
@@ -619,7 +640,7 @@ fn open_slots(slots: Arc<Semaphore>, n: u64, ramp: Option<Duration>, started: In
 
 /// `concurrency` workers, each sending its next request (or conversation) as soon as the
 /// previous one finished. With a concurrency ramp, worker k starts at its step.
-async fn run_closed_loop(run: Arc<PhaseRun>) {
+async fn run_closed_loop<E: Exchange>(run: Arc<PhaseRun<E>>) {
     let workers = run
         .spec
         .concurrency
@@ -628,14 +649,15 @@ async fn run_closed_loop(run: Arc<PhaseRun>) {
         .min(run.spec.sessions.unwrap_or(u64::MAX))
         .max(1);
     let mut tasks = Vec::with_capacity(workers as usize);
-    let started = Instant::now();
+    let started = run.now();
     for k in 0..workers {
         let run = run.clone();
         let opens = started + ramp::slot_opens_at(k, workers, run.spec.ramps.concurrency);
         tasks.push(tokio::spawn(async move {
             // In steps, so that a phase that ends during the ramp is not held up.
-            while Instant::now() < opens && !run.is_over() {
-                timer::sleep_until(opens.min(Instant::now() + Duration::from_millis(50))).await;
+            while run.now() < opens && !run.is_over() {
+                let step = opens.min(run.now() + Duration::from_millis(50));
+                run.ctx.client.sleep_until(step).await;
             }
             while let Some((session, send)) = run.start_conversation(None) {
                 let ended = run
@@ -655,7 +677,7 @@ async fn run_closed_loop(run: Arc<PhaseRun>) {
 
 /// One dispatcher walks the schedule: waits for each arrival time, takes a slot if there
 /// is a cap, and starts the conversation in its own task.
-async fn run_open_loop(run: Arc<PhaseRun>) {
+async fn run_open_loop<E: Exchange>(run: Arc<PhaseRun<E>>) {
     let offsets: Box<dyn Iterator<Item = u64> + Send> = match &run.spec.pacing {
         Pacing::Rate { rate, pattern } => {
             let arrivals = Arrivals::new(*pattern, *rate, run.spec.seed);
@@ -675,7 +697,7 @@ async fn run_open_loop(run: Arc<PhaseRun>) {
     let t0 = run
         .spec
         .start
-        .unwrap_or_else(|| Instant::now() + Duration::from_millis(1));
+        .unwrap_or_else(|| run.now() + Duration::from_millis(1));
     let mut waited_until: Option<Instant> = None;
     let mut tasks = tokio::task::JoinSet::new();
     for (k, offset) in offsets.enumerate() {
@@ -696,9 +718,9 @@ async fn run_open_loop(run: Arc<PhaseRun>) {
             continue;
         }
         // Sleep in bounded steps so that Ctrl-C is noticed during long trace gaps.
-        while Instant::now() < due && !ctx.stop.load(Ordering::Relaxed) {
-            let step = Instant::now() + Duration::from_millis(100);
-            timer::sleep_until(due.min(step)).await;
+        while run.now() < due && !ctx.stop.load(Ordering::Relaxed) {
+            let step = run.now() + Duration::from_millis(100);
+            ctx.client.sleep_until(due.min(step)).await;
         }
         let Some((session, send)) = run.start_conversation(Some(k as u64)) else {
             break;
@@ -706,7 +728,7 @@ async fn run_open_loop(run: Arc<PhaseRun>) {
         let behind = waited_until.is_some_and(|w| w > due);
         let (permit, slot_wait_ns) = run.slot(due, behind).await;
         if slot_wait_ns > 0 {
-            waited_until = Some(Instant::now());
+            waited_until = Some(run.now());
         }
         let timing = SendTiming {
             scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
@@ -726,9 +748,9 @@ async fn run_open_loop(run: Arc<PhaseRun>) {
 /// interleave evenly; a user sends a turn every `turn_gap` (later only when a reply came
 /// late). When a user's conversation ends, a new user takes its place one gap after its
 /// last turn: in steady state U users at one turn per U/QPS s make QPS requests per second.
-async fn run_users(run: Arc<PhaseRun>, users: UserCentric) {
+async fn run_users<E: Exchange>(run: Arc<PhaseRun<E>>, users: UserCentric) {
     let gap = users.turn_gap();
-    let t0 = Instant::now() + Duration::from_millis(1);
+    let t0 = run.now() + Duration::from_millis(1);
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..users.users {
         let run = run.clone();
@@ -739,9 +761,9 @@ async fn run_users(run: Arc<PhaseRun>, users: UserCentric) {
                     break;
                 }
                 // Bounded steps so that Ctrl-C is noticed during long gaps.
-                while Instant::now() < due && !run.ctx.stop.load(Ordering::Relaxed) {
-                    let step = Instant::now() + Duration::from_millis(100);
-                    timer::sleep_until(due.min(step)).await;
+                while run.now() < due && !run.ctx.stop.load(Ordering::Relaxed) {
+                    let step = run.now() + Duration::from_millis(100);
+                    run.ctx.client.sleep_until(due.min(step)).await;
                 }
                 let Some((session, send)) = run.start_conversation(None) else {
                     break;
@@ -752,7 +774,7 @@ async fn run_users(run: Arc<PhaseRun>, users: UserCentric) {
                     slot_wait_ns,
                 };
                 // The gaps count from the actual send (a late timer must not shorten them).
-                let sent_at = Instant::now().max(due);
+                let sent_at = run.now().max(due);
                 let ended = run
                     .clone()
                     .conversation(session, send, timing, permit, Some((gap, sent_at)))
@@ -760,7 +782,7 @@ async fn run_users(run: Arc<PhaseRun>, users: UserCentric) {
                 if !ended.go_on {
                     break;
                 }
-                due = (ended.last_due + gap).max(Instant::now());
+                due = (ended.last_due + gap).max(run.now());
             }
         });
     }
