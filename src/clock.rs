@@ -68,6 +68,15 @@ impl Clock {
         }
     }
 
+    /// A clock whose run-clock 0 is `anchor` (tests on tokio's paused clock) and the epoch.
+    #[cfg(test)]
+    pub fn anchored_at(anchor: Instant) -> Self {
+        Clock {
+            anchor,
+            anchor_wall_ns: 0,
+        }
+    }
+
     #[cfg(test)]
     pub fn anchor(&self) -> Instant {
         self.anchor

@@ -6,6 +6,8 @@
 //! the `Exchange` trait (`exchange.rs`), which `transport::HttpClient` implements.
 
 pub mod cache_bust;
+#[cfg(test)]
+mod engine_tests;
 mod exchange;
 mod options;
 pub mod pacing;
