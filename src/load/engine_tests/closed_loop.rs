@@ -60,6 +60,16 @@ async fn starts_no_more_workers_than_the_count() {
     assert_eq!(out.send_ms(), [0, 0, 0]);
     assert_eq!(out.result.sent, 3);
     assert_eq!(out.seen.max_in_flight, 3);
+    // Seen through a concurrency ramp: its steps are spread over 3 workers, not 8.
+    let spec = PhaseSpec {
+        ramps: Ramps {
+            concurrency: Some(ms(7000)),
+            ..Ramps::default()
+        },
+        ..closed(3, 8)
+    };
+    let out = run(Fake::new(reply_after(ms(10_000))), single_plan(4, 3), spec).await;
+    assert_eq!(out.send_ms(), [0, 3500, 7000]);
 }
 
 #[tokio::test(start_paused = true)]
