@@ -149,7 +149,8 @@ mod tests {
     use super::*;
     use crate::dataset::image::{ImageEncoding, data_url};
     use crate::dataset::{Conversation, Dataset, DatasetSampling, Entry};
-    use crate::endpoint::{BodyOptions, EndpointType, chat, merge_extras, prepare_dataset};
+    use crate::endpoint::request::merge_extras;
+    use crate::endpoint::{BodyOptions, EndpointType, chat, prepare_dataset};
     use serde_json::{Map, json};
 
     fn image(len: usize, seed: u8) -> EncodedImage {
