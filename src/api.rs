@@ -1,6 +1,10 @@
 //! What the integration tests and benches reach beyond the binary. Every other module is
 //! private to the crate, so the compiler reports what nothing uses.
 
+pub use crate::cli::{
+    ArrivalMode, Cli, Command, CustomDatasetType, EndpointType, ImageFormat as ImageFormatArg,
+    ImageSampling, LogLevel, ProfileArgs, UiType, WaitForModelMode,
+};
 pub use crate::dataset::image::{ImageEncoding, encode_rgb, noise_rgb};
 pub use crate::dataset::{
     BuildError, ImageFormat, InputOptions, SyntheticOptions, build_synthetic,

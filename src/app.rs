@@ -1,15 +1,16 @@
-//! The `aiperf` binary: parse the command line, run the subcommand, map the result to an
+//! The `aiperf` command: parse the command line, run the subcommand, map the result to an
 //! exit code (0 ok, 1 run failed, 2 bad command line or input, 130 interrupted, 143 terminated).
 
 use std::process::ExitCode;
 
-use aiperf::api::BuildError;
-use aiperf::cli::{Cli, Command};
-use aiperf::profile::{Outcome, ProfileError};
+use crate::cli::{Cli, Command};
+use crate::dataset::BuildError;
+use crate::profile::{Outcome, ProfileError};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
-fn main() -> ExitCode {
-    let argv = match aiperf::cli::shard::expand_args_file(std::env::args().collect()) {
+/// Runs `aiperf` with `argv` (the program name first) and gives its exit code.
+pub fn run(argv: Vec<String>) -> ExitCode {
+    let argv = match crate::cli::shard::expand_args_file(argv) {
         Ok(argv) => argv,
         Err(e) => {
             eprintln!("error: {e}");
@@ -18,7 +19,7 @@ fn main() -> ExitCode {
     };
     // List-valued flags (`--concurrency 1,4,16`) are taken out before clap parses: each
     // point of the sweep is parsed on its own.
-    let lists = match aiperf::sweep::find_lists(&argv) {
+    let lists = match crate::sweep::find_lists(&argv) {
         Ok(lists) => lists,
         Err(e) => {
             eprintln!("error: {e}");
@@ -36,18 +37,18 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Merge(args) => match aiperf::merge::run(&args) {
+        Command::Merge(args) => match crate::merge::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(aiperf::merge::MergeError::Input(e)) => {
+            Err(crate::merge::MergeError::Input(e)) => {
                 eprintln!("error: {e}");
                 ExitCode::from(2)
             }
-            Err(aiperf::merge::MergeError::Other(e)) => {
+            Err(crate::merge::MergeError::Other(e)) => {
                 eprintln!("error: {e:#}");
                 ExitCode::from(1)
             }
         },
-        Command::Kube(args) => match aiperf::kube::run(&args) {
+        Command::Kube(args) => match crate::kube::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -59,7 +60,7 @@ fn main() -> ExitCode {
             let copy = match args
                 .input_file
                 .as_deref()
-                .map(aiperf::profile::read_input_once)
+                .map(crate::profile::read_input_once)
             {
                 Some(Err(e)) => {
                     eprintln!("error: {e}");
@@ -71,8 +72,8 @@ fn main() -> ExitCode {
             if let Some(c) = &copy {
                 args.input_file = Some(c.path.clone());
             }
-            let result = aiperf::sweep::run(&argv, lists, &args);
-            profile_exit(aiperf::profile::auto_plot::after_run(&args, result))
+            let result = crate::sweep::run(&argv, lists, &args);
+            profile_exit(crate::profile::auto_plot::after_run(&args, result))
         }
         Command::Plot(args) => plot_exit(&args),
         Command::MockServer(args) => {
@@ -80,7 +81,7 @@ fn main() -> ExitCode {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
-            match aiperf::api::run_mock_server(args) {
+            match crate::mock::run(args) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e:#}");
@@ -92,8 +93,8 @@ fn main() -> ExitCode {
 }
 
 /// `aiperf plot`: the charts written, warnings on stderr; bad input exits 2.
-fn plot_exit(args: &aiperf::cli::plot::PlotArgs) -> ExitCode {
-    let result = aiperf::plot::Options::from_args(args).and_then(|opts| aiperf::plot::run(&opts));
+fn plot_exit(args: &crate::cli::plot::PlotArgs) -> ExitCode {
+    let result = crate::plot::Options::from_args(args).and_then(|opts| crate::plot::run(&opts));
     match result {
         Ok(w) => {
             for line in &w.warnings {

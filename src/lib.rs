@@ -7,12 +7,15 @@
 //! `stats`, `tokenizer`, `ids`). `.ci/module_cycles.py` fails the build on an import cycle.
 
 pub mod api;
-pub mod cli;
-pub mod kube;
-pub mod merge;
-pub mod plot;
-pub mod profile;
-pub mod sweep;
+mod app;
+pub use app::run;
+
+mod cli;
+mod kube;
+mod merge;
+mod plot;
+mod profile;
+mod sweep;
 
 mod clock;
 mod config;

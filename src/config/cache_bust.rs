@@ -1,6 +1,6 @@
 //! `--cache-bust` into the dataset's marker target, with its checks.
 
-use super::{ConfigError, bad};
+use super::{ConfigError, config_error};
 use crate::cli::ProfileArgs;
 use crate::cli::cache_bust::CacheBustTarget;
 use crate::dataset::cache_bust::CacheBust;
@@ -26,7 +26,7 @@ pub(super) fn cache_bust(
         endpoint,
         EndpointType::Chat | EndpointType::Responses | EndpointType::Messages
     ) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--cache-bust needs --endpoint-type chat, responses or messages: {} has no system message or user turn to put the marker in; drop --cache-bust",
             endpoint.as_str()
         )));
@@ -38,7 +38,7 @@ pub(super) fn cache_bust(
         || p.system_prompt_file.is_some()
         || p.shared_system_prompt_length.is_some();
     if target == CacheBust::WarmupIsolationSystem && synthetic && !system {
-        return Err(bad(
+        return Err(config_error(
             "--cache-bust warmup-isolation-system needs a system message to mark, and synthetic prompts have none: add --shared-system-prompt-length N or --system-prompt TEXT, or use --cache-bust warmup-isolation-first-turn",
         ));
     }

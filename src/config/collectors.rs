@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::endpoint::{basic_auth, scrape_credentials};
-use super::{ConfigError, ScrapeOptions, bad};
+use super::{ConfigError, ScrapeOptions, config_error};
 use crate::cli::collectors::CollectorArgs;
 use crate::export::ServerMetricsFormats;
 use crate::scrape::{ScrapeTiming, metrics_url};
@@ -42,7 +42,7 @@ pub(super) fn server_metrics(
     let formats = formats(a.server_metrics_formats.as_deref())?;
     if a.no_server_metrics {
         if a.server_metrics.is_some() {
-            return Err(bad(
+            return Err(config_error(
                 "--no-server-metrics and --server-metrics contradict each other; keep one \
                  (--server-metrics adds endpoints to the default, --no-server-metrics scrapes none)",
             ));
@@ -54,7 +54,7 @@ pub(super) fn server_metrics(
         Some(v) => match v.trim().parse::<f64>() {
             Ok(s) if s.is_finite() && (0.01..=3600.0).contains(&s) => Duration::from_secs_f64(s),
             _ => {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "{INTERVAL_ENV}={v:?}: not a scrape interval; give seconds between 0.01 and \
                      3600, e.g. 0.333 (the default) or 1"
                 )));
@@ -83,7 +83,7 @@ pub(super) fn server_metrics(
             }
             push(url);
         } else if !item.is_empty() {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--server-metrics {item:?}: not an endpoint; give host:port or a URL such as \
                  http://node1:8081/metrics"
             )));
@@ -116,13 +116,13 @@ fn formats(given: Option<&[String]>) -> Result<ServerMetricsFormats, ConfigError
             "csv" => f.csv = true,
             "jsonl" => f.jsonl = true,
             "parquet" => {
-                return Err(bad(
+                return Err(config_error(
                     "--server-metrics-formats parquet: this build writes no Parquet files; use \
                      json, csv and/or jsonl (jsonl has every scrape, for your own analysis)",
                 ));
             }
             other => {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "--server-metrics-formats {other:?}: unknown format; give json, csv or jsonl"
                 )));
             }

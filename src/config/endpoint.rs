@@ -15,7 +15,7 @@ pub(super) fn build_request_uri(
 ) -> Result<Uri, ConfigError> {
     let url = url.trim();
     if url.is_empty() {
-        return Err(bad(
+        return Err(config_error(
             "--url: empty; give a server address such as localhost:8000",
         ));
     }
@@ -47,21 +47,21 @@ pub(super) fn build_request_uri(
         Some(q) => format!("{base}{path}?{q}"),
     };
     let uri: Uri = full.parse().map_err(|e| {
-        bad(format!(
+        config_error(format!(
             "--url: '{url}' is not a valid URL ({e}); give e.g. http://localhost:8000"
         ))
     })?;
     match uri.scheme_str() {
         Some("http") | Some("https") => {}
         other => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--url: scheme '{}' is not supported; use http:// or https://",
                 other.unwrap_or("")
             )));
         }
     }
     if uri.host().is_none() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--url: '{url}' has no host; give e.g. localhost:8000"
         )));
     }
@@ -76,7 +76,7 @@ pub(super) fn split_query<'a>(
     url: &str,
 ) -> Result<(&'a str, Option<&'a str>), ConfigError> {
     if with_scheme.contains('#') {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--url: '{url}' has a fragment ('#...'), which is never sent to a server; drop it"
         )));
     }
@@ -101,7 +101,7 @@ pub(super) fn check_port(uri: &Uri, url: &str) -> Result<(), ConfigError> {
     match port {
         None => Ok(()),
         Some(p) if p.parse::<u16>().is_ok_and(|n| n > 0) => Ok(()),
-        Some(p) => Err(bad(format!(
+        Some(p) => Err(config_error(format!(
             "--url: port '{p}' in '{url}' is not allowed; give a port from 1 to 65535, e.g. localhost:8000"
         ))),
     }
@@ -113,7 +113,7 @@ pub(super) fn parse_header_pairs(items: &[String]) -> Result<Vec<(String, String
     for item in items {
         if item.trim_start().starts_with('{') {
             let obj: Map<String, Value> = serde_json::from_str(item).map_err(|e| {
-                bad(format!(
+                config_error(format!(
                     "--header: '{}' is not a JSON object ({e}); give Name:Value or {{\"Name\": \"Value\"}}",
                     redact_json_headers(item)
                 ))
@@ -124,7 +124,7 @@ pub(super) fn parse_header_pairs(items: &[String]) -> Result<Vec<(String, String
             }));
         } else {
             let (k, v) = item.split_once(':').ok_or_else(|| {
-                bad(format!(
+                config_error(format!(
                     "--header: '{}' has no ':'; give Name:Value",
                     redact_header_arg(item)
                 ))
@@ -141,9 +141,9 @@ pub(super) fn header_values(
     let mut out = Vec::new();
     for (k, v) in pairs {
         let name = HeaderName::from_bytes(k.as_bytes())
-            .map_err(|_| bad(format!("--header: '{k}' is not a valid header name")))?;
+            .map_err(|_| config_error(format!("--header: '{k}' is not a valid header name")))?;
         let mut value = HeaderValue::from_str(v).map_err(|_| {
-            bad(format!(
+            config_error(format!(
                 "--header: the value for '{k}' is not a valid header value"
             ))
         })?;
@@ -178,7 +178,7 @@ pub(super) fn split_userinfo(uri: Uri) -> Result<(Uri, Option<UserInfo>), Config
     };
     let decode = |s: &str| {
         percent_decode(s).ok_or_else(|| {
-            bad("--url: the user name or password is not valid percent-encoded UTF-8; encode special characters as %XX")
+            config_error("--url: the user name or password is not valid percent-encoded UTF-8; encode special characters as %XX")
         })
     };
     let info = UserInfo {
@@ -189,9 +189,9 @@ pub(super) fn split_userinfo(uri: Uri) -> Result<(Uri, Option<UserInfo>), Config
     };
     let mut parts = uri.into_parts();
     parts.authority = Some(auth[at + 1..].parse().map_err(|_| {
-        bad("--url: no host after the credentials; give e.g. http://user:pass@host:8000")
+        config_error("--url: no host after the credentials; give e.g. http://user:pass@host:8000")
     })?);
-    let uri = Uri::from_parts(parts).map_err(|e| bad(format!("--url: {e}")))?;
+    let uri = Uri::from_parts(parts).map_err(|e| config_error(format!("--url: {e}")))?;
     Ok((uri, Some(info)))
 }
 
@@ -262,7 +262,7 @@ pub(super) fn check_api_key(key: &str) -> Result<(), ConfigError> {
     } else {
         "contains a control or non-ASCII character"
     };
-    Err(bad(format!(
+    Err(config_error(format!(
         "--api-key: the key {what}, which an HTTP header cannot carry; give the key alone \
          (a key read from a file: strip its line ending, e.g. --api-key \"$(tr -d '\\r\\n' < key.txt)\")"
     )))
@@ -291,8 +291,8 @@ pub(super) fn url_basic_auth(
         ));
         return Ok(());
     }
-    let value =
-        basic_auth(info).ok_or_else(|| bad("--url: the credentials cannot be sent in a header"))?;
+    let value = basic_auth(info)
+        .ok_or_else(|| config_error("--url: the credentials cannot be sent in a header"))?;
     headers.push((http::header::AUTHORIZATION, value));
     Ok(())
 }
@@ -304,20 +304,20 @@ pub(super) fn parse_extra_inputs(items: &[String]) -> Result<Map<String, Value>,
     for item in items {
         if item.trim_start().starts_with('{') {
             let obj: Map<String, Value> = serde_json::from_str(item).map_err(|e| {
-                bad(format!(
+                config_error(format!(
                     "--extra-inputs: '{item}' is not a JSON object ({e}); give key:value or a JSON object"
                 ))
             })?;
             out.extend(obj);
         } else {
             let (k, v) = item.split_once(':').ok_or_else(|| {
-                bad(format!(
+                config_error(format!(
                     "--extra-inputs: '{item}' is not key:value or a JSON object; e.g. ignore_eos:true"
                 ))
             })?;
             let k = k.trim();
             if k.is_empty() {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "--extra-inputs: '{item}' has an empty key; give key:value"
                 )));
             }
@@ -345,14 +345,14 @@ pub(super) fn build_request_uris(
         if i == 0 {
             first_info = info;
         } else if info.as_ref().map(|u| &u.raw) != first_info.as_ref().map(|u| &u.raw) {
-            return Err(bad(
+            return Err(config_error(
                 "--url: the servers' URLs carry different user names or passwords; give the same credentials in every URL (or none, and use --api-key or -H Authorization)",
             ));
         }
         uris.push(uri);
     }
     if uris.is_empty() {
-        return Err(bad(
+        return Err(config_error(
             "--url: no server given; give e.g. --url localhost:8000",
         ));
     }
@@ -367,12 +367,12 @@ pub(super) fn check_session_header_and_content_type(
     endpoint: EndpointType,
 ) -> Result<HeaderName, ConfigError> {
     let name = HeaderName::from_bytes(session_header.trim().as_bytes()).map_err(|_| {
-        bad(format!(
+        config_error(format!(
             "--session-header: '{session_header}' is not a valid header name; give e.g. X-Correlation-ID"
         ))
     })?;
     if !content_type.trim().eq_ignore_ascii_case("application/json") {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--request-content-type: '{content_type}' cannot be used with --endpoint-type {}: its requests are JSON bodies; use application/json (multipart/form-data is for image-edit endpoints only)",
             endpoint.as_str()
         )));

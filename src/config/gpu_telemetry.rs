@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::endpoint::{basic_auth, scrape_credentials};
-use super::{ConfigError, ScrapeOptions, bad};
+use super::{ConfigError, ScrapeOptions, config_error};
 use crate::cli::ProfileArgs;
 use crate::scrape::{ScrapeTiming, metrics_url};
 
@@ -44,7 +44,7 @@ pub(super) fn gpu_telemetry(a: &ProfileArgs) -> Result<Option<GpuTelemetryOption
     let items = a.collectors.gpu_telemetry.as_deref();
     if a.collectors.no_gpu_telemetry {
         if items.is_some() {
-            return Err(bad(
+            return Err(config_error(
                 "--no-gpu-telemetry cannot be combined with --gpu-telemetry: drop one of them",
             ));
         }
@@ -104,13 +104,13 @@ fn classify(item: &str) -> Result<String, ConfigError> {
         _ => None,
     };
     if let Some(why) = unsupported {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--gpu-telemetry {item}: {why}; give DCGM exporter URLs (e.g. --gpu-telemetry \
              http://gpu-node:9400/metrics) or leave the flag out"
         )));
     }
     if !(lower.starts_with("http") || item.contains(':')) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--gpu-telemetry {item}: not a DCGM exporter endpoint; give host:port or a URL \
              (e.g. gpu-node:9400 or http://gpu-node:9400/metrics)"
         )));
@@ -123,7 +123,7 @@ fn endpoint(source: &str, item: &str) -> Result<String, ConfigError> {
     let url = metrics_url(item);
     match url.parse::<http::Uri>() {
         Ok(uri) if uri.host().is_some_and(|h| !h.is_empty()) => Ok(url),
-        _ => Err(bad(format!(
+        _ => Err(config_error(format!(
             "{source} {item}: not a valid URL; give host:port or http://host:port/metrics"
         ))),
     }

@@ -56,14 +56,14 @@ pub(super) fn check_image_size(a: &ProfileArgs) -> Result<(), ConfigError> {
         ("--image-height-mean", a.image_height_mean),
     ] {
         if !(v.is_finite() && (0.0..=max).contains(&v)) {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "{flag}: {v} is not allowed; give a width/height in pixels from 0 to {MAX_IMAGE_SIDE} (0 disables images)"
             )));
         }
     }
     let pixels = a.image_width_mean * a.image_height_mean;
     if pixels > limits::MAX_IMAGE_PIXELS as f64 {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--image-width-mean {} x --image-height-mean {}: {pixels} pixels per image is not allowed; give at most {} (e.g. 8192 x 8192)",
             a.image_width_mean,
             a.image_height_mean,
@@ -87,7 +87,7 @@ pub(super) fn check_dataset_memory(s: &SyntheticOptions) -> Result<(), ConfigErr
     let per_turn = 2.0 * (text + s.image_batch_size as f64 * image);
     let total = per_turn * s.turns.mean as f64 * s.num_entries as f64;
     if total > available as f64 {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--num-dataset-entries {} x --image-batch-size {} x --image-width-mean {} x --image-height-mean {} (and --isl {}): the synthetic dataset would take about {}, more than the {} of memory available; lower the image size, --image-batch-size, --num-dataset-entries or --isl",
             s.num_entries,
             s.image_batch_size,
@@ -107,13 +107,13 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
     let image_sampling = ImageSampling::from(a.image_source_sampling);
     match &image_source {
         ImageSource::Noise if image_sampling != ImageSampling::RandomWithReplacement => {
-            return Err(bad(
+            return Err(config_error(
                 "--image-source-sampling: only random-with-replacement applies to --image-source noise; \
                  use --image-source assets or a directory to pick images in cycles",
             ));
         }
         ImageSource::Directory(d) if !d.is_dir() => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--image-source: '{}' is not 'noise', 'assets' or an existing directory",
                 d.display()
             )));
@@ -121,7 +121,7 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
         _ => {}
     }
     if a.isl_block_size == Some(0) {
-        return Err(bad(
+        return Err(config_error(
             "--isl-block-size: 0 is not allowed; give 1 or more tokens",
         ));
     }
@@ -131,7 +131,7 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
     ) {
         (None, None) => None,
         (None, Some(t)) => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--custom-dataset-type {} needs --input-file",
                 t.as_str()
             )));
@@ -139,13 +139,13 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
         (Some(p), kind) => {
             let kind = kind.unwrap_or(CustomDatasetType::SingleTurn);
             if !p.exists() {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "--input-file: '{}' does not exist",
                     p.display()
                 )));
             }
             if p.is_dir() && kind != CustomDatasetType::RandomPool {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "--input-file: '{}' is a directory; only --custom-dataset-type random_pool reads a directory",
                     p.display()
                 )));
@@ -164,7 +164,7 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
                 ),
             ];
             if let Some((flag, _)) = synthetic_flags.iter().find(|(_, given)| *given) {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "{flag} applies to synthetic data only and cannot be used with --input-file; \
                      images come from the input file"
                 )));
@@ -211,14 +211,14 @@ pub(super) fn check_failures_and_inputs(a: &ProfileArgs) -> Result<FailureOption
     if let Some(t) = a.failed_request_threshold
         && !(t.is_finite() && (0.0..=1.0).contains(&t))
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--failed-request-threshold: {t} is not allowed; give a share of failed requests from 0 to 1 (e.g. 0.1)"
         )));
     }
 
     let images_on = a.image_width_mean > 0.0 || a.image_height_mean > 0.0;
     if !images_on && a.image_batch_size > 1 {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--image-batch-size {}: images are off because --image-width-mean and --image-height-mean are 0; give both sizes > 0, or drop --image-batch-size",
             a.image_batch_size
         )));
@@ -241,7 +241,7 @@ pub(super) fn check_failures_and_inputs(a: &ProfileArgs) -> Result<FailureOption
             && sd > 0.0
             && mean == 0.0
         {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "{flag} {sd} needs {mean_flag}: give a mean > 0 as well, or drop the stddev"
             )));
         }
@@ -262,7 +262,7 @@ pub(super) const MAX_DELAY_RATIO: f64 = 1000.0;
 /// `--conversation-turn-*`: the shape of synthetic conversations.
 pub(super) fn check_turns(a: &ProfileArgs) -> Result<TurnOptions, ConfigError> {
     if a.conversation_turn_mean == 0 {
-        return Err(bad(
+        return Err(config_error(
             "--conversation-turn-mean: 0 is not allowed; give 1 or more turns per conversation",
         ));
     }
@@ -278,7 +278,7 @@ pub(super) fn check_turns(a: &ProfileArgs) -> Result<TurnOptions, ConfigError> {
     // Bounded too: it multiplies every think time.
     let ratio = a.conversation_turn_delay_ratio;
     if !(ratio.is_finite() && ratio > 0.0 && ratio <= MAX_DELAY_RATIO) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--conversation-turn-delay-ratio: {ratio} is not allowed; give a multiplier > 0 and at most {MAX_DELAY_RATIO} (1 keeps the delays)"
         )));
     }
@@ -290,7 +290,7 @@ pub(super) fn check_turns(a: &ProfileArgs) -> Result<TurnOptions, ConfigError> {
         delay_ratio: ratio,
     };
     if a.input_file.is_some() && turns != TurnOptions::default() {
-        return Err(bad(
+        return Err(config_error(
             "--conversation-turn-*: these shape synthetic conversations; with --input-file the file's sessions give the turns and their \"delay\"",
         ));
     }
@@ -301,7 +301,7 @@ pub(super) fn check_stddev(flag: &str, v: f64) -> Result<(), ConfigError> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(bad(format!(
+        Err(config_error(format!(
             "{flag}: {v} is not allowed; give a number >= 0"
         )))
     }
@@ -314,7 +314,7 @@ pub(super) fn check_image_flags_used(a: &ProfileArgs, images_on: bool) -> Result
     }
     let given = ["image_format", "image_source", "image_source_sampling"];
     match given.iter().find(|id| a.typed(id)) {
-        Some(id) => Err(bad(format!(
+        Some(id) => Err(config_error(format!(
             "--{}: images are off because --image-width-mean and --image-height-mean are 0; give both sizes > 0, or drop it",
             id.replace('_', "-")
         ))),

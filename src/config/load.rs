@@ -39,7 +39,7 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
     let rate = match a.request_rate {
         None => None,
         Some(r) if !(r.is_finite() && r > 0.0) => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--request-rate: {r} is not allowed; give requests per second > 0 (e.g. 5 or 0.5)"
             )));
         }
@@ -47,7 +47,7 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
     };
     let pattern = match (a.request_rate_mode, a.arrival_smoothness) {
         (_, Some(s)) if !(s.is_finite() && s > 0.0) => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--arrival-smoothness: {s} is not allowed; give a gamma shape > 0 (1 is Poisson)"
             )));
         }
@@ -55,14 +55,14 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             shape: s.unwrap_or(1.0),
         },
         (_, Some(_)) => {
-            return Err(bad(
+            return Err(config_error(
                 "--arrival-smoothness applies to --request-rate-mode gamma only; add --request-rate-mode gamma or drop it",
             ));
         }
         (ArrivalMode::Constant, None) => ArrivalPattern::Constant,
         (ArrivalMode::Poisson, None) => ArrivalPattern::Poisson,
         (ArrivalMode::ConcurrencyBurst, None) if rate.is_some() => {
-            return Err(bad(CONCURRENCY_BURST_WITH_RATE));
+            return Err(config_error(CONCURRENCY_BURST_WITH_RATE));
         }
         // Closed-loop concurrency: no arrival pattern is drawn.
         (ArrivalMode::ConcurrencyBurst, None) => ArrivalPattern::Poisson,
@@ -73,7 +73,7 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             ArrivalMode::Poisson | ArrivalMode::ConcurrencyBurst
         )
     {
-        return Err(bad(
+        return Err(config_error(
             "--request-rate-mode needs --request-rate: give a rate, or drop the mode",
         ));
     }
@@ -85,12 +85,12 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
     if let (Some(s), Some(e)) = (schedule_window.start_ms, schedule_window.end_ms)
         && s > e
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--fixed-schedule-start-offset {s} is after --fixed-schedule-end-offset {e}; give start <= end"
         )));
     }
     if a.fixed_schedule_auto_offset && a.fixed_schedule_start_offset.is_some() {
-        return Err(bad(
+        return Err(config_error(
             "--fixed-schedule-auto-offset and --fixed-schedule-start-offset both set where the schedule starts; give one",
         ));
     }
@@ -110,12 +110,12 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
     };
     if fixed_schedule {
         if a.input_file.is_none() {
-            return Err(bad(
+            return Err(config_error(
                 "--fixed-schedule needs --input-file with a timestamp on each entry",
             ));
         }
         if rate.is_some() {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--request-rate cannot be used with {why}: the file's timestamps set the send times"
             )));
         }
@@ -126,7 +126,7 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
         .map(|d| limits::seconds("--benchmark-duration", d, Zero::Refused))
         .transpose()?;
     if duration.is_none() && a.typed("benchmark_grace_period") {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--benchmark-grace-period {} applies to --benchmark-duration only (it is how long requests in flight may finish after it); add --benchmark-duration or drop it",
             a.benchmark_grace_period
         )));
@@ -144,30 +144,30 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
     if let Some(g) = a.warmup_grace_period
         && warmup_duration.is_none()
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--warmup-grace-period {g} applies to --warmup-duration only (a counted warmup waits for all its requests); add --warmup-duration or drop it"
         )));
     }
     if warmup_duration.is_some() && a.warmup_request_count > 0 {
-        return Err(bad(
+        return Err(config_error(
             "--warmup-duration and --warmup-request-count both end the warmup; give one",
         ));
     }
     if fixed_schedule && (warmup_duration.is_some() || a.warmup_request_count > 0) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--warmup-request-count/--warmup-duration cannot be used with {why}: a replayed trace has no warmup"
         )));
     }
     let cancellation = match a.request_cancellation_rate {
         None if a.typed("request_cancellation_delay") => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--request-cancellation-delay {} needs --request-cancellation-rate: give the share of requests to cancel, or drop the delay",
                 a.request_cancellation_delay
             )));
         }
         None => None,
         Some(p) if !(p.is_finite() && p > 0.0 && p <= 100.0) => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--request-cancellation-rate: {p} is not allowed; give a percentage in (0, 100]"
             )));
         }
@@ -184,23 +184,23 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
         }
     };
     if a.conversation_num == Some(0) {
-        return Err(bad(
+        return Err(config_error(
             "--conversation-num: 0 is not allowed; give 1 or more conversations",
         ));
     }
     if let (Some(s), Some(n)) = (a.conversation_num, a.request_count) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--conversation-num {s} and --request-count {n} both stop profiling; give one (conversations for multi-turn, requests otherwise)"
         )));
     }
     if fixed_schedule && a.conversation_num.is_some() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--conversation-num cannot be used with {why}: the schedule sends every conversation in its window"
         )));
     }
     let warmup = check_warmup(a, rate.map(|r| (r, pattern)))?;
     if fixed_schedule && warmup != WarmupOptions::default() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--num-warmup-sessions/--warmup-*: cannot be used with {why}: a replayed trace has no warmup"
         )));
     }
@@ -253,7 +253,7 @@ pub(super) fn check_rate_span(
         limits::about(span)
     );
     if span > limits::MAX_SECONDS {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "{what}, more than one year; raise the rate (it is requests per second) or lower --request-count"
         )));
     }
@@ -271,12 +271,12 @@ pub(super) fn check_warmup(
     rate: Option<(f64, ArrivalPattern)>,
 ) -> Result<WarmupOptions, ConfigError> {
     if a.num_warmup_sessions == Some(0) {
-        return Err(bad(
+        return Err(config_error(
             "--num-warmup-sessions: 0 is not allowed; give 1 or more, or drop it for no warmup",
         ));
     }
     if a.num_warmup_sessions.is_some() && a.warmup_request_count > 0 {
-        return Err(bad(
+        return Err(config_error(
             "--num-warmup-sessions and --warmup-request-count both end the warmup; give one",
         ));
     }
@@ -285,13 +285,13 @@ pub(super) fn check_warmup(
         Some(g) => limits::grace_seconds("--warmup-grace-period", g)?,
     };
     if a.warmup_concurrency == Some(0) {
-        return Err(bad(
+        return Err(config_error(
             "--warmup-concurrency: 0 is not allowed; give 1 or more requests in flight",
         ));
     }
     let warmup_rate = match a.warmup_request_rate {
         Some(r) if !(r.is_finite() && r > 0.0) => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--warmup-request-rate: {r} is not allowed; give requests per second > 0"
             )));
         }
@@ -304,13 +304,15 @@ pub(super) fn check_warmup(
             shape: a.arrival_smoothness.unwrap_or(1.0),
         }),
         Some(ArrivalMode::ConcurrencyBurst) if warmup_rate.is_some() => {
-            return Err(bad(CONCURRENCY_BURST_WITH_RATE
-                .replace("--request-rate-mode", "--warmup-arrival-pattern")));
+            return Err(config_error(
+                CONCURRENCY_BURST_WITH_RATE
+                    .replace("--request-rate-mode", "--warmup-arrival-pattern"),
+            ));
         }
         Some(ArrivalMode::ConcurrencyBurst) | None => None,
     };
     if pattern.is_some() && warmup_rate.is_none() {
-        return Err(bad(
+        return Err(config_error(
             "--warmup-arrival-pattern needs a rate: give --warmup-request-rate or --request-rate",
         ));
     }
@@ -351,7 +353,7 @@ pub(super) fn check_schedule_flags_used(
         ),
     ];
     match given.iter().find(|(_, g)| *g) {
-        Some((flag, _)) if !fixed_schedule => Err(bad(format!(
+        Some((flag, _)) if !fixed_schedule => Err(config_error(format!(
             "{flag} applies to a fixed schedule only; add --fixed-schedule with a timestamped --input-file, or drop it"
         ))),
         _ => Ok(()),
@@ -380,7 +382,7 @@ pub(super) fn check_servers_and_models(
         .filter(|m| !m.is_empty())
         .collect();
     if models.len() < 2 && a.typed("model_selection_strategy") {
-        return Err(bad(
+        return Err(config_error(
             "--model-selection-strategy picks among several models; give two or more with --model a,b (or -m a -m b), or drop it",
         ));
     }
@@ -421,22 +423,22 @@ pub(super) fn check_trace_flags(a: &ProfileArgs) -> Result<(), ConfigError> {
         ),
     ];
     if let Some((flag, _, kind)) = foreign.iter().find(|(_, given, _)| *given) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "{flag} applies to {kind} datasets only, which this aiperf does not read (it reads single_turn, multi_turn, random_pool and mooncake_trace); drop the flag"
         )));
     }
     if l.no_fixed_schedule && a.fixed_schedule {
-        return Err(bad(
+        return Err(config_error(
             "--no-fixed-schedule and --fixed-schedule contradict each other; give one",
         ));
     }
     if l.ignore_trace_delays && a.fixed_schedule {
-        return Err(bad(
+        return Err(config_error(
             "--ignore-trace-delays cannot be used with --fixed-schedule: a fixed schedule sends at the file's timestamps; drop one",
         ));
     }
     if l.ignore_trace_delays && a.input_file.is_none() {
-        return Err(bad(
+        return Err(config_error(
             "--ignore-trace-delays applies to an --input-file with timestamps or delays; add --input-file or drop it",
         ));
     }
@@ -451,7 +453,7 @@ pub(super) fn check_ramps(a: &ProfileArgs, rate_given: bool) -> Result<Ramps, Co
         .map(|d| limits::seconds("--concurrency-ramp-duration", d, Zero::Refused))
         .transpose()?;
     if concurrency.is_some() && a.concurrency.is_none() {
-        return Err(bad(
+        return Err(config_error(
             "--concurrency-ramp-duration ramps --concurrency up to its value; add --concurrency N or drop the ramp",
         ));
     }
@@ -460,7 +462,7 @@ pub(super) fn check_ramps(a: &ProfileArgs, rate_given: bool) -> Result<Ramps, Co
         .map(|d| limits::seconds("--request-rate-ramp-duration", d, Zero::Refused))
         .transpose()?;
     if rate.is_some() && !rate_given {
-        return Err(bad(
+        return Err(config_error(
             "--request-rate-ramp-duration ramps --request-rate up to its value; add --request-rate R or drop the ramp",
         ));
     }
@@ -482,20 +484,20 @@ fn check_prefill(
         return Ok(None);
     };
     if n == 0 {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "{flag}: 0 is not allowed; give 1 or more requests waiting for their first token"
         )));
     }
     if !a.streaming {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "{flag} needs --streaming: a slot is freed at the first streamed token; add --streaming or drop {flag}"
         )));
     }
     match concurrency {
-        Some(c) if n > c => Err(bad(format!(
+        Some(c) if n > c => Err(config_error(format!(
             "{flag} ({n}) cannot be greater than {concurrency_flag} ({c}); lower it or raise the concurrency"
         ))),
-        None if !open_loop => Err(bad(format!(
+        None if !open_loop => Err(config_error(format!(
             "{flag} caps requests waiting for their first token among --concurrency requests in flight; add --concurrency N (N >= {n})"
         ))),
         _ => Ok(Some(n)),
@@ -512,48 +514,50 @@ fn check_user_centric(
     let (qps, users) = match (a.load.user_centric_rate, a.load.num_users) {
         (None, None) => return Ok(None),
         (None, Some(_)) => {
-            return Err(bad(
+            return Err(config_error(
                 "--num-users applies to --user-centric-rate only; add --user-centric-rate QPS or drop it",
             ));
         }
         (Some(_), None) => {
-            return Err(bad(
+            return Err(config_error(
                 "--user-centric-rate needs --num-users: give how many users share the rate (e.g. --num-users 15)",
             ));
         }
         (Some(q), Some(u)) => (q, u),
     };
     if !(qps.is_finite() && qps > 0.0) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--user-centric-rate: {qps} is not allowed; give requests per second > 0 (e.g. 1 or 0.5)"
         )));
     }
     if users == 0 {
-        return Err(bad("--num-users: 0 is not allowed; give 1 or more users"));
+        return Err(config_error(
+            "--num-users: 0 is not allowed; give 1 or more users",
+        ));
     }
     if rate_given || a.typed("request_rate_mode") {
-        return Err(bad(
+        return Err(config_error(
             "--user-centric-rate cannot be used with --request-rate or --request-rate-mode/--arrival-pattern: it sets its own send times; give one of them",
         ));
     }
     if fixed_schedule {
-        return Err(bad(
+        return Err(config_error(
             "--user-centric-rate cannot be used with a fixed schedule (--fixed-schedule or a timestamped input file); add --no-fixed-schedule or drop it",
         ));
     }
     if a.conversation_turn_mean < 2 {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--user-centric-rate needs multi-turn conversations: --conversation-turn-mean (--session-turns-mean) is {}; give 2 or more, or use --request-rate for single requests",
             a.conversation_turn_mean
         )));
     }
     if let Some(n) = a.conversation_num.filter(|&n| n < users) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--conversation-num ({n}) cannot be less than --num-users ({users}): every user needs a conversation"
         )));
     }
     if let Some(n) = a.request_count.filter(|&n| n < users) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--request-count ({n}) cannot be less than --num-users ({users}): every user needs a request"
         )));
     }

@@ -1,6 +1,6 @@
 //! `--audio-*` and `--video-*` into the dataset's media options, with their checks.
 
-use super::{ConfigError, bad};
+use super::{ConfigError, config_error};
 use crate::cli::ProfileArgs;
 use crate::cli::media::{AudioFormat, MediaArgs, VideoFormat, VideoSynthType};
 use crate::dataset::MAX_IMAGE_SIDE;
@@ -46,7 +46,7 @@ pub(super) fn media_options(
 ) -> Result<MediaOptions, ConfigError> {
     let m = &a.media;
     if m.audio_format == AudioFormat::Mp3 {
-        return Err(bad(
+        return Err(config_error(
             "--audio-format mp3: this build has no MP3 encoder; use --audio-format wav (the default)",
         ));
     }
@@ -58,30 +58,30 @@ pub(super) fn media_options(
             EndpointType::Chat | EndpointType::AudioTranscription | EndpointType::Responses
         )
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--audio-length-mean: audio needs --endpoint-type chat, responses or audio_transcription, not {}",
             endpoint.as_str()
         )));
     }
     if video.is_some() && endpoint != EndpointType::Chat {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--video-width/--video-height: video needs --endpoint-type chat, not {}",
             endpoint.as_str()
         )));
     }
     if endpoint == EndpointType::AudioTranscription {
         if a.streaming {
-            return Err(bad(
+            return Err(config_error(
                 "--streaming: --endpoint-type audio_transcription answers in one piece; drop --streaming",
             ));
         }
         if a.osl_mean.is_some() {
-            return Err(bad(
+            return Err(config_error(
                 "--output-tokens-mean: a transcription request has no output limit; drop it",
             ));
         }
         if audio.is_none() && a.input_file.is_none() {
-            return Err(bad(
+            return Err(config_error(
                 "--endpoint-type audio_transcription needs audio: give --audio-length-mean SECONDS (> 0), or an --input-file whose lines have \"audio\"",
             ));
         }
@@ -92,24 +92,24 @@ pub(super) fn media_options(
 fn audio_options(a: &ProfileArgs, m: &MediaArgs) -> Result<Option<AudioOptions>, ConfigError> {
     let mean = m.audio_length_mean;
     if !mean.is_finite() || mean < 0.0 {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--audio-length-mean {mean}: give a length in seconds >= 0 (0 sends no audio)"
         )));
     }
     if mean > 0.0 && mean < MIN_SECONDS {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--audio-length-mean {mean}: clips are at least {MIN_SECONDS} s; give 0.01 or more (or 0 for no audio)"
         )));
     }
     super::check_stddev("--audio-length-stddev", m.audio_length_stddev)?;
     if !(1..=2).contains(&m.audio_num_channels) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--audio-num-channels {}: give 1 (mono) or 2 (stereo)",
             m.audio_num_channels
         )));
     }
     if let Some(d) = m.audio_depths.iter().find(|d| !DEPTHS.contains(d)) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--audio-depths {d}: give bit depths among 8, 16, 24 and 32"
         )));
     }
@@ -117,7 +117,7 @@ fn audio_options(a: &ProfileArgs, m: &MediaArgs) -> Result<Option<AudioOptions>,
     for &khz in &m.audio_sample_rates {
         let hz = khz * 1000.0;
         if !(1000.0..=MAX_SAMPLE_RATE).contains(&hz) {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--audio-sample-rates {khz}: give rates in kHz from 1 to 384, e.g. 16 or 44.1"
             )));
         }
@@ -127,13 +127,13 @@ fn audio_options(a: &ProfileArgs, m: &MediaArgs) -> Result<Option<AudioOptions>,
     if mean == 0.0
         && let Some(id) = AUDIO_SHAPE_FLAGS.iter().find(|id| a.typed(id))
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "{}: audio is off because --audio-length-mean is 0; give --audio-length-mean SECONDS, or drop it",
             flag(id)
         )));
     }
     if on && a.input_file.is_some() {
-        return Err(bad(
+        return Err(config_error(
             "--audio-length-mean: synthetic audio cannot be used with --input-file; the file's \"audio\" fields are sent instead",
         ));
     }
@@ -151,7 +151,7 @@ fn video_options(a: &ProfileArgs, m: &MediaArgs) -> Result<Option<VideoOptions>,
     let (width, height) = match (m.video_width, m.video_height) {
         (None, None) => {
             if let Some(id) = VIDEO_SHAPE_FLAGS.iter().find(|id| a.typed(id)) {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "{}: video is off because --video-width and --video-height are not given; give both, or drop it",
                     flag(id)
                 )));
@@ -160,41 +160,43 @@ fn video_options(a: &ProfileArgs, m: &MediaArgs) -> Result<Option<VideoOptions>,
         }
         (Some(w), Some(h)) => (w, h),
         _ => {
-            return Err(bad(
+            return Err(config_error(
                 "--video-width/--video-height: give both a width and a height, or neither",
             ));
         }
     };
     for (name, v) in [("--video-width", width), ("--video-height", height)] {
         if !(2..=MAX_IMAGE_SIDE).contains(&v) || v % 2 == 1 {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "{name} {v}: give an even number of pixels from 2 to {MAX_IMAGE_SIDE} (frames are encoded as yuv420p, which needs even sides)"
             )));
         }
     }
     let d = m.video_duration;
     if !d.is_finite() || d <= 0.0 {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--video-duration {d}: give a length in seconds > 0"
         )));
     }
     if m.video_fps == 0 {
-        return Err(bad("--video-fps 0: give 1 or more frames per second"));
+        return Err(config_error(
+            "--video-fps 0: give 1 or more frames per second",
+        ));
     }
     let frames = d * f64::from(m.video_fps);
     if !(1.0..=MAX_FRAMES).contains(&frames) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--video-duration {d} x --video-fps {}: {frames} frames per clip; give between 1 and {MAX_FRAMES}",
             m.video_fps
         )));
     }
     if m.video_codec.trim().is_empty() {
-        return Err(bad(
+        return Err(config_error(
             "--video-codec: empty; give an ffmpeg encoder, e.g. libvpx-vp9",
         ));
     }
     if a.input_file.is_some() {
-        return Err(bad(
+        return Err(config_error(
             "--video-width/--video-height: synthetic video cannot be used with --input-file; the file's \"video\" fields are sent instead",
         ));
     }
@@ -204,12 +206,12 @@ fn video_options(a: &ProfileArgs, m: &MediaArgs) -> Result<Option<VideoOptions>,
             let rate = m.video_audio_sample_rate;
             let hz = if rate <= 1000.0 { rate * 1000.0 } else { rate };
             if !(1000.0..=MAX_SAMPLE_RATE).contains(&hz) {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "--video-audio-sample-rate {rate}: give a rate in Hz from 1000 to 384000 (or kHz up to 1000)"
                 )));
             }
             if !DEPTHS.contains(&m.video_audio_depth) {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "--video-audio-depth {}: give 8, 16, 24 or 32",
                     m.video_audio_depth
                 )));
@@ -222,7 +224,7 @@ fn video_options(a: &ProfileArgs, m: &MediaArgs) -> Result<Option<VideoOptions>,
             })
         }
         n => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--video-audio-num-channels {n}: give 0 (no audio track), 1 or 2"
             )));
         }

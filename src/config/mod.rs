@@ -47,7 +47,8 @@ pub use crate::load::{LoadOptions, WarmupOptions};
 #[error("{0}")]
 pub struct ConfigError(pub String);
 
-fn bad(msg: impl Into<String>) -> ConfigError {
+/// The error for one bad flag or flag combination, from its one-line message.
+fn config_error(msg: impl Into<String>) -> ConfigError {
     ConfigError(msg.into())
 }
 
@@ -81,6 +82,8 @@ pub struct ProfileConfig {
     pub request_count: u64,
     pub warmup_request_count: u64,
     pub goodput: Option<String>,
+    /// `--goodput` read into its objectives.
+    pub goodput_slos: Vec<crate::metrics::GoodputSlo>,
     pub artifact_dir: PathBuf,
     /// Which export files are written and their names.
     pub export: crate::export::Options,
@@ -171,12 +174,14 @@ impl ProfileConfig {
             .find(|m| !m.trim().is_empty())
             .cloned()
             .ok_or_else(|| {
-                bad("--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct")
+                config_error(
+                    "--model: a model name is required, e.g. --model Qwen/Qwen2-VL-2B-Instruct",
+                )
             })?;
 
         let endpoint_type = a.endpoint_type;
         if let Some(needs) = endpoint_type.unsupported() {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--endpoint-type {} is not supported by this build of aiperf ({needs}); use another endpoint type",
                 endpoint_type.as_str()
             )));
@@ -206,7 +211,7 @@ impl ProfileConfig {
             ));
         }
         if load.fixed_schedule && a.dataset.dataset_sampling_strategy.is_some() {
-            return Err(bad(
+            return Err(config_error(
                 "--dataset-sampling-strategy cannot be used with a fixed schedule: the timestamps set the order; drop it",
             ));
         }
@@ -248,7 +253,7 @@ impl ProfileConfig {
             )?;
         }
         if a.osl_stddev.is_some() && a.osl_mean.is_none() {
-            return Err(bad(
+            return Err(config_error(
                 "--output-tokens-stddev needs --output-tokens-mean: give a mean as well, or drop the stddev",
             ));
         }
@@ -265,13 +270,13 @@ impl ProfileConfig {
             && a.image_batch_size > 0
             && (a.image_width_mean == 0.0 || a.image_height_mean == 0.0)
         {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--image-width-mean {} / --image-height-mean {}: give both a width and a height > 0 for images, or neither",
                 a.image_width_mean, a.image_height_mean
             )));
         }
         if images_on && !endpoint_type.takes_images() {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--image-width-mean/--image-height-mean: images need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings, image_edit or image_retrieval, not {}",
                 endpoint_type.as_str()
             )));
@@ -282,7 +287,7 @@ impl ProfileConfig {
                 EndpointType::Responses | EndpointType::Messages
             )
         {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--use-legacy-max-tokens: --endpoint-type {} has its own output limit field (max_output_tokens for responses, max_tokens for messages); drop the flag",
                 endpoint_type.as_str()
             )));
@@ -318,13 +323,16 @@ impl ProfileConfig {
         let secrets = collect_secrets(api_key.as_deref(), &header_pairs, &all_userinfo);
         let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
         let rankings = non_chat::check(a, endpoint_type, &extra_inputs)?;
-        if let Some(g) = &a.goodput
-            && g.trim().is_empty()
-        {
-            return Err(bad(
-                "--goodput: empty; give SLOs like \"request_latency:250 inter_token_latency:10\"",
-            ));
-        }
+        let goodput_slos = match &a.goodput {
+            Some(g) if g.trim().is_empty() => {
+                return Err(config_error(
+                    "--goodput: empty; give SLOs like \"request_latency:250 inter_token_latency:10\"",
+                ));
+            }
+            Some(g) => crate::metrics::parse_goodput(g)
+                .map_err(|e| config_error(format!("--goodput: {e}")))?,
+            None => Vec::new(),
+        };
 
         let random_seed = a.random_seed.unwrap_or_else(rand::random::<u64>);
 
@@ -436,6 +444,7 @@ impl ProfileConfig {
             request_count,
             warmup_request_count: a.warmup_request_count,
             goodput: a.goodput.clone(),
+            goodput_slos,
             artifact_dir,
             export,
             ui,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{ConfigError, bad, limits};
+use super::{ConfigError, config_error, limits};
 use crate::cli::ProfileArgs;
 use crate::cli::multirun::{
     ConvergenceMode as CliConvergenceMode, ConvergenceStat, ParameterSweepMode,
@@ -15,15 +15,6 @@ use crate::cli::multirun::{
 pub enum SweepType {
     Grid,
     Zip,
-}
-
-impl SweepType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SweepType::Grid => "grid",
-            SweepType::Zip => "zip",
-        }
-    }
 }
 
 /// The order of points and repeated runs.
@@ -145,7 +136,7 @@ impl MultiRunOptions {
         let single = runs == 1;
         let typed_with_one_run = |id: &str, flag: &str| -> Result<(), ConfigError> {
             if single && a.typed(id) {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "{flag} only applies to repeated runs; add --num-profile-runs N (2-10) or drop it"
                 )));
             }
@@ -169,7 +160,7 @@ impl MultiRunOptions {
         }
         let run_cooldown = match m.profile_run_cooldown_seconds {
             Some(s) if !(0.0..=86_400.0).contains(&s) => {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "--profile-run-cooldown-seconds {s}: give 0 to 86400 seconds"
                 )));
             }
@@ -177,7 +168,7 @@ impl MultiRunOptions {
             None => Duration::ZERO,
         };
         if !(m.confidence_level > 0.0 && m.confidence_level < 1.0) {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--confidence-level {}: give a value between 0 and 1, e.g. 0.95",
                 m.confidence_level
             )));
@@ -209,7 +200,7 @@ impl MultiRunOptions {
                 (m.degradation_stat.is_some(), "--degradation-stat"),
             ];
             if let Some((_, flag)) = sla_flags.iter().find(|(given, _)| *given) {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "{flag} belongs to a search: add --search-recipe max-concurrency-under-sla (or concurrency-ramp), or drop it"
                 )));
             }
@@ -252,7 +243,7 @@ fn convergence(a: &ProfileArgs) -> Result<Option<Convergence>, ConfigError> {
             ("convergence_mode", "--convergence-mode"),
         ] {
             if a.typed(id) {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "{flag} needs --convergence-metric (e.g. time_to_first_token); add it or drop {flag}"
                 )));
             }
@@ -260,7 +251,7 @@ fn convergence(a: &ProfileArgs) -> Result<Option<Convergence>, ConfigError> {
         return Ok(None);
     };
     if m.num_profile_runs < 2 {
-        return Err(bad(
+        return Err(config_error(
             "--convergence-metric needs repeated runs: add --num-profile-runs N (the most runs, 2-10)",
         ));
     }
@@ -272,13 +263,13 @@ fn convergence(a: &ProfileArgs) -> Result<Option<Convergence>, ConfigError> {
     if mode == ConvergenceMode::Distribution
         && a.output.export_level == crate::cli::output::ExportLevel::Summary
     {
-        return Err(bad(
+        return Err(config_error(
             "--convergence-mode distribution reads each run's per-request records: drop --export-level summary",
         ));
     }
     let threshold = m.convergence_threshold.unwrap_or(mode.default_threshold());
     if !(threshold > 0.0 && threshold < 1.0) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--convergence-threshold {threshold}: give a value between 0 and 1"
         )));
     }
@@ -305,19 +296,19 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
         return Ok(None);
     };
     if is_sweep {
-        return Err(bad(
+        return Err(config_error(
             "--search-recipe picks the concurrencies itself: give single values instead of lists, or drop --search-recipe",
         ));
     }
     if a.request_rate.is_some() || a.typed("concurrency") {
-        return Err(bad(
+        return Err(config_error(
             "--search-recipe varies --concurrency itself: drop --concurrency and --request-rate (bound the search with --concurrency-min/--concurrency-max)",
         ));
     }
     let lo = m.concurrency_min.unwrap_or(1);
     let hi = m.concurrency_max.unwrap_or(1000);
     if hi <= lo {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--concurrency-max {hi} must be above --concurrency-min {lo}"
         )));
     }
@@ -328,19 +319,19 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
                 || m.degradation_metric_tag.is_some()
                 || m.degradation_stat.is_some()
             {
-                return Err(bad(
+                return Err(config_error(
                     "--degradation-* belong to --search-recipe concurrency-ramp; drop them",
                 ));
             }
             let slas = slas(a)?;
             if slas.is_empty() {
-                return Err(bad(
+                return Err(config_error(
                     "--search-recipe max-concurrency-under-sla needs an SLA: add --ttft-sla-ms, --itl-sla-ms, --e2e-sla-ms, --error-rate-sla or --search-sla",
                 ));
             }
             let style = m.search_style.unwrap_or(CliStyle::Monotonic);
             if style == CliStyle::Monotonic && m.concurrency_steps.is_some() {
-                return Err(bad(
+                return Err(config_error(
                     "--concurrency-steps sets the ladder of --search-style grid; add --search-style grid or drop it",
                 ));
             }
@@ -364,7 +355,7 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
             .iter()
             .find_map(|(given, flag)| given.then_some(*flag))
             {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "{flag} belongs to --search-recipe max-concurrency-under-sla; concurrency-ramp watches --degradation-metric-tag"
                 )));
             }
@@ -374,13 +365,13 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
                 .unwrap_or_else(|| "request_latency".into());
             let streaming_only = ["time_to_first_token", "inter_token_latency"];
             if streaming_only.contains(&metric.as_str()) && !a.streaming {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "--degradation-metric-tag {metric} is measured only on streamed responses: add --streaming"
                 )));
             }
             let threshold = m.degradation_threshold.unwrap_or(0.20);
             if !(threshold > 0.0 && threshold.is_finite()) {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "--degradation-threshold {threshold}: give a relative rise above 0, e.g. 0.2 for 20%"
                 )));
             }
@@ -402,7 +393,7 @@ fn slas(a: &ProfileArgs) -> Result<Vec<Sla>, ConfigError> {
     let m = &a.multirun;
     let itl = match (m.itl_sla_ms, m.tpot_sla_ms) {
         (Some(i), Some(t)) if i != t => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--itl-sla-ms {i} and --tpot-sla-ms {t} name the same SLA; give one"
             )));
         }
@@ -423,7 +414,9 @@ fn slas(a: &ProfileArgs) -> Result<Vec<Sla>, ConfigError> {
         if let Some(v) = value
             && !(v > 0.0 && v.is_finite())
         {
-            return Err(bad(format!("{flag} {v}: give milliseconds above 0")));
+            return Err(config_error(format!(
+                "{flag} {v}: give milliseconds above 0"
+            )));
         }
     }
     if let Some(v) = m.ttft_sla_ms {
@@ -437,7 +430,7 @@ fn slas(a: &ProfileArgs) -> Result<Vec<Sla>, ConfigError> {
     }
     if let Some(v) = m.error_rate_sla {
         if !(0.0..=1.0).contains(&v) {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--error-rate-sla {v}: give a share between 0 and 1, e.g. 0.01"
             )));
         }
@@ -452,7 +445,7 @@ fn slas(a: &ProfileArgs) -> Result<Vec<Sla>, ConfigError> {
         .find(|s| streaming_only.contains(&s.metric.as_str()))
         && !a.streaming
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "the SLA on {} is measured only on streamed responses: add --streaming",
             s.metric
         )));
@@ -464,7 +457,7 @@ fn slas(a: &ProfileArgs) -> Result<Vec<Sla>, ConfigError> {
 fn parse_search_sla(spec: &str) -> Result<Sla, ConfigError> {
     let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
     let usage = || {
-        bad(format!(
+        config_error(format!(
             "--search-sla {spec:?}: give metric:stat:op:threshold with op lt, le, gt or ge, e.g. time_to_first_token:p99:lt:2000"
         ))
     };

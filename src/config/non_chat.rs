@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{ConfigError, bad};
+use super::{ConfigError, config_error};
 use crate::cli::ProfileArgs;
 use crate::dataset::rankings::RankingsOptions;
 use crate::endpoint::EndpointType;
@@ -15,27 +15,29 @@ pub(super) fn check(
     endpoint: EndpointType,
     extra_inputs: &Map<String, Value>,
 ) -> Result<Option<RankingsOptions>, ConfigError> {
-    endpoint.response_shape(extra_inputs).map_err(bad)?;
+    endpoint
+        .response_shape(extra_inputs)
+        .map_err(config_error)?;
     if endpoint == EndpointType::Template {
         match extra_inputs.get(PAYLOAD_TEMPLATE) {
             Some(spec) => {
                 PayloadTemplate::new(&spec_of(spec))
-                    .map_err(|e| bad(format!("--extra-inputs payload_template: {e}")))?;
+                    .map_err(|e| config_error(format!("--extra-inputs payload_template: {e}")))?;
             }
             None => {
-                return Err(bad(
+                return Err(config_error(
                     "--endpoint-type template needs a template: give --extra-inputs payload_template:nv-embedqa, a template file, or an inline template",
                 ));
             }
         }
     }
     if a.streaming && endpoint == EndpointType::ImageGeneration {
-        return Err(bad(
+        return Err(config_error(
             "--streaming: streamed image generation (partial images) is not supported by this build; drop --streaming",
         ));
     }
     if a.streaming && !endpoint.produces_tokens() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--streaming: --endpoint-type {} answers in one piece; drop --streaming",
             endpoint.as_str()
         )));
@@ -49,7 +51,7 @@ pub(super) fn check(
             | EndpointType::SolidoRag
     );
     if no_limit && a.osl_mean.is_some() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--output-tokens-mean: --endpoint-type {} has no output limit to send; drop it",
             endpoint.as_str()
         )));
@@ -59,7 +61,7 @@ pub(super) fn check(
             .iter()
             .find(|k| extra_inputs.contains_key(**k))
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--extra-inputs {key}: image_edit fills the prompt, image, url and mask fields itself; drop it"
         )));
     }
@@ -69,7 +71,7 @@ pub(super) fn check(
     ) && a.input_file.is_none()
         && (a.image_width_mean <= 0.0 || a.image_height_mean <= 0.0)
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--endpoint-type {} sends images: give --image-width-mean and --image-height-mean (synthetic images), or an --input-file whose lines have \"image\"",
             endpoint.as_str()
         )));
@@ -111,7 +113,7 @@ fn rankings_options(
     let first_given = given.iter().find(|(_, g)| *g).map(|(f, _)| *f);
     if endpoint.rankings_api().is_none() {
         return match first_given {
-            Some(flag) => Err(bad(format!(
+            Some(flag) => Err(config_error(format!(
                 "{flag}: synthetic passages are for --endpoint-type nim_rankings, cohere_rankings or hf_tei_rankings, not {}",
                 endpoint.as_str()
             ))),
@@ -120,16 +122,16 @@ fn rankings_options(
     }
     if a.input_file.is_some() {
         return match first_given {
-            Some(flag) => Err(bad(format!(
+            Some(flag) => Err(config_error(format!(
                 "{flag}: the input file's texts are the query and passages (the first text is the query); drop {flag} or --input-file"
             ))),
             None => Ok(None),
         };
     }
     let stddev = |flag: &str, v: Option<f64>| match v {
-        Some(s) if !s.is_finite() || s < 0.0 => {
-            Err(bad(format!("{flag} {s}: give a standard deviation >= 0")))
-        }
+        Some(s) if !s.is_finite() || s < 0.0 => Err(config_error(format!(
+            "{flag} {s}: give a standard deviation >= 0"
+        ))),
         Some(s) => Ok(s),
         None => Ok(0.0),
     };

@@ -1,7 +1,7 @@
 //! `--export-level`, `--profile-export-prefix` and the other export flags, checked and
 //! turned into the export stage's options.
 
-use super::{ConfigError, bad};
+use super::{ConfigError, config_error};
 use crate::cli::output::{ExportLevel, OutputArgs};
 use crate::export::{FileNames, Level, Options, prefix_base};
 
@@ -10,7 +10,7 @@ pub fn export_options(a: &OutputArgs) -> Result<Options, ConfigError> {
         ExportLevel::Summary => Level::Summary,
         ExportLevel::Records => Level::Records,
         ExportLevel::Raw => {
-            return Err(bad(
+            return Err(config_error(
                 "--export-level raw: the raw request/response file (profile_export_raw.jsonl) is not \
                  written by this tool; use --export-level records (the default) and add \
                  --export-outputs-json for the response texts",
@@ -21,14 +21,14 @@ pub fn export_options(a: &OutputArgs) -> Result<Options, ConfigError> {
         None => FileNames::default(),
         Some(prefix) => {
             let base = prefix_base(prefix).ok_or_else(|| {
-                bad(format!(
+                config_error(format!(
                     "--profile-export-prefix {prefix:?}: no file name is left once the directory \
                      and a known ending (.json, .csv, _console.txt, ...) are dropped; give a name \
                      such as `run1`"
                 ))
             })?;
             if base == "outputs" && a.export_outputs_json {
-                return Err(bad(
+                return Err(config_error(
                     "--profile-export-prefix outputs: its JSON file would be outputs.json, which \
                      --export-outputs-json writes; choose another prefix",
                 ));
@@ -37,7 +37,7 @@ pub fn export_options(a: &OutputArgs) -> Result<Options, ConfigError> {
         }
     };
     if a.export_http_trace && level == Level::Summary {
-        return Err(bad(
+        return Err(config_error(
             "--export-http-trace adds each request's HTTP stamps to profile_export.jsonl, which \
              --export-level summary does not write; drop one of the two flags",
         ));
@@ -78,7 +78,7 @@ fn slice_duration_ns(text: &str) -> Result<u64, ConfigError> {
         Some(s) if s.is_finite() && (MIN_SLICE_S..=MAX_SLICE_S).contains(&s) => {
             Ok((s * 1e9).round() as u64)
         }
-        _ => Err(bad(format!(
+        _ => Err(config_error(format!(
             "--slice-duration {text:?}: give the window length in seconds, from {MIN_SLICE_S} \
              to {MAX_SLICE_S} (a year), as a number or with s, m or h (e.g. 10, 2.5, 30s, 5m)"
         ))),

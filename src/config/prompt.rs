@@ -2,7 +2,7 @@
 //! the prefix prompt pool, into the dataset's prompt shaping, with their checks.
 
 use super::limits;
-use super::{ConfigError, bad};
+use super::{ConfigError, config_error};
 use crate::cli::prompt::PromptCorpus;
 use crate::cli::{CustomDatasetType, ProfileArgs};
 use crate::dataset::MAX_INPUT_TOKENS;
@@ -22,12 +22,12 @@ pub(super) fn prompt_shaping(
     let corpus = prompt_corpus(a, endpoint)?;
     let system_text = match (&p.system_prompt, &p.system_prompt_file) {
         (Some(_), Some(_)) => {
-            return Err(bad(
+            return Err(config_error(
                 "--system-prompt and --system-prompt-file cannot be used together; give the text one way",
             ));
         }
         (Some(text), None) if text.is_empty() => {
-            return Err(bad(
+            return Err(config_error(
                 "--system-prompt: the text is empty; give the system prompt, or drop the flag",
             ));
         }
@@ -48,12 +48,12 @@ pub(super) fn prompt_shaping(
         "--system-prompt-file"
     };
     if system_text.is_some() && shared_system_tokens.is_some() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "{verbatim} and --shared-system-prompt-length cannot be used together: both set the system message; keep one"
         )));
     }
     if system_text.is_some() && prefix_pool.is_some() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "{verbatim} and --prompt-prefix-pool-size/--prompt-prefix-length cannot be used together; keep one"
         )));
     }
@@ -69,7 +69,7 @@ pub(super) fn prompt_shaping(
             ),
         ] {
             if given {
-                return Err(bad(format!(
+                return Err(config_error(format!(
                     "{flag} and --prompt-prefix-pool-size/--prompt-prefix-length cannot be used together: \
                      both put shared text before the prompts; keep one"
                 )));
@@ -77,7 +77,7 @@ pub(super) fn prompt_shaping(
         }
     }
     if user_context_tokens.is_some() && !a.typed("num_dataset_entries") {
-        return Err(bad(
+        return Err(config_error(
             "--user-context-prompt-length requires --num-dataset-entries: each dataset entry gets its own context, \
              so give the number of entries (e.g. --num-dataset-entries 100)",
         ));
@@ -95,7 +95,7 @@ pub(super) fn prompt_shaping(
     }
     let given = given_flags(a);
     if endpoint == EndpointType::AudioTranscription {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "{given}: a transcription request has no prompt text; use --endpoint-type chat or completions"
         )));
     }
@@ -104,12 +104,12 @@ pub(super) fn prompt_shaping(
             || shaping.user_context_tokens.is_some()
             || shaping.prefix_pool.is_some();
         if synthetic {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "{given}: these shape synthetic prompts and cannot be used with --input-file (--system-prompt can)"
             )));
         }
         if a.custom_dataset_type == Some(CustomDatasetType::MooncakeTrace) {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "{given} cannot be used with --custom-dataset-type mooncake_trace: trace rows may carry whole request bodies, which are sent as written"
             )));
         }
@@ -136,7 +136,7 @@ fn prompt_corpus(a: &ProfileArgs, endpoint: EndpointType) -> Result<Corpus, Conf
         None
     };
     match refused {
-        Some(why) => Err(bad(format!(
+        Some(why) => Err(config_error(format!(
             "--prompt-corpus {name} shapes synthetic prompts and cannot be used with {why}; drop --prompt-corpus"
         ))),
         None => Ok(corpus),
@@ -148,7 +148,8 @@ pub(super) fn seq_dist(a: &ProfileArgs) -> Result<Option<SeqDist>, ConfigError> 
     let Some(text) = &a.prompt.seq_dist else {
         return Ok(None);
     };
-    let dist = SeqDist::parse(text).map_err(|e| bad(format!("--seq-dist '{text}': {e}")))?;
+    let dist =
+        SeqDist::parse(text).map_err(|e| config_error(format!("--seq-dist '{text}': {e}")))?;
     let replaced = [
         ("isl_mean", "--isl"),
         ("isl_stddev", "--isl-stddev"),
@@ -156,12 +157,12 @@ pub(super) fn seq_dist(a: &ProfileArgs) -> Result<Option<SeqDist>, ConfigError> 
         ("osl_stddev", "--osl-stddev"),
     ];
     if let Some((_, flag)) = replaced.iter().find(|(id, _)| a.typed(id)) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--seq-dist sets the input and output lengths and cannot be used with {flag}; drop {flag}"
         )));
     }
     if a.input_file.is_some() {
-        return Err(bad(
+        return Err(config_error(
             "--seq-dist shapes synthetic prompts and cannot be used with --input-file",
         ));
     }
@@ -174,13 +175,13 @@ pub(super) fn range_ratio(a: &ProfileArgs) -> Result<Option<f64>, ConfigError> {
         return Ok(None);
     };
     if !(r.is_finite() && (0.0..1.0).contains(&r)) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--random-range-ratio: {r} is not allowed; give a ratio >= 0 and below 1 (e.g. 0.5)"
         )));
     }
     for (id, flag) in [("isl_mean", "--isl"), ("osl_mean", "--osl")] {
         if !a.typed(id) {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--random-range-ratio needs {flag}: the lengths are drawn around --isl and --osl; give both"
             )));
         }
@@ -192,13 +193,13 @@ pub(super) fn range_ratio(a: &ProfileArgs) -> Result<Option<f64>, ConfigError> {
         ("input_file", "--input-file"),
     ];
     if let Some((_, flag)) = conflicts.iter().find(|(id, _)| a.typed(id)) {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--random-range-ratio cannot be used with {flag}: both set how the lengths vary; keep one"
         )));
     }
     let low = (a.isl_mean as f64 * (1.0 - r)).floor();
     if low < 1.0 {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--random-range-ratio {r} with --isl {}: the shortest input would be {low} tokens; give a larger --isl or a smaller ratio",
             a.isl_mean
         )));
@@ -224,17 +225,17 @@ pub(super) fn prompt_batch_size(
     )?;
     if b > 1 {
         if a.input_file.is_some() {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--prompt-batch-size {b} shapes synthetic prompts and cannot be used with --input-file (give several \"texts\" in a line instead)"
             )));
         }
         if endpoint == EndpointType::AudioTranscription {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--prompt-batch-size {b}: a transcription request has no prompt text; use --endpoint-type chat or completions"
             )));
         }
         if endpoint.rankings_api().is_some() {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--prompt-batch-size {b}: --endpoint-type {} takes a query and passages (see --rankings-passages-mean), not a batch of texts",
                 endpoint.as_str()
             )));
@@ -269,20 +270,20 @@ fn given_flags(a: &ProfileArgs) -> String {
 
 fn read_system_prompt(path: &std::path::Path) -> Result<String, ConfigError> {
     let bytes = std::fs::read(path).map_err(|e| {
-        bad(format!(
+        config_error(format!(
             "--system-prompt-file: cannot read '{}': {e}",
             path.display()
         ))
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        bad(format!(
+        config_error(format!(
             "--system-prompt-file: '{}' is not UTF-8 text (invalid byte at offset {}); save it as UTF-8",
             path.display(),
             e.utf8_error().valid_up_to()
         ))
     })?;
     if text.is_empty() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--system-prompt-file: '{}' is empty; write the system prompt into it",
             path.display()
         )));
@@ -305,10 +306,10 @@ fn length(flag: &str, value: Option<u64>) -> Result<Option<usize>, ConfigError> 
 fn prefix_pool(size: u64, tokens: u64) -> Result<Option<PrefixPool>, ConfigError> {
     match (size, tokens) {
         (0, 0) => Ok(None),
-        (0, l) => Err(bad(format!(
+        (0, l) => Err(config_error(format!(
             "--prompt-prefix-length {l} needs --prompt-prefix-pool-size: give the number of prefixes (e.g. 1), or drop it"
         ))),
-        (p, 0) => Err(bad(format!(
+        (p, 0) => Err(config_error(format!(
             "--prompt-prefix-pool-size {p} needs --prompt-prefix-length: give the tokens per prefix (e.g. 128), or drop it"
         ))),
         (p, l) => {

@@ -20,33 +20,33 @@ pub(super) fn public_options(
     let p = &a.public;
     let Some(name) = &p.public_dataset else {
         if p.hf_subset.is_some() {
-            return Err(bad(
+            return Err(config_error(
                 "--hf-subset needs --public-dataset: it picks the subset of that dataset",
             ));
         }
         if !p.dataset_filter.is_empty() {
-            return Err(bad(
+            return Err(config_error(
                 "--dataset-filter needs --public-dataset: it keeps the rows of that dataset whose column equals the value",
             ));
         }
         return Ok(None);
     };
-    let spec = public::lookup(name).map_err(bad)?;
+    let spec = public::lookup(name).map_err(config_error)?;
     if a.input_file.is_some() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--public-dataset {} and --input-file both give the requests; use one of them",
             spec.name
         )));
     }
     if spec.shape == Shape::ShareGpt && p.hf_subset.is_some() {
-        return Err(bad(
+        return Err(config_error(
             "--hf-subset: ShareGPT is one JSON file without subsets; drop --hf-subset",
         ));
     }
     if let Some(s) = &p.hf_subset
         && (s.trim().is_empty() || s.contains(['/', '\\']) || s.starts_with('.'))
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--hf-subset '{s}': not a subset name; give a config name of the dataset, e.g. sharegpt4o"
         )));
     }
@@ -55,21 +55,21 @@ pub(super) fn public_options(
         .iter()
         .map(|f| public::parse_filter(f))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(bad)?;
+        .map_err(config_error)?;
     if synthetic.images_enabled() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--image-width-mean/--image-height-mean: synthetic images cannot be used with --public-dataset {}; its rows give the images",
             spec.name
         )));
     }
     if synthetic.media.audio.is_some() || synthetic.media.video.is_some() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--audio-*/--video-*: synthetic audio and video cannot be used with --public-dataset {}; drop them",
             spec.name
         )));
     }
     if synthetic.turns != TurnOptions::default() {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--conversation-turn-*: these shape synthetic conversations; --public-dataset {} sends one turn per row",
             spec.name
         )));
@@ -90,7 +90,7 @@ pub(super) fn public_options(
         ),
     ] {
         if given {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "{flag} shapes synthetic prompts; --public-dataset {} sends its rows' own texts (--system-prompt and --system-prompt-file do apply)",
                 spec.name
             )));
@@ -103,7 +103,7 @@ pub(super) fn public_options(
             | Shape::Video { .. }
     );
     if has_media && endpoint_type != EndpointType::Chat {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--public-dataset {}: its rows carry images or video, which need --endpoint-type chat, not {}",
             spec.name,
             endpoint_type.as_str()

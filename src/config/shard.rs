@@ -7,7 +7,7 @@ use crate::cli::ProfileArgs;
 use crate::cli::shard::{COUNT_ENV, INDEX_ENV};
 use crate::load::{LoadOptions, Shard};
 
-use super::{ConfigError, bad};
+use super::{ConfigError, config_error};
 
 /// How far in the past `--start-at` may be (clocks of different machines disagree a
 /// little, and a pod may start a moment late).
@@ -31,17 +31,17 @@ pub(super) fn check_shard(
     let start_at_wall_ns = s.start_at.as_deref().map(parse_start_at).transpose()?;
     let shard = match (s.shard_index, s.shard_count) {
         (_, Some(0)) => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--shard-count (or ${COUNT_ENV}): 0 is not allowed; give 1 or more load generators"
             )));
         }
         (None, Some(n)) => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--shard-count {n} needs --shard-index (or ${INDEX_ENV}): which of the {n} shards is this one?"
             )));
         }
         (Some(i), Some(n)) if i >= n => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--shard-index (or ${INDEX_ENV}) {i} is not below --shard-count {n}; give an index from 0 to {}",
                 n - 1
             )));
@@ -49,7 +49,7 @@ pub(super) fn check_shard(
         (Some(i), Some(n)) => Some(Shard { index: i, count: n }),
         // An index alone from the environment (a Job that is not sharded): no shard.
         (Some(i), None) if a.typed("shard_index") => {
-            return Err(bad(format!(
+            return Err(config_error(format!(
                 "--shard-index {i} needs --shard-count (or ${COUNT_ENV}): how many shards share the plan?"
             )));
         }
@@ -73,26 +73,26 @@ fn check_modes_split(
 ) -> Result<(), ConfigError> {
     let n = shard.count;
     if load.user_centric.is_some() {
-        return Err(bad(
+        return Err(config_error(
             "--user-centric-rate cannot be split over --shard-count: each user's turns keep one schedule; run it from one load generator",
         ));
     }
     let closed_loop = load.rate.is_none() && !load.fixed_schedule;
     if (closed_loop || load.concurrency_given) && concurrency < n {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--concurrency {concurrency} is less than --shard-count {n}: each shard needs at least one request in flight; raise --concurrency or use fewer shards"
         )));
     }
     if let Some(p) = load.prefill_concurrency
         && p < n
     {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--prefill-concurrency {p} is less than --shard-count {n}: each shard needs at least one prefill slot"
         )));
     }
     // The seed is 42 unless --no-set-consistent-seed left it to chance.
     if a.random_seed.is_none() {
-        return Err(bad(
+        return Err(config_error(
             "--no-set-consistent-seed with --shard-count: every shard must draw the same plan; give --random-seed",
         ));
     }
@@ -103,15 +103,19 @@ fn check_modes_split(
 fn parse_start_at(text: &str) -> Result<u64, ConfigError> {
     let wall_ns = match text.trim().parse::<f64>() {
         Ok(secs) if secs.is_finite() && secs > 0.0 => (secs * 1e9) as u64,
-        Ok(_) => return Err(bad(format!("--start-at {text}: give a time after 1970"))),
+        Ok(_) => {
+            return Err(config_error(format!(
+                "--start-at {text}: give a time after 1970"
+            )));
+        }
         Err(_) => {
             let ts: jiff::Timestamp = text.trim().parse().map_err(|e| {
-                bad(format!(
+                config_error(format!(
                     "--start-at {text}: not a time ({e}); give RFC 3339 such as 2026-12-03T18:00:00Z or Unix epoch seconds"
                 ))
             })?;
             u64::try_from(ts.as_nanosecond())
-                .map_err(|_| bad(format!("--start-at {text}: give a time after 1970")))?
+                .map_err(|_| config_error(format!("--start-at {text}: give a time after 1970")))?
         }
     };
     let now_ns = SystemTime::now()
@@ -119,7 +123,7 @@ fn parse_start_at(text: &str) -> Result<u64, ConfigError> {
         .map_or(0, |d| d.as_nanos() as u64);
     let past_s = (now_ns as f64 - wall_ns as f64) / 1e9;
     if past_s > START_AT_PAST_SLACK_S {
-        return Err(bad(format!(
+        return Err(config_error(format!(
             "--start-at {text} was {past_s:.1} s ago; give a time in the future (shards wait for it), e.g. $(( $(date +%s) + 30 ))"
         )));
     }

@@ -218,7 +218,6 @@ pub struct RunArtifacts {
     /// Server-metrics families over time (from `server_metrics_export.jsonl`).
     pub server: BTreeMap<String, Vec<ServerSample>>,
     pub load: Option<LoadPoint>,
-    pub model: Option<String>,
     /// The wall time the run's first request was sent (the time axes' zero), found once:
     /// the charts convert every point against it.
     first_start_ns: Option<u64>,
@@ -434,11 +433,6 @@ pub fn read_run_with(
         .and_then(load_from_config)
         .or_else(|| aggregate.as_ref().and_then(load_from_aggregate))
         .or_else(|| load_from_path(dir));
-    let model = config.and_then(model_from_config).or_else(|| {
-        aggregate
-            .as_ref()
-            .and_then(|a| a["metadata"]["model"].as_str().map(String::from))
-    });
     let first_start_ns = records.iter().map(|r| r.start_ns).min();
     Ok(RunArtifacts {
         dir: dir.to_path_buf(),
@@ -449,7 +443,6 @@ pub fn read_run_with(
         timeslices,
         server,
         load,
-        model,
         first_start_ns,
     })
 }
@@ -822,18 +815,6 @@ fn load_from_path(dir: &Path) -> Option<LoadPoint> {
         }
     }
     None
-}
-
-fn model_from_config(config: &Value) -> Option<String> {
-    let first = |v: &Value| -> Option<String> {
-        let item = v.as_array()?.first()?;
-        item.as_str()
-            .map(String::from)
-            .or_else(|| item["name"].as_str().map(String::from))
-    };
-    first(&config["models"]["items"])
-        .or_else(|| first(&config["endpoint"]["model_names"]))
-        .or_else(|| first(&config["model_names"]))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ mod single;
 
 use std::path::{Path, PathBuf};
 
-pub use chart::{Axis, Chart, Mark, Series, SeriesKind};
+pub use chart::Chart;
 pub use load::{PlotError, RunArtifacts, discover};
 pub use render::Theme;
 

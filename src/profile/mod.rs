@@ -14,7 +14,7 @@ mod server_metrics;
 pub mod shard;
 mod template_probe;
 
-pub use crate::dataset::input_lines::{ReadOnce, read_once as read_input_once};
+pub use crate::dataset::input_lines::read_once as read_input_once;
 pub use template_probe::PROBE_REQUEST_ID;
 
 use std::sync::Arc;
@@ -147,11 +147,7 @@ pub fn run_reusing(
 ) -> Result<Outcome, ProfileError> {
     let started = Instant::now();
     let mut cfg = ProfileConfig::from_args(args, console_is_terminal())?;
-    let goodput = match &cfg.goodput {
-        Some(spec) => crate::metrics::parse_goodput(spec)
-            .map_err(|e| ConfigError(format!("--goodput: {e}")))?,
-        None => Vec::new(),
-    };
+    let goodput = cfg.goodput_slos.clone();
     start_logging(&cfg)?;
     let prepared = prepare::prepare(&mut cfg, reuse)?;
 

@@ -528,6 +528,7 @@ mod tests {
             "fixed_schedule_auto_offset",
             "fixed_schedule_start_offset",
             "fixed_schedule_end_offset",
+            "goodput",
             "server_metrics_formats",
         ];
         let ids: Vec<&str> = invalid.iter().map(|(id, _)| *id).collect();

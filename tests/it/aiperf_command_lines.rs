@@ -6,9 +6,9 @@ use crate::common;
 
 use std::process::Command;
 
-use aiperf::cli::{
-    ArrivalMode, Cli, Command as Sub, CustomDatasetType, EndpointType, ImageFormat, ImageSampling,
-    LogLevel, ProfileArgs, WaitForModelMode,
+use aiperf::api::{
+    ArrivalMode, Cli, Command as Sub, CustomDatasetType, EndpointType,
+    ImageFormatArg as ImageFormat, ImageSampling, LogLevel, ProfileArgs, WaitForModelMode,
 };
 use common::{MockChild, run_aiperf_in, stderr_text};
 
@@ -87,7 +87,7 @@ fn enum_values_take_any_case_and_either_separator() {
     );
     assert_eq!(
         parse(&["--ui", "NONE"]).ui_type,
-        Some(aiperf::cli::UiType::None)
+        Some(aiperf::api::UiType::None)
     );
     for (value, want) in [
         ("TRACE", LogLevel::Trace),

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use aiperf::cli::Cli;
+use aiperf::api::Cli;
 use clap::error::ErrorKind;
 
 struct Section {
