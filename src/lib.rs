@@ -31,6 +31,7 @@ mod overhead;
 mod record;
 mod report;
 mod scrape;
+mod spill;
 mod stats;
 mod timer;
 mod tokenizer;

@@ -43,6 +43,20 @@ impl Stats {
         })
     }
 
+    /// `compute` over `n` values that `sorted()` gives in `f64::total_cmp`'s order, read
+    /// twice (the sum, then the spread and the percentiles' ranks): the same bits as
+    /// `compute` on them, without holding them. `None` when `n` is 0.
+    pub fn from_sorted<I: Iterator<Item = f64>>(n: usize, sorted: impl Fn() -> I) -> Option<Stats> {
+        if n == 0 {
+            return None;
+        }
+        let mut second = SecondPass::new(n, sorted().sum());
+        for v in sorted() {
+            second.add(v);
+        }
+        Some(second.finish())
+    }
+
     #[cfg(test)]
     /// Value at percentile `p` if it is one of [`PERCENTILES`].
     pub fn percentile(&self, p: f64) -> Option<f64> {
@@ -72,6 +86,76 @@ impl Stats {
             std: self.std / scale,
             count: self.count,
             sum: self.sum / scale,
+        }
+    }
+}
+
+/// The second pass of [`Stats::from_sorted`] over one set of sorted values, given their
+/// count and their sum (`Iterator::sum` in sorted order): the spread around the average,
+/// the extremes and the values at the percentiles' ranks, fed one value at a time.
+#[derive(Debug, Clone)]
+pub struct SecondPass {
+    n: usize,
+    sum: f64,
+    avg: f64,
+    /// Values fed so far.
+    seen: usize,
+    spread: f64,
+    min: f64,
+    max: f64,
+    /// Per percentile: the two ranks it interpolates between, their values, and how far.
+    ranks: [(usize, usize, f64); 9],
+    at: [(f64, f64); 9],
+}
+
+impl SecondPass {
+    pub fn new(n: usize, sum: f64) -> SecondPass {
+        SecondPass {
+            n,
+            sum,
+            avg: sum / n as f64,
+            seen: 0,
+            spread: std::iter::empty::<f64>().sum(),
+            min: 0.0,
+            max: 0.0,
+            ranks: PERCENTILES.map(|p| ranks(n, p)),
+            at: [(0.0, 0.0); 9],
+        }
+    }
+
+    pub fn add(&mut self, v: f64) {
+        let i = self.seen;
+        self.spread += (v - self.avg) * (v - self.avg);
+        if i == 0 {
+            self.min = v;
+        }
+        self.max = v;
+        for ((lo, hi, _), (a, b)) in self.ranks.iter().zip(&mut self.at) {
+            if i == *lo {
+                *a = v;
+            }
+            if i == *hi {
+                *b = v;
+            }
+        }
+        self.seen += 1;
+    }
+
+    /// The statistics, once all `n` values were fed.
+    pub fn finish(self) -> Stats {
+        debug_assert_eq!(self.seen, self.n);
+        let mut percentiles = [0.0; 9];
+        for ((p, &(_, _, t)), &(a, b)) in percentiles.iter_mut().zip(&self.ranks).zip(&self.at) {
+            *p = lerp(a, b, t);
+        }
+        Stats {
+            avg: self.avg,
+            min: self.min,
+            max: self.max,
+            percentiles,
+            std: (self.spread / self.n as f64).sqrt(),
+            count: self.n as u64,
+            sum: self.sum,
         }
     }
 }
@@ -107,13 +191,18 @@ pub fn from_total_order_key(k: u64) -> f64 {
 /// numpy's `percentile(sorted, p)` with the default linear method. `sorted` must be sorted
 /// ascending and non-empty.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
-    let n = sorted.len();
+    let (lo, hi, t) = ranks(sorted.len(), p);
+    lerp(sorted[lo], sorted[hi], t)
+}
+
+/// The two ranks of `n` sorted values that numpy's percentile `p` interpolates between,
+/// and how far from the first.
+fn ranks(n: usize, p: f64) -> (usize, usize, f64) {
     let virtual_index = (n - 1) as f64 * (p / 100.0);
     let below = virtual_index.floor();
     let lo = (below as usize).min(n - 1);
     let hi = (lo + 1).min(n - 1);
-    let t = virtual_index - below;
-    lerp(sorted[lo], sorted[hi], t)
+    (lo, hi, virtual_index - below)
 }
 
 /// numpy's `_lerp`: interpolates from the nearer end so that t = 1 gives exactly `b`.
@@ -152,6 +241,32 @@ mod tests {
             expected.sort_by(f64::total_cmp);
             sort_total(&mut values);
             prop_assert_eq!(bits(&values), bits(&expected));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn stats_from_sorted_passes_are_compute_bit_for_bit(
+            values in proptest::collection::vec(
+                prop_oneof![
+                    any::<f64>(),
+                    Just(0.0), Just(-0.0), Just(f64::NAN), Just(f64::INFINITY),
+                    -1e3..1e3f64, (0u64..1 << 40).prop_map(|n| n as f64),
+                ],
+                0..400,
+            )
+        ) {
+            let mut sorted = values.clone();
+            let want = Stats::compute(&mut sorted);
+            let got = Stats::from_sorted(sorted.len(), || sorted.iter().copied());
+            let all = |s: &Option<Stats>| s.map(|s| {
+                let mut v = vec![s.avg, s.min, s.max, s.std, s.sum, s.count as f64];
+                v.extend(s.percentiles);
+                // NaN payloads are not kept by arithmetic (LLVM may swap an add's
+                // operands): any NaN compares as one.
+                v.iter().map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() }).collect::<Vec<_>>()
+            });
+            prop_assert_eq!(all(&got), all(&want));
         }
     }
 

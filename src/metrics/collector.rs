@@ -4,13 +4,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::CollectorOptions;
-use super::catalog::{CATALOG, METRIC_COUNT, MetricDef, MetricId, MetricKind};
-use super::column::Column;
+use super::catalog::{METRIC_COUNT, MetricDef, MetricId};
+use super::column::{self, Column};
 use super::goodput::Objective;
 use super::record_metrics::{RecordMetrics, RecordOptions};
-use super::sweep::{self, Span, SpanSource, WeightedStats};
+use super::slices::SliceLog;
+use super::summary::{drop_output_token_metrics, summarize, sweep_results};
+use super::sweep::{Span, SpanOrder, WeightedStats};
 use crate::clock::Clock;
 use crate::record::{ErrorDetails, Phase, RequestRecord};
+use crate::spill::{Log, Spill, get_varint, put_varint};
 use crate::stats::Stats;
 use crate::tokenizer::Tokenizer;
 
@@ -80,106 +83,108 @@ const USAGE_DIFF_PCT: f64 = 10.0;
 /// OSL mismatches kept as examples for the end-of-run summary.
 const OSL_EXAMPLES: usize = 5;
 
-/// What the sweep-line metrics need of one profiling request, wall-clock ns: 48 bytes,
-/// kept for every request of the run.
-#[derive(Debug, Clone)]
+/// What the sweep-line metrics need of one profiling request (wall-clock ns), as one item
+/// of the collector's timelines log: flags, the start, the first token and the end after
+/// it, the token counts, then the chunk gaps as the inter-chunk latency column encodes them.
 struct Timeline {
     start: u64,
-    /// Valid when `HAS_GENERATION` is set in `gaps_at`.
-    generation_start: u64,
+    generation_start: Option<u64>,
     end: u64,
-    /// Valid when `HAS_INPUT` is set.
-    input_tokens: f64,
-    /// Valid when `HAS_OUTPUT` is set.
-    output_tokens: f64,
-    /// Where this request's inter-chunk gaps start in the inter-chunk latency column
-    /// (they end where the next request's start), with the three flags in its top bits.
-    gaps_at: u64,
+    input_tokens: Option<f64>,
+    output_tokens: Option<f64>,
 }
 
-const HAS_GENERATION: u64 = 1 << 63;
-const HAS_INPUT: u64 = 1 << 62;
-const HAS_OUTPUT: u64 = 1 << 61;
-const FLAGS: u64 = HAS_GENERATION | HAS_INPUT | HAS_OUTPUT;
+const HAS_GENERATION: u8 = 1;
+const HAS_INPUT: u8 = 2;
+const HAS_OUTPUT: u8 = 4;
 
 impl Timeline {
-    fn new(
-        start: u64,
-        generation_start: Option<u64>,
-        end: u64,
-        input_tokens: Option<f64>,
-        output_tokens: Option<f64>,
-        gaps_at: usize,
-    ) -> Timeline {
-        let flag = |on: bool, f: u64| if on { f } else { 0 };
-        Timeline {
-            start,
-            generation_start: generation_start.unwrap_or(0),
-            end,
-            input_tokens: input_tokens.unwrap_or(0.0),
-            output_tokens: output_tokens.unwrap_or(0.0),
-            gaps_at: gaps_at as u64
-                | flag(generation_start.is_some(), HAS_GENERATION)
-                | flag(input_tokens.is_some(), HAS_INPUT)
-                | flag(output_tokens.is_some(), HAS_OUTPUT),
+    fn write(&self, gaps: &[u8], out: &mut Vec<u8>) {
+        let flag = |on: bool, f: u8| if on { f } else { 0 };
+        out.push(
+            flag(self.generation_start.is_some(), HAS_GENERATION)
+                | flag(self.input_tokens.is_some(), HAS_INPUT)
+                | flag(self.output_tokens.is_some(), HAS_OUTPUT),
+        );
+        put_varint(out, u128::from(self.start));
+        if let Some(g) = self.generation_start {
+            put_varint(out, u128::from(g.wrapping_sub(self.start)));
         }
+        put_varint(out, u128::from(self.end.wrapping_sub(self.start)));
+        for v in [self.input_tokens, self.output_tokens]
+            .into_iter()
+            .flatten()
+        {
+            column::encode(out, v);
+        }
+        put_varint(out, gaps.len() as u128);
+        out.extend_from_slice(gaps);
     }
 
-    fn gaps_at(&self) -> usize {
-        (self.gaps_at & !FLAGS) as usize
+    /// The timeline at the start of `bytes`, its gaps' bytes and its encoded length.
+    fn read(bytes: &[u8]) -> (Timeline, &[u8], usize) {
+        let flags = bytes[0];
+        let mut at = 1;
+        let mut varint = || {
+            let (n, used) = get_varint(&bytes[at..]);
+            at += used;
+            n as u64
+        };
+        let start = varint();
+        let generation_start = (flags & HAS_GENERATION != 0).then(|| start.wrapping_add(varint()));
+        let end = start.wrapping_add(varint());
+        let mut value = |on: bool| {
+            on.then(|| {
+                let (v, used) = column::decode_one(&bytes[at..]);
+                at += used;
+                v
+            })
+        };
+        let input_tokens = value(flags & HAS_INPUT != 0);
+        let output_tokens = value(flags & HAS_OUTPUT != 0);
+        let (len, used) = get_varint(&bytes[at..]);
+        at += used;
+        let gaps = &bytes[at..at + len as usize];
+        at += len as usize;
+        let t = Timeline {
+            start,
+            generation_start,
+            end,
+            input_tokens,
+            output_tokens,
+        };
+        (t, gaps, at)
     }
 
-    fn has(&self, flag: u64) -> bool {
-        self.gaps_at & flag != 0
-    }
-}
-
-/// The collected requests as the sweep reads them: relative to the first start (f64 keeps
-/// ns exact there, not at epoch scale), chunk gaps read from the inter-chunk latency
-/// column in place.
-struct Spans<'a> {
-    timelines: &'a [Timeline],
-    gaps: &'a [u8],
-    first: u64,
-}
-
-impl SpanSource for Spans<'_> {
-    fn count(&self) -> usize {
-        self.timelines.len()
-    }
-
-    fn span(&self, i: usize) -> Span<'_> {
-        let rel = |t: u64| t.saturating_sub(self.first) as f64;
-        let t = &self.timelines[i];
-        let gaps_end = self
-            .timelines
-            .get(i + 1)
-            .map_or(self.gaps.len(), Timeline::gaps_at);
+    /// The span the sweep reads: relative to the first start (f64 keeps ns exact there,
+    /// not at epoch scale).
+    fn span<'a>(&self, first: u64, gaps: &'a [u8]) -> Span<'a> {
+        let rel = |t: u64| t.saturating_sub(first) as f64;
         Span {
-            start: rel(t.start),
-            generation_start: t.has(HAS_GENERATION).then(|| rel(t.generation_start)),
-            end: rel(t.end),
-            input_tokens: t.has(HAS_INPUT).then_some(t.input_tokens),
-            output_tokens: t.has(HAS_OUTPUT).then_some(t.output_tokens),
-            chunk_gaps: &self.gaps[t.gaps_at()..gaps_end],
+            start: rel(self.start),
+            generation_start: self.generation_start.map(rel),
+            end: rel(self.end),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            chunk_gaps: gaps,
         }
     }
 }
 
 /// Per-request counts, summed over the run or over one time slice.
 #[derive(Debug, Clone, Copy, Default)]
-struct Counts {
-    requests: u64,
-    errors: u64,
-    good: u64,
-    osl_mismatches: u64,
-    usage_discrepancies: u64,
+pub(super) struct Counts {
+    pub requests: u64,
+    pub errors: u64,
+    pub good: u64,
+    pub osl_mismatches: u64,
+    pub usage_discrepancies: u64,
     /// Some response carried usage differences to count (`usage_discrepancy_count`).
-    usage_compared: bool,
+    pub usage_compared: bool,
 }
 
 impl Counts {
-    fn add(&mut self, o: &Counts) {
+    pub(super) fn add(&mut self, o: &Counts) {
         self.requests += o.requests;
         self.errors += o.errors;
         self.good += o.good;
@@ -187,16 +192,6 @@ impl Counts {
         self.usage_discrepancies += o.usage_discrepancies;
         self.usage_compared |= o.usage_compared;
     }
-}
-
-/// What one profiling request adds to its time slice (`--slice-duration`).
-#[derive(Debug, Clone)]
-struct SliceEntry {
-    start: u64,
-    /// The record's metric values (only those it has, to keep memory down).
-    values: Vec<(MetricId, f64)>,
-    inter_chunk_latency: Vec<f64>,
-    counts: Counts,
 }
 
 /// The metrics of the requests that started in one window of the run (`--slice-duration`).
@@ -297,8 +292,9 @@ pub struct Collector {
     counts: Counts,
     /// `--slice-duration` in ns; `None` without time slices.
     slice_ns: Option<u64>,
-    /// Every profiling request's contribution, kept only with time slices.
-    slice_entries: Vec<SliceEntry>,
+    /// Every profiling request's contribution to its time slice, kept only with time
+    /// slices.
+    slices: Option<SliceLog>,
     min_start_wall_ns: Option<u64>,
     max_end_wall_ns: Option<u64>,
     errors: Vec<ErrorCount>,
@@ -310,7 +306,10 @@ pub struct Collector {
     warned_usage_missing: bool,
     /// Records added after `skip_tokenizer`, written without token counts.
     untokenized: u64,
-    timelines: Vec<Timeline>,
+    /// Each profiling request's [`Timeline`] for the sweep-line metrics.
+    timelines: Log,
+    /// A record's encoded chunk gaps, between the columns and logs that take them.
+    gaps: Vec<u8>,
     osl_mismatch_examples: Vec<OslMismatch>,
 }
 
@@ -321,6 +320,8 @@ impl Collector {
         clock: Clock,
         sink: Option<Box<dyn RecordSink>>,
     ) -> Self {
+        // Where the per-request values go as the run grows.
+        let spill = Spill::new();
         Collector {
             record_opts: RecordOptions {
                 streaming: opts.streaming,
@@ -336,18 +337,19 @@ impl Collector {
             tokenizer,
             clock,
             sink,
-            values: vec![Column::default(); METRIC_COUNT],
+            values: (0..METRIC_COUNT).map(|_| Column::new(&spill)).collect(),
             counts: Counts::default(),
             slice_ns: opts.slice_duration_ns,
-            slice_entries: Vec::new(),
+            slices: opts.slice_duration_ns.map(|_| SliceLog::new(&spill)),
             min_start_wall_ns: None,
             max_end_wall_ns: None,
             errors: Vec::new(),
             error_rows: HashMap::new(),
-            record_lag_ns: Column::default(),
+            record_lag_ns: Column::new(&spill),
             warned_usage_missing: false,
             untokenized: 0,
-            timelines: Vec::new(),
+            timelines: Log::new(&spill),
+            gaps: Vec::new(),
             osl_mismatch_examples: Vec::new(),
         }
     }
@@ -365,7 +367,7 @@ impl Collector {
     /// Statistics (ns) of the time from each record's last chunk to the record being
     /// complete, over the records added so far; `None` before the first.
     pub fn record_lag(&self) -> Option<Stats> {
-        Stats::compute(&mut self.record_lag_ns.to_vec())
+        self.record_lag_ns.stats()
     }
 
     /// From now on records get no token counts from the client tokenizer: the run must end
@@ -435,9 +437,12 @@ impl Collector {
             self.values[id as usize].push(v);
         }
         let icl = MetricId::InterChunkLatency as usize;
-        let gaps_at = self.values[icl].position();
+        self.gaps.clear();
         if let Some(gaps) = &m.inter_chunk_latency {
             self.values[icl].extend(gaps);
+            for &g in gaps {
+                column::encode(&mut self.gaps, g);
+            }
         }
         let mut counts = self.count_mismatches(record, m);
 
@@ -452,16 +457,19 @@ impl Collector {
                 .map_or(record.start_wall_ns, |t| t.min(record.start_wall_ns)),
         );
         self.max_end_wall_ns = Some(self.max_end_wall_ns.map_or(end_wall, |t| t.max(end_wall)));
-        self.timelines.push(Timeline::new(
-            record.start_wall_ns,
-            m.get(MetricId::TimeToFirstToken)
+        let timeline = Timeline {
+            start: record.start_wall_ns,
+            generation_start: m
+                .get(MetricId::TimeToFirstToken)
                 .map(|ttft| record.start_wall_ns + ttft as u64),
-            end_wall,
-            m.get(MetricId::InputSequenceLength)
+            end: end_wall,
+            input_tokens: m
+                .get(MetricId::InputSequenceLength)
                 .filter(|_| record.error.is_none()),
-            m.get(MetricId::OutputSequenceLength),
-            gaps_at,
-        ));
+            output_tokens: m.get(MetricId::OutputSequenceLength),
+        };
+        timeline.write(&self.gaps, self.timelines.tail());
+        self.timelines.end_item();
 
         match record.error {
             None => {
@@ -486,13 +494,8 @@ impl Collector {
             }
         }
         self.counts.add(&counts);
-        if self.slice_ns.is_some() {
-            self.slice_entries.push(SliceEntry {
-                start: record.start_wall_ns,
-                values: m.scalars().collect(),
-                inter_chunk_latency: m.inter_chunk_latency.clone().unwrap_or_default(),
-                counts,
-            });
+        if let Some(slices) = &mut self.slices {
+            slices.push(record.start_wall_ns, m, &self.gaps, &counts);
         }
     }
 
@@ -542,37 +545,44 @@ impl Collector {
         }
         let window = self.min_start_wall_ns.zip(self.max_end_wall_ns);
         let duration_ns = window.map_or(0, |(start, end)| end.saturating_sub(start));
-        // The sweeps first, while the timelines and the chunk gaps they read are there;
-        // then the timelines go before the columns are decoded one by one.
-        let (swept, timeslices) = match window {
-            Some((first, last)) => {
-                let spans = Spans {
-                    timelines: &self.timelines,
-                    gaps: self.values[MetricId::InterChunkLatency as usize].bytes(),
-                    first,
-                };
-                let swept = sweep_results(&spans, 0.0, (last - first) as f64);
-                let slices = match self.slice_ns {
-                    Some(slice_ns) => self.time_slices(slice_ns, &spans, (first, last)),
-                    None => Vec::new(),
-                };
-                (swept, slices)
+        // The sweeps first: over the whole run and each time slice's window, from one
+        // set of curves.
+        let mut swept = Vec::new();
+        let mut slice_windows = Vec::new();
+        if let Some((first, last)) = window {
+            if let (Some(slices), Some(slice_ns)) = (&self.slices, self.slice_ns) {
+                slice_windows = slices.windows(slice_ns, (first, last));
             }
-            None => (Vec::new(), Vec::new()),
-        };
-        self.timelines = Vec::new();
-        let values = &mut self.values;
+            let rel = |t: u64| (t - first) as f64;
+            let windows: Vec<(f64, f64)> = std::iter::once((0.0, rel(last)))
+                .chain(slice_windows.iter().map(|w| (rel(w.from), rel(w.to))))
+                .collect();
+            swept = super::sweep::metrics(&self.ordered_spans(first), &windows);
+        }
+        let mut swept = swept.into_iter();
+        let values = &self.values;
         let mut results = summarize(
-            &mut |id| std::mem::take(&mut values[id as usize]).to_vec(),
+            &mut |id| values[id as usize].stats(),
             &self.counts,
             duration_ns,
             window.is_some(),
             self.goodput_enabled,
         );
-        results.extend(swept);
+        results.extend(swept.next().map(sweep_results).unwrap_or_default());
         if self.record_opts.no_output_tokens {
             drop_output_token_metrics(&mut results);
         }
+        let timeslices = match (&self.slices, self.slice_ns, window) {
+            (Some(slices), Some(slice_ns), Some((first, _))) => slices.slices(
+                slice_ns,
+                first,
+                slice_windows,
+                swept.collect(),
+                self.goodput_enabled,
+                self.record_opts.no_output_tokens,
+            ),
+            _ => Vec::new(),
+        };
 
         Ok(MetricsSummary {
             results,
@@ -586,218 +596,17 @@ impl Collector {
         })
     }
 
-    /// AIPerf's time slices: windows of `slice_ns` from the first request's start, each
-    /// request in the window its start falls in; windows without a request are left out,
-    /// and the last one ends at the run's last response. The sweep-line metrics are the
-    /// whole run's curves over each window.
-    fn time_slices(&self, slice_ns: u64, spans: &Spans, window: (u64, u64)) -> Vec<TimeSlice> {
-        let (first, last) = window;
-        let mut groups: std::collections::BTreeMap<u64, Vec<&SliceEntry>> = Default::default();
-        for e in &self.slice_entries {
-            groups
-                .entry(e.start.saturating_sub(first) / slice_ns)
-                .or_default()
-                .push(e);
+    /// The requests' spans relative to `first` (the first start), in sweep order.
+    fn ordered_spans(&self, first: u64) -> super::sweep::OrderedSpans {
+        let mut order = SpanOrder::new();
+        let mut reader = self.timelines.reader();
+        while let Some(bytes) = reader.rest() {
+            let (timeline, gaps, used) = Timeline::read(bytes);
+            order.push(&timeline.span(first, gaps));
+            reader.advance(used);
         }
-        let icl = MetricId::InterChunkLatency as usize;
-        groups
-            .into_iter()
-            .map(|(index, entries)| {
-                let from = first + index * slice_ns;
-                let full_end = from + slice_ns;
-                let to = full_end.min(last.max(from));
-                let mut values = vec![Vec::new(); METRIC_COUNT];
-                let mut counts = Counts::default();
-                for e in entries {
-                    for &(id, v) in &e.values {
-                        values[id as usize].push(v);
-                    }
-                    values[icl].extend_from_slice(&e.inter_chunk_latency);
-                    counts.add(&e.counts);
-                }
-                let mut results = summarize(
-                    &mut |id| std::mem::take(&mut values[id as usize]),
-                    &counts,
-                    to - from,
-                    true,
-                    self.goodput_enabled,
-                );
-                results.extend(sweep_results(
-                    spans,
-                    (from - first) as f64,
-                    (to - first) as f64,
-                ));
-                if self.record_opts.no_output_tokens {
-                    drop_output_token_metrics(&mut results);
-                }
-                TimeSlice {
-                    start_ns: from,
-                    end_ns: to,
-                    is_complete: full_end <= last,
-                    results,
-                }
-            })
-            .collect()
+        order.finish()
     }
-}
-
-/// The sweep-line metrics over `[from, to]` (ns relative to the spans' anchor).
-fn sweep_results(spans: &Spans, from: f64, to: f64) -> Vec<MetricResult> {
-    sweep::metrics(spans, from, to)
-        .into_iter()
-        .map(|(id, stats)| MetricResult {
-            def: id.def(),
-            value: MetricValue::TimeWeighted(stats),
-        })
-        .collect()
-}
-
-/// Run-level metrics that count output tokens (alone or with input tokens) or split
-/// requests at their first token: without tokens (embeddings, rankings) they would show
-/// zeros or input tokens only, so they go.
-fn drop_output_token_metrics(results: &mut Vec<MetricResult>) {
-    use MetricId as M;
-    const OUTPUT: &[MetricId] = &[
-        M::TotalTokenThroughput,
-        M::EffectivePrefillConcurrency,
-        M::EffectivePrefillThroughput,
-        M::EffectivePrefillThroughputPerUser,
-        M::ActivePrefillThroughput,
-        M::ActivePrefillThroughputPerUser,
-        M::EffectiveDecodeConcurrency,
-        M::EffectiveDecodeThroughput,
-        M::EffectiveTotalThroughput,
-        M::EffectiveDecodeThroughputPerUser,
-        M::TokensInFlight,
-        M::ActiveDecodeThroughput,
-        M::ActiveTotalThroughput,
-        M::ActiveDecodeThroughputPerUser,
-    ];
-    results.retain(|r| !OUTPUT.contains(&r.def.id));
-}
-
-/// Statistics of the record metrics and the run-level values over `duration_ns` (the
-/// benchmark window, or one time slice). `values` hands over one metric's values at a time
-/// (decoded, so only one is whole at once). `any_record`: some request was counted (the
-/// duration is meaningful).
-fn summarize(
-    values: &mut dyn FnMut(MetricId) -> Vec<f64>,
-    counts: &Counts,
-    duration_ns: u64,
-    any_record: bool,
-    goodput_enabled: bool,
-) -> Vec<MetricResult> {
-    let mut results = Vec::new();
-    let mut sums = [None::<f64>; METRIC_COUNT];
-    for def in CATALOG.iter().filter(|d| d.kind == MetricKind::Record) {
-        // The values are freed as soon as their statistics exist.
-        if let Some(stats) = Stats::compute(&mut values(def.id)) {
-            sums[def.id as usize] = Some(stats.sum);
-            results.push(MetricResult {
-                def,
-                value: MetricValue::Distribution(stats),
-            });
-        }
-    }
-
-    let duration_s = duration_ns as f64 / 1e9;
-    let per_second = |count: f64| (duration_ns > 0).then(|| count / duration_s);
-    let sum = |id: MetricId| sums[id as usize];
-
-    let mut scalar = |id: MetricId, value: Option<f64>| {
-        if let Some(v) = value {
-            results.push(MetricResult {
-                def: id.def(),
-                value: MetricValue::Scalar(v),
-            });
-        }
-    };
-    let total_osl = sum(MetricId::OutputSequenceLength);
-    scalar(
-        MetricId::OutputTokenThroughput,
-        total_osl.and_then(per_second),
-    );
-    scalar(
-        MetricId::RequestThroughput,
-        per_second(counts.requests as f64),
-    );
-    if goodput_enabled {
-        scalar(MetricId::Goodput, per_second(counts.good as f64));
-    }
-    scalar(MetricId::RequestCount, Some(counts.requests as f64));
-    if counts.errors > 0 {
-        scalar(MetricId::ErrorRequestCount, Some(counts.errors as f64));
-    }
-    if goodput_enabled {
-        scalar(MetricId::GoodRequestCount, Some(counts.good as f64));
-    }
-    if any_record {
-        scalar(MetricId::BenchmarkDuration, Some(duration_ns as f64));
-    }
-    scalar(MetricId::TotalOsl, total_osl);
-    scalar(MetricId::TotalIsl, sum(MetricId::InputSequenceLength));
-    scalar(MetricId::TotalOutputTokens, sum(MetricId::OutputTokenCount));
-    scalar(
-        MetricId::TotalReasoningTokens,
-        sum(MetricId::ReasoningTokenCount),
-    );
-    scalar(MetricId::TotalErrorIsl, sum(MetricId::ErrorIsl));
-    scalar(MetricId::TotalNumImages, sum(MetricId::NumImages));
-
-    // AIPerf 0.13's run-level additions.
-    let completed = counts.requests + counts.errors;
-    scalar(MetricId::CompletedRequestCount, Some(completed as f64));
-    scalar(
-        MetricId::RequestErrorRate,
-        (completed > 0).then(|| counts.errors as f64 * 100.0 / completed as f64),
-    );
-    // Counted when some request asked for an output length.
-    if sum(MetricId::OslMismatchDiffPct).is_some() {
-        scalar(
-            MetricId::OslMismatchCount,
-            Some(counts.osl_mismatches as f64),
-        );
-    }
-    if counts.usage_compared {
-        scalar(
-            MetricId::UsageDiscrepancyCount,
-            Some(counts.usage_discrepancies as f64),
-        );
-    }
-    let total_isl = sum(MetricId::InputSequenceLength);
-    scalar(
-        MetricId::InputTokenThroughput,
-        total_isl.and_then(per_second),
-    );
-    let total_tokens = match (total_isl, total_osl) {
-        (None, None) => None,
-        (isl, osl) => Some(isl.unwrap_or(0.0) + osl.unwrap_or(0.0)),
-    };
-    scalar(
-        MetricId::TotalTokenThroughput,
-        total_tokens.and_then(per_second),
-    );
-    scalar(
-        MetricId::TotalUsagePromptTokens,
-        sum(MetricId::UsagePromptTokens),
-    );
-    scalar(
-        MetricId::TotalUsageCompletionTokens,
-        sum(MetricId::UsageCompletionTokens),
-    );
-    scalar(
-        MetricId::TotalUsageTotalTokens,
-        sum(MetricId::UsageTotalTokens),
-    );
-    if goodput_enabled {
-        let fraction = if completed > 0 {
-            counts.good as f64 / completed as f64
-        } else {
-            0.0
-        };
-        scalar(MetricId::GoodRequestFraction, Some(fraction));
-    }
-    results
 }
 
 #[cfg(test)]

@@ -4,6 +4,14 @@
 //! durations, token counts): those take a LEB128 varint of `n << 1` (1 byte for a token
 //! count, 3-5 for a duration in ns); any other f64 takes a marker byte and its 8 raw bytes.
 //! Decoding gives back the exact bits that were pushed, so every statistic is unchanged.
+//! A [`Column`] writes its bytes to a spill as they come, and its statistics sort them
+//! within a bounded memory (`spill::sort`), so a run's length costs disk, not memory.
+
+use std::sync::Arc;
+
+use crate::spill::sort::{RUN_BYTES, Sorter};
+use crate::spill::{Log, Reader, Spill};
+use crate::stats::{Stats, from_total_order_key, total_order_key};
 
 /// First byte of a value stored as its raw bits (a whole number's first byte is even).
 const RAW: u8 = 1;
@@ -41,39 +49,55 @@ impl Iterator for Decode<'_> {
     type Item = f64;
 
     fn next(&mut self) -> Option<f64> {
-        let first = *self.bytes.get(self.at)?;
-        if first == RAW {
-            let raw = &self.bytes[self.at + 1..self.at + 9];
-            self.at += 9;
-            return Some(f64::from_bits(u64::from_le_bytes(
-                raw.try_into().expect("8 bytes"),
-            )));
-        }
-        let mut n = 0u64;
-        let mut shift = 0;
-        loop {
-            let b = self.bytes[self.at];
-            self.at += 1;
-            n |= u64::from(b & 0x7f) << shift;
-            if b < 0x80 {
-                break;
-            }
-            shift += 7;
-        }
-        Some((n >> 1) as f64)
+        let rest = self.bytes.get(self.at..).filter(|b| !b.is_empty())?;
+        let (v, used) = decode_one(rest);
+        self.at += used;
+        Some(v)
     }
 }
 
-/// One metric's values over the run, encoded.
-#[derive(Debug, Clone, Default)]
+/// The value at the start of `bytes` (not empty) and its encoded length.
+pub fn decode_one(bytes: &[u8]) -> (f64, usize) {
+    if bytes[0] == RAW {
+        let raw = &bytes[1..9];
+        return (
+            f64::from_bits(u64::from_le_bytes(raw.try_into().expect("8 bytes"))),
+            9,
+        );
+    }
+    let mut n = 0u64;
+    let mut shift = 0;
+    let mut at = 0;
+    loop {
+        let b = bytes[at];
+        at += 1;
+        n |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    ((n >> 1) as f64, at)
+}
+
+/// One metric's values over the run, encoded, in a log that spills.
+#[derive(Debug)]
 pub struct Column {
-    bytes: Vec<u8>,
+    log: Log,
     len: usize,
 }
 
 impl Column {
+    pub fn new(spill: &Arc<Spill>) -> Column {
+        Column {
+            log: Log::new(spill),
+            len: 0,
+        }
+    }
+
     pub fn push(&mut self, v: f64) {
-        encode(&mut self.bytes, v);
+        encode(self.log.tail(), v);
+        self.log.end_item();
         self.len += 1;
     }
 
@@ -83,21 +107,51 @@ impl Column {
         }
     }
 
-    /// Bytes written so far: a record's values lie between two such positions.
-    pub fn position(&self) -> usize {
-        self.bytes.len()
-    }
-
-    /// The encoded bytes (see [`decode`]).
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// Every value, in the order pushed.
+    pub fn values(&self) -> Values<'_> {
+        Values {
+            reader: self.log.reader(),
+        }
     }
 
     /// Every value, decoded.
+    #[cfg(test)]
     pub fn to_vec(&self) -> Vec<f64> {
-        let mut out = Vec::with_capacity(self.len);
-        out.extend(decode(&self.bytes));
-        out
+        self.values().collect()
+    }
+
+    /// `Stats::compute` of the values, bit for bit, sorting them in runs of a bounded size
+    /// (in a spill of the sort's own) when there are many.
+    pub fn stats(&self) -> Option<Stats> {
+        self.stats_within(RUN_BYTES)
+    }
+
+    fn stats_within(&self, run_bytes: usize) -> Option<Stats> {
+        if self.len == 0 {
+            return None;
+        }
+        let mut sorter = Sorter::new(&Spill::new(), run_bytes);
+        for v in self.values() {
+            sorter.push(total_order_key(v));
+        }
+        let sorted = sorter.finish();
+        Stats::from_sorted(self.len, || sorted.iter().map(from_total_order_key))
+    }
+}
+
+/// A column's values, read back in order.
+pub struct Values<'a> {
+    reader: Reader<'a>,
+}
+
+impl Iterator for Values<'_> {
+    type Item = f64;
+
+    fn next(&mut self) -> Option<f64> {
+        let bytes = self.reader.rest()?;
+        let (v, used) = decode_one(bytes);
+        self.reader.advance(used);
+        Some(v)
     }
 }
 
@@ -174,6 +228,7 @@ impl SampleRuns {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     #[test]
     fn round_trips_every_kind_of_value_bit_for_bit() {
@@ -200,7 +255,7 @@ mod tests {
             f64::NEG_INFINITY,
             f64::NAN,
         ];
-        let mut c = Column::default();
+        let mut c = Column::new(&Spill::new());
         c.extend(&values);
         let back = c.to_vec();
         assert_eq!(back.len(), values.len());
@@ -236,11 +291,41 @@ mod tests {
         #[test]
         fn any_bits_round_trip(bits in proptest::collection::vec(proptest::num::u64::ANY, 0..50), whole in proptest::collection::vec(0u64..(1 << 53), 0..50)) {
             let values: Vec<f64> = bits.iter().map(|&b| f64::from_bits(b)).chain(whole.iter().map(|&n| n as f64)).collect();
-            let mut c = Column::default();
+            let mut c = Column::new(&Spill::new());
             c.extend(&values);
             let back: Vec<u64> = c.to_vec().iter().map(|v| v.to_bits()).collect();
             let want: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
             proptest::prop_assert_eq!(back, want);
+        }
+
+        /// A column's statistics, through sorted runs in a spill or in memory, are those
+        /// of the values held and sorted, bit for bit.
+        #[test]
+        fn column_stats_are_the_held_values_stats(
+            values in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::num::f64::ANY,
+                    (0u64..1 << 35).prop_map(|n| n as f64),
+                    (0u64..50).prop_map(|n| n as f64),
+                    proptest::prelude::Just(f64::NAN),
+                    proptest::prelude::Just(-0.0),
+                ],
+                0..3000,
+            ),
+            run_bytes in proptest::sample::select(vec![64usize, 4096, 1 << 20]),
+        ) {
+            let mut c = Column::new(&Spill::new());
+            c.extend(&values);
+            let got = c.stats_within(run_bytes);
+            let want = Stats::compute(&mut values.clone());
+            let all = |s: &Option<Stats>| s.map(|s| {
+                let mut v = vec![s.avg, s.min, s.max, s.std, s.sum, s.count as f64];
+                v.extend(s.percentiles);
+                // NaN payloads are not kept by arithmetic (LLVM may swap an add's
+                // operands): any NaN compares as one.
+                v.iter().map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() }).collect::<Vec<_>>()
+            });
+            proptest::prop_assert_eq!(all(&got), all(&want));
         }
     }
 

@@ -14,6 +14,8 @@ mod http_trace;
 pub mod record_metrics;
 pub mod server_metrics;
 pub mod server_series;
+mod slices;
+mod summary;
 mod sweep;
 pub(crate) mod template_overhead;
 
