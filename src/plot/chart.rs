@@ -38,6 +38,9 @@ pub struct Series {
     pub y_err: Vec<(f64, f64)>, // per-point (low, high) error bars, empty if none
     pub on_y2: bool,
     pub error_points: bool, // points are failed requests (drawn as crosses)
+    /// The k of a series already thinned as `thin` would (made thinned from a stream).
+    #[serde(skip)]
+    pub thinned_by: usize,
 }
 #[derive(Debug, Clone, Serialize)]
 pub struct Mark {
@@ -68,6 +71,20 @@ impl Axis {
     }
 }
 
+/// The k that `Series::thin` keeps every k-th of `n` points by to keep about `max`.
+pub fn thinning(n: usize, max: usize) -> usize {
+    if n <= max || max == 0 {
+        1
+    } else {
+        n.div_ceil(max)
+    }
+}
+
+/// Whether thinning `n` points by `k` keeps the `i`-th: every k-th and the last.
+pub fn keeps(n: usize, k: usize, i: usize) -> bool {
+    i.is_multiple_of(k) || i == n - 1
+}
+
 impl Series {
     /// A series of `kind` with no labels, error bars or bar width.
     pub fn new(name: impl Into<String>, kind: SeriesKind, points: Vec<(f64, f64)>) -> Series {
@@ -80,6 +97,7 @@ impl Series {
             y_err: Vec::new(),
             on_y2: false,
             error_points: false,
+            thinned_by: 1,
         }
     }
 
@@ -87,12 +105,15 @@ impl Series {
     /// labels and error bars; returns k (1 when nothing was dropped). Per-request series of
     /// a long run would otherwise make the HTML report hundreds of megabytes.
     pub fn thin(&mut self, max: usize) -> usize {
+        if self.thinned_by > 1 {
+            return self.thinned_by;
+        }
         let n = self.points.len();
-        if n <= max || max == 0 {
+        let k = thinning(n, max);
+        if k == 1 {
             return 1;
         }
-        let k = n.div_ceil(max);
-        let keep = |i: usize| i.is_multiple_of(k) || i == n - 1;
+        let keep = |i: usize| keeps(n, k, i);
         fn sift<T>(v: &mut Vec<T>, keep: impl Fn(usize) -> bool) {
             let mut i = 0;
             v.retain(|_| {

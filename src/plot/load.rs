@@ -244,6 +244,11 @@ impl RunArtifacts {
     pub fn first_start_ns(&self) -> Option<u64> {
         self.first_start_ns
     }
+
+    /// Sets the first request's start, of records that `records` does not all hold.
+    pub fn set_first_start_ns(&mut self, first_start_ns: Option<u64>) {
+        self.first_start_ns = first_start_ns;
+    }
 }
 
 /// Finds the run directories under `paths` (searched recursively) and reads them. A run

@@ -7,6 +7,7 @@ pub mod load;
 mod multi;
 pub mod render;
 mod single;
+pub mod streamed;
 
 use std::path::{Path, PathBuf};
 
@@ -90,6 +91,20 @@ pub fn default_charts(runs: &[RunArtifacts]) -> Vec<Chart> {
     select(runs, &names, &mut Vec::new())
 }
 
+/// The single-run default charts of `run`, whose records (but those with images, which
+/// `run` holds) are read from `rows`; each per-request series thinned to about `max`
+/// points. The same charts as `default_charts` of the run with every record, thinned.
+pub fn default_charts_streamed(
+    run: &mut RunArtifacts,
+    rows: &dyn streamed::Rows,
+    max: usize,
+) -> Vec<Chart> {
+    let (data, first_start_ns) = streamed::per_record(rows, max);
+    run.set_first_start_ns(first_start_ns);
+    let all = single::charts_of(run, data);
+    select_from(all, &defaults(true), &mut Vec::new())
+}
+
 fn defaults(single: bool) -> Vec<String> {
     let list = if single {
         SINGLE_DEFAULTS
@@ -129,7 +144,14 @@ fn missing_reason(name: &str) -> &'static str {
 
 /// The charts named in `names`, in that order; a name without data adds a warning.
 fn select(runs: &[RunArtifacts], names: &[String], warnings: &mut Vec<String>) -> Vec<Chart> {
-    let mut all = candidate_charts(runs);
+    select_from(candidate_charts(runs), names, warnings)
+}
+
+fn select_from(
+    mut all: Vec<(String, Option<Chart>)>,
+    names: &[String],
+    warnings: &mut Vec<String>,
+) -> Vec<Chart> {
     let mut out = Vec::new();
     for name in names {
         let ours = ALIASES
@@ -261,13 +283,23 @@ fn write_summary(w: &Written) -> Result<(), PlotError> {
 
 /// numpy's linear-interpolated percentile (`p50` -> 0.5) of `values`.
 fn stats_percentile(values: &[f64], p: &str) -> Option<f64> {
-    let q: f64 = p.strip_prefix('p')?.parse::<f64>().ok()? / 100.0;
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
-    let last = v.len().checked_sub(1)?;
+    let (lo, hi, pos) = percentile_ranks(v.len(), p)?;
+    Some(interpolate(v[lo], v[hi], lo, pos))
+}
+
+/// The ranks of `n` sorted values that `stats_percentile` interpolates between, and the
+/// position between them.
+fn percentile_ranks(n: usize, p: &str) -> Option<(usize, usize, f64)> {
+    let q: f64 = p.strip_prefix('p')?.parse::<f64>().ok()? / 100.0;
+    let last = n.checked_sub(1)?;
     let pos = q * last as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    Some(v[lo] + (v[hi] - v[lo]) * (pos - lo as f64))
+    Some((pos.floor() as usize, pos.ceil() as usize, pos))
+}
+
+fn interpolate(at_lo: f64, at_hi: f64, lo: usize, pos: f64) -> f64 {
+    at_lo + (at_hi - at_lo) * (pos - lo as f64)
 }
 
 impl Options {

@@ -4,60 +4,143 @@
 use super::chart::{Axis, Chart, Mark, Series, SeriesKind};
 use super::load::{MetricKey, RecordRow, RunArtifacts, ServerSample};
 
+/// What the per-request charts show of a run's records, worked out from them: from every
+/// record in memory (`PerRecord::of`), or read as a stream with each series already thinned
+/// for the report (`streamed`).
+#[derive(Debug, Default)]
+pub struct PerRecord {
+    /// TTFT, ITL and request latency (`DISTRIBUTIONS`).
+    pub distributions: [Option<Distribution>; 3],
+    /// Latency, TTFT and failed requests by send time; `None` without records.
+    pub timeline: Option<[Series; 3]>,
+    /// TTFT, ITL and request latency in send order (`OVER_TIME`).
+    pub over_time: [Option<Series>; 3],
+    /// Output tokens per second and requests in flight; `None` without a valid request.
+    pub throughput: Option<(Series, Series)>,
+}
+
+/// A distribution chart's data: `count` values, their histogram, their CDF, and the
+/// percentiles of the values themselves (for a run whose summary lacks them).
+#[derive(Debug)]
+pub struct Distribution {
+    pub count: usize,
+    pub bars: (Vec<(f64, f64)>, f64),
+    pub cdf: Series,
+    /// p50, p90, p99 (`MARKS`).
+    pub percentiles: [Option<f64>; 3],
+}
+
+/// The distribution charts: name, tag, what.
+pub const DISTRIBUTIONS: [(&str, &str, &str); 3] = [
+    (
+        "ttft_distribution",
+        "time_to_first_token",
+        "Time to first token",
+    ),
+    (
+        "itl_distribution",
+        "inter_token_latency",
+        "Inter-token latency",
+    ),
+    (
+        "request_latency_distribution",
+        "request_latency",
+        "Request latency",
+    ),
+];
+
+/// The per-request charts in send order: name, tag, what.
+pub const OVER_TIME: [(&str, &str, &str); 3] = [
+    (
+        "ttft_over_time",
+        "time_to_first_token",
+        "Time to first token",
+    ),
+    (
+        "itl_over_time",
+        "inter_token_latency",
+        "Inter-token latency",
+    ),
+    ("latency_over_time", "request_latency", "Request latency"),
+];
+
+/// The percentiles marked on a distribution.
+pub const MARKS: [&str; 3] = ["p50", "p90", "p99"];
+
+impl PerRecord {
+    /// From the run's records, every point kept.
+    pub fn of(run: &RunArtifacts) -> PerRecord {
+        let ok = |r: &RecordRow| !r.failed;
+        let distributions = DISTRIBUTIONS.map(|(_, tag, _)| {
+            let key = MetricKey::new(tag);
+            let values: Vec<f64> = run
+                .records
+                .iter()
+                .filter(|r| ok(r))
+                .filter_map(|r| r.metric_of(key))
+                .collect();
+            (!values.is_empty()).then(|| Distribution {
+                count: values.len(),
+                bars: histogram(&values),
+                cdf: cdf_series(cdf_points(&values)),
+                percentiles: MARKS.map(|p| super::stats_percentile(&values, p)),
+            })
+        });
+        PerRecord {
+            distributions,
+            timeline: request_timeline(run),
+            over_time: OVER_TIME.map(|(_, tag, what)| over_time(run, tag, what)),
+            throughput: throughput_over_time(run),
+        }
+    }
+}
+
 /// Every single-run chart the run has data for, by name; the names of those it has not.
 pub fn charts(run: &RunArtifacts) -> Vec<(String, Option<Chart>)> {
-    let ok = |r: &RecordRow| !r.failed;
+    charts_of(run, PerRecord::of(run))
+}
+
+/// The single-run charts, the per-request ones from `data`. The image charts read the
+/// run's records: a streamed run keeps only those with images.
+pub fn charts_of(run: &RunArtifacts, data: PerRecord) -> Vec<(String, Option<Chart>)> {
     let mut out = Vec::new();
-    for (name, tag, what) in [
-        (
-            "ttft_distribution",
-            "time_to_first_token",
-            "Time to first token",
-        ),
-        (
-            "itl_distribution",
-            "inter_token_latency",
-            "Inter-token latency",
-        ),
-        (
-            "request_latency_distribution",
-            "request_latency",
-            "Request latency",
-        ),
-    ] {
-        let key = MetricKey::new(tag);
-        let values: Vec<f64> = run
-            .records
-            .iter()
-            .filter(|r| ok(r))
-            .filter_map(|r| r.metric_of(key))
-            .collect();
-        out.push((name.into(), distribution(run, name, tag, what, values)));
+    let PerRecord {
+        distributions,
+        timeline,
+        over_time,
+        throughput,
+    } = data;
+    for ((name, tag, what), d) in DISTRIBUTIONS.into_iter().zip(distributions) {
+        out.push((
+            name.into(),
+            d.map(|d| distribution(run, name, tag, what, d)),
+        ));
     }
-    out.push(("request_timeline".into(), request_timeline(run)));
-    for (name, tag, what) in [
-        (
-            "ttft_over_time",
-            "time_to_first_token",
-            "Time to first token",
-        ),
-        (
-            "itl_over_time",
-            "inter_token_latency",
-            "Inter-token latency",
-        ),
-        ("latency_over_time", "request_latency", "Request latency"),
-    ] {
-        out.push((name.into(), over_time(run, name, tag, what)));
+    // The server charts show the timeline's TTFT series on their second axis.
+    let client_ttft = timeline.as_ref().map(|t| {
+        let mut s = t[1].clone();
+        s.name = "Client TTFT (ms)".into();
+        s.on_y2 = true;
+        s
+    });
+    out.push(("request_timeline".into(), timeline.map(timeline_chart)));
+    for ((name, _, what), points) in OVER_TIME.into_iter().zip(over_time) {
+        out.push((name.into(), points.map(|p| over_time_chart(name, what, p))));
     }
     out.push((
         "dispersed_throughput_over_time".into(),
-        throughput_over_time(run),
+        throughput.map(throughput_chart),
     ));
     out.push(("image_tokens_by_size".into(), by_image_size(run, true)));
     out.push(("latency_by_image_size".into(), by_image_size(run, false)));
-    out.push(("server_requests_over_time".into(), server_requests(run)));
-    out.push(("server_kv_cache_over_time".into(), server_kv_cache(run)));
+    out.push((
+        "server_requests_over_time".into(),
+        client_ttft.clone().and_then(|c| server_requests(run, c)),
+    ));
+    out.push((
+        "server_kv_cache_over_time".into(),
+        client_ttft.and_then(|c| server_kv_cache(run, c)),
+    ));
     out.push((
         "timeslices_ttft".into(),
         timeslice(run, "timeslices_ttft", "Time to First Token"),
@@ -101,55 +184,82 @@ pub fn cdf_points(values: &[f64]) -> Vec<(f64, f64)> {
     }
 }
 
-/// A histogram of about sqrt(n) bins (10 to 40) over the values' span.
-fn histogram(values: &[f64]) -> (Vec<(f64, f64)>, f64) {
-    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let bins = ((values.len() as f64).sqrt().ceil() as usize).clamp(10, 40);
-    // Divided before subtracting: max - min overflows for values near f64::MAX.
-    let width = if max > min {
-        max / bins as f64 - min / bins as f64
-    } else {
-        (min.abs() * 0.05).max(1e-3)
-    };
-    let mut counts = vec![0.0; bins];
-    for &v in values {
-        let i = (((v - min) / width) as usize).min(bins - 1);
-        counts[i] += 1.0;
-    }
-    let points = counts
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| (min + i as f64 * width, c))
-        .collect();
-    (points, width)
+/// The CDF line of a distribution chart.
+pub fn cdf_series(points: Vec<(f64, f64)>) -> Series {
+    let mut cdf = Series::new("Cumulative share (CDF)", SeriesKind::Line, points);
+    cdf.on_y2 = true;
+    cdf
 }
 
-fn distribution(
-    run: &RunArtifacts,
-    name: &str,
-    tag: &str,
-    what: &str,
-    values: Vec<f64>,
-) -> Option<Chart> {
-    if values.is_empty() {
-        return None;
+/// A histogram of about sqrt(n) bins (10 to 40) over the span of `n` values from `min`
+/// to `max`, the values added one at a time.
+pub struct Histogram {
+    min: f64,
+    width: f64,
+    counts: Vec<f64>,
+}
+
+impl Histogram {
+    pub fn new(n: usize, min: f64, max: f64) -> Histogram {
+        let bins = ((n as f64).sqrt().ceil() as usize).clamp(10, 40);
+        // Divided before subtracting: max - min overflows for values near f64::MAX.
+        let width = if max > min {
+            max / bins as f64 - min / bins as f64
+        } else {
+            (min.abs() * 0.05).max(1e-3)
+        };
+        Histogram {
+            min,
+            width,
+            counts: vec![0.0; bins],
+        }
     }
-    let (bars, width) = histogram(&values);
+
+    pub fn add(&mut self, v: f64) {
+        let bins = self.counts.len();
+        let i = (((v - self.min) / self.width) as usize).min(bins - 1);
+        self.counts[i] += 1.0;
+    }
+
+    /// The bars (left edge, count) and their width.
+    pub fn bars(self) -> (Vec<(f64, f64)>, f64) {
+        let (min, width) = (self.min, self.width);
+        let points = self
+            .counts
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| (min + i as f64 * width, c))
+            .collect();
+        (points, width)
+    }
+}
+
+/// The least and the largest value as the histogram takes them.
+fn extremes(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    (
+        values.clone().fold(f64::INFINITY, f64::min),
+        values.fold(f64::NEG_INFINITY, f64::max),
+    )
+}
+
+fn histogram(values: &[f64]) -> (Vec<(f64, f64)>, f64) {
+    let (min, max) = extremes(values.iter().copied());
+    let mut h = Histogram::new(values.len(), min, max);
+    for &v in values {
+        h.add(v);
+    }
+    h.bars()
+}
+
+fn distribution(run: &RunArtifacts, name: &str, tag: &str, what: &str, d: Distribution) -> Chart {
+    let (bars, width) = d.bars;
     let mut hist = Series::new("Requests per bin", SeriesKind::Bars, bars);
     hist.bar_width = Some(width);
-    let mut cdf = Series::new(
-        "Cumulative share (CDF)",
-        SeriesKind::Line,
-        cdf_points(&values),
-    );
-    cdf.on_y2 = true;
-    let marks = ["p50", "p90", "p99"]
+    let marks = MARKS
         .iter()
-        .filter_map(|p| {
-            let v = run
-                .stat(tag, p)
-                .or_else(|| super::stats_percentile(&values, p))?;
+        .zip(d.percentiles)
+        .filter_map(|(p, own)| {
+            let v = run.stat(tag, p).or(own)?;
             Some(Mark {
                 on_x: true,
                 value: v,
@@ -157,9 +267,9 @@ fn distribution(
             })
         })
         .collect();
-    Some(Chart {
+    Chart {
         name: name.into(),
-        title: format!("{what} distribution ({} requests)", values.len()),
+        title: format!("{what} distribution ({} requests)", d.count),
         description: format!(
             "How {} is spread across requests: the bulk, the tail, and where p50/p90/p99 fall.",
             what.to_lowercase()
@@ -167,12 +277,14 @@ fn distribution(
         x: Axis::linear(format!("{what} (ms)"), true),
         y: Axis::linear("Requests", true),
         y2: Some(Axis::linear("Share of requests at or below (CDF)", true)),
-        series: vec![hist, cdf],
+        series: vec![hist, d.cdf],
         marks,
-    })
+    }
 }
 
-fn request_timeline(run: &RunArtifacts) -> Option<Chart> {
+/// The timeline's series: latency and TTFT of the valid requests, and failed requests'
+/// time to their error, by send time.
+fn request_timeline(run: &RunArtifacts) -> Option<[Series; 3]> {
     if run.records.is_empty() {
         return None;
     }
@@ -184,30 +296,44 @@ fn request_timeline(run: &RunArtifacts) -> Option<Chart> {
     );
     let latency = ok.iter().filter_map(|r| point(r, latency_key)).collect();
     let ttft = ok.iter().filter_map(|r| point(r, ttft_key)).collect();
-    // A failed request has no latency metric: its time to the error stands in.
     let errors: Vec<(f64, f64)> = run
         .records
         .iter()
         .filter(|r| r.failed)
-        .map(|r| {
-            let ms = r.end_ns.saturating_sub(r.start_ns) as f64 / 1e6;
-            (secs(run, r.start_ns), ms)
-        })
+        .map(|r| (secs(run, r.start_ns), time_to_error(r.start_ns, r.end_ns)))
         .collect();
-    let mut series = vec![
+    Some(timeline_series(latency, ttft, errors))
+}
+
+/// A failed request has no latency metric: its time to the error (ms) stands in.
+pub fn time_to_error(start_ns: u64, end_ns: u64) -> f64 {
+    end_ns.saturating_sub(start_ns) as f64 / 1e6
+}
+
+pub fn timeline_series(
+    latency: Vec<(f64, f64)>,
+    ttft: Vec<(f64, f64)>,
+    errors: Vec<(f64, f64)>,
+) -> [Series; 3] {
+    let mut e = Series::new(
+        "Failed request (time to error)",
+        SeriesKind::Scatter,
+        errors,
+    );
+    e.error_points = true;
+    [
         Series::new("Request latency", SeriesKind::Scatter, latency),
         Series::new("Time to first token", SeriesKind::Scatter, ttft),
-    ];
-    if !errors.is_empty() {
-        let mut e = Series::new(
-            "Failed request (time to error)",
-            SeriesKind::Scatter,
-            errors,
-        );
-        e.error_points = true;
-        series.push(e);
+        e,
+    ]
+}
+
+fn timeline_chart([latency, ttft, errors]: [Series; 3]) -> Chart {
+    let mut series = vec![latency, ttft];
+    if !errors.points.is_empty() {
+        series.push(errors);
     }
-    Some(Chart {
+    Chart {
         name: "request_timeline".into(),
         title: "Per-request latency and TTFT by send time".into(),
         description: "Whether latency or TTFT drifted during the run, and when requests failed."
@@ -217,10 +343,11 @@ fn request_timeline(run: &RunArtifacts) -> Option<Chart> {
         y2: None,
         series,
         marks: Vec::new(),
-    })
+    }
 }
 
-fn over_time(run: &RunArtifacts, name: &str, tag: &str, what: &str) -> Option<Chart> {
+/// The valid requests' values of `tag` by their place in send order.
+fn over_time(run: &RunArtifacts, tag: &str, what: &str) -> Option<Series> {
     let mut ok: Vec<&RecordRow> = run.records.iter().filter(|r| !r.failed).collect();
     ok.sort_by_key(|r| r.start_ns);
     let key = MetricKey::new(tag);
@@ -229,10 +356,11 @@ fn over_time(run: &RunArtifacts, name: &str, tag: &str, what: &str) -> Option<Ch
         .enumerate()
         .filter_map(|(i, r)| Some(((i + 1) as f64, r.metric_of(key)?)))
         .collect();
-    if points.is_empty() {
-        return None;
-    }
-    Some(Chart {
+    (!points.is_empty()).then(|| Series::new(what, SeriesKind::Scatter, points))
+}
+
+fn over_time_chart(name: &str, what: &str, series: Series) -> Chart {
+    Chart {
         name: name.into(),
         title: format!("{what} per request, in send order"),
         description: format!(
@@ -242,14 +370,56 @@ fn over_time(run: &RunArtifacts, name: &str, tag: &str, what: &str) -> Option<Ch
         x: Axis::linear("Request number (send order)", false),
         y: Axis::linear(format!("{what} (ms)"), true),
         y2: None,
-        series: vec![Series::new(what, SeriesKind::Scatter, points)],
+        series: vec![series],
         marks: Vec::new(),
-    })
+    }
+}
+
+/// Windows of the throughput chart.
+pub const WINDOWS: usize = 60;
+
+/// The throughput chart's window width (s) for a run whose last response came `end`
+/// seconds after its first send.
+pub fn window_width(end: f64) -> f64 {
+    (end / WINDOWS as f64).max(1e-3)
+}
+
+/// Adds one valid request's output tokens to the windows.
+pub fn add_tokens(
+    tokens: &mut [f64],
+    width: f64,
+    (start, end): (f64, f64),
+    osl: Option<f64>,
+    ttft: Option<f64>,
+) {
+    let Some(n) = osl else {
+        return;
+    };
+    let first = start + ttft.unwrap_or(0.0) / 1e3;
+    let last = end.max(first);
+    spread(tokens, width, first, last, n);
+}
+
+/// The throughput series of the windows' tokens.
+pub fn throughput_series(tokens: &[f64], width: f64) -> Series {
+    let points = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i as f64 * width, t / width))
+        .collect();
+    Series::new("Output tokens/s", SeriesKind::Area, points)
+}
+
+/// The requests in flight, from the point (0, 0) and one step per send or end.
+pub fn in_flight_series(steps: Vec<(f64, f64)>) -> Series {
+    let mut flight = Series::new("Requests in flight", SeriesKind::Step, steps);
+    flight.on_y2 = true;
+    flight
 }
 
 /// Output tokens per second, each request's tokens spread evenly from its first token to
 /// its end, in about 60 windows; requests in flight as a step line on the second axis.
-fn throughput_over_time(run: &RunArtifacts) -> Option<Chart> {
+fn throughput_over_time(run: &RunArtifacts) -> Option<(Series, Series)> {
     let ok: Vec<&RecordRow> = run.records.iter().filter(|r| !r.failed).collect();
     if ok.is_empty() {
         return None;
@@ -259,26 +429,22 @@ fn throughput_over_time(run: &RunArtifacts) -> Option<Chart> {
         .iter()
         .map(|r| secs(run, r.end_ns))
         .fold(0.0, f64::max);
-    let windows = 60usize;
-    let width = (end / windows as f64).max(1e-3);
-    let mut tokens = vec![0.0; windows + 1];
+    let width = window_width(end);
+    let mut tokens = vec![0.0; WINDOWS + 1];
     let (osl_key, ttft_key) = (
         MetricKey::new("output_sequence_length"),
         MetricKey::new("time_to_first_token"),
     );
     for r in &ok {
-        let Some(n) = r.metric_of(osl_key) else {
-            continue;
-        };
-        let first = secs(run, r.start_ns) + r.metric_of(ttft_key).unwrap_or(0.0) / 1e3;
-        let last = secs(run, r.end_ns).max(first);
-        spread(&mut tokens, width, first, last, n);
+        let span = (secs(run, r.start_ns), secs(run, r.end_ns));
+        add_tokens(
+            &mut tokens,
+            width,
+            span,
+            r.metric_of(osl_key),
+            r.metric_of(ttft_key),
+        );
     }
-    let throughput = tokens
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (i as f64 * width, t / width))
-        .collect();
     // Requests in flight change at each send and each end.
     let mut events: Vec<(f64, i64)> = run
         .records
@@ -293,21 +459,20 @@ fn throughput_over_time(run: &RunArtifacts) -> Option<Chart> {
         in_flight += d;
         steps.push((t, in_flight as f64));
     }
-    let mut flight = Series::new("Requests in flight", SeriesKind::Step, steps);
-    flight.on_y2 = true;
-    Some(Chart {
+    Some((throughput_series(&tokens, width), in_flight_series(steps)))
+}
+
+fn throughput_chart((throughput, flight): (Series, Series)) -> Chart {
+    Chart {
         name: "dispersed_throughput_over_time".into(),
         title: "Output token throughput and requests in flight over time".into(),
         description: "Whether the server kept a steady token rate, and how it followed the load in flight (ramp-up, tail).".into(),
         x: Axis::time("Time since the first request (s)"),
         y: Axis::linear("Output token throughput (tokens/s)", true),
         y2: Some(Axis::linear("Requests in flight", true)),
-        series: vec![
-            Series::new("Output tokens/s", SeriesKind::Area, throughput),
-            flight,
-        ],
+        series: vec![throughput, flight],
         marks: Vec::new(),
-    })
+    }
 }
 
 /// Adds `n` tokens spread evenly over [from, to] into windows of `width` seconds.
@@ -379,20 +544,6 @@ fn family<'a>(run: &'a RunArtifacts, names: &[&str]) -> Option<&'a [ServerSample
         .find_map(|n| run.server.get(*n).map(Vec::as_slice))
 }
 
-/// Client TTFT by send time, on the second axis of the server plots.
-fn client_ttft(run: &RunArtifacts) -> Series {
-    let key = MetricKey::new("time_to_first_token");
-    let points = run
-        .records
-        .iter()
-        .filter(|r| !r.failed)
-        .filter_map(|r| Some((secs(run, r.start_ns), r.metric_of(key)?)))
-        .collect();
-    let mut s = Series::new("Client TTFT (ms)", SeriesKind::Scatter, points);
-    s.on_y2 = true;
-    s
-}
-
 const RUNNING: &[&str] = &[
     "vllm:num_requests_running",
     "sglang:num_running_reqs",
@@ -410,10 +561,12 @@ const KV_CACHE: &[&str] = &[
     "llamacpp:kv_cache_usage_ratio",
 ];
 
-fn server_requests(run: &RunArtifacts) -> Option<Chart> {
+/// The server's requests running and waiting, with `client_ttft` (the client's TTFT by
+/// send time; there are records).
+fn server_requests(run: &RunArtifacts, client_ttft: Series) -> Option<Chart> {
     let running = family(run, RUNNING);
     let waiting = family(run, WAITING);
-    if running.is_none() && waiting.is_none() || run.records.is_empty() {
+    if running.is_none() && waiting.is_none() {
         return None;
     }
     let line = |name: &str, s: &[ServerSample]| {
@@ -423,7 +576,7 @@ fn server_requests(run: &RunArtifacts) -> Option<Chart> {
     let mut series = Vec::new();
     series.extend(running.map(|s| line("Server: requests running", s)));
     series.extend(waiting.map(|s| line("Server: requests waiting", s)));
-    series.push(client_ttft(run));
+    series.push(client_ttft);
     Some(Chart {
         name: "server_requests_over_time".into(),
         title: "Server requests running and waiting, with client TTFT".into(),
@@ -436,11 +589,8 @@ fn server_requests(run: &RunArtifacts) -> Option<Chart> {
     })
 }
 
-fn server_kv_cache(run: &RunArtifacts) -> Option<Chart> {
+fn server_kv_cache(run: &RunArtifacts, client_ttft: Series) -> Option<Chart> {
     let kv = family(run, KV_CACHE)?;
-    if run.records.is_empty() {
-        return None;
-    }
     // Servers publish the usage as a 0-1 ratio; averaged over engines.
     let pts = kv
         .iter()
@@ -456,7 +606,7 @@ fn server_kv_cache(run: &RunArtifacts) -> Option<Chart> {
         y2: Some(Axis::linear("Client time to first token (ms)", true)),
         series: vec![
             Series::new("Server: KV-cache usage", SeriesKind::Step, pts),
-            client_ttft(run),
+            client_ttft,
         ],
         marks: Vec::new(),
     })

@@ -16,8 +16,11 @@ use crate::metrics::{
     Collector, CollectorOptions, GoodputSlo, RecordMetrics, RecordSink, TemplateOverhead,
 };
 use crate::plot::RECORD_TAGS;
-use crate::plot::load::{MetricKey, RecordRow};
+use crate::plot::load::RecordRow;
+use crate::plot::streamed::{Row, Rows};
 use crate::record::{Phase, RequestRecord};
+use crate::report::KeptRecords;
+use crate::spill::{Log, Spill, get_varint, put_varint};
 use crate::tokenizer::Tokenizer;
 
 /// Records taken per wake of the collector thread.
@@ -178,26 +181,30 @@ impl RecordSink for ChartRows {
     }
 }
 
-/// The charted facts of the profiling records, column by column: about 50 bytes a
-/// request while the run goes on (a `RecordRow` takes about 170), made into rows once the
-/// collector is done.
-#[derive(Default)]
+/// The charted facts of the profiling records, as the per-record file's lines are written:
+/// each a row of about 50 bytes in a log that spills to a temporary file as the run goes,
+/// read back as a stream by the report; the few with images are also held whole, with
+/// what finds their sizes in `inputs.json`.
 pub(super) struct ChartColumns {
-    start_ns: Vec<u64>,
-    end_ns: Vec<u64>,
-    /// Bit `i`: the request has `plot::RECORD_TAGS[i]`; the top bit: it failed.
-    present: Vec<u8>,
-    /// The values present, request by request, in `RECORD_TAGS` order.
-    values: Vec<f64>,
-    /// (request, conversation, turn) of each request with images: what finds their sizes
-    /// in `inputs.json`.
-    with_images: Vec<(usize, String, u32)>,
+    rows: Log,
+    with_images: Vec<RecordRow>,
 }
 
 const FAILED: u8 = 0x80;
 const _: () = assert!(RECORD_TAGS.len() < 8, "a tag's bit would be FAILED's");
 
+impl Default for ChartColumns {
+    fn default() -> Self {
+        ChartColumns {
+            rows: Log::new(&Spill::new()),
+            with_images: Vec::new(),
+        }
+    }
+}
+
 impl ChartColumns {
+    /// Each row: its start and its end after it (varints), a byte of the tags present and
+    /// whether it failed, then the values present in `RECORD_TAGS` order, as their bits.
     fn push(&mut self, record: &RequestRecord, metrics: &RecordMetrics) {
         // RECORD_TAGS as catalogue ids, looked up once.
         static IDS: LazyLock<Vec<MetricId>> = LazyLock::new(|| {
@@ -205,43 +212,74 @@ impl ChartColumns {
                 .map(|tag| by_tag(tag).expect("the charts read catalogue metrics").id)
                 .collect()
         });
+        let out = self.rows.tail();
+        put_varint(out, u128::from(record.start_wall_ns));
+        put_varint(
+            out,
+            u128::from(record.end_wall_ns.wrapping_sub(record.start_wall_ns)),
+        );
+        let at = out.len();
         let mut present = if record.error.is_some() { FAILED } else { 0 };
+        out.push(0);
         for (i, &id) in IDS.iter().enumerate() {
             if let Some(v) = metrics.display(id) {
                 present |= 1 << i;
-                self.values.push(v);
+                out.extend_from_slice(&v.to_bits().to_le_bytes());
             }
         }
+        out[at] = present;
+        self.rows.end_item();
         if record.input.num_images > 0 {
             let input = &record.input;
-            let at = self.start_ns.len();
-            self.with_images
-                .push((at, input.conversation_id.clone(), input.turn_index));
+            let tags = (RECORD_TAGS.iter().zip(IDS.iter()))
+                .filter_map(|(tag, &id)| Some((*tag, metrics.display(id)?)));
+            self.with_images.push(RecordRow::new(
+                record.start_wall_ns,
+                record.end_wall_ns,
+                input.conversation_id.clone(),
+                u64::from(input.turn_index),
+                record.error.is_some(),
+                tags,
+            ));
         }
-        self.start_ns.push(record.start_wall_ns);
-        self.end_ns.push(record.end_wall_ns);
-        self.present.push(present);
     }
 
-    /// The rows: made after the collector's statistics, whose memory is gone by then.
-    pub fn into_rows(self) -> Vec<RecordRow> {
-        // Resolved once, not per row.
-        let keys: Vec<MetricKey> = RECORD_TAGS.iter().map(|t| MetricKey::new(t)).collect();
-        let mut values = self.values.into_iter();
-        let mut rows: Vec<RecordRow> = (self.present.iter())
-            .zip(self.start_ns.iter().zip(&self.end_ns))
-            .map(|(&present, (&start, &end))| {
-                let tags = (keys.iter().enumerate())
-                    .filter(|(i, _)| present & 1 << i != 0)
-                    .map(|(_, &key)| (key, values.next().expect("a value per bit")));
-                RecordRow::new(start, end, String::new(), 0, present & FAILED != 0, tags)
-            })
-            .collect();
-        for (at, conversation_id, turn) in self.with_images {
-            rows[at].conversation_id = conversation_id;
-            rows[at].turn_index = u64::from(turn);
+    /// The records for the report: these rows as a stream, and those with images.
+    pub fn kept(&mut self) -> KeptRecords<'_> {
+        let with_images = std::mem::take(&mut self.with_images);
+        KeptRecords {
+            rows: &*self,
+            with_images,
         }
-        rows
+    }
+}
+
+impl Rows for ChartColumns {
+    fn for_each(&self, f: &mut dyn FnMut(&Row)) {
+        let mut reader = self.rows.reader();
+        while let Some(bytes) = reader.rest() {
+            let (start, a) = get_varint(bytes);
+            let (took, b) = get_varint(&bytes[a..]);
+            let mut at = a + b;
+            let present = bytes[at];
+            at += 1;
+            let mut values = [None; RECORD_TAGS.len()];
+            for (i, v) in values.iter_mut().enumerate() {
+                if present & 1 << i != 0 {
+                    let raw = bytes[at..at + 8].try_into().expect("8 bytes");
+                    *v = Some(f64::from_bits(u64::from_le_bytes(raw)));
+                    at += 8;
+                }
+            }
+            reader.advance(at);
+            let start = start as u64;
+            f(&Row {
+                start_ns: start,
+                end_ns: start.wrapping_add(took as u64),
+                failed: present & FAILED != 0,
+                values,
+            });
+        }
     }
 }
 
@@ -316,7 +354,9 @@ mod tests {
             sink.write(&record, &metrics).unwrap();
         }
         sink.finish().unwrap();
-        let kept = std::mem::take(&mut *rows.lock().unwrap()).into_rows();
+        let mut columns = std::mem::take(&mut *rows.lock().unwrap());
+        let mut kept = Vec::new();
+        columns.for_each(&mut |r| kept.push(*r));
         let read = crate::plot::load::read_run(&dir, "run".into()).unwrap();
         assert_eq!(kept.len(), 3, "profiling records only");
         assert_eq!(read.records.len(), 3);
@@ -331,16 +371,23 @@ mod tests {
                 (k.start_ns, k.end_ns, k.failed),
                 (r.start_ns, r.end_ns, r.failed)
             );
-            assert_eq!(bits(k), bits(r));
-            assert_eq!(k.metric("input_sequence_length"), None, "not a chart's");
+            assert_eq!(k.values.map(|v| v.map(f64::to_bits)).to_vec(), bits(r));
         }
         assert!(kept[2].failed && !kept[0].failed);
-        // Only a request with images keeps what finds them in inputs.json.
+        // Only a request with images is held whole, with what finds them in inputs.json.
+        let with_images = columns.kept().with_images;
+        assert_eq!(with_images.len(), 1);
+        let image_row = &with_images[0];
         assert_eq!(
-            (kept[1].conversation_id.as_str(), kept[1].turn_index),
+            (image_row.conversation_id.as_str(), image_row.turn_index),
             ("conv-9", 1)
         );
-        assert_eq!(kept[0].conversation_id, "");
-        assert!(kept[0].metric("inter_token_latency").unwrap().fract() != 0.0);
+        assert_eq!(bits(image_row), bits(&read.records[1]));
+        assert_eq!(
+            image_row.metric("input_sequence_length"),
+            None,
+            "not a chart's"
+        );
+        assert!(kept[0].values[1].unwrap().fract() != 0.0);
     }
 }

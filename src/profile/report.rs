@@ -201,8 +201,9 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         let written = export::export_all(&cfg.artifact_dir, &exporters)?;
         // From the files above, off the run's hot path; a failure only warns.
         if cfg.export.html_report {
-            let rows = chart_rows.map(super::collect::ChartColumns::into_rows);
-            crate::report::write_run_or_warn(&cfg.artifact_dir, names, rows);
+            let mut chart_rows = chart_rows;
+            let kept = chart_rows.as_mut().map(|rows| rows.kept());
+            crate::report::write_run_or_warn(&cfg.artifact_dir, names, kept);
         }
         // Last, and only when every artifact above is complete (the per-record files were
         // closed when the collector finished; after a failed write they are cut short).

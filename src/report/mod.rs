@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::export::{FileNames, REPORT_HTML_FILE};
 use crate::plot;
 use crate::plot::load::RecordRow;
+use crate::plot::streamed::Rows;
 use page::Page;
 
 /// Why a report could not be written.
@@ -31,13 +32,21 @@ pub enum ReportError {
     },
 }
 
+/// A run's profiling records as `aiperf profile` kept them while writing
+/// `profile_export.jsonl`: read as a stream, but for those with images, which are held
+/// (with what finds their image sizes in `inputs.json`).
+pub struct KeptRecords<'a> {
+    pub rows: &'a dyn Rows,
+    pub with_images: Vec<RecordRow>,
+}
+
 /// Writes `report.html` into the run directory `dir`, whose files are named `names`.
 /// `records` are the run's profiling records when the caller has them (read from
 /// `profile_export.jsonl` otherwise).
 pub fn write_run(
     dir: &Path,
     names: &FileNames,
-    records: Option<Vec<RecordRow>>,
+    records: Option<KeptRecords>,
 ) -> Result<PathBuf, ReportError> {
     let summary = read_json(&dir.join(&names.json))?;
     let console_path = dir.join(&names.console);
@@ -51,13 +60,14 @@ pub fn write_run(
             });
         }
     };
-    let runs = match records {
-        Some(records) => {
-            plot::load::read_run_with(dir, plot::load::own_label(dir), records).map(|run| vec![run])
-        }
-        None => plot::load::discover(&[dir.to_path_buf()]),
+    let drawn = match records {
+        Some(kept) => plot::load::read_run_with(dir, plot::load::own_label(dir), kept.with_images)
+            .map(|mut run| {
+                plot::default_charts_streamed(&mut run, kept.rows, MAX_POINTS_PER_SERIES)
+            }),
+        None => plot::load::discover(&[dir.to_path_buf()]).map(|runs| plot::default_charts(&runs)),
     };
-    let (charts, charts_note) = charts(runs);
+    let (charts, charts_note) = charts(drawn);
     let config = &summary["input_config"];
     let page = Page {
         title: format!("aiperf profile: {}", models(config)),
@@ -91,7 +101,8 @@ pub struct SweepText {
 
 /// Writes `report.html` into the base directory of a sweep or repeated run.
 pub fn write_sweep(base: &Path, text: &SweepText) -> Result<PathBuf, ReportError> {
-    let (charts, charts_note) = charts(plot::load::discover(&[base.to_path_buf()]));
+    let drawn = plot::load::discover(&[base.to_path_buf()]).map(|runs| plot::default_charts(&runs));
+    let (charts, charts_note) = charts(drawn);
     let links = text
         .runs
         .iter()
@@ -131,7 +142,7 @@ pub fn write_sweep(base: &Path, text: &SweepText) -> Result<PathBuf, ReportError
 pub fn write_run_or_warn(
     dir: &Path,
     names: &FileNames,
-    records: Option<Vec<RecordRow>>,
+    records: Option<KeptRecords>,
 ) -> Option<PathBuf> {
     logged(write_run(dir, names, records))
 }
@@ -168,14 +179,13 @@ fn write(dir: &Path, page: &Page) -> Result<PathBuf, ReportError> {
 /// report, and a browser stays responsive with a few thousand points per series.
 const MAX_POINTS_PER_SERIES: usize = 5000;
 
-/// The default charts of the runs read, as JSON for the page's script; when there are
-/// none, why.
-fn charts(runs: Result<Vec<plot::RunArtifacts>, plot::PlotError>) -> (String, Option<String>) {
-    let runs = match runs {
-        Ok(runs) => runs,
+/// The default charts of the runs read, thinned, as JSON for the page's script; when there
+/// are none, why.
+fn charts(drawn: Result<Vec<plot::Chart>, plot::PlotError>) -> (String, Option<String>) {
+    let mut charts = match drawn {
+        Ok(charts) => charts,
         Err(e) => return ("[]".into(), Some(format!("No charts: {e}"))),
     };
-    let mut charts = plot::default_charts(&runs);
     for chart in &mut charts {
         let k = chart
             .series
