@@ -323,3 +323,70 @@ fn one_large_event_costs_a_small_multiple_of_its_size() {
     // not the ~40 times that merging it as one token piece once took.
     assert!(multiple < 4.0, "{multiple:.1}x");
 }
+
+/// Peak RSS of `count` text requests at concurrency 512 against `url` (a zero-latency mock).
+fn requests_peak(url: &str, count: u64, dir: &std::path::Path) -> f64 {
+    let count = count.to_string();
+    let args = [
+        "--model",
+        "m",
+        "--tokenizer",
+        "builtin",
+        "--url",
+        url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--synthetic-input-tokens-mean",
+        "10",
+        "--output-tokens-mean",
+        "16",
+        "--extra-inputs",
+        "ignore_eos:true",
+        "--concurrency",
+        "512",
+        "--request-count",
+        &count,
+        "--no-server-metrics",
+        "--artifact-dir",
+        dir.to_str().unwrap(),
+        "--ui",
+        "none",
+    ];
+    let (out, rss, _) = run_profile_measured(&args, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = read_json(&dir.join("profile_export_aiperf.json"));
+    assert_eq!(
+        summary["request_count"]["avg"],
+        count.parse::<f64>().unwrap()
+    );
+    rss as f64
+}
+
+#[test]
+fn many_more_requests_hold_little_more_memory() {
+    let _alone = alone();
+    let mock = common::MockChild::spawn(&["--fast", "--workers", "1"]);
+    let tmp = tempfile::tempdir().unwrap();
+    // Both past the lengths where the end of the run's buffers (curves held, sorts'
+    // runs, the report's series) reach their caps: from there only what each request
+    // leaves behind adds up.
+    let (few, many) = (50_000, 150_000);
+    let short = requests_peak(&mock.url, few, &tmp.path().join("short"));
+    let long = requests_peak(&mock.url, many, &tmp.path().join("long"));
+    let per_request = (long - short) / (many - few) as f64;
+    eprintln!(
+        "peak RSS {:.1} MB for {few} requests, {:.1} MB for {many}: {per_request:+.0} bytes per request",
+        short / MB,
+        long / MB
+    );
+    // Each request's values go to temporary files as the run goes, and a few bytes each
+    // stay. Holding them took ~700 bytes a request; the bound leaves room for the
+    // allocator's noise (a few MB from one run to the next).
+    assert!(per_request < 200.0, "{per_request:.0} bytes per request");
+}
