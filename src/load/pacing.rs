@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::stats::percentile_sorted;
+use crate::metrics::column::Column;
+use crate::spill::Spill;
 
 /// A send counts as late when the client itself (not a full concurrency cap) delayed it by
 /// more than this.
@@ -54,38 +55,84 @@ pub struct PacingReport {
     pub late_share: f64,
 }
 
+/// A phase's scheduled sends, taken one at a time: the extremes and counts as they come,
+/// the lags in a column that spills to a temporary file, so a long paced run holds none
+/// of its sends.
+#[derive(Debug)]
+pub struct SendSamples {
+    sends: u64,
+    /// Least and largest scheduled and actual send times.
+    scheduled: (u64, u64),
+    actual: (u64, u64),
+    /// Actual minus scheduled, ns.
+    lags: Column,
+    slot_waits: u64,
+    slot_wait_max_ns: u64,
+    late: u64,
+}
+
+impl Default for SendSamples {
+    fn default() -> Self {
+        SendSamples {
+            sends: 0,
+            scheduled: (u64::MAX, 0),
+            actual: (u64::MAX, 0),
+            lags: Column::new(&Spill::new()),
+            slot_waits: 0,
+            slot_wait_max_ns: 0,
+            late: 0,
+        }
+    }
+}
+
+impl SendSamples {
+    pub fn add(&mut self, s: &SendSample) {
+        self.sends += 1;
+        let widen = |(lo, hi): &mut (u64, u64), t: u64| (*lo, *hi) = ((*lo).min(t), (*hi).max(t));
+        widen(&mut self.scheduled, s.scheduled_ns);
+        widen(&mut self.actual, s.actual_ns);
+        self.lags.push(s.lag_ns() as f64);
+        self.slot_waits += u64::from(s.slot_wait_ns > 0);
+        self.slot_wait_max_ns = self.slot_wait_max_ns.max(s.slot_wait_ns);
+        self.late += u64::from(s.client_lag_ns() > LATE_NS);
+    }
+
+    /// The phase's figures; `None` when no send had a schedule (closed loop).
+    pub fn report(&self, target_rate: Option<f64>) -> Option<PacingReport> {
+        // Percentiles as `stats::percentile_sorted` takes them of the sorted lags.
+        let lags = self.lags.stats()?;
+        let n = self.sends;
+        let rate = |(first, last): (u64, u64)| {
+            (n > 1 && last > first).then(|| (n - 1) as f64 / ((last - first) as f64 / 1e9))
+        };
+        Some(PacingReport {
+            sends: n,
+            target_rate,
+            scheduled_rate: rate(self.scheduled),
+            achieved_rate: rate(self.actual),
+            send_lag_p50_ns: lags.percentiles[4],
+            send_lag_p99_ns: lags.percentiles[8],
+            send_lag_max_ns: lags.max,
+            slot_waits: self.slot_waits,
+            slot_wait_max_ns: self.slot_wait_max_ns,
+            late_share: self.late as f64 / n as f64,
+        })
+    }
+}
+
+const _: () = assert!(
+    crate::stats::PERCENTILES[4] == 50.0 && crate::stats::PERCENTILES[8] == 99.0,
+    "the send lag's p50 and p99"
+);
+
 impl PacingReport {
     /// `None` when no send had a schedule (closed loop).
     pub fn from_samples(samples: &[SendSample], target_rate: Option<f64>) -> Option<Self> {
-        if samples.is_empty() {
-            return None;
+        let mut all = SendSamples::default();
+        for s in samples {
+            all.add(s);
         }
-        let n = samples.len();
-        let rate = |first: u64, last: u64| {
-            (n > 1 && last > first).then(|| (n - 1) as f64 / ((last - first) as f64 / 1e9))
-        };
-        let scheduled_first = samples.iter().map(|s| s.scheduled_ns).min().unwrap_or(0);
-        let scheduled_last = samples.iter().map(|s| s.scheduled_ns).max().unwrap_or(0);
-        let actual_first = samples.iter().map(|s| s.actual_ns).min().unwrap_or(0);
-        let actual_last = samples.iter().map(|s| s.actual_ns).max().unwrap_or(0);
-        let mut lags: Vec<f64> = samples.iter().map(|s| s.lag_ns() as f64).collect();
-        lags.sort_by(f64::total_cmp);
-        let late = samples
-            .iter()
-            .filter(|s| s.client_lag_ns() > LATE_NS)
-            .count();
-        Some(PacingReport {
-            sends: n as u64,
-            target_rate,
-            scheduled_rate: rate(scheduled_first, scheduled_last),
-            achieved_rate: rate(actual_first, actual_last),
-            send_lag_p50_ns: percentile_sorted(&lags, 50.0),
-            send_lag_p99_ns: percentile_sorted(&lags, 99.0),
-            send_lag_max_ns: lags[n - 1],
-            slot_waits: samples.iter().filter(|s| s.slot_wait_ns > 0).count() as u64,
-            slot_wait_max_ns: samples.iter().map(|s| s.slot_wait_ns).max().unwrap_or(0),
-            late_share: late as f64 / n as f64,
-        })
+        all.report(target_rate)
     }
 
     /// True when more than 1% of sends were over 1 ms late through the client's own fault.
@@ -186,6 +233,34 @@ mod tests {
                 .unwrap()
                 .client_fell_behind()
         );
+    }
+
+    proptest::proptest! {
+        /// The figures taken one send at a time are those of every send held, sorted.
+        #[test]
+        fn streamed_figures_are_the_held_ones(
+            raw in proptest::collection::vec((0u64..1 << 40, 0u64..1 << 40, 0u64..3_000_000), 1..400),
+        ) {
+            let s: Vec<SendSample> = raw
+                .iter()
+                .map(|&(scheduled_ns, actual_ns, slot_wait_ns)| SendSample { scheduled_ns, actual_ns, slot_wait_ns })
+                .collect();
+            let got = PacingReport::from_samples(&s, Some(3.0)).unwrap();
+            let n = s.len();
+            let mut lags: Vec<f64> = s.iter().map(|x| x.lag_ns() as f64).collect();
+            lags.sort_by(f64::total_cmp);
+            let p = |q| crate::stats::percentile_sorted(&lags, q).to_bits();
+            proptest::prop_assert_eq!(got.send_lag_p50_ns.to_bits(), p(50.0));
+            proptest::prop_assert_eq!(got.send_lag_p99_ns.to_bits(), p(99.0));
+            proptest::prop_assert_eq!(got.send_lag_max_ns.to_bits(), lags[n - 1].to_bits());
+            let first = s.iter().map(|x| x.actual_ns).min().unwrap();
+            let last = s.iter().map(|x| x.actual_ns).max().unwrap();
+            let rate = (n > 1 && last > first).then(|| (n - 1) as f64 / ((last - first) as f64 / 1e9));
+            proptest::prop_assert_eq!(got.achieved_rate.map(f64::to_bits), rate.map(f64::to_bits));
+            let late = s.iter().filter(|x| x.client_lag_ns() > LATE_NS).count();
+            proptest::prop_assert_eq!(got.late_share.to_bits(), (late as f64 / n as f64).to_bits());
+            proptest::prop_assert_eq!(got.slot_waits, s.iter().filter(|x| x.slot_wait_ns > 0).count() as u64);
+        }
     }
 
     #[test]

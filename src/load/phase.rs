@@ -18,7 +18,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::cache_bust::Mark;
 use super::exchange::Exchange;
-use super::pacing::{PacingReport, SendSample};
+use super::pacing::{PacingReport, SendSample, SendSamples};
 use super::ramp::{self, Ramps};
 use super::schedule::{ArrivalPattern, Arrivals};
 use super::shard::Shard;
@@ -113,7 +113,7 @@ struct PhaseRun<E> {
     slots: Option<Arc<Semaphore>>,
     /// Prefill slots: a request holds one from its send to its first token.
     prefill: Option<Arc<Semaphore>>,
-    samples: Mutex<Vec<SendSample>>,
+    samples: Mutex<SendSamples>,
 }
 
 /// Runs one phase to its end: every request issued has finished (or been cancelled).
@@ -156,7 +156,7 @@ pub async fn run_phase<E: Exchange>(
         issue_until,
         slots,
         prefill,
-        samples: Mutex::new(Vec::new()),
+        samples: Mutex::new(SendSamples::default()),
     });
 
     // After the duration, in-flight requests get the grace period, then are cancelled.
@@ -194,10 +194,10 @@ pub async fn run_phase<E: Exchange>(
     let claimed = run.claimed.load(Ordering::SeqCst);
     let sent =
         run.local_limit().map_or(claimed, |c| claimed.min(c)) - run.dropped.load(Ordering::SeqCst);
-    let samples = std::mem::take(&mut *run.samples.lock().unwrap_or_else(|e| e.into_inner()));
+    let samples = run.samples.lock().unwrap_or_else(|e| e.into_inner());
     PhaseResult {
         sent,
-        pacing: PacingReport::from_samples(&samples, target_rate),
+        pacing: samples.report(target_rate),
     }
 }
 
@@ -382,7 +382,7 @@ impl<E: Exchange> PhaseRun<E> {
             self.samples
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(SendSample {
+                .add(&SendSample {
                     scheduled_ns: at,
                     actual_ns: record.start_perf_ns,
                     slot_wait_ns: scheduled.slot_wait_ns,

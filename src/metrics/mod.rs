@@ -6,7 +6,7 @@
 
 pub mod catalog;
 mod collector;
-mod column;
+pub(crate) mod column;
 pub mod confidence;
 mod goodput;
 pub mod gpu_telemetry;
