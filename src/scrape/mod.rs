@@ -481,4 +481,55 @@ mod tests {
                 .contains("cannot connect")
         );
     }
+
+    /// An endpoint that answers at once with an exposition that takes longer to read than a
+    /// scrape may take is named for what happened: the answer's time, its size and the read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_exposition_slower_to_read_than_the_timeout_is_named_so() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // Many distinct series with long label values: cheap to send, slow to read.
+        let pad = "x".repeat(400);
+        let mut text = String::from("# TYPE g gauge\n");
+        for i in 0..40_000 {
+            text.push_str(&format!("g{{adapter=\"a{i}\",note=\"{pad}{i}\"}} {i}\n"));
+        }
+        let started = Instant::now();
+        let _ = parse::parse_capped(&text, MAX_SERIES);
+        let read = started.elapsed();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let body = text.into_bytes();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let body = body.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = sock.read(&mut buf).await;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = sock.write_all(head.as_bytes()).await;
+                    let _ = sock.write_all(&body).await;
+                });
+            }
+        });
+        let url = format!("http://{addr}/metrics");
+        let endpoints = [(url, None)];
+        // The fetch alone, with all the time it wants.
+        let fetched = probe(&endpoints, Duration::from_secs(600), Clock::new()).await;
+        assert!(fetched[0].is_ok(), "{fetched:?}");
+        // A timeout between the answer and the read: well above a local fetch, well below
+        // the read measured above.
+        let timeout = read / 4;
+        let started = Instant::now();
+        let got = probe(&endpoints, timeout, Clock::new()).await;
+        let whole = started.elapsed();
+        let e = got[0].clone().unwrap_err();
+        assert!(
+            e.starts_with("it answered in "),
+            "{e} (read {read:?}, whole {whole:?})"
+        );
+        assert!(e.contains("-byte exposition took "), "{e}");
+    }
 }
