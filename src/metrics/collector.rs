@@ -10,7 +10,7 @@ use super::goodput::Objective;
 use super::record_metrics::{RecordMetrics, RecordOptions};
 use super::slices::SliceLog;
 use super::summary::{drop_output_token_metrics, summarize, sweep_results};
-use super::sweep::{Span, SpanOrder, WeightedStats};
+use super::sweep_line::{Span, SpanOrder, WeightedStats};
 use crate::clock::Clock;
 use crate::record::{ErrorDetails, Phase, RequestRecord};
 use crate::spill::{Log, Spill, get_varint, put_varint};
@@ -557,7 +557,7 @@ impl Collector {
             let windows: Vec<(f64, f64)> = std::iter::once((0.0, rel(last)))
                 .chain(slice_windows.iter().map(|w| (rel(w.from), rel(w.to))))
                 .collect();
-            swept = super::sweep::metrics(&self.ordered_spans(first), &windows);
+            swept = super::sweep_line::metrics(&self.ordered_spans(first), &windows);
         }
         let mut swept = swept.into_iter();
         let values = &self.values;
@@ -597,7 +597,7 @@ impl Collector {
     }
 
     /// The requests' spans relative to `first` (the first start), in sweep order.
-    fn ordered_spans(&self, first: u64) -> super::sweep::OrderedSpans {
+    fn ordered_spans(&self, first: u64) -> super::sweep_line::OrderedSpans {
         let mut order = SpanOrder::new();
         let mut reader = self.timelines.reader();
         while let Some(bytes) = reader.rest() {

@@ -16,7 +16,7 @@ pub mod server_metrics;
 pub mod server_series;
 mod slices;
 mod summary;
-mod sweep;
+mod sweep_line;
 pub(crate) mod template_overhead;
 
 pub use catalog::{ConsoleGroup, MetricId};

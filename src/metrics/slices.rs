@@ -13,7 +13,7 @@ use super::collector::{Counts, TimeSlice};
 use super::column;
 use super::record_metrics::RecordMetrics;
 use super::summary::{drop_output_token_metrics, summarize, sweep_results};
-use super::sweep::WeightedStats;
+use super::sweep_line::WeightedStats;
 use crate::spill::sort::{RUN_BYTES, Sorter};
 use crate::spill::{Log, Spill, get_varint, put_varint};
 use crate::stats::{SecondPass, Stats, from_total_order_key, total_order_key};

@@ -4,7 +4,7 @@
 
 use super::catalog::{CATALOG, METRIC_COUNT, MetricId, MetricKind};
 use super::collector::{Counts, MetricResult, MetricValue};
-use super::sweep::WeightedStats;
+use super::sweep_line::WeightedStats;
 use crate::stats::Stats;
 
 /// The sweep-line metrics of one window as results.

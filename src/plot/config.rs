@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::load::PlotError;
+use super::artifacts::PlotError;
 
 /// The plot names a config file chose; `None` where it did not say.
 #[derive(Debug, Default, Clone, PartialEq)]

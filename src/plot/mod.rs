@@ -1,9 +1,9 @@
 //! `aiperf plot`: charts of finished runs. `load` finds and reads the artifacts, `single`
 //! and `multi` decide what each chart shows (`chart`), `render` draws them as PNG and SVG.
 
+pub mod artifacts;
 pub mod chart;
 mod config;
-pub mod load;
 mod multi;
 pub mod render;
 mod single;
@@ -11,8 +11,8 @@ pub mod streamed;
 
 use std::path::{Path, PathBuf};
 
+pub use artifacts::{PlotError, RunArtifacts, discover};
 pub use chart::Chart;
-pub use load::{PlotError, RunArtifacts, discover};
 pub use render::Theme;
 
 /// The per-request metrics the charts read: a caller holding records for them (the report
@@ -363,7 +363,7 @@ mod tests {
     fn record_tags_are_every_metric_the_charts_read() {
         use crate::metrics::catalog::CATALOG;
         let dir = tempfile::tempdir().unwrap();
-        let rows = |keep: &dyn Fn(&str) -> bool| -> Vec<load::RecordRow> {
+        let rows = |keep: &dyn Fn(&str) -> bool| -> Vec<artifacts::RecordRow> {
             (0..40u64)
                 .map(|i| {
                     let metrics = CATALOG
@@ -372,7 +372,7 @@ mod tests {
                         .map(|(k, d)| (d.tag, ((i * 7 + k as u64 * 3) % 23) as f64 + 0.5))
                         .filter(|(tag, _)| keep(tag));
                     let start = 1_000_000_000 + i * 37_000_000;
-                    let mut row = load::RecordRow::new(
+                    let mut row = artifacts::RecordRow::new(
                         start,
                         start + 90_000_000 + i * 1_000_000,
                         String::new(),
@@ -386,7 +386,7 @@ mod tests {
                 .collect()
         };
         let charts = |records| {
-            let run = load::read_run_with(dir.path(), "run".into(), records).unwrap();
+            let run = artifacts::read_run_with(dir.path(), "run".into(), records).unwrap();
             serde_json::to_value(candidate_charts(&[run])).unwrap()
         };
         let all = charts(rows(&|_| true));

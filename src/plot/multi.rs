@@ -1,8 +1,8 @@
 //! The plots across runs (a sweep, repeated runs, or several directories): throughput
 //! against latency with the Pareto frontier, and latency percentiles against load.
 
+use super::artifacts::RunArtifacts;
 use super::chart::{Axis, Chart, Series, SeriesKind};
-use super::load::RunArtifacts;
 
 /// Every multi-run chart the runs have data for, by name.
 pub fn charts(runs: &[RunArtifacts]) -> Vec<(String, Option<Chart>)> {

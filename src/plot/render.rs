@@ -11,8 +11,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
+use super::artifacts::PlotError;
 use super::chart::{Chart, Series, SeriesKind};
-use super::load::PlotError;
 
 pub const WIDTH: u32 = 1600;
 pub const HEIGHT: u32 = 800;

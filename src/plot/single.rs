@@ -1,8 +1,8 @@
 //! The plots of one run: latency distributions, the per-request timeline, throughput and
 //! requests in flight over time, image size effects, server metrics and time slices.
 
+use super::artifacts::{MetricKey, RecordRow, RunArtifacts, ServerSample};
 use super::chart::{Axis, Chart, Mark, Series, SeriesKind};
-use super::load::{MetricKey, RecordRow, RunArtifacts, ServerSample};
 
 /// What the per-request charts show of a run's records, worked out from them: from every
 /// record in memory (`PerRecord::of`), or read as a stream with each series already thinned

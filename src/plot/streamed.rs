@@ -299,7 +299,7 @@ pub(super) fn per_record_within(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plot::load::{RecordRow, ServerSample, read_run_with};
+    use crate::plot::artifacts::{RecordRow, ServerSample, read_run_with};
     use proptest::prelude::*;
 
     /// What the report does to the charts: each series thinned, the k of each chart.

@@ -16,7 +16,7 @@ use crate::metrics::{
     Collector, CollectorOptions, GoodputSlo, RecordMetrics, RecordSink, TemplateOverhead,
 };
 use crate::plot::RECORD_TAGS;
-use crate::plot::load::RecordRow;
+use crate::plot::artifacts::RecordRow;
 use crate::plot::streamed::{Row, Rows};
 use crate::record::{Phase, RequestRecord};
 use crate::report::KeptRecords;
@@ -357,7 +357,7 @@ mod tests {
         let mut columns = std::mem::take(&mut *rows.lock().unwrap());
         let mut kept = Vec::new();
         columns.for_each(&mut |r| kept.push(*r));
-        let read = crate::plot::load::read_run(&dir, "run".into()).unwrap();
+        let read = crate::plot::artifacts::read_run(&dir, "run".into()).unwrap();
         assert_eq!(kept.len(), 3, "profiling records only");
         assert_eq!(read.records.len(), 3);
         let bits = |r: &RecordRow| {

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::export::{FileNames, REPORT_HTML_FILE};
 use crate::plot;
-use crate::plot::load::RecordRow;
+use crate::plot::artifacts::RecordRow;
 use crate::plot::streamed::Rows;
 use page::Page;
 
@@ -61,11 +61,15 @@ pub fn write_run(
         }
     };
     let drawn = match records {
-        Some(kept) => plot::load::read_run_with(dir, plot::load::own_label(dir), kept.with_images)
-            .map(|mut run| {
-                plot::default_charts_streamed(&mut run, kept.rows, MAX_POINTS_PER_SERIES)
-            }),
-        None => plot::load::discover(&[dir.to_path_buf()]).map(|runs| plot::default_charts(&runs)),
+        Some(kept) => {
+            plot::artifacts::read_run_with(dir, plot::artifacts::own_label(dir), kept.with_images)
+                .map(|mut run| {
+                    plot::default_charts_streamed(&mut run, kept.rows, MAX_POINTS_PER_SERIES)
+                })
+        }
+        None => {
+            plot::artifacts::discover(&[dir.to_path_buf()]).map(|runs| plot::default_charts(&runs))
+        }
     };
     let (charts, charts_note) = charts(drawn);
     let config = &summary["input_config"];
@@ -101,7 +105,8 @@ pub struct SweepText {
 
 /// Writes `report.html` into the base directory of a sweep or repeated run.
 pub fn write_sweep(base: &Path, text: &SweepText) -> Result<PathBuf, ReportError> {
-    let drawn = plot::load::discover(&[base.to_path_buf()]).map(|runs| plot::default_charts(&runs));
+    let drawn =
+        plot::artifacts::discover(&[base.to_path_buf()]).map(|runs| plot::default_charts(&runs));
     let (charts, charts_note) = charts(drawn);
     let links = text
         .runs
