@@ -294,16 +294,24 @@ fn one_request_peak(url: &str, dir: &std::path::Path) -> f64 {
         "--ui",
         "none",
     ];
-    let (out, rss, _) = run_profile_measured(&args, &[]);
+    let (rss, summary) = peak_and_summary(&args, dir);
+    assert_eq!(summary["request_count"]["avg"], 1.0, "{summary}");
+    rss
+}
+
+/// `aiperf profile <args>` that must succeed: its peak RSS and the summary it wrote in `dir`.
+fn peak_and_summary(args: &[&str], dir: &std::path::Path) -> (f64, serde_json::Value) {
+    let (out, rss, _) = run_profile_measured(args, &[]);
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let summary = read_json(&dir.join("profile_export_aiperf.json"));
-    assert_eq!(summary["request_count"]["avg"], 1.0, "{summary}");
-    rss as f64
+    (
+        rss as f64,
+        read_json(&dir.join("profile_export_aiperf.json")),
+    )
 }
 
 #[test]
@@ -353,19 +361,12 @@ fn requests_peak(url: &str, count: u64, dir: &std::path::Path) -> f64 {
         "--ui",
         "none",
     ];
-    let (out, rss, _) = run_profile_measured(&args, &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary = read_json(&dir.join("profile_export_aiperf.json"));
+    let (rss, summary) = peak_and_summary(&args, dir);
     assert_eq!(
         summary["request_count"]["avg"],
         count.parse::<f64>().unwrap()
     );
-    rss as f64
+    rss
 }
 
 #[test]
