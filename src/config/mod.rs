@@ -215,72 +215,13 @@ impl ProfileConfig {
                 "--dataset-sampling-strategy cannot be used with a fixed schedule: the timestamps set the order; drop it",
             ));
         }
-        let request_count = match (load.request_count_given, load.duration) {
-            (Some(n), _) => n,
-            // Limited by time only: ids and order for this many are drawn up front (more
-            // are derived on the fly), and the progress bar counts toward it.
-            (None, Some(d)) => match load.rate {
-                Some((rate, _)) => {
-                    ((rate * d.as_secs_f64() * 1.1).ceil() as u64 + 10).min(1_000_000)
-                }
-                None => 10_000,
-            },
-            // Sessions ≤ sends: enough ids and order for every conversation's first turn;
-            // the run replaces it with the exact number of turns once the plan is drawn.
-            (None, None) => match load.sessions {
-                Some(n) => n,
-                None => (concurrency * 2).max(10),
-            },
-        };
+        let request_count = planned_request_count(&load, concurrency);
         check_rate_span(&load, request_count, &mut warnings)?;
         let turns = check_turns(a)?;
 
-        limits::count(
-            "--synthetic-input-tokens-mean/--isl",
-            a.isl_mean,
-            MAX_INPUT_TOKENS,
-            "tokens",
-            "",
-        )?;
-        check_stddev("--synthetic-input-tokens-stddev", a.isl_stddev)?;
-        if let Some(osl) = a.osl_mean {
-            limits::count(
-                "--output-tokens-mean/--osl",
-                osl,
-                MAX_OUTPUT_TOKENS,
-                "tokens",
-                " (the longest context window any model offers)",
-            )?;
-        }
-        if a.osl_stddev.is_some() && a.osl_mean.is_none() {
-            return Err(config_error(
-                "--output-tokens-stddev needs --output-tokens-mean: give a mean as well, or drop the stddev",
-            ));
-        }
-        let osl_stddev = a.osl_stddev.unwrap_or(0.0);
-        check_stddev("--output-tokens-stddev", osl_stddev)?;
+        let osl_stddev = check_token_lengths(a)?;
 
-        check_image_size(a)?;
-        let width_stddev = a.image_width_stddev.unwrap_or(0.0);
-        let height_stddev = a.image_height_stddev.unwrap_or(0.0);
-        check_stddev("--image-width-stddev", width_stddev)?;
-        check_stddev("--image-height-stddev", height_stddev)?;
-        let images_on = a.image_width_mean > 0.0 || a.image_height_mean > 0.0;
-        if images_on
-            && a.image_batch_size > 0
-            && (a.image_width_mean == 0.0 || a.image_height_mean == 0.0)
-        {
-            return Err(config_error(format!(
-                "--image-width-mean {} / --image-height-mean {}: give both a width and a height > 0 for images, or neither",
-                a.image_width_mean, a.image_height_mean
-            )));
-        }
-        if images_on && !endpoint_type.takes_images() {
-            return Err(config_error(format!(
-                "--image-width-mean/--image-height-mean: images need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings, image_edit or image_retrieval, not {}",
-                endpoint_type.as_str()
-            )));
-        }
+        let images = check_images(a, endpoint_type)?;
         if a.use_legacy_max_tokens
             && matches!(
                 endpoint_type,
@@ -300,39 +241,14 @@ impl ProfileConfig {
             "",
         )?;
 
-        let header_pairs = parse_header_pairs(&a.headers)?;
-        let mut headers = header_values(&header_pairs)?;
-        let api_key = a.api_key.clone().filter(|k| !k.is_empty());
-        if let Some(key) = &api_key {
-            check_api_key(key)?;
-        }
-        if let Some(info) = &userinfo {
-            url_basic_auth(info, api_key.is_some(), &mut headers, &mut warnings)?;
-        }
-        // The scrape URLs' credentials are secrets too (their URLs are shown without them).
-        let scrape_userinfo: Vec<UserInfo> = a
-            .collectors
-            .server_metrics
-            .iter()
-            .chain(&a.collectors.gpu_telemetry)
-            .flatten()
-            .flat_map(|item| item.split(','))
-            .filter_map(|item| scrape_credentials(item.trim()).1)
-            .collect();
-        let all_userinfo: Vec<&UserInfo> = userinfo.iter().chain(&scrape_userinfo).collect();
-        let secrets = collect_secrets(api_key.as_deref(), &header_pairs, &all_userinfo);
+        let Credentials {
+            api_key,
+            headers,
+            secrets,
+        } = credentials(a, userinfo.as_ref(), &mut warnings)?;
         let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
         let rankings = non_chat::check(a, endpoint_type, &extra_inputs)?;
-        let goodput_slos = match &a.goodput {
-            Some(g) if g.trim().is_empty() => {
-                return Err(config_error(
-                    "--goodput: empty; give SLOs like \"request_latency:250 inter_token_latency:10\"",
-                ));
-            }
-            Some(g) => crate::metrics::parse_goodput(g)
-                .map_err(|e| config_error(format!("--goodput: {e}")))?,
-            None => Vec::new(),
-        };
+        let goodput_slos = goodput_slos(a)?;
 
         let random_seed = a.random_seed.unwrap_or_else(rand::random::<u64>);
 
@@ -358,11 +274,11 @@ impl ProfileConfig {
             osl_mean: a.osl_mean.map(|v| v as f64),
             osl_stddev,
             image_width_mean: a.image_width_mean,
-            image_width_stddev: width_stddev,
+            image_width_stddev: images.width_stddev,
             image_height_mean: a.image_height_mean,
-            image_height_stddev: height_stddev,
+            image_height_stddev: images.height_stddev,
             image_format: a.image_format.into(),
-            image_batch_size: if images_on { a.image_batch_size } else { 0 },
+            image_batch_size: if images.on { a.image_batch_size } else { 0 },
             seed: Some(random_seed),
             turns,
             media: media::media_options(a, endpoint_type)?,
@@ -379,20 +295,7 @@ impl ProfileConfig {
             &mut warnings,
         )?;
 
-        let artifact_dir = match &a.artifact_dir {
-            Some(d) => d.clone(),
-            None => PathBuf::from("artifacts").join(format!(
-                "{}{}-{}-{}",
-                model.replace('/', "_"),
-                if servers.models.len() > 1 {
-                    "_multi"
-                } else {
-                    ""
-                },
-                endpoint_type.as_str(),
-                stimulus_name(&load, concurrency)
-            )),
-        };
+        let artifact_dir = artifact_dir(a, &model, servers.models.len(), &load, concurrency);
 
         let ui = match a.ui_type {
             Some(u) => u.into(),
@@ -415,7 +318,7 @@ impl ProfileConfig {
         };
         let mut export = output::export_options(&a.output)?;
         export.server_metrics_formats = server_metrics_formats;
-        check_image_flags_used(a, images_on)?;
+        check_image_flags_used(a, images.on)?;
         warnings.extend(unused_flag_warnings(a, &synthetic.turns));
 
         Ok(ProfileConfig {
@@ -454,14 +357,7 @@ impl ProfileConfig {
             server_metrics_from_url,
             gpu_telemetry: gpu_telemetry::gpu_telemetry(a)?,
             random_seed,
-            typed_settings: a
-                .typed_values
-                .iter()
-                .filter_map(|(id, raw)| {
-                    let flag = crate::cli::flags::by_id(id)?;
-                    flag.path.map(|_| (flag, raw.clone()))
-                })
-                .collect(),
+            typed_settings: typed_settings(a),
             inputs: InputOptions {
                 shaping: prompt::prompt_shaping(a, endpoint_type)?,
                 seq_dist: prompt::seq_dist(a)?,
@@ -502,6 +398,177 @@ impl ProfileConfig {
     /// The first server's request URI.
     pub fn request_uri(&self) -> &Uri {
         &self.request_uris[0]
+    }
+}
+
+/// Synthetic image sizes: both or neither, for an endpoint type that takes images.
+struct ImageSizes {
+    on: bool,
+    width_stddev: f64,
+    height_stddev: f64,
+}
+
+/// The synthetic image flags checked together.
+fn check_images(a: &ProfileArgs, endpoint_type: EndpointType) -> Result<ImageSizes, ConfigError> {
+    check_image_size(a)?;
+    let width_stddev = a.image_width_stddev.unwrap_or(0.0);
+    let height_stddev = a.image_height_stddev.unwrap_or(0.0);
+    check_stddev("--image-width-stddev", width_stddev)?;
+    check_stddev("--image-height-stddev", height_stddev)?;
+    let images_on = a.image_width_mean > 0.0 || a.image_height_mean > 0.0;
+    if images_on
+        && a.image_batch_size > 0
+        && (a.image_width_mean == 0.0 || a.image_height_mean == 0.0)
+    {
+        return Err(config_error(format!(
+            "--image-width-mean {} / --image-height-mean {}: give both a width and a height > 0 for images, or neither",
+            a.image_width_mean, a.image_height_mean
+        )));
+    }
+    if images_on && !endpoint_type.takes_images() {
+        return Err(config_error(format!(
+            "--image-width-mean/--image-height-mean: images need --endpoint-type chat, responses, messages, chat_embeddings, nim_embeddings, image_edit or image_retrieval, not {}",
+            endpoint_type.as_str()
+        )));
+    }
+    Ok(ImageSizes {
+        on: images_on,
+        width_stddev,
+        height_stddev,
+    })
+}
+
+/// Requests the run plans for: the count given, or enough ids and order for a run limited by
+/// time (more are derived on the fly; the progress bar counts toward it) or by sessions
+/// (each conversation's first turn; the run takes the exact number of turns once the plan is
+/// drawn).
+fn planned_request_count(load: &LoadOptions, concurrency: u64) -> u64 {
+    match (load.request_count_given, load.duration) {
+        (Some(n), _) => n,
+        (None, Some(d)) => match load.rate {
+            Some((rate, _)) => ((rate * d.as_secs_f64() * 1.1).ceil() as u64 + 10).min(1_000_000),
+            None => 10_000,
+        },
+        (None, None) => match load.sessions {
+            Some(n) => n,
+            None => (concurrency * 2).max(10),
+        },
+    }
+}
+
+/// `--isl`/`--osl` and their spreads within bounds; the OSL spread (0 when not given).
+fn check_token_lengths(a: &ProfileArgs) -> Result<f64, ConfigError> {
+    limits::count(
+        "--synthetic-input-tokens-mean/--isl",
+        a.isl_mean,
+        MAX_INPUT_TOKENS,
+        "tokens",
+        "",
+    )?;
+    check_stddev("--synthetic-input-tokens-stddev", a.isl_stddev)?;
+    if let Some(osl) = a.osl_mean {
+        limits::count(
+            "--output-tokens-mean/--osl",
+            osl,
+            MAX_OUTPUT_TOKENS,
+            "tokens",
+            " (the longest context window any model offers)",
+        )?;
+    }
+    if a.osl_stddev.is_some() && a.osl_mean.is_none() {
+        return Err(config_error(
+            "--output-tokens-stddev needs --output-tokens-mean: give a mean as well, or drop the stddev",
+        ));
+    }
+    let osl_stddev = a.osl_stddev.unwrap_or(0.0);
+    check_stddev("--output-tokens-stddev", osl_stddev)?;
+    Ok(osl_stddev)
+}
+
+/// What a request carries to prove who sends it, and what must never be shown.
+struct Credentials {
+    api_key: Option<String>,
+    /// `-H` headers, with `--url`'s credentials as Basic auth.
+    headers: Vec<(HeaderName, HeaderValue)>,
+    /// Every secret string the flags carry, scrape URLs' credentials included.
+    secrets: Vec<String>,
+}
+
+/// The run's credentials from `--api-key`, `-H` and the credentials inside URLs.
+fn credentials(
+    a: &ProfileArgs,
+    userinfo: Option<&UserInfo>,
+    warnings: &mut Vec<String>,
+) -> Result<Credentials, ConfigError> {
+    let header_pairs = parse_header_pairs(&a.headers)?;
+    let mut headers = header_values(&header_pairs)?;
+    let api_key = a.api_key.clone().filter(|k| !k.is_empty());
+    if let Some(key) = &api_key {
+        check_api_key(key)?;
+    }
+    if let Some(info) = userinfo {
+        url_basic_auth(info, api_key.is_some(), &mut headers, warnings)?;
+    }
+    // The scrape URLs' credentials are secrets too (their URLs are shown without them).
+    let scrape_userinfo: Vec<UserInfo> = a
+        .collectors
+        .server_metrics
+        .iter()
+        .chain(&a.collectors.gpu_telemetry)
+        .flatten()
+        .flat_map(|item| item.split(','))
+        .filter_map(|item| scrape_credentials(item.trim()).1)
+        .collect();
+    let all_userinfo: Vec<&UserInfo> = userinfo.into_iter().chain(&scrape_userinfo).collect();
+    let secrets = collect_secrets(api_key.as_deref(), &header_pairs, &all_userinfo);
+    Ok(Credentials {
+        api_key,
+        headers,
+        secrets,
+    })
+}
+
+/// `--goodput` read into its objectives (none when not given).
+fn goodput_slos(a: &ProfileArgs) -> Result<Vec<crate::metrics::GoodputSlo>, ConfigError> {
+    match &a.goodput {
+        Some(g) if g.trim().is_empty() => Err(config_error(
+            "--goodput: empty; give SLOs like \"request_latency:250 inter_token_latency:10\"",
+        )),
+        Some(g) => {
+            crate::metrics::parse_goodput(g).map_err(|e| config_error(format!("--goodput: {e}")))
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The typed flags that have a place in AIPerf's config, with their values as typed.
+fn typed_settings(a: &ProfileArgs) -> Vec<(&'static crate::cli::flags::Flag, Vec<String>)> {
+    a.typed_values
+        .iter()
+        .filter_map(|(id, raw)| {
+            let flag = crate::cli::flags::by_id(id)?;
+            flag.path.map(|_| (flag, raw.clone()))
+        })
+        .collect()
+}
+
+/// `--artifact-dir`, or AIPerf's default name from the model, endpoint type and load.
+fn artifact_dir(
+    a: &ProfileArgs,
+    model: &str,
+    models: usize,
+    load: &LoadOptions,
+    concurrency: u64,
+) -> PathBuf {
+    match &a.artifact_dir {
+        Some(d) => d.clone(),
+        None => PathBuf::from("artifacts").join(format!(
+            "{}{}-{}-{}",
+            model.replace('/', "_"),
+            if models > 1 { "_multi" } else { "" },
+            a.endpoint_type.as_str(),
+            stimulus_name(load, concurrency)
+        )),
     }
 }
 
