@@ -30,6 +30,55 @@ pub fn run_aiperf_in(cwd: &Path, args: &[&str]) -> Output {
         .expect("run aiperf")
 }
 
+/// `aiperf profile` with what nearly every test gives: a model and the builtin tokenizer (no
+/// hub access); the rest is added with `url`, `artifact_dir` and `args`, in that order.
+#[derive(Clone)]
+pub struct Profile {
+    args: Vec<String>,
+}
+
+impl Profile {
+    /// `aiperf profile --model MODEL --tokenizer builtin`.
+    pub fn new(model: &str) -> Self {
+        Profile::without_model().args(&["--model", model])
+    }
+
+    /// `aiperf profile --tokenizer builtin`: the test gives the model itself (or none).
+    pub fn without_model() -> Self {
+        Profile {
+            args: ["profile", "--tokenizer", "builtin"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+
+    pub fn url(self, url: &str) -> Self {
+        self.args(&["--url", url])
+    }
+
+    pub fn artifact_dir(self, dir: impl AsRef<Path>) -> Self {
+        let dir = dir.as_ref().to_str().expect("a UTF-8 path").to_string();
+        self.args(&["--artifact-dir", &dir])
+    }
+
+    pub fn args<S: AsRef<str>>(mut self, args: &[S]) -> Self {
+        self.args
+            .extend(args.iter().map(|a| a.as_ref().to_string()));
+        self
+    }
+
+    /// Runs it in `cwd` (relative artifact directories land there) and waits for it.
+    pub fn run_in(&self, cwd: &Path) -> Output {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        run_aiperf_in(cwd, &args)
+    }
+
+    /// Runs it in the current directory.
+    pub fn run(&self) -> Output {
+        self.run_in(Path::new("."))
+    }
+}
+
 /// `aiperf profile <args>` (hub offline, with `envs`), with its peak resident memory in
 /// bytes (the kernel's `ru_maxrss` of that one process) and its wall time.
 // The child is reaped by `wait4`, which `Child::wait` cannot give the usage of.

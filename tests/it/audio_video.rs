@@ -4,6 +4,7 @@
 //! usage.
 
 use crate::common;
+use crate::common::Profile;
 
 use std::path::Path;
 use std::process::Command;
@@ -77,19 +78,11 @@ fn mock() -> MockChild {
 }
 
 fn profile(dir: &Path, url: &str, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "profile",
-        "--model",
-        "Qwen/Qwen2-Audio-7B-Instruct",
-        "--tokenizer",
-        "builtin",
-        "--url",
-        url,
-        "--artifact-dir",
-        "run",
-    ];
-    args.extend_from_slice(extra);
-    run_aiperf_in(dir, &args)
+    Profile::new("Qwen/Qwen2-Audio-7B-Instruct")
+        .url(url)
+        .artifact_dir("run")
+        .args(extra)
+        .run_in(dir)
 }
 
 #[test]

@@ -4,31 +4,23 @@
 //! public API docs show them; and a stream cut before its closing event.
 
 use crate::common;
+use crate::common::Profile;
 
 use std::path::Path;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use common::raw_server::{After, RawServer, sse_reply};
-use common::{MockChild, read_jsonl, run_aiperf_in, stderr_text};
+use common::{MockChild, read_jsonl, stderr_text};
 use serde_json::{Value, json};
 
 fn profile(dir: &Path, url: &str, endpoint: &str, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "profile",
-        "--model",
-        "mock-model",
-        "--endpoint-type",
-        endpoint,
-        "--tokenizer",
-        "builtin",
-        "--url",
-        url,
-        "--artifact-dir",
-        "run",
-    ];
-    args.extend_from_slice(extra);
-    run_aiperf_in(dir, &args)
+    Profile::new("mock-model")
+        .args(&["--endpoint-type", endpoint])
+        .url(url)
+        .artifact_dir("run")
+        .args(extra)
+        .run_in(dir)
 }
 
 fn records(dir: &Path) -> Vec<Value> {

@@ -4,12 +4,13 @@
 //! type run end to end against the mock (records, metrics, console title).
 
 use crate::common;
+use crate::common::Profile;
 
 use std::path::Path;
 
 use aiperf::api::Tokenizer;
 use common::raw_server::{After, RawRequest, RawServer, json_reply, sse_reply};
-use common::{MockChild, read_json, read_jsonl, run_aiperf_in, stderr_text};
+use common::{MockChild, read_json, read_jsonl, stderr_text};
 use serde_json::{Value, json};
 
 /// A 1x1 PNG.
@@ -24,19 +25,11 @@ fn count(text: &str) -> f64 {
 }
 
 fn profile(dir: &Path, args: &[&str]) -> std::process::Output {
-    let mut all = vec![
-        "profile",
-        "--tokenizer",
-        "builtin",
-        "--artifact-dir",
-        "run",
-        "--ui-type",
-        "none",
-        "--model",
-        "m",
-    ];
-    all.extend_from_slice(args);
-    run_aiperf_in(dir, &all)
+    Profile::new("m")
+        .artifact_dir("run")
+        .args(&["--ui-type", "none"])
+        .args(args)
+        .run_in(dir)
 }
 
 fn records(run: &Path) -> Vec<Value> {

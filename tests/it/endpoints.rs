@@ -3,6 +3,7 @@
 //! the API's documented shape, captured by a small server written here.
 
 use crate::common;
+use crate::common::Profile;
 
 use std::path::Path;
 
@@ -24,17 +25,11 @@ fn records(run: &Path) -> Vec<Value> {
 }
 
 fn profile(dir: &Path, args: &[&str]) -> std::process::Output {
-    let mut all = vec![
-        "profile",
-        "--tokenizer",
-        "builtin",
-        "--artifact-dir",
-        "run",
-        "--ui-type",
-        "none",
-    ];
-    all.extend_from_slice(args);
-    run_aiperf_in(dir, &all)
+    Profile::without_model()
+        .artifact_dir("run")
+        .args(&["--ui-type", "none"])
+        .args(args)
+        .run_in(dir)
 }
 
 /// Output-token metrics must be absent (not zero) for endpoints that produce no tokens.

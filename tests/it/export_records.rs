@@ -4,39 +4,31 @@
 //! `--export-http-trace` and `--show-trace-timing`, and `.aiperf_results_ready.json`.
 
 use crate::common;
+use crate::common::Profile;
 
 use std::path::Path;
 use std::process::Output;
 
-use common::{MockChild, read_json, read_jsonl, run_aiperf_in, stderr_text};
+use common::{MockChild, read_json, read_jsonl, stderr_text};
 use serde_json::Value;
 
 /// Runs a short streamed profile against `mock` in `cwd`, artifacts in `cwd/run`.
 fn profile(cwd: &Path, mock: &MockChild, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "profile",
-        "-m",
-        "m",
-        "--tokenizer",
-        "builtin",
-        "--url",
-        &mock.url,
-        "--streaming",
-        "--isl",
-        "20",
-        "--osl",
-        "8",
-        "--request-count",
-        "12",
-        "--concurrency",
-        "2",
-        "--random-seed",
-        "7",
-        "--artifact-dir",
-        "run",
-    ];
-    args.extend_from_slice(extra);
-    run_aiperf_in(cwd, &args)
+    Profile::new("m")
+        .url(&mock.url)
+        .args(&[
+            "--streaming",
+            "--isl",
+            "20",
+            "--osl",
+            "8",
+            "--request-count",
+            "12",
+        ])
+        .args(&["--concurrency", "2", "--random-seed", "7"])
+        .artifact_dir("run")
+        .args(extra)
+        .run_in(cwd)
 }
 
 fn succeeded(out: &Output) {

@@ -8,27 +8,18 @@ use std::process::Output;
 use serde_json::Value;
 
 use crate::common;
+use crate::common::Profile;
 
-use common::{MockChild, read_served, run_profile, stderr_text};
+use common::{MockChild, read_served, stderr_text};
 
 /// `aiperf profile -m m --tokenizer builtin --streaming` with small prompts, plus `extra`.
 fn profile(dir: &Path, url: &str, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "-m",
-        "m",
-        "-u",
-        url,
-        "--tokenizer",
-        "builtin",
-        "--isl",
-        "10",
-        "--random-seed",
-        "7",
-        "--artifact-dir",
-        dir.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    run_profile(&args)
+    Profile::new("m")
+        .url(url)
+        .args(&["--isl", "10", "--random-seed", "7"])
+        .artifact_dir(dir)
+        .args(extra)
+        .run()
 }
 
 fn ns(v: &Value, key: &str) -> u64 {

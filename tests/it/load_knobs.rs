@@ -9,26 +9,25 @@ use std::process::Output;
 use serde_json::Value;
 
 use crate::common;
+use crate::common::Profile;
 
-use common::{MockChild, read_json, read_jsonl, read_served, run_aiperf_in, run_profile};
+use common::{MockChild, read_json, read_jsonl, read_served, run_aiperf_in};
 
 /// `aiperf profile` with small prompts, 2 output tokens and a fixed seed, plus `extra`.
 fn profile(dir: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "--tokenizer",
-        "builtin",
-        "--streaming",
-        "--isl",
-        "10",
-        "--osl",
-        "2",
-        "--random-seed",
-        "7",
-        "--artifact-dir",
-        dir.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    run_profile(&args)
+    Profile::without_model()
+        .args(&[
+            "--streaming",
+            "--isl",
+            "10",
+            "--osl",
+            "2",
+            "--random-seed",
+            "7",
+        ])
+        .artifact_dir(dir)
+        .args(extra)
+        .run()
 }
 
 fn stderr(o: &Output) -> String {

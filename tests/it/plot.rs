@@ -4,6 +4,7 @@
 //! summary JSON.
 
 use crate::common;
+use crate::common::Profile;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -19,23 +20,11 @@ struct Fixtures {
 }
 
 fn profile(dir: &Path, out: &str, args: &[&str]) {
-    let mut all = vec![
-        "profile",
-        "-m",
-        "Qwen/Qwen2-VL-2B-Instruct",
-        "--tokenizer",
-        "builtin",
-        "--streaming",
-        "--mock-server",
-        "--isl",
-        "40",
-        "--osl",
-        "20",
-        "--artifact-dir",
-        out,
-    ];
-    all.extend_from_slice(args);
-    let o = run_aiperf_in(dir, &all);
+    let o = Profile::new("Qwen/Qwen2-VL-2B-Instruct")
+        .args(&["--streaming", "--mock-server", "--isl", "40", "--osl", "20"])
+        .artifact_dir(out)
+        .args(args)
+        .run_in(dir);
     assert!(o.status.success(), "{}", stderr_text(&o));
 }
 

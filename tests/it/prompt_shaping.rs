@@ -5,12 +5,13 @@
 //! each message's text.
 
 use crate::common;
+use crate::common::Profile;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use aiperf::api::Tokenizer;
-use common::{MockChild, post_json, read_json, read_jsonl, run_aiperf_in, stderr_text};
+use common::{MockChild, post_json, read_json, read_jsonl, stderr_text};
 use serde_json::{Value, json};
 
 fn tok() -> Tokenizer {
@@ -35,21 +36,12 @@ fn mock(log: &Path, extra: &[&str]) -> MockChild {
 }
 
 fn profile(dir: &Path, url: &str, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "profile",
-        "--model",
-        "m",
-        "--tokenizer",
-        "builtin",
-        "--url",
-        url,
-        "--artifact-dir",
-        "run",
-        "--random-seed",
-        "7",
-    ];
-    args.extend_from_slice(extra);
-    run_aiperf_in(dir, &args)
+    Profile::new("m")
+        .url(url)
+        .artifact_dir("run")
+        .args(&["--random-seed", "7"])
+        .args(extra)
+        .run_in(dir)
 }
 
 /// A run that must succeed: its records, each session's payloads (one per turn, without

@@ -3,10 +3,11 @@
 //! sent as HTTP Basic auth.
 
 use crate::common;
+use crate::common::Profile;
 
 use std::path::Path;
 
-use common::{RecordingServer, read_json, run_aiperf_in};
+use common::{RecordingServer, read_json};
 
 /// Every file under `dir`, as text.
 fn all_text_under(dir: &Path) -> Vec<(String, String)> {
@@ -31,21 +32,11 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
 }
 
 fn profile(cwd: &Path, args: &[&str]) -> std::process::Output {
-    let mut all = vec![
-        "profile",
-        "-m",
-        "m",
-        "--tokenizer",
-        "builtin",
-        "--request-count",
-        "2",
-        "--isl",
-        "8",
-        "--artifact-dir",
-        "run",
-    ];
-    all.extend_from_slice(args);
-    run_aiperf_in(cwd, &all)
+    Profile::new("m")
+        .args(&["--request-count", "2", "--isl", "8"])
+        .artifact_dir("run")
+        .args(args)
+        .run_in(cwd)
 }
 
 #[test]

@@ -3,27 +3,21 @@
 //! `--no-server-metrics`.
 
 use crate::common;
+use crate::common::Profile;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::raw_server::{After, RawRequest, RawServer, Reply, sse_reply, token_event};
-use common::{read_json, read_jsonl, run_aiperf_in, stderr_text};
+use common::{read_json, read_jsonl, stderr_text};
 use serde_json::Value;
 
 fn profile_in(dir: &Path, args: &[&str]) -> std::process::Output {
-    let mut all = vec![
-        "profile",
-        "-m",
-        "org/model",
-        "--tokenizer",
-        "builtin",
-        "--artifact-dir",
-        "out",
-        "--streaming",
-    ];
-    all.extend_from_slice(args);
-    run_aiperf_in(dir, &all)
+    Profile::new("org/model")
+        .artifact_dir("out")
+        .args(&["--streaming"])
+        .args(args)
+        .run_in(dir)
 }
 
 /// The series' stats of `name` (one series expected).
