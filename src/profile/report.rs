@@ -13,7 +13,7 @@ use super::phases::Ran;
 use crate::config::{ProfileConfig, is_secret_header, redacted_command_line};
 use crate::export::{self, Exporter, RunInfo};
 use crate::load::SendPlan;
-use crate::metrics::Collector;
+use crate::metrics::{Collector, MetricsSummary};
 use crate::overhead::OverheadReport;
 
 /// Everything the exports need from the run.
@@ -71,44 +71,9 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
     let summary = collector
         .finish()
         .context("cannot finish profile_export.jsonl")?;
-    if summary.osl_mismatch_count > 0 {
-        let examples: Vec<String> = summary
-            .osl_mismatch_examples
-            .iter()
-            .map(|m| m.describe())
-            .collect();
-        warn!(
-            "OSL mismatch: {} requests got a different output length than requested, e.g. {}",
-            summary.osl_mismatch_count,
-            examples.join("; ")
-        );
-    }
     let failed = summary.error_request_count;
     let finished = failed + summary.request_count;
-    if failed > 0 && summary.request_count > 0 {
-        let hint = if cfg.failures.failed_request_threshold.is_none() {
-            "; --failed-request-threshold makes such a run exit non-zero"
-        } else {
-            ""
-        };
-        warn!(
-            "{failed} of {finished} requests failed ({:.1}%); see the Error Summary{hint}",
-            failed as f64 * 100.0 / finished as f64
-        );
-    }
-    let resent_line = (resent > 0).then(|| {
-        format!(
-            "{resent} requests were sent again on a new connection: the server had closed the kept-alive connection without taking them in"
-        )
-    });
-    if let Some(line) = &resent_line {
-        warn!("{line}");
-    }
-    if found_closed > 0 {
-        info!(
-            "{found_closed} kept-alive connections were found closed by the server before a request was written on them; those requests went on new connections"
-        );
-    }
+    let resent_line = warn_of_losses(cfg, &summary, resent, found_closed);
     let gpu_telemetry = super::gpu_telemetry::summarise(
         cfg,
         &observed,
@@ -212,27 +177,94 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
                 .context("cannot write .aiperf_results_ready.json")?;
         }
         info!("Results saved to: {}", cfg.artifact_dir.display());
-        for w in &written {
-            if let Some(label) = w.label {
-                let _ = writeln!(out, "{label}: {}", w.path.display());
-            }
+        list_files(&mut out, cfg, &written, failed, finished);
+    }
+    Ok(outcome(stop_reason, &summary))
+}
+
+/// One line each in the log for what the run lost or worked around: output lengths other
+/// than asked, failed requests, requests sent again, connections found closed. Gives the
+/// resent line, which the console repeats.
+fn warn_of_losses(
+    cfg: &ProfileConfig,
+    summary: &MetricsSummary,
+    resent: u64,
+    found_closed: u64,
+) -> Option<String> {
+    if summary.osl_mismatch_count > 0 {
+        let examples: Vec<String> = summary
+            .osl_mismatch_examples
+            .iter()
+            .map(|m| m.describe())
+            .collect();
+        warn!(
+            "OSL mismatch: {} requests got a different output length than requested, e.g. {}",
+            summary.osl_mismatch_count,
+            examples.join("; ")
+        );
+    }
+    let failed = summary.error_request_count;
+    let finished = failed + summary.request_count;
+    if failed > 0 && summary.request_count > 0 {
+        let hint = if cfg.failures.failed_request_threshold.is_none() {
+            "; --failed-request-threshold makes such a run exit non-zero"
+        } else {
+            ""
+        };
+        warn!(
+            "{failed} of {finished} requests failed ({:.1}%); see the Error Summary{hint}",
+            failed as f64 * 100.0 / finished as f64
+        );
+    }
+    let resent_line = (resent > 0).then(|| {
+        format!(
+            "{resent} requests were sent again on a new connection: the server had closed the kept-alive connection without taking them in"
+        )
+    });
+    if let Some(line) = &resent_line {
+        warn!("{line}");
+    }
+    if found_closed > 0 {
+        info!(
+            "{found_closed} kept-alive connections were found closed by the server before a request was written on them; those requests went on new connections"
+        );
+    }
+    resent_line
+}
+
+/// The files written, the log, and a last line when requests failed: where a glance at the
+/// end of the output lands.
+fn list_files(
+    out: &mut impl Write,
+    cfg: &ProfileConfig,
+    written: &[export::Written],
+    failed: u64,
+    finished: u64,
+) {
+    for w in written {
+        if let Some(label) = w.label {
+            let _ = writeln!(out, "{label}: {}", w.path.display());
         }
+    }
+    let _ = writeln!(
+        out,
+        "Log File: {}",
+        export::log_file(&cfg.artifact_dir).display()
+    );
+    // Last, where a glance at the end of the output lands.
+    if failed > 0 {
         let _ = writeln!(
             out,
-            "Log File: {}",
-            export::log_file(&cfg.artifact_dir).display()
+            "FAILED REQUESTS: {failed} of {finished} ({:.1}%); see the Error Summary above",
+            failed as f64 * 100.0 / finished as f64
         );
-        // Last, where a glance at the end of the output lands.
-        if failed > 0 {
-            let _ = writeln!(
-                out,
-                "FAILED REQUESTS: {failed} of {finished} ({:.1}%); see the Error Summary above",
-                failed as f64 * 100.0 / finished as f64
-            );
-        }
-        let _ = out.flush();
     }
-    Ok(match stop_reason {
+    let _ = out.flush();
+}
+
+/// How the run ended, for the exit code.
+fn outcome(stop_reason: Option<StopReason>, summary: &MetricsSummary) -> Outcome {
+    match stop_reason {
         Some(StopReason::Interrupted) => Outcome::Interrupted,
         Some(StopReason::ThresholdExceeded) => Outcome::ThresholdExceeded,
         Some(StopReason::ServerUnreachable) => Outcome::ServerUnreachable,
@@ -241,7 +273,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         Some(StopReason::WriteFailed) => Outcome::WriteFailed,
         None if summary.request_count == 0 => Outcome::AllFailed,
         None => Outcome::Success,
-    })
+    }
 }
 
 /// Before the run: `--osl` asks for an output length, but a server stops at its
