@@ -76,19 +76,17 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             profile_exit(crate::profile::auto_plot::after_run(&args, result))
         }
         Command::Plot(args) => plot_exit(&args),
-        Command::MockServer(args) => {
-            if let Err(e) = args.fault_rates() {
+        Command::MockServer(args) => match crate::mock::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
                 eprintln!("error: {e}");
-                return ExitCode::from(2);
+                let code = match e {
+                    crate::mock::MockError::Input(_) => 2,
+                    crate::mock::MockError::Other(_) => 1,
+                };
+                ExitCode::from(code)
             }
-            match crate::mock::run(args) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    ExitCode::from(1)
-                }
-            }
-        }
+        },
     }
 }
 

@@ -182,10 +182,28 @@ impl MockServerArgs {
 /// Blocking entry point for `aiperf mock-server`: builds a tokio runtime, binds, prints
 /// `aiperf mock-server listening on http://<ip>:<port>` as the first stdout line and serves
 /// until Ctrl-C or SIGTERM.
-pub fn run(args: MockServerArgs) -> anyhow::Result<()> {
+pub fn run(args: MockServerArgs) -> Result<(), MockError> {
+    // Bad flags are found before anything listens.
+    args.fault_rates()
+        .map_err(|e| MockError::Input(e.to_string()))?;
+    if args.workers == Some(0) {
+        return Err(MockError::Input("--workers: give 1 or more".into()));
+    }
+    Ok(serve(args)?)
+}
+
+/// Why `aiperf mock-server` stopped: a bad flag (exit 2) or anything else (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum MockError {
+    #[error("{0}")]
+    Input(String),
+    #[error("{0:#}")]
+    Other(#[from] anyhow::Error),
+}
+
+fn serve(args: MockServerArgs) -> anyhow::Result<()> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = args.workers {
-        anyhow::ensure!(n > 0, "--workers must be at least 1");
         builder.worker_threads(n);
     }
     let runtime = builder

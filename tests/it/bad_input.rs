@@ -162,6 +162,7 @@ fn mock_server_rejects_bad_fault_rates() {
             vec!["--reset-rate", "60", "--stall-rate", "50"],
             "must be <= 100",
         ),
+        (vec!["--workers", "0"], "--workers: give 1 or more"),
     ] {
         let out = Command::new(BIN)
             .args(["mock-server", "--port", "0"])
