@@ -71,18 +71,13 @@ impl Cli {
         if let (Command::Profile(args), Some(("profile", m))) =
             (&mut cli.command, matches.subcommand())
         {
-            args.typed = m
+            args.typed_values = m
                 .ids()
                 .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
-                .map(|id| id.to_string())
-                .collect();
-            args.typed_values = args
-                .typed
-                .iter()
                 .map(|id| {
-                    let raw = m.get_raw(id).into_iter().flatten();
+                    let raw = m.get_raw(id.as_str()).into_iter().flatten();
                     let raw = raw.map(|v| v.to_string_lossy().into_owned()).collect();
-                    (id.clone(), raw)
+                    (id.to_string(), raw)
                 })
                 .collect();
         }
@@ -584,11 +579,8 @@ pub struct ProfileArgs {
     #[arg(long, overrides_with = "auto_plot", help_heading = "Output")]
     pub no_auto_plot: bool,
 
-    /// The fields given on the command line (by field name), set by
-    /// `Cli::parse_with_sources`.
-    #[arg(skip)]
-    pub typed: Vec<String>,
-    /// The values of the typed flags as typed (each occurrence), by field name.
+    /// The fields given on the command line (by field name) and their values as typed
+    /// (each occurrence), set by `Cli::parse_with_sources`.
     #[arg(skip)]
     pub typed_values: Vec<(String, Vec<String>)>,
 }
@@ -596,7 +588,7 @@ pub struct ProfileArgs {
 impl ProfileArgs {
     /// True when the flag of field `id` was typed (even with its default value).
     pub fn typed(&self, id: &str) -> bool {
-        self.typed.iter().any(|t| t == id)
+        self.typed_values.iter().any(|(t, _)| t == id)
     }
 }
 

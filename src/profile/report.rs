@@ -83,6 +83,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
     if sent == 0 {
         warn!("No request was sent; no results were written");
     } else {
+        let input_config = input_config_json(cfg);
         let info = RunInfo {
             benchmark_id: plan.benchmark_id.clone(),
             start_wall_ns: ran.start_wall_ns,
@@ -90,7 +91,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             was_cancelled: stop_reason.is_some(),
             is_complete: stop_reason.is_none(),
             cli_command: redacted_command_line(argv, &cfg.secrets),
-            input_config: input_config_json(cfg),
+            input_config: input_config.clone(),
             random_seed: Some(cfg.random_seed),
             tokenizer: tokenizer.to_string(),
             template_overhead: Some(template),
@@ -102,7 +103,6 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             extra: [("resent_requests", json!(resent))]
                 .into_iter()
                 .chain(start.as_ref().map(|start| {
-                    let input_config = input_config_json(cfg);
                     let schedule_start = ran.schedule_start_wall_ns;
                     let block = super::shard::block(cfg, &input_config, start, schedule_start);
                     ("shard", block)
