@@ -439,10 +439,11 @@ impl Collector {
         let icl = MetricId::InterChunkLatency as usize;
         self.gaps.clear();
         if let Some(gaps) = &m.inter_chunk_latency {
-            self.values[icl].extend(gaps);
+            // Encoded once, for the timeline and the metric's column alike.
             for &g in gaps {
                 column::encode(&mut self.gaps, g);
             }
+            self.values[icl].push_encoded(&self.gaps, gaps.len());
         }
         let mut counts = self.count_mismatches(record, m);
 

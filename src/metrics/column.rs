@@ -101,10 +101,18 @@ impl Column {
         self.len += 1;
     }
 
+    #[cfg(test)]
     pub fn extend(&mut self, values: &[f64]) {
         for &v in values {
             self.push(v);
         }
+    }
+
+    /// `count` values already encoded (by `encode`), appended as they are.
+    pub fn push_encoded(&mut self, bytes: &[u8], count: usize) {
+        self.log.tail().extend_from_slice(bytes);
+        self.log.end_item();
+        self.len += count;
     }
 
     /// Every value, in the order pushed.
