@@ -73,7 +73,17 @@ pub fn run(argv: Vec<String>) -> ExitCode {
                 args.input_file = Some(c.path.clone());
             }
             let result = crate::sweep::run(&argv, lists, &args);
-            profile_exit(crate::profile::auto_plot::after_run(&args, result))
+            let result = crate::profile::auto_plot::after_run(&args, result);
+            // Every other end writes its results, and the ready marker last.
+            let no_results = matches!(result, Err(_) | Ok(Outcome::WriteFailed));
+            let (code, line) = profile_exit(result);
+            if let Some(line) = &line {
+                eprintln!("{line}");
+                if no_results {
+                    mark_failed_shard(&args, code, line);
+                }
+            }
+            ExitCode::from(code)
         }
         Command::Plot(args) => plot_exit(&args),
         Command::MockServer(args) => match crate::mock::run(args) {
@@ -118,10 +128,25 @@ fn plot_exit(args: &crate::cli::plot::PlotArgs) -> ExitCode {
     }
 }
 
-/// Every way a profile run ends, as one line on stderr and its exit code.
-fn profile_exit(result: Result<Outcome, ProfileError>) -> ExitCode {
+/// A shard (of a Kubernetes Job) that ended without results says why in its artifact
+/// directory, where the merge waiting for it looks (`aiperf merge --wait-for-shards`).
+fn mark_failed_shard(args: &crate::cli::ProfileArgs, code: u8, line: &str) {
+    let (Some(_), Some(dir)) = (args.shard.shard_count, &args.artifact_dir) else {
+        return;
+    };
+    let reason = line.strip_prefix("error: ").unwrap_or(line);
+    if let Err(e) = crate::export::write_shard_failed(dir, code, reason) {
+        eprintln!(
+            "warning: cannot mark this shard failed in {}: {e}",
+            dir.display()
+        );
+    }
+}
+
+/// Every way a profile run ends: its exit code and the line for stderr (none on success).
+fn profile_exit(result: Result<Outcome, ProfileError>) -> (u8, Option<String>) {
     let (code, line) = match &result {
-        Ok(Outcome::Success) => return ExitCode::SUCCESS,
+        Ok(Outcome::Success) => return (0, None),
         Ok(Outcome::AllFailed) => (
             1,
             "error: every request failed; see the Error Summary above".to_string(),
@@ -161,8 +186,7 @@ fn profile_exit(result: Result<Outcome, ProfileError>) -> ExitCode {
         Err(ProfileError::Dataset(BuildError::Other(e))) => (1, format!("error: {e:#}")),
         Err(ProfileError::Other(e)) => (1, format!("error: {e:#}")),
     };
-    eprintln!("{line}");
-    ExitCode::from(code)
+    (code, Some(line))
 }
 
 /// clap reads `--concurrency -1` as an unknown flag `-1` and `--concurrency=-1` as an

@@ -43,6 +43,33 @@ pub struct MergeArgs {
     /// Where to write the merged artifacts.
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
+
+    /// Wait until N shard subdirectories of DIR hold their results
+    /// (`.aiperf_results_ready.json`), then merge. A shard that ended without results
+    /// (`.aiperf_shard_failed.json`, with its reason) ends the wait: exit 1. What the merge
+    /// Job of `aiperf kube generate` runs beside the shards.
+    #[arg(long, value_name = "N", help_heading = "Waiting for shards")]
+    pub wait_for_shards: Option<u64>,
+
+    /// Give up waiting after this many seconds (exit 1, naming the shards without results).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 86400.0,
+        requires = "wait_for_shards",
+        help_heading = "Waiting for shards"
+    )]
+    pub wait_timeout: f64,
+
+    /// Markers older than this time (RFC 3339 or Unix seconds) are an earlier run's and do
+    /// not count.
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "wait_for_shards",
+        help_heading = "Waiting for shards"
+    )]
+    pub wait_since: Option<String>,
 }
 
 /// `aiperf kube ...`
@@ -54,11 +81,14 @@ pub struct KubeArgs {
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum KubeCommand {
-    /// Print a ConfigMap and an Indexed Job (YAML) that run `aiperf profile` as N shards.
+    /// Print a ConfigMap, an Indexed Job that runs `aiperf profile` as N shards, and a Job
+    /// that merges their results (YAML).
     ///
     /// Every argument that is not one of the flags below is an `aiperf profile` argument;
     /// they go into the ConfigMap. Each pod writes its artifacts to `shard-<index>/` on the
-    /// volume of --pvc; `aiperf merge` combines them.
+    /// volume of --pvc; the merge Job runs `aiperf merge --wait-for-shards N` on them.
+    /// The pods run as a non-root user with a read-only root filesystem, no capabilities
+    /// and no service account token.
     ///
     /// Resource requests are sized from the plan: CPU 0.5 core plus 1 core per 500
     /// requests/sec of the shard's rate, or per 128 requests in flight (its concurrency),
@@ -79,7 +109,9 @@ pub struct KubeGenerateArgs {
     #[arg(long, value_name = "NAME")]
     pub pvc: Option<String>,
 
-    /// Container image with the aiperf binary on its PATH (default aiperf:latest).
+    /// Container image with the aiperf binary on its PATH, built from the project's
+    /// Containerfile (default aiperf:<this version>). It needs a tag or a digest;
+    /// `latest` is warned about.
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
 
@@ -103,6 +135,17 @@ pub struct KubeGenerateArgs {
     /// the image and build their dataset (default 120).
     #[arg(long, value_name = "SECONDS")]
     pub lead_time: Option<f64>,
+
+    /// Leave out the merge Job (a second Job, `<name>-merge`, that waits for every
+    /// shard's results on the PVC and merges them into `/results/<name>-merged/`).
+    #[arg(long)]
+    pub no_merge: bool,
+
+    /// Seconds the merge Job waits for the shards' results before it fails naming the
+    /// missing ones (default: the lead time, plus --benchmark-duration and its grace
+    /// period and 15 minutes, or plus 24 hours when the run's length is not known).
+    #[arg(long, value_name = "SECONDS")]
+    pub merge_timeout: Option<f64>,
 
     /// The `aiperf profile` arguments (the flags above may come anywhere among them).
     #[arg(

@@ -38,7 +38,7 @@ use self::endpoint::*;
 use self::inputs::*;
 pub use self::load::*;
 pub use self::redact::*;
-pub use self::shard::ShardOptions;
+pub use self::shard::{ShardOptions, parse_wall_time};
 use crate::dataset::custom::first_record_has_timestamp;
 pub use crate::load::{LoadOptions, WarmupOptions};
 

@@ -101,23 +101,7 @@ fn check_modes_split(
 
 /// `--start-at`: RFC 3339 or Unix epoch seconds; refused when well in the past.
 fn parse_start_at(text: &str) -> Result<u64, ConfigError> {
-    let wall_ns = match text.trim().parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs > 0.0 => (secs * 1e9) as u64,
-        Ok(_) => {
-            return Err(config_error(format!(
-                "--start-at {text}: give a time after 1970"
-            )));
-        }
-        Err(_) => {
-            let ts: jiff::Timestamp = text.trim().parse().map_err(|e| {
-                config_error(format!(
-                    "--start-at {text}: not a time ({e}); give RFC 3339 such as 2026-12-03T18:00:00Z or Unix epoch seconds"
-                ))
-            })?;
-            u64::try_from(ts.as_nanosecond())
-                .map_err(|_| config_error(format!("--start-at {text}: give a time after 1970")))?
-        }
-    };
+    let wall_ns = parse_wall_time("--start-at", text).map_err(config_error)?;
     let now_ns = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -128,6 +112,23 @@ fn parse_start_at(text: &str) -> Result<u64, ConfigError> {
         )));
     }
     Ok(wall_ns)
+}
+
+/// A time given as RFC 3339 or Unix epoch seconds (fractions allowed), in ns since 1970.
+pub fn parse_wall_time(flag: &str, text: &str) -> Result<u64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok((secs * 1e9) as u64),
+        Ok(_) => Err(format!("{flag} {text}: give a time after 1970")),
+        Err(_) => {
+            let ts: jiff::Timestamp = text.trim().parse().map_err(|e| {
+                format!(
+                    "{flag} {text}: not a time ({e}); give RFC 3339 such as 2026-12-03T18:00:00Z or Unix epoch seconds"
+                )
+            })?;
+            u64::try_from(ts.as_nanosecond())
+                .map_err(|_| format!("{flag} {text}: give a time after 1970"))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -71,6 +71,10 @@ pub fn gpu_telemetry_spool(dir: &Path, names: &FileNames, i: usize) -> PathBuf {
 /// results wait for it.
 pub const RESULTS_READY_FILE: &str = ".aiperf_results_ready.json";
 
+/// Written instead by a shard that ended without results, with the reason: a merge that
+/// waits for the shards stops waiting.
+pub const SHARD_FAILED_FILE: &str = ".aiperf_shard_failed.json";
+
 /// Where the run's log goes.
 pub fn log_file(dir: &Path) -> PathBuf {
     dir.join(LOG_FILE)
@@ -323,6 +327,18 @@ impl crate::metrics::RecordSink for RecordFiles {
 pub fn write_results_ready(dir: &Path, was_cancelled: bool) -> std::io::Result<()> {
     let text = serde_json::json!({"ready": true, "was_cancelled": was_cancelled}).to_string();
     write_atomically(&dir.join(RESULTS_READY_FILE), &text)
+}
+
+/// Writes `.aiperf_shard_failed.json` into `dir` (made if missing) for a run that wrote no
+/// results there, and removes an earlier run's `.aiperf_results_ready.json`.
+pub fn write_shard_failed(dir: &Path, exit_code: u8, error: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    match std::fs::remove_file(dir.join(RESULTS_READY_FILE)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let text = serde_json::json!({"exit_code": exit_code, "error": error}).to_string();
+    write_atomically(&dir.join(SHARD_FAILED_FILE), &text)
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 //! Credentials among the profile arguments go into a Secret (emitted, or named with
 //! `--secret`), never into the ConfigMap: the ConfigMap holds `$(AIPERF_CREDENTIAL_n)` in
 //! their place, and the pods get them as environment variables through `secretKeyRef`.
-//! Typed with k8s-openapi, so a misspelt field does not compile.
+//! A second Job merges the shards' results when they are all written (`--no-merge` leaves
+//! it out). The pods are hardened alike (`pods`). Typed with k8s-openapi, so a misspelt
+//! field does not compile.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -12,12 +14,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Affinity, ConfigMap, ConfigMapVolumeSource, Container, EnvFromSource, EnvVar, EnvVarSource,
-    ObjectFieldSelector, PersistentVolumeClaimVolumeSource, PodAffinityTerm, PodAntiAffinity,
-    PodSpec, PodTemplateSpec, ResourceRequirements, Secret, SecretEnvSource, SecretKeySelector,
-    Volume, VolumeMount, WeightedPodAffinityTerm,
+    Affinity, ConfigMap, ConfigMapVolumeSource, EnvFromSource, EnvVar, EnvVarSource,
+    ObjectFieldSelector, PodAffinityTerm, PodAntiAffinity, ResourceRequirements, Secret,
+    SecretEnvSource, SecretKeySelector, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 use crate::cli::shard::{COUNT_ENV, INDEX_ENV, KubeArgs, KubeCommand, KubeGenerateArgs};
@@ -25,15 +25,27 @@ use crate::cli::{Cli, Command};
 use crate::config::{ProfileConfig, carries_secret, redacted_arg};
 use crate::load::Shard;
 
+pub mod pods;
+use pods::{ContainerSpec, PodPlan};
+
 /// Where the pods mount the ConfigMap and the artifact volume.
 pub const ARGS_DIR: &str = "/etc/aiperf";
 pub const ARGS_FILE: &str = "profile.args";
 pub const RESULTS_DIR: &str = "/results";
-const DEFAULT_IMAGE: &str = "aiperf:latest";
+/// The image the README's build command tags: this build's version.
+const DEFAULT_IMAGE: &str = concat!("aiperf:", env!("CARGO_PKG_VERSION"));
 const DEFAULT_JOB_NAME: &str = "aiperf";
 const DEFAULT_LEAD_TIME_S: f64 = 120.0;
-/// The label every pod of the Job carries (anti-affinity selects on it).
+/// The labels every pod carries: the plan's name, and which Job (anti-affinity selects
+/// the shards by both).
 const JOB_LABEL: &str = "app.kubernetes.io/instance";
+const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
+/// How long the merge waits for the shards beyond the lead time and the run's planned
+/// length, or in all when the length is not known (a --request-count run).
+const MERGE_SLACK_S: f64 = 900.0;
+const MERGE_WAIT_UNKNOWN_S: f64 = 24.0 * 3600.0;
+/// The merge holds every record in memory (~4 KB each, measured on 2 x 100k shards).
+const MERGE_BYTES_PER_REQUEST: f64 = 4096.0;
 
 /// The environment variables (and Secret keys) that carry credentials: `_1`, `_2`, ...
 const CREDENTIAL_ENV: &str = "AIPERF_CREDENTIAL";
@@ -50,8 +62,8 @@ const SET_BY_THE_JOB: [&str; 6] = [
 
 pub fn run(args: &KubeArgs) -> Result<(), String> {
     let KubeCommand::Generate(g) = &args.command;
-    let Manifests { yaml, warning } = generate(g, SystemTime::now())?;
-    if let Some(w) = warning {
+    let Manifests { yaml, warnings } = generate(g, SystemTime::now())?;
+    for w in &warnings {
         eprintln!("warning: {w}");
     }
     let mut out = std::io::stdout().lock();
@@ -71,6 +83,10 @@ struct Settings {
     /// `--secret`: the user's Secret, in place of one emitted.
     secret: Option<String>,
     lead_time_s: f64,
+    /// Emit the merge Job (not `--no-merge`).
+    merge: bool,
+    /// `--merge-timeout`: seconds the merge waits for the shards.
+    merge_timeout_s: Option<f64>,
     profile_args: Vec<String>,
 }
 
@@ -90,8 +106,42 @@ fn take_flag(args: &mut Vec<String>, flag: &str) -> Result<Option<String>, Strin
     }
 }
 
+/// Takes a switch out of `args`: whether it was there.
+fn take_switch(args: &mut Vec<String>, flag: &str) -> bool {
+    let before = args.len();
+    args.retain(|a| a != flag);
+    args.len() != before
+}
+
+/// Seconds >= 0 given to `flag`.
+fn seconds(flag: &str, text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or(format!("{flag} {text}: give seconds >= 0"))
+}
+
+/// An image without a tag or digest is whatever `:latest` is on each node when it pulls.
+fn check_image(image: &str) -> Result<Option<String>, String> {
+    let name = image.rsplit('/').next().unwrap_or(image);
+    if image.contains('@') {
+        return Ok(None);
+    }
+    match name.split_once(':') {
+        None => Err(format!(
+            "--image {image}: give a tag or a digest (e.g. {image}:{}); without one each node pulls whatever :latest is then",
+            env!("CARGO_PKG_VERSION")
+        )),
+        Some((_, "latest")) => Ok(Some(format!(
+            "--image {image}: the tag latest can move between the pulls of the pods; a version tag or a digest keeps every shard on one build"
+        ))),
+        Some(_) => Ok(None),
+    }
+}
+
 fn settings(g: &KubeGenerateArgs) -> Result<Settings, String> {
     let mut rest = g.profile_args.clone();
+    let no_merge = take_switch(&mut rest, "--no-merge") || g.no_merge;
     let mut pick = |flag: &str, given: Option<String>| -> Result<Option<String>, String> {
         let found = take_flag(&mut rest, flag)?;
         Ok(given.or(found))
@@ -111,12 +161,11 @@ fn settings(g: &KubeGenerateArgs) -> Result<Settings, String> {
     let lead = pick("--lead-time", g.lead_time.map(|s| s.to_string()))?;
     let lead_time_s = match lead {
         None => DEFAULT_LEAD_TIME_S,
-        Some(s) => s
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or(format!("--lead-time {s}: give seconds >= 0"))?,
+        Some(s) => seconds("--lead-time", &s)?,
     };
+    let merge_timeout_s = pick("--merge-timeout", g.merge_timeout.map(|s| s.to_string()))?
+        .map(|s| seconds("--merge-timeout", &s))
+        .transpose()?;
     if let Some(flag) = rest.iter().find(|a| {
         SET_BY_THE_JOB
             .iter()
@@ -147,6 +196,8 @@ fn settings(g: &KubeGenerateArgs) -> Result<Settings, String> {
         job_name,
         secret,
         lead_time_s,
+        merge: !no_merge,
+        merge_timeout_s,
         profile_args: rest,
     })
 }
@@ -193,17 +244,46 @@ fn resources(cfg: &ProfileConfig, shards: u64) -> ResourceRequirements {
         }
     };
     let mem_mib = 256 + (2.0 * dataset_bytes / (1024.0 * 1024.0)).ceil() as u64;
-    let q = |cpu: u64, mib: u64| {
-        BTreeMap::from([
-            ("cpu".to_string(), Quantity(format!("{cpu}m"))),
-            ("memory".to_string(), Quantity(format!("{mib}Mi"))),
-        ])
-    };
-    ResourceRequirements {
-        requests: Some(q(cpu_milli, mem_mib)),
-        limits: Some(q(cpu_milli * 2, mem_mib * 2)),
-        ..Default::default()
+    pods::sized(cpu_milli, mem_mib)
+}
+
+/// The requests the whole plan sends, when the command line says (a count, or a rate for
+/// a duration).
+fn planned_requests(cfg: &ProfileConfig) -> Option<f64> {
+    let load = &cfg.load;
+    match (load.request_count_given, load.rate, load.duration) {
+        (Some(n), _, _) => Some(n as f64),
+        (None, Some((rate, _)), Some(d)) => Some(rate * d.as_secs_f64()),
+        _ => None,
     }
+}
+
+/// The merge reads every record: 256 MiB plus ~4 KB a request (2 GiB when the count is
+/// not known), one core.
+fn merge_resources(cfg: &ProfileConfig) -> ResourceRequirements {
+    let mem_mib = match planned_requests(cfg) {
+        Some(n) => 256 + (n * MERGE_BYTES_PER_REQUEST / (1024.0 * 1024.0)).ceil() as u64,
+        None => 2048,
+    };
+    pods::sized(1000, mem_mib)
+}
+
+/// How long the merge waits for the shards' results: the lead time, the planned run and
+/// its grace period, and 15 minutes for the slowest shard to write its files.
+fn merge_wait_s(s: &Settings, cfg: &ProfileConfig) -> f64 {
+    if let Some(t) = s.merge_timeout_s {
+        return t;
+    }
+    let load = &cfg.load;
+    let run = match load.duration {
+        Some(d) => {
+            d.as_secs_f64()
+                + load.grace.map_or(0.0, |g| g.as_secs_f64())
+                + load.warmup_duration.map_or(0.0, |w| w.as_secs_f64())
+        }
+        None => return s.lead_time_s + MERGE_WAIT_UNKNOWN_S,
+    };
+    s.lead_time_s + run + MERGE_SLACK_S
 }
 
 /// The profile arguments split for the cluster: the ConfigMap's lines, with
@@ -237,42 +317,50 @@ fn split_credentials(args: &[String], secrets: &[String]) -> SplitArgs {
     split
 }
 
-/// What `kube generate` prints: the YAML, and a warning when credentials were given.
+/// What `kube generate` prints: the YAML, and warnings (credentials given, a moving tag).
 pub struct Manifests {
     pub yaml: String,
-    pub warning: Option<String>,
+    pub warnings: Vec<String>,
 }
 
-/// The Secret (when credentials are given and `--secret` is not), the ConfigMap and the
-/// Job as YAML documents.
+/// The Secret (when credentials are given and `--secret` is not), the ConfigMap, the
+/// shards' Job and the merge Job as YAML documents.
 pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<Manifests, String> {
     let s = settings(g)?;
+    let mut warnings: Vec<String> = check_image(&s.image)?.into_iter().collect();
     let cfg = check_profile(&s)?;
     let split = split_credentials(&s.profile_args, &cfg.secrets);
-    let start_ns = now
-        .checked_add(Duration::from_secs_f64(s.lead_time_s))
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as u64);
-    let start_at = jiff::Timestamp::from_nanosecond(start_ns as i128)
-        .map_err(|e| format!("--lead-time: {e}"))?
-        .to_string();
+    let start_at = rfc3339(now, s.lead_time_s, "--lead-time")?;
     let mut lines = split.lines.clone();
     lines.extend(["--start-at".to_string(), start_at]);
     let args_text = lines.join("\n") + "\n";
 
-    let labels = BTreeMap::from([
-        (JOB_LABEL.to_string(), s.job_name.clone()),
-        ("app.kubernetes.io/name".to_string(), "aiperf".to_string()),
-    ]);
-    let meta = |name: String| ObjectMeta {
+    let labels = |component: &str| {
+        BTreeMap::from([
+            (JOB_LABEL.to_string(), s.job_name.clone()),
+            ("app.kubernetes.io/name".to_string(), "aiperf".to_string()),
+            (COMPONENT_LABEL.to_string(), component.to_string()),
+        ])
+    };
+    let by_digest = s.image.contains('@');
+    let secret_env = !split.credentials.is_empty();
+    // `job`: a Job's pods; the annotations say why it fails the checks it fails.
+    let meta = |name: String, component: &str, job: bool| ObjectMeta {
         name: Some(name),
         namespace: s.namespace.clone(),
-        labels: Some(labels.clone()),
+        labels: Some(labels(component)),
+        annotations: Some(pods::accepted_checks(
+            s.namespace.is_some(),
+            job,
+            by_digest,
+            job && component == "shard" && secret_env,
+        ))
+        .filter(|a| !a.is_empty()),
         ..Default::default()
     };
     let config_map_name = format!("{}-args", s.job_name);
     let config_map = ConfigMap {
-        metadata: meta(config_map_name.clone()),
+        metadata: meta(config_map_name.clone(), "shard", false),
         data: Some(BTreeMap::from([(ARGS_FILE.to_string(), args_text)])),
         ..Default::default()
     };
@@ -281,17 +369,17 @@ pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<Manifests, Stri
         .clone()
         .unwrap_or(format!("{}-credentials", s.job_name));
     let secret = (s.secret.is_none() && !split.credentials.is_empty()).then(|| Secret {
-        metadata: meta(secret_name.clone()),
+        metadata: meta(secret_name.clone(), "shard", false),
         type_: Some("Opaque".into()),
         string_data: Some(split.credentials.clone()),
         ..Default::default()
     });
     let pod_env = PodEnv::new(&split.credentials, &secret_name, s.secret.as_deref());
-    let job = job(
+    let shards = shard_job(
         &s,
         &cfg,
-        meta(s.job_name.clone()),
-        &labels,
+        meta(s.job_name.clone(), "shard", true),
+        labels("shard"),
         config_map_name,
         pod_env,
     );
@@ -300,22 +388,71 @@ pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<Manifests, Stri
         docs.push(to_yaml(secret)?);
     }
     docs.push(to_yaml(&config_map)?);
-    docs.push(to_yaml(&job)?);
-    let warning = (!split.shown.is_empty()).then(|| {
+    docs.push(to_yaml(&shards)?);
+    if s.merge {
+        let since = rfc3339(now, 0.0, "--lead-time")?;
+        let merge = merge_job(
+            &s,
+            &cfg,
+            meta(merge_job_name(&s.job_name), "merge", true),
+            labels("merge"),
+            &since,
+        );
+        docs.push(to_yaml(&merge)?);
+        let no_egress = pods::deny(
+            meta(format!("{}-merge-no-egress", s.job_name), "merge", false),
+            labels("merge"),
+            &["Egress"],
+        );
+        docs.push(to_yaml(&no_egress)?);
+    }
+    let mut plan_pods = labels("shard");
+    plan_pods.remove(COMPONENT_LABEL);
+    let no_ingress = pods::deny(
+        meta(format!("{}-no-ingress", s.job_name), "shard", false),
+        plan_pods,
+        &["Ingress"],
+    );
+    docs.push(to_yaml(&no_ingress)?);
+    if !split.shown.is_empty() {
         let keys = split.shown.join(", ");
-        match &s.secret {
+        warnings.push(match &s.secret {
             None => format!(
                 "credentials are in the Secret {secret_name} of these manifests ({keys}), not in the ConfigMap; keep the YAML private, or create the Secret yourself and give --secret NAME"
             ),
             Some(name) => format!(
                 "the pods read credentials from your Secret {name}, which must hold {keys} (each key one argument, as typed here)"
             ),
-        }
-    });
+        });
+    }
     Ok(Manifests {
         yaml: docs.join("---\n"),
-        warning,
+        warnings,
     })
+}
+
+/// `now` plus `ahead_s` seconds in RFC 3339.
+fn rfc3339(now: SystemTime, ahead_s: f64, flag: &str) -> Result<String, String> {
+    let ns = now
+        .checked_add(Duration::from_secs_f64(ahead_s))
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i128);
+    jiff::Timestamp::from_nanosecond(ns)
+        .map(|t| t.to_string())
+        .map_err(|e| format!("{flag}: {e}"))
+}
+
+/// Where on the PVC the shards write (one `shard-<index>` each), and the merge its result.
+pub fn shards_dir(job_name: &str) -> String {
+    format!("{RESULTS_DIR}/{job_name}")
+}
+
+pub fn merged_dir(job_name: &str) -> String {
+    format!("{RESULTS_DIR}/{job_name}-merged")
+}
+
+pub fn merge_job_name(job_name: &str) -> String {
+    format!("{job_name}-merge")
 }
 
 fn to_yaml<T: serde::Serialize>(v: &T) -> Result<String, String> {
@@ -361,11 +498,11 @@ impl PodEnv {
     }
 }
 
-fn job(
+fn shard_job(
     s: &Settings,
     cfg: &ProfileConfig,
     metadata: ObjectMeta,
-    labels: &BTreeMap<String, String>,
+    labels: BTreeMap<String, String>,
     config_map_name: String,
     pod_env: PodEnv,
 ) -> Job {
@@ -392,35 +529,28 @@ fn job(
         },
     ];
     env.extend(pod_env.credentials);
-    let container = Container {
-        name: "aiperf".into(),
-        image: Some(s.image.clone()),
-        command: Some(vec!["aiperf".into()]),
-        args: Some(vec![
-            "profile".into(),
-            "--args-file".into(),
-            format!("{ARGS_DIR}/{ARGS_FILE}"),
-            "--output-artifact-dir".into(),
-            format!("{RESULTS_DIR}/{}/shard-$({INDEX_ENV})", s.job_name),
-        ]),
-        env: Some(env),
-        env_from: pod_env.from.map(|f| vec![f]),
-        resources: Some(resources(cfg, s.shards)),
-        volume_mounts: Some(vec![
-            VolumeMount {
+    let container = pods::container(
+        "aiperf",
+        ContainerSpec {
+            image: s.image.clone(),
+            args: vec![
+                "profile".into(),
+                "--args-file".into(),
+                format!("{ARGS_DIR}/{ARGS_FILE}"),
+                "--output-artifact-dir".into(),
+                format!("{}/shard-$({INDEX_ENV})", shards_dir(&s.job_name)),
+            ],
+            env,
+            env_from: pod_env.from,
+            resources: resources(cfg, s.shards),
+            mounts: vec![VolumeMount {
                 name: "args".into(),
                 mount_path: ARGS_DIR.into(),
                 read_only: Some(true),
                 ..Default::default()
-            },
-            VolumeMount {
-                name: "results".into(),
-                mount_path: RESULTS_DIR.into(),
-                ..Default::default()
-            },
-        ]),
-        ..Default::default()
-    };
+            }],
+        },
+    );
     // Load generators on different nodes where the cluster has room (preferred, so that a
     // small cluster still runs them).
     let affinity = Affinity {
@@ -430,10 +560,7 @@ fn job(
                     weight: 100,
                     pod_affinity_term: PodAffinityTerm {
                         label_selector: Some(LabelSelector {
-                            match_labels: Some(BTreeMap::from([(
-                                JOB_LABEL.to_string(),
-                                s.job_name.clone(),
-                            )])),
+                            match_labels: Some(labels.clone()),
                             ..Default::default()
                         }),
                         topology_key: "kubernetes.io/hostname".into(),
@@ -445,49 +572,80 @@ fn job(
         }),
         ..Default::default()
     };
-    let pod = PodSpec {
-        containers: vec![container],
-        // A shard that fails is not rerun: it would start after the others.
-        restart_policy: Some("Never".into()),
+    let pod = PodPlan {
+        labels,
+        container,
+        volumes: vec![Volume {
+            name: "args".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_map_name,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
         affinity: Some(affinity),
-        volumes: Some(vec![
-            Volume {
-                name: "args".into(),
-                config_map: Some(ConfigMapVolumeSource {
-                    name: config_map_name,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            Volume {
-                name: "results".into(),
-                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                    claim_name: s.pvc.clone(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-        ]),
-        ..Default::default()
+        pvc: s.pvc.clone(),
     };
-    Job {
+    pods::job(
         metadata,
-        spec: Some(JobSpec {
+        pod,
+        JobSpec {
             completion_mode: Some("Indexed".into()),
             completions: Some(n),
             parallelism: Some(n),
-            backoff_limit: Some(0),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels.clone()),
-                    ..Default::default()
-                }),
-                spec: Some(pod),
-            },
             ..Default::default()
-        }),
-        ..Default::default()
-    }
+        },
+    )
+}
+
+/// One pod that waits for every shard's results on the PVC, then merges them; a shard
+/// that failed, or the wait running out, fails it with the reason in its log.
+fn merge_job(
+    s: &Settings,
+    cfg: &ProfileConfig,
+    metadata: ObjectMeta,
+    labels: BTreeMap<String, String>,
+    since: &str,
+) -> Job {
+    let wait_s = merge_wait_s(s, cfg);
+    let container = pods::container(
+        "merge",
+        ContainerSpec {
+            image: s.image.clone(),
+            args: vec![
+                "merge".into(),
+                shards_dir(&s.job_name),
+                "--output".into(),
+                merged_dir(&s.job_name),
+                "--wait-for-shards".into(),
+                s.shards.to_string(),
+                "--wait-since".into(),
+                since.to_string(),
+                "--wait-timeout".into(),
+                format!("{wait_s:.0}"),
+            ],
+            env: Vec::new(),
+            env_from: None,
+            resources: merge_resources(cfg),
+            mounts: Vec::new(),
+        },
+    );
+    let pod = PodPlan {
+        labels,
+        container,
+        volumes: Vec::new(),
+        affinity: None,
+        pvc: s.pvc.clone(),
+    };
+    pods::job(
+        metadata,
+        pod,
+        JobSpec {
+            // The wait's own deadline plus an hour to merge; a hung pod ends.
+            active_deadline_seconds: Some((wait_s + 3600.0) as i64),
+            ..Default::default()
+        },
+    )
 }
 
 #[cfg(test)]

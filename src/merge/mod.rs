@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
@@ -19,6 +20,8 @@ use crate::load::pacing::{PacingReport, SendSample};
 use crate::metrics::catalog::by_tag;
 use crate::metrics::{Collector, CollectorOptions, RecordFacts, RecordMetrics, parse_goodput};
 use crate::tokenizer::Tokenizer;
+
+mod wait;
 
 /// Why a merge failed: bad input (exit 2) or anything else (exit 1).
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +47,9 @@ struct ShardRun {
 }
 
 pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
+    if let Some(shards) = args.wait_for_shards {
+        wait::wait_for_shards(&args.dirs, &wait_of(args, shards)?)?;
+    }
     let dirs = shard_dirs(&args.dirs)?;
     let mut shards = Vec::with_capacity(dirs.len());
     for dir in dirs {
@@ -156,6 +162,34 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
     }
     let _ = writeln!(out, "Records: {}", jsonl.display());
     Ok(())
+}
+
+fn wait_of(args: &MergeArgs, shards: u64) -> Result<wait::Wait, MergeError> {
+    if shards == 0 {
+        return Err(input(
+            "--wait-for-shards 0: give the number of shards, 1 or more",
+        ));
+    }
+    let timeout = Some(args.wait_timeout)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .ok_or_else(|| {
+            input(format!(
+                "--wait-timeout {}: give seconds >= 0",
+                args.wait_timeout
+            ))
+        })?;
+    let since = args
+        .wait_since
+        .as_deref()
+        .map(|t| crate::config::parse_wall_time("--wait-since", t))
+        .transpose()
+        .map_err(input)?
+        .map(|ns| UNIX_EPOCH + Duration::from_nanos(ns));
+    Ok(wait::Wait {
+        shards,
+        timeout: Duration::from_secs_f64(timeout),
+        since,
+    })
 }
 
 /// Every shard's record lines in one `profile_export.jsonl`, ordered by send time, so the

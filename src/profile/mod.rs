@@ -310,6 +310,10 @@ fn start_logging(cfg: &ProfileConfig) -> anyhow::Result<()> {
             )
         },
     )?;
+    // An earlier run's markers in this directory would say this run's results are there.
+    for marker in [export::RESULTS_READY_FILE, export::SHARD_FAILED_FILE] {
+        let _ = std::fs::remove_file(cfg.artifact_dir.join(marker));
+    }
     ui::init_logging(cfg.log_detail, Some(&log_file)).context("cannot create the log file")?;
     info!("Starting AIPerf (Rust) {}", env!("CARGO_PKG_VERSION"));
     cfg.warnings.iter().for_each(|w| warn!("{w}"));

@@ -3,8 +3,11 @@
 
 use std::process::Command;
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, PodSpec, Secret};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 
 use crate::common;
 
@@ -21,13 +24,61 @@ fn generate(args: &[&str]) -> std::process::Output {
         .expect("run aiperf")
 }
 
-/// Splits the output into its two documents and parses each as its typed object.
+/// The documents of the output, each parsed as its typed object, in order.
+#[derive(Default)]
+struct Plan {
+    kinds: Vec<String>,
+    secrets: Vec<Secret>,
+    config_maps: Vec<ConfigMap>,
+    jobs: Vec<Job>,
+    policies: Vec<NetworkPolicy>,
+}
+
+fn plan(yaml: &str) -> Plan {
+    let mut plan = Plan::default();
+    for doc in yaml.split("\n---\n") {
+        let kind = doc
+            .lines()
+            .find_map(|l| l.strip_prefix("kind: "))
+            .unwrap_or_else(|| panic!("no kind: {doc}"))
+            .to_string();
+        match kind.as_str() {
+            "Secret" => plan
+                .secrets
+                .push(serde_saphyr::from_str(doc).expect("a Secret")),
+            "ConfigMap" => plan
+                .config_maps
+                .push(serde_saphyr::from_str(doc).expect("a ConfigMap")),
+            "Job" => plan.jobs.push(serde_saphyr::from_str(doc).expect("a Job")),
+            "NetworkPolicy" => plan
+                .policies
+                .push(serde_saphyr::from_str(doc).expect("a NetworkPolicy")),
+            other => panic!("unexpected {other}: {yaml}"),
+        }
+        plan.kinds.push(kind);
+    }
+    plan
+}
+
+/// The ConfigMap and the shards' Job of a plan without credentials (checking the order
+/// of the documents: the merge Job and the two NetworkPolicies follow).
 fn parse(yaml: &str) -> (ConfigMap, Job) {
-    let docs: Vec<&str> = yaml.split("\n---\n").collect();
-    assert_eq!(docs.len(), 2, "{yaml}");
-    let cm: ConfigMap = serde_saphyr::from_str(docs[0]).expect("a ConfigMap");
-    let job: Job = serde_saphyr::from_str(docs[1]).expect("a Job");
-    (cm, job)
+    let p = plan(yaml);
+    assert_eq!(
+        p.kinds,
+        ["ConfigMap", "Job", "Job", "NetworkPolicy", "NetworkPolicy"],
+        "{yaml}"
+    );
+    (p.config_maps[0].clone(), p.jobs[0].clone())
+}
+
+fn pod_of(job: &Job) -> &PodSpec {
+    job.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
+fn pod_labels(job: &Job) -> BTreeMap<String, String> {
+    let template = &job.spec.as_ref().unwrap().template;
+    template.metadata.as_ref().unwrap().labels.clone().unwrap()
 }
 
 #[test]
@@ -227,14 +278,15 @@ fn bad_generate_arguments_are_refused() {
     }
 }
 
-/// The Secret, the ConfigMap and the Job of a run given credentials.
+/// The Secret, the ConfigMap and the shards' Job of a run given credentials.
 fn parse_with_secret(yaml: &str) -> (Secret, ConfigMap, Job) {
-    let docs: Vec<&str> = yaml.split("\n---\n").collect();
-    assert_eq!(docs.len(), 3, "{yaml}");
-    let secret: Secret = serde_saphyr::from_str(docs[0]).expect("a Secret");
-    let cm: ConfigMap = serde_saphyr::from_str(docs[1]).expect("a ConfigMap");
-    let job: Job = serde_saphyr::from_str(docs[2]).expect("a Job");
-    (secret, cm, job)
+    let p = plan(yaml);
+    assert_eq!(p.kinds[..3], ["Secret", "ConfigMap", "Job"], "{yaml}");
+    (
+        p.secrets[0].clone(),
+        p.config_maps[0].clone(),
+        p.jobs[0].clone(),
+    )
 }
 
 /// The pod's environment variables that come from a Secret: (name, secret, key).
@@ -422,5 +474,298 @@ fn a_secret_of_ones_own_is_referenced_not_emitted() {
         stderr.contains("your Secret bench-creds")
             && stderr.contains("AIPERF_CREDENTIAL_1 = '***'"),
         "{stderr}"
+    );
+}
+
+/// Both Jobs' pods: the image's non-root user, a read-only root with /tmp an emptyDir,
+/// no escalation, no capabilities, the runtime's seccomp profile, no service account
+/// token; kept a week after they finish. The merge Job waits for every shard on the same
+/// volume; NetworkPolicies refuse connections to every pod and from the merge's.
+#[test]
+fn pods_are_hardened_and_a_merge_job_waits_for_the_shards() {
+    let out = generate(&[
+        "-m",
+        "m",
+        "--tokenizer",
+        "builtin",
+        "--concurrency",
+        "8",
+        "--benchmark-duration",
+        "60",
+        "--shards",
+        "2",
+        "--pvc",
+        "results",
+        "--job-name",
+        "night",
+        "--lead-time",
+        "30",
+        "--image",
+        "reg.example/aiperf:1.2",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let p = plan(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(
+        p.kinds,
+        ["ConfigMap", "Job", "Job", "NetworkPolicy", "NetworkPolicy"]
+    );
+    let containerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Containerfile")).unwrap();
+    let image_user = containerfile
+        .lines()
+        .find_map(|l| l.strip_prefix("USER "))
+        .unwrap();
+    let (uid, gid) = image_user.split_once(':').unwrap();
+    let uid: i64 = uid.parse().unwrap();
+    assert_eq!(gid.parse::<i64>().unwrap(), uid);
+    assert!(uid >= 10_000, "a high UID, clear of the node's users");
+
+    for job in &p.jobs {
+        let name = job.metadata.name.as_deref().unwrap();
+        let spec = job.spec.as_ref().unwrap();
+        assert_eq!(spec.backoff_limit, Some(0), "{name}");
+        assert_eq!(
+            spec.ttl_seconds_after_finished,
+            Some(7 * 24 * 3600),
+            "{name}"
+        );
+        let pod = pod_of(job);
+        assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(pod.automount_service_account_token, Some(false), "{name}");
+        let psc = pod.security_context.as_ref().unwrap();
+        assert_eq!(psc.run_as_non_root, Some(true));
+        assert_eq!(psc.run_as_user, Some(uid), "the Containerfile's USER");
+        assert_eq!(psc.fs_group, Some(uid));
+        assert_eq!(
+            psc.seccomp_profile.as_ref().unwrap().type_,
+            "RuntimeDefault"
+        );
+        let c = &pod.containers[0];
+        assert_eq!(c.image.as_deref(), Some("reg.example/aiperf:1.2"));
+        assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
+        assert_eq!(c.command.as_deref(), Some(&["aiperf".to_string()][..]));
+        let sc = c.security_context.as_ref().unwrap();
+        assert_eq!(sc.run_as_non_root, Some(true));
+        assert_eq!(sc.run_as_user, Some(uid));
+        assert_eq!(sc.read_only_root_filesystem, Some(true), "{name}");
+        assert_eq!(sc.allow_privilege_escalation, Some(false));
+        assert_eq!(
+            sc.capabilities.as_ref().unwrap().drop.as_deref(),
+            Some(&["ALL".to_string()][..])
+        );
+        assert!(sc.privileged.is_none());
+        // Writable: the PVC and an emptyDir at /tmp, which HOME points to.
+        let mounts = c.volume_mounts.as_ref().unwrap();
+        let volumes = pod.volumes.as_ref().unwrap();
+        let tmp = mounts.iter().find(|m| m.mount_path == "/tmp").unwrap();
+        let tmp_volume = volumes.iter().find(|v| v.name == tmp.name).unwrap();
+        assert!(tmp_volume.empty_dir.is_some(), "{name}");
+        let results = mounts.iter().find(|m| m.mount_path == "/results").unwrap();
+        let results_volume = volumes.iter().find(|v| v.name == results.name).unwrap();
+        assert_eq!(
+            results_volume
+                .persistent_volume_claim
+                .as_ref()
+                .unwrap()
+                .claim_name,
+            "results"
+        );
+        let env = c.env.as_ref().unwrap();
+        let home = env.iter().find(|e| e.name == "HOME").unwrap();
+        assert_eq!(home.value.as_deref(), Some("/tmp"));
+        let res = c.resources.as_ref().unwrap();
+        assert!(res.requests.is_some() && res.limits.is_some(), "{name}");
+        // Reasons for the checkov checks it fails on purpose: no namespace given, a tag
+        // and not a digest; no credentials, so no check about them.
+        let skips = job.metadata.annotations.clone().unwrap_or_default();
+        let skipped: Vec<&str> = skips
+            .values()
+            .map(|v| v.split_once('=').unwrap().0)
+            .collect();
+        assert_eq!(skipped, ["CKV_K8S_21", "CKV_K8S_43"], "{name}: {skips:?}");
+    }
+
+    // The merge: one pod, waiting for 2 shards under the shards' directory, for the lead
+    // time + 60 s + the 30 s grace period + 15 min, then merging beside them.
+    let shards = &p.jobs[0];
+    let merge = &p.jobs[1];
+    assert_eq!(merge.metadata.name.as_deref(), Some("night-merge"));
+    let shard_args = pod_of(shards).containers[0].args.clone().unwrap();
+    assert_eq!(
+        shard_args[4],
+        "/results/night/shard-$(JOB_COMPLETION_INDEX)"
+    );
+    let args = pod_of(merge).containers[0].args.clone().unwrap();
+    let value = |flag: &str| {
+        let at = args.iter().position(|a| a == flag).unwrap();
+        args[at + 1].clone()
+    };
+    assert_eq!(args[..2], ["merge", "/results/night"]);
+    assert_eq!(value("--output"), "/results/night-merged");
+    assert_eq!(value("--wait-for-shards"), "2");
+    assert_eq!(value("--wait-timeout"), "1020");
+    let since: jiff::Timestamp = value("--wait-since").parse().unwrap();
+    let age = jiff::Timestamp::now().as_second() - since.as_second();
+    assert!(
+        (0..=5).contains(&age),
+        "--wait-since is generation time: {since}"
+    );
+    let merge_spec = merge.spec.as_ref().unwrap();
+    assert!(merge_spec.completions.is_none() && merge_spec.completion_mode.is_none());
+    assert_eq!(merge_spec.active_deadline_seconds, Some(1020 + 3600));
+    assert!(pod_of(merge).affinity.is_none());
+
+    // No connections in to any pod of the plan; none out of the merge's.
+    let selects = |policy: &NetworkPolicy, job: &Job| {
+        let spec = policy.spec.as_ref().unwrap();
+        let wanted = spec
+            .pod_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .clone()
+            .unwrap();
+        let labels = pod_labels(job);
+        wanted.iter().all(|(k, v)| labels.get(k) == Some(v))
+    };
+    let types = |policy: &NetworkPolicy| {
+        let spec = policy.spec.as_ref().unwrap();
+        assert!(
+            spec.ingress.is_none() && spec.egress.is_none(),
+            "no allow rules"
+        );
+        spec.policy_types.clone().unwrap()
+    };
+    let ingress = p.policies.iter().find(|n| types(n) == ["Ingress"]).unwrap();
+    assert!(selects(ingress, shards) && selects(ingress, merge));
+    let egress = p.policies.iter().find(|n| types(n) == ["Egress"]).unwrap();
+    assert!(selects(egress, merge) && !selects(egress, shards));
+    // The shards' anti-affinity selects the shards only.
+    let anti = pod_of(shards)
+        .affinity
+        .as_ref()
+        .unwrap()
+        .pod_anti_affinity
+        .as_ref()
+        .unwrap()
+        .preferred_during_scheduling_ignored_during_execution
+        .as_ref()
+        .unwrap()[0]
+        .pod_affinity_term
+        .label_selector
+        .clone()
+        .unwrap()
+        .match_labels
+        .unwrap();
+    let merge_labels = pod_labels(merge);
+    assert!(anti.iter().any(|(k, v)| merge_labels.get(k) != Some(v)));
+
+    // --no-merge: the shards alone.
+    let out = generate(&[
+        "-m",
+        "m",
+        "--shards",
+        "1",
+        "--pvc",
+        "p",
+        "--no-merge",
+        "--image",
+        "a/b:1",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        plan(&String::from_utf8(out.stdout).unwrap()).kinds,
+        ["ConfigMap", "Job", "NetworkPolicy"]
+    );
+}
+
+/// An image needs a tag or a digest; `latest` is warned about; the default is this
+/// version's tag, which the README's build command gives.
+#[test]
+fn images_without_a_tag_are_refused_and_latest_is_warned_about() {
+    let with_image = |image: Option<&str>| {
+        let mut args = vec!["-m", "m", "--shards", "1", "--pvc", "p"];
+        if let Some(i) = image {
+            args.extend(["--image", i]);
+        }
+        generate(&args)
+    };
+    for untagged in ["aiperf", "registry.local:5000/team/aiperf"] {
+        let out = with_image(Some(untagged));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{untagged}: {err}");
+        assert!(err.contains("give a tag or a digest"), "{err}");
+    }
+    let out = with_image(Some("registry.local:5000/aiperf:latest"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.starts_with("warning: --image registry.local:5000/aiperf:latest: the tag latest"),
+        "{err}"
+    );
+    let digest = format!("reg/aiperf@sha256:{}", "ab".repeat(32));
+    let out = with_image(Some(&digest));
+    assert!(out.status.success() && out.stderr.is_empty());
+    let job = &plan(&String::from_utf8(out.stdout).unwrap()).jobs[0];
+    let skips = job.metadata.annotations.clone().unwrap();
+    assert!(
+        !skips.values().any(|v| v.starts_with("CKV_K8S_43")),
+        "a digest passes the digest check: {skips:?}"
+    );
+    let out = with_image(None);
+    assert!(out.status.success() && out.stderr.is_empty());
+    let job = &plan(&String::from_utf8(out.stdout).unwrap()).jobs[0];
+    let image = pod_of(job).containers[0].image.clone().unwrap();
+    assert_eq!(image, format!("aiperf:{}", env!("CARGO_PKG_VERSION")));
+}
+
+/// The README's cluster walk-through: its `kube generate` command runs as written (the
+/// tokenizer offline aside), and the names it tells the reader to look for are the ones
+/// in the manifests.
+#[test]
+fn the_readme_cluster_walk_through_matches_the_manifests() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = &readme[readme.find("\nOn a cluster").expect("the cluster section")..];
+    let block = &section[section.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    // The command's lines: from `aiperf kube generate` through the first not ending in `\`.
+    let mut command = String::new();
+    for line in block
+        .lines()
+        .skip_while(|l| !l.starts_with("aiperf kube generate"))
+    {
+        let continued = line.trim_end().ends_with('\\');
+        command.push_str(line.split(" > ").next().unwrap().trim_end_matches('\\'));
+        command.push(' ');
+        if !continued {
+            break;
+        }
+    }
+    let words: Vec<&str> = command.split_whitespace().skip(3).collect();
+    assert!(words.contains(&"--image"), "{command}");
+    let mut args = words.clone();
+    args.extend(["--tokenizer", "builtin"]);
+    let out = generate(&args);
+    assert!(
+        out.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = plan(&String::from_utf8(out.stdout).unwrap());
+    let merge = p.jobs[1].metadata.name.clone().unwrap();
+    let merged_dir = {
+        let args = pod_of(&p.jobs[1]).containers[0].args.clone().unwrap();
+        args[args.iter().position(|a| a == "--output").unwrap() + 1].clone()
+    };
+    for name in [format!("job/{merge}"), merged_dir] {
+        assert!(block.contains(&name), "the README names {name}: {block}");
+    }
+    // The image it builds is the one the command runs.
+    let image = pod_of(&p.jobs[0]).containers[0].image.clone().unwrap();
+    assert!(
+        readme.contains(&format!("build -t {image} ")),
+        "the README builds {image}"
     );
 }

@@ -635,3 +635,103 @@ fn merge_refuses_repeated_requests_cut_records_absurd_values_and_its_own_input()
         before
     );
 }
+
+/// The merge Job's wait: started before any shard, it merges once both shards wrote their
+/// results; a shard that ends without results (its reason in `.aiperf_shard_failed.json`)
+/// fails the wait at once with that reason; a shard that never writes anything fails it at
+/// the deadline, named.
+#[test]
+fn merge_waits_for_the_shards_and_fails_with_a_shards_reason() {
+    let mock = MockChild::spawn(&["--fast"]);
+    let root = tempfile::tempdir().unwrap();
+    let shards = root.path().join("plan");
+    let shard_args = |i: &str| {
+        let dir = shards.join(format!("shard-{i}"));
+        let mut args: Vec<String> = plan_args(&mock.url, &dir, "5")
+            .into_iter()
+            .map(String::from)
+            .collect();
+        args.extend(
+            ["--concurrency", "2", "--request-count", "10"]
+                .into_iter()
+                .map(String::from),
+        );
+        args.extend([
+            "--shard-index".into(),
+            i.into(),
+            "--shard-count".into(),
+            "2".into(),
+        ]);
+        args
+    };
+    // `since`: only markers written from now on count (as the merge Job is told).
+    let wait = |out: &str, timeout: &str, since: bool| {
+        let out = root.path().join(out);
+        let now = epoch_s_in(0.0);
+        let mut args = vec![
+            "merge",
+            shards.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--wait-for-shards",
+            "2",
+            "--wait-timeout",
+            timeout,
+        ];
+        if since {
+            args.extend(["--wait-since", &now]);
+        }
+        (spawn(&args, &[]), out)
+    };
+
+    let (waiting, merged) = wait("merged", "120", true);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for i in ["0", "1"] {
+        let args = shard_args(i);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&args, &[]);
+        assert!(out.status.success(), "shard {i}: {}", stderr(&out));
+    }
+    let done = waiting.wait_with_output().unwrap();
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert!(stderr(&done).contains("2 of 2 shards have their results"));
+    let summary = read_json(&merged.join("profile_export_aiperf.json"));
+    assert_eq!(summary["request_count"]["avg"], 10.0);
+
+    // Shard 1 again, now failing before it sends (a tokenizer that is not there): its
+    // marker replaces its results, and the wait ends with its reason.
+    let mut bad = shard_args("1");
+    let at = bad.iter().position(|a| a == "builtin").unwrap();
+    bad[at] = root.path().join("no-such-tokenizer").display().to_string();
+    let (waiting, _) = wait("merged-again", "120", true);
+    let bad: Vec<&str> = bad.iter().map(String::as_str).collect();
+    let failed = run(&bad, &[]);
+    assert_eq!(failed.status.code(), Some(2), "{}", stderr(&failed));
+    let marker = read_json(&shards.join("shard-1/.aiperf_shard_failed.json"));
+    assert_eq!(marker["exit_code"], 2);
+    assert!(
+        marker["error"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-tokenizer")
+    );
+    assert!(!shards.join("shard-1/.aiperf_results_ready.json").exists());
+    let done = waiting.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(1), "{}", stderr(&done));
+    let why = stderr(&done);
+    assert!(
+        why.contains("shard-1 failed") && why.contains("no-such-tokenizer"),
+        "{why}"
+    );
+
+    // A shard that never writes: the deadline names it (shard 0's earlier results count).
+    std::fs::remove_file(shards.join("shard-1/.aiperf_shard_failed.json")).unwrap();
+    let (waiting, _) = wait("merged-late", "1", false);
+    let done = waiting.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(1), "{}", stderr(&done));
+    let why = stderr(&done);
+    assert!(
+        why.contains("1 of 2 shards") && why.contains("shard-1"),
+        "{why}"
+    );
+}
