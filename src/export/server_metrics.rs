@@ -2,7 +2,7 @@
 //! 1.1 layout) and the console's `Server Metrics` table with the client-vs-server fidelity
 //! lines.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use super::console::format_number;
 use super::table::{Justify, Table};
 use crate::clock::Clock;
 use crate::metrics::server_metrics::{
-    GAUGE_PERCENTILES, HISTOGRAM_PERCENTILES, MetricSummary, SeriesStats, Window,
+    GAUGE_PERCENTILES, HISTOGRAM_PERCENTILES, MetricSummary, SeriesStats, SeriesSummary, Window,
 };
 use crate::metrics::server_series::ScrapeTimes;
 use crate::metrics::{MetricValue, MetricsSummary};
@@ -176,11 +176,24 @@ fn metrics_json(metrics: &[MetricSummary]) -> Value {
             .series
             .iter()
             .map(|s| {
-                json!({
-                    "endpoint_url": s.endpoint_url,
-                    "labels": s.labels,
-                    "stats": stats_json(&s.stats),
-                })
+                let mut o = Map::new();
+                o.insert("endpoint_url".into(), json!(s.endpoint_url));
+                if !s.labels.is_empty() {
+                    o.insert("labels".into(), json!(s.labels));
+                }
+                o.insert("stats".into(), stats_json(&s.stats));
+                // Beside the stats, not in them (AIPerf's series layout).
+                if let SeriesStats::Histogram {
+                    buckets: Some(b), ..
+                } = &s.stats
+                {
+                    let m: Map<String, Value> = b
+                        .iter()
+                        .map(|(le, c)| (le.clone(), json!(*c as u64)))
+                        .collect();
+                    o.insert("buckets".into(), Value::Object(m));
+                }
+                Value::Object(o)
             })
             .collect();
         let mut entry = json!({"type": m.kind.as_str(), "description": m.help});
@@ -220,10 +233,10 @@ fn stats_json(s: &SeriesStats) -> Value {
             avg,
             count_rate,
             sum_rate,
-            buckets,
+            buckets: _,
             estimates,
         } => {
-            o.insert("count".into(), json!(count));
+            o.insert("count".into(), json!(*count as u64));
             if *count > 0.0 {
                 o.insert("sum".into(), json!(sum));
                 o.insert("avg".into(), json!(avg));
@@ -232,11 +245,6 @@ fn stats_json(s: &SeriesStats) -> Value {
                 for ((k, _), v) in HISTOGRAM_PERCENTILES.iter().zip(estimates) {
                     o.insert((*k).into(), json!(v));
                 }
-            }
-            if let Some(b) = buckets {
-                let m: Map<String, Value> =
-                    b.iter().map(|(le, c)| (le.clone(), json!(c))).collect();
-                o.insert("buckets".into(), Value::Object(m));
             }
         }
     }
@@ -251,8 +259,53 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-fn num(v: f64) -> String {
-    format!("{v}")
+/// A figure in the CSV: counts whole, every other value to 4 decimals (AIPerf's format).
+fn num(v: &Value) -> String {
+    match v {
+        Value::Number(n) if n.is_u64() || n.is_i64() => n.to_string(),
+        Value::Number(n) => format!("{:.4}", n.as_f64().unwrap_or(f64::NAN)),
+        _ => String::new(),
+    }
+}
+
+/// The label columns of a CSV section: labels that occur together form a family
+/// (families in the order of their first label); within one, the labels of a single
+/// series first, then those several series share (AIPerf's order, which keeps related
+/// columns side by side).
+fn label_order(label_sets: &[Vec<&str>]) -> Vec<String> {
+    let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+    fn find<'a>(parent: &mut BTreeMap<&'a str, &'a str>, x: &'a str) -> &'a str {
+        let p = *parent.entry(x).or_insert(x);
+        if p == x {
+            return x;
+        }
+        let root = find(parent, p);
+        parent.insert(x, root);
+        root
+    }
+    for set in label_sets {
+        for pair in set.windows(2) {
+            let (a, b) = (find(&mut parent, pair[0]), find(&mut parent, pair[1]));
+            parent.insert(b, a);
+        }
+        if let [only] = set.as_slice() {
+            find(&mut parent, only);
+        }
+    }
+    let labels: Vec<&str> = parent.keys().copied().collect();
+    let mut families: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for l in &labels {
+        families.entry(find(&mut parent, l)).or_default().push(l);
+    }
+    let shared = |l: &str| label_sets.iter().filter(|s| s.contains(&l)).count() > 1;
+    let mut families: Vec<Vec<&str>> = families.into_values().collect();
+    families.sort_by_key(|f| f.iter().min().copied());
+    let mut out = Vec::new();
+    for family in families {
+        out.extend(family.iter().filter(|l| !shared(l)).map(|l| l.to_string()));
+        out.extend(family.iter().filter(|l| shared(l)).map(|l| l.to_string()));
+    }
+    out
 }
 
 fn endpoint_short(url: &str) -> &str {
@@ -262,7 +315,7 @@ fn endpoint_short(url: &str) -> &str {
 
 fn to_csv(run: &ServerMetricsRun) -> String {
     let mut out = format!(
-        "# schema_version: 1.0\n# benchmark_id: {}\n# Note: Same benchmark_id and version appear in JSON and Parquet exports\n#\n",
+        "# AIPerf Server Metrics Export (CSV)\n# aiperf_version: 0.13.0\n# schema_version: 1.0\n# benchmark_id: {}\n# Note: Same benchmark_id and version appear in JSON and Parquet exports\n#\n",
         run.benchmark_id
     );
     let sections: [(&[Kind], Vec<&str>); 4] = [
@@ -308,64 +361,72 @@ fn to_csv(run: &ServerMetricsRun) -> String {
             out.push('\n');
         }
         first = false;
-        let labels: BTreeSet<&String> = metrics
+        let label_sets: Vec<Vec<&str>> = metrics
             .iter()
-            .flat_map(|m| m.series.iter().flat_map(|s| s.labels.keys()))
+            .flat_map(|m| m.series.iter())
+            .filter(|s| !s.labels.is_empty())
+            .map(|s| s.labels.keys().map(String::as_str).collect())
             .collect();
+        let labels = label_order(&label_sets);
         let mut header = vec!["Endpoint", "Type", "Metric", "Unit"];
         header.extend(&columns);
         header.extend(labels.iter().map(|s| s.as_str()));
+        header.push("Description");
         if kinds == [Kind::Histogram] {
             header.push("buckets");
         }
-        header.push("Description");
-        let _ = writeln!(
-            out,
-            "{}",
-            header
-                .iter()
-                .map(|h| csv_field(h))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        for m in metrics {
-            for s in &m.series {
-                let mut row = vec![
-                    endpoint_short(&s.endpoint_url).to_string(),
-                    m.kind.as_str().to_string(),
-                    m.name.clone(),
-                    m.unit.unwrap_or("").to_string(),
-                ];
-                let stats = stats_json(&s.stats);
-                for c in &columns {
-                    row.push(
-                        stats
-                            .get(*c)
-                            .and_then(|v| v.as_f64())
-                            .map_or(String::new(), num),
-                    );
-                }
-                for l in &labels {
-                    row.push(s.labels.get(*l).cloned().unwrap_or_default());
-                }
-                if let SeriesStats::Histogram { buckets, .. } = &s.stats {
-                    row.push(buckets.as_ref().map_or(String::new(), |b| {
-                        b.iter()
-                            .map(|(le, c)| format!("{le}={}", num(*c)))
-                            .collect::<Vec<_>>()
-                            .join(";")
-                    }));
-                }
-                row.push(m.help.clone());
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    row.iter()
-                        .map(|f| csv_field(f))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                );
+        let _ = writeln!(out, "{}", header.join(","));
+        // Rows with the same label columns filled sit together, then by name.
+        let mut rows: Vec<(String, &MetricSummary, &SeriesSummary)> = metrics
+            .iter()
+            .flat_map(|m| m.series.iter().map(move |s| (m, s)))
+            .map(|(m, s)| {
+                let filled: String = labels
+                    .iter()
+                    .map(|l| if s.labels.contains_key(l) { '1' } else { '0' })
+                    .collect();
+                (filled, *m, s)
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            (&a.0, &a.1.name, &a.2.endpoint_url, &a.2.labels).cmp(&(
+                &b.0,
+                &b.1.name,
+                &b.2.endpoint_url,
+                &b.2.labels,
+            ))
+        });
+        for (_, m, s) in rows {
+            let mut row = vec![
+                endpoint_short(&s.endpoint_url).to_string(),
+                m.kind.as_str().to_string(),
+                m.name.clone(),
+                m.unit.unwrap_or("").to_string(),
+            ];
+            let stats = stats_json(&s.stats);
+            for c in &columns {
+                row.push(stats.get(*c).map_or(String::new(), num));
             }
+            for l in &labels {
+                row.push(s.labels.get(l).cloned().unwrap_or_default());
+            }
+            row.push(m.help.clone());
+            if let SeriesStats::Histogram { buckets, .. } = &s.stats {
+                row.push(buckets.as_ref().map_or(String::new(), |b| {
+                    b.iter()
+                        .map(|(le, c)| format!("{le}={}", *c as u64))
+                        .collect::<Vec<_>>()
+                        .join(";")
+                }));
+            }
+            let _ = writeln!(
+                out,
+                "{}",
+                row.iter()
+                    .map(|f| csv_field(f))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
         }
     }
     let infos: Vec<&MetricSummary> = run
@@ -467,7 +528,8 @@ impl JsonlSpool {
                     }
                 })
                 .collect();
-            metrics.insert(fam.name.clone(), series.into());
+            let name = crate::metrics::server_metrics::exported_name(&fam.name, fam.kind);
+            metrics.insert(name.to_string(), series.into());
         }
         // The keys after `benchmark_phase`, in serde_json's (sorted) order.
         let wall = |ns: u64| self.clock.wall_ns(ns);
@@ -535,25 +597,25 @@ fn write_jsonl(path: &Path, run: &ServerMetricsRun) -> std::io::Result<()> {
     f.flush()
 }
 
-/// The families shown in the console, by the names servers publish them under:
+/// The families shown in the console, by their exported names (counters without `_total`):
 /// (name, what the row says). A counter shows its rate, a histogram its mean.
 const CONSOLE_FAMILIES: &[(&str, &str)] = &[
     ("vllm:num_requests_running", "Requests running"),
     ("vllm:num_requests_waiting", "Requests waiting"),
     ("vllm:kv_cache_usage_perc", "KV-cache usage (0-1)"),
     ("vllm:gpu_cache_usage_perc", "KV-cache usage (0-1)"),
-    ("vllm:prompt_tokens_total", "Prompt tokens/sec"),
-    ("vllm:generation_tokens_total", "Generation tokens/sec"),
-    ("vllm:mm_image_tokens_total", "Image tokens/sec"),
-    ("vllm:num_preemptions_total", "Preemptions/sec"),
+    ("vllm:prompt_tokens", "Prompt tokens/sec"),
+    ("vllm:generation_tokens", "Generation tokens/sec"),
+    ("vllm:mm_image_tokens", "Image tokens/sec"),
+    ("vllm:num_preemptions", "Preemptions/sec"),
     ("vllm:time_to_first_token_seconds", "Server TTFT (s)"),
     ("vllm:e2e_request_latency_seconds", "Server e2e latency (s)"),
     ("sglang:num_running_reqs", "Requests running"),
     ("sglang:num_queue_reqs", "Requests waiting"),
     ("sglang:token_usage", "KV-cache usage (0-1)"),
     ("sglang:cache_hit_rate", "Prefix cache hit rate"),
-    ("sglang:prompt_tokens_total", "Prompt tokens/sec"),
-    ("sglang:generation_tokens_total", "Generation tokens/sec"),
+    ("sglang:prompt_tokens", "Prompt tokens/sec"),
+    ("sglang:generation_tokens", "Generation tokens/sec"),
     ("sglang:time_to_first_token_seconds", "Server TTFT (s)"),
     (
         "sglang:e2e_request_latency_seconds",
@@ -562,34 +624,17 @@ const CONSOLE_FAMILIES: &[(&str, &str)] = &[
     ("llamacpp:requests_processing", "Requests running"),
     ("llamacpp:requests_deferred", "Requests waiting"),
     ("llamacpp:kv_cache_usage_ratio", "KV-cache usage (0-1)"),
-    ("llamacpp:prompt_tokens_total", "Prompt tokens/sec"),
-    ("llamacpp:tokens_predicted_total", "Generation tokens/sec"),
+    ("llamacpp:prompt_tokens", "Prompt tokens/sec"),
+    ("llamacpp:tokens_predicted", "Generation tokens/sec"),
 ];
 
 /// One row's figures: avg, min, max, p50, p99 where they apply.
 fn row_values(s: &SeriesStats) -> [Option<f64>; 5] {
+    let (p50, p99) = (s.percentile(50.0), s.percentile(99.0));
     match s {
-        SeriesStats::Gauge {
-            avg,
-            min,
-            max,
-            percentiles,
-            ..
-        } => [
-            Some(*avg),
-            Some(*min),
-            Some(*max),
-            Some(percentiles[4]),
-            Some(percentiles[8]),
-        ],
+        SeriesStats::Gauge { avg, min, max, .. } => [Some(*avg), Some(*min), Some(*max), p50, p99],
         SeriesStats::Counter { rate, .. } => [Some(*rate), None, None, None, None],
-        SeriesStats::Histogram { avg, estimates, .. } => [
-            *avg,
-            None,
-            None,
-            estimates.first().copied(),
-            estimates.get(3).copied(),
-        ],
+        SeriesStats::Histogram { avg, .. } => [*avg, None, None, p50, p99],
     }
 }
 
@@ -631,7 +676,7 @@ pub fn render_console(metrics: &[MetricSummary], client: &MetricsSummary, width:
     // vLLM's prefix cache: hits / queries over the window.
     for prefix in ["vllm:prefix_cache", "vllm:gpu_prefix_cache"] {
         let total = |n: &str| {
-            find(metrics, &format!("{prefix}_{n}_total")).map(|m| {
+            find(metrics, &format!("{prefix}_{n}")).map(|m| {
                 m.series
                     .iter()
                     .map(|s| match s.stats {

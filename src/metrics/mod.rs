@@ -14,6 +14,7 @@ mod http_trace;
 pub mod record_metrics;
 pub mod server_metrics;
 pub mod server_series;
+mod server_units;
 mod slices;
 mod summary;
 mod sweep_line;

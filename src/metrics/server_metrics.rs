@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::server_series::{EndpointSeries, Phase, Snapshot};
+pub use super::server_units::unit_of;
 use crate::scrape::{Family, Kind, Value};
 use crate::stats::percentile_sorted;
 
@@ -26,8 +27,13 @@ pub const GAUGE_PERCENTILES: [(&str, f64); 9] = [
     ("p99", 99.0),
 ];
 /// The percentiles estimated from histogram buckets.
-pub const HISTOGRAM_PERCENTILES: [(&str, f64); 4] = [
+pub const HISTOGRAM_PERCENTILES: [(&str, f64); 9] = [
+    ("p1_estimate", 1.0),
+    ("p5_estimate", 5.0),
+    ("p10_estimate", 10.0),
+    ("p25_estimate", 25.0),
     ("p50_estimate", 50.0),
+    ("p75_estimate", 75.0),
     ("p90_estimate", 90.0),
     ("p95_estimate", 95.0),
     ("p99_estimate", 99.0),
@@ -69,6 +75,22 @@ pub enum SeriesStats {
     },
 }
 
+impl SeriesStats {
+    /// The `p`-th percentile: a gauge's own, a histogram's estimate from its buckets.
+    pub fn percentile(&self, p: f64) -> Option<f64> {
+        let at = |table: &[(&str, f64)]| table.iter().position(|(_, q)| *q == p);
+        match self {
+            SeriesStats::Gauge { percentiles, .. } => {
+                at(&GAUGE_PERCENTILES).and_then(|i| percentiles.get(i).copied())
+            }
+            SeriesStats::Histogram { estimates, .. } => {
+                at(&HISTOGRAM_PERCENTILES).and_then(|i| estimates.get(i).copied())
+            }
+            SeriesStats::Counter { .. } => None,
+        }
+    }
+}
+
 /// One (endpoint, label set) of a family.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeriesSummary {
@@ -85,6 +107,15 @@ pub struct MetricSummary {
     pub help: String,
     pub unit: Option<&'static str>,
     pub series: Vec<SeriesSummary>,
+}
+
+/// The name a family is exported under: a counter's without `_total`, as Prometheus'
+/// own parsers name the family (`vllm:generation_tokens_total` is `vllm:generation_tokens`).
+pub fn exported_name(name: &str, kind: Kind) -> &str {
+    match kind {
+        Kind::Counter => name.strip_suffix("_total").unwrap_or(name),
+        _ => name,
+    }
 }
 
 /// Families left out, as AIPerf leaves them out: creation stamps, uptimes, summaries.
@@ -112,13 +143,14 @@ pub fn summarise(
         let mut names: Vec<&Family> = samples.closing.families.iter().collect();
         names.retain(|f| is_kept(f));
         for fam in names {
+            let name = exported_name(&fam.name, fam.kind);
             let entry = out
-                .entry(fam.name.clone())
+                .entry(name.to_string())
                 .or_insert_with(|| MetricSummary {
-                    name: fam.name.clone(),
+                    name: name.to_string(),
                     kind: fam.kind,
                     help: fam.help.clone(),
-                    unit: unit_of(&fam.name, &fam.help),
+                    unit: unit_of(name, &fam.help),
                     series: Vec::new(),
                 });
             for s in &fam.series {
@@ -336,8 +368,9 @@ fn histogram(
     let estimates = if count_delta > 0.0 && buckets_ok {
         HISTOGRAM_PERCENTILES
             .iter()
-            .filter_map(|(_, p)| estimate(&cumulative, *p / 100.0))
-            .collect()
+            .map(|(_, p)| estimate(&cumulative, *p / 100.0))
+            .collect::<Option<Vec<f64>>>()
+            .unwrap_or_default()
     } else {
         Vec::new()
     };
@@ -382,32 +415,6 @@ pub fn estimate(cumulative: &[(String, f64)], q: f64) -> Option<f64> {
         prev_count = *c;
     }
     Some(prev_bound)
-}
-
-/// A unit from the help text or the name (AIPerf infers one the same way).
-pub fn unit_of(name: &str, help: &str) -> Option<&'static str> {
-    let h = help.to_ascii_lowercase();
-    if h.contains("(0-1)") || h.contains("1 means 100") {
-        return Some("ratio");
-    }
-    if h.contains("in seconds") {
-        return Some("seconds");
-    }
-    let n = name.trim_end_matches("_total");
-    [
-        ("_seconds", "seconds"),
-        ("_ms", "milliseconds"),
-        ("_bytes", "bytes"),
-        ("_tokens", "tokens"),
-        ("_requests", "requests"),
-        ("_ratio", "ratio"),
-        ("_percent", "percent"),
-        ("_perc", "percent"),
-    ]
-    .iter()
-    .find(|(suffix, _)| n.ends_with(suffix))
-    .map(|(_, u)| *u)
-    .or_else(|| name.ends_with("_total").then_some("count"))
 }
 
 #[cfg(test)]
@@ -520,7 +527,7 @@ mod tests {
                 let b = buckets.as_ref().unwrap();
                 assert_eq!(b[1], ("0.5".to_string(), 10.0));
                 // All 10 in (0.1, 0.5]: the median is halfway.
-                assert!((estimates[0] - 0.3).abs() < 1e-9, "{estimates:?}");
+                assert!((estimates[P50] - 0.3).abs() < 1e-9, "{estimates:?}");
             }
             s => panic!("{s:?}"),
         }
@@ -533,23 +540,8 @@ mod tests {
         assert_eq!(estimate(&c, 0.05), Some(0.5));
     }
 
-    #[test]
-    fn units_from_help_and_name() {
-        assert_eq!(
-            unit_of(
-                "vllm:kv_cache_usage_perc",
-                "KV-cache usage. 1 means 100 percent usage."
-            ),
-            Some("ratio")
-        );
-        assert_eq!(
-            unit_of("vllm:e2e_request_latency_seconds", ""),
-            Some("seconds")
-        );
-        assert_eq!(unit_of("vllm:prompt_tokens_total", ""), Some("tokens"));
-        assert_eq!(unit_of("vllm:num_preemptions_total", ""), Some("count"));
-        assert_eq!(unit_of("vllm:num_requests_running", ""), None);
-    }
+    /// Where p50 sits among the estimates.
+    const P50: usize = 4;
 
     const VLLM: &str = include_str!("../../tests/fixtures/prometheus/vllm.txt");
     const SGLANG: &str = include_str!("../../tests/fixtures/prometheus/sglang.txt");
@@ -591,7 +583,7 @@ mod tests {
         );
         let by = |n: &str| &m.iter().find(|x| x.name == n).expect(n).series[0].stats;
         assert_eq!(
-            by("vllm:prompt_tokens_total"),
+            by("vllm:prompt_tokens"),
             &SeriesStats::Counter {
                 total: 1000.0,
                 rate: 500.0
@@ -603,7 +595,7 @@ mod tests {
             } => {
                 assert_eq!(*count, 10.0);
                 // All ten new ones in (0.02, 0.04]: p50 halfway.
-                assert!((estimates[0] - 0.03).abs() < 1e-9, "{estimates:?}");
+                assert!((estimates[P50] - 0.03).abs() < 1e-9, "{estimates:?}");
             }
             s => panic!("{s:?}"),
         }

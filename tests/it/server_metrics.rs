@@ -89,12 +89,12 @@ fn mock_metrics_match_the_runs_own_token_counts_and_the_fidelity_line_is_printed
         let completion = phase_sum(&records, phase, "usage_completion_tokens");
         assert!(prompt > 0.0);
         assert_eq!(
-            stats(&doc, section, "vllm:prompt_tokens_total")["total"].as_f64(),
+            stats(&doc, section, "vllm:prompt_tokens")["total"].as_f64(),
             Some(prompt),
             "{section}"
         );
         assert_eq!(
-            stats(&doc, section, "vllm:generation_tokens_total")["total"].as_f64(),
+            stats(&doc, section, "vllm:generation_tokens")["total"].as_f64(),
             Some(completion),
             "{section}"
         );
@@ -102,16 +102,17 @@ fn mock_metrics_match_the_runs_own_token_counts_and_the_fidelity_line_is_printed
             "vllm:time_to_first_token_seconds",
             "vllm:e2e_request_latency_seconds",
         ] {
+            // A count is a whole number, as AIPerf writes it.
             assert_eq!(
-                stats(&doc, section, h)["count"].as_f64(),
-                Some(n),
+                stats(&doc, section, h)["count"].as_u64(),
+                Some(n as u64),
                 "{section} {h}"
             );
         }
     }
     // 64x64 images cost Qwen2-VL's 4 tokens each... at least some image tokens were counted.
     assert!(
-        stats(&doc, "metrics", "vllm:mm_image_tokens_total")["total"]
+        stats(&doc, "metrics", "vllm:mm_image_tokens")["total"]
             .as_f64()
             .unwrap()
             > 0.0
@@ -140,14 +141,54 @@ fn mock_metrics_match_the_runs_own_token_counts_and_the_fidelity_line_is_printed
         "{stdout}"
     );
 
+    // AIPerf's names and units: counters without `_total` (as Prometheus' parser names
+    // the family), request gauges in `requests`, histogram buckets beside the stats with
+    // every estimate from p1 to p99.
+    let metrics = doc["metrics"].as_object().unwrap();
+    assert!(
+        !metrics.keys().any(|k| k.ends_with("_total")),
+        "{metrics:?}"
+    );
+    assert_eq!(
+        doc["metrics"]["vllm:num_requests_running"]["unit"],
+        "requests"
+    );
+    assert_eq!(doc["metrics"]["vllm:request_success"]["unit"], "requests");
+    assert_eq!(doc["metrics"]["vllm:kv_cache_usage_perc"]["unit"], "ratio");
+    let series = &doc["metrics"]["vllm:time_to_first_token_seconds"]["series"][0];
+    let buckets = series["buckets"].as_object().unwrap();
+    assert_eq!(buckets["+Inf"].as_u64(), Some(12));
+    assert!(series["stats"].get("buckets").is_none());
+    for p in ["p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99"] {
+        assert!(
+            series["stats"][format!("{p}_estimate")].is_f64(),
+            "{p}: {series}"
+        );
+    }
+
     let csv = std::fs::read_to_string(dir.join("run1_server_metrics.csv")).unwrap();
     assert!(
-        csv.starts_with("# schema_version: 1.0\n# benchmark_id: "),
+        csv.starts_with(
+            "# AIPerf Server Metrics Export (CSV)\n# aiperf_version: 0.13.0\n# schema_version: 1.0\n# benchmark_id: "
+        ),
         "{csv}"
     );
     assert!(csv.contains("\nEndpoint,Type,Metric,Unit,avg,min,max,std,p1,"));
     assert!(csv.contains("\nEndpoint,Type,Metric,Unit,total,rate,"));
-    assert!(csv.contains(",counter,vllm:prompt_tokens_total,tokens,"));
+    assert!(csv.contains(",model_name,Description,buckets\n"), "{csv}");
+    // Figures to 4 decimals, counts whole.
+    let prompt_row = csv
+        .lines()
+        .find(|l| l.contains(",counter,vllm:prompt_tokens,tokens,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    let total = prompt_row.split(',').nth(4).unwrap();
+    assert!(total.ends_with(".0000"), "{prompt_row}");
+    let ttft_row = csv
+        .lines()
+        .find(|l| l.contains(",histogram,vllm:time_to_first_token_seconds,"))
+        .unwrap();
+    assert_eq!(ttft_row.split(',').nth(4), Some("12"), "{ttft_row}");
+    assert!(ttft_row.ends_with("+Inf=12"), "{ttft_row}");
 }
 
 #[test]
