@@ -523,7 +523,7 @@ mod tests {
                 "Completed Requests (Success + Error),3.00",
                 "Error Request Count,1.00",
                 "Good Request Count,1.00",
-                "Good Request Fraction (ratio),0.33",
+                "GoodRequestFraction (ratio),0.33",
                 "Goodput (requests/sec),0.94",
                 "Input Token Throughput (tokens/sec),1037.74",
                 "Output Token Throughput (tokens/sec),5.66",

@@ -3,7 +3,8 @@
 //!
 //! JSON: `{"timeslices": [{"timeslice_index", "start_ns", "end_ns", ["is_complete": false],
 //! <metric tag>: {unit, avg, ...}}, ...], "input_config": {...}}`, each metric object as in
-//! the summary JSON. CSV: the tidy form `Timeslice,Metric,Unit,Stat,Value`, one row per
+//! the summary JSON. CSV: the tidy form `Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value`
+//! (the slice's wall-clock bounds on every row, as AIPerf 0.13 writes them), one row per
 //! statistic, metrics sorted by tag within a slice.
 
 use serde_json::{Value, json};
@@ -113,14 +114,16 @@ fn value_cell(r: &MetricResult, v: f64) -> String {
 }
 
 pub fn render_csv(slices: &[TimeSlice]) -> String {
-    let mut out = String::from("Timeslice,Metric,Unit,Stat,Value\r\n");
+    let mut out = String::from("Timeslice,Start_NS,End_NS,Metric,Unit,Stat,Value\r\n");
     for (index, slice) in slices.iter().enumerate() {
         let mut results: Vec<&MetricResult> = slice.results.iter().collect();
         results.sort_by_key(|r| r.def.tag);
         for r in results {
             for (stat, v) in stats(r) {
                 out.push_str(&format!(
-                    "{index},{},{},{stat},{}\r\n",
+                    "{index},{},{},{},{},{stat},{}\r\n",
+                    slice.start_ns,
+                    slice.end_ns,
                     field(r.def.header),
                     field(r.def.unit),
                     value_cell(r, v)

@@ -190,6 +190,11 @@ const fn ms(mut d: MetricDef) -> MetricDef {
     d
 }
 
+const fn kilobytes(mut d: MetricDef) -> MetricDef {
+    d.scale = 1024.0;
+    d
+}
+
 const fn streaming(mut d: MetricDef) -> MetricDef {
     d.streaming_only = true;
     d
@@ -575,31 +580,31 @@ pub static CATALOG: [MetricDef; 81] = [
     def(
         M::OslMismatchDiffPct,
         "osl_mismatch_diff_pct",
-        "OSL Mismatch Diff",
+        "OSL Mismatch Diff %",
         "%",
     ),
     def(
         M::UsagePromptTokensDiffPct,
         "usage_prompt_tokens_diff_pct",
-        "Usage Prompt Diff",
+        "Usage Prompt Diff %",
         "%",
     ),
     def(
         M::UsageCompletionTokensDiffPct,
         "usage_completion_tokens_diff_pct",
-        "Usage Completion Diff",
+        "Usage Completion Diff %",
         "%",
     ),
     def(
         M::UsageReasoningTokensDiffPct,
         "usage_reasoning_tokens_diff_pct",
-        "Usage Reasoning Diff",
+        "Usage Reasoning Diff %",
         "%",
     ),
     ms(def(
         M::CreditToStartLatency,
         "credit_to_start_latency",
-        "Credit to Start Latency",
+        "Credit-to-Start Latency",
         "ms",
     )),
     group(
@@ -704,7 +709,7 @@ pub static CATALOG: [MetricDef; 81] = [
         larger(def(
             M::GoodRequestFraction,
             "good_request_fraction",
-            "Good Request Fraction",
+            "GoodRequestFraction",
             "ratio",
         )),
         Derived,
@@ -850,7 +855,7 @@ pub static CATALOG: [MetricDef; 81] = [
     ms(def(
         M::HttpReqWaiting,
         "http_req_waiting",
-        "HTTP Waiting",
+        "HTTP Waiting (TTFB)",
         "ms",
     )),
     ms(def(
@@ -862,7 +867,7 @@ pub static CATALOG: [MetricDef; 81] = [
     ms(def(
         M::HttpReqDuration,
         "http_req_duration",
-        "HTTP Duration",
+        "HTTP Duration (excl. conn)",
         "ms",
     )),
     ms(def(
@@ -877,29 +882,30 @@ pub static CATALOG: [MetricDef; 81] = [
         "HTTP Total Time",
         "ms",
     )),
-    whole(def(
+    // Sizes in KB of 1024 bytes, as AIPerf writes them.
+    kilobytes(def(
         M::HttpReqDataSent,
         "http_req_data_sent",
         "HTTP Data Sent",
-        "bytes",
+        "KB",
     )),
-    whole(def(
+    kilobytes(def(
         M::HttpReqDataReceived,
         "http_req_data_received",
         "HTTP Data Received",
-        "bytes",
+        "KB",
     )),
     whole(def(
         M::HttpReqChunksSent,
         "http_req_chunks_sent",
         "HTTP Chunks Sent",
-        "chunks",
+        "count",
     )),
     whole(def(
         M::HttpReqChunksReceived,
         "http_req_chunks_received",
         "HTTP Chunks Received",
-        "chunks",
+        "count",
     )),
     def(
         M::HttpReqConnectionReused,

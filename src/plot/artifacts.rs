@@ -711,20 +711,33 @@ fn read_timeslices(path: &Path) -> Result<Vec<TimesliceRow>, PlotError> {
             });
         }
     };
+    // Columns by the header's names: AIPerf 0.13 (and this tool) write the slice bounds
+    // after the index, earlier versions did not.
+    let mut lines = text.lines().map(|l| csv_fields(l.trim_end_matches('\r')));
+    let header = lines.next().unwrap_or_default();
+    let column = |name: &str| header.iter().position(|h| h == name);
+    let (Some(i), Some(m), Some(u), Some(st), Some(v)) = (
+        column("Timeslice"),
+        column("Metric"),
+        column("Unit"),
+        column("Stat"),
+        column("Value"),
+    ) else {
+        return Ok(Vec::new());
+    };
     let mut rows = Vec::new();
-    for line in text.lines().skip(1) {
-        let f = csv_fields(line.trim_end_matches('\r'));
-        if f.len() < 5 {
+    for f in lines {
+        if f.len() < header.len() {
             continue;
         }
-        let (Ok(index), Ok(value)) = (f[0].parse::<usize>(), f[4].parse::<f64>()) else {
+        let (Ok(index), Ok(value)) = (f[i].parse::<usize>(), f[v].parse::<f64>()) else {
             continue;
         };
         rows.push(TimesliceRow {
             index,
-            metric: f[1].clone(),
-            unit: f[2].clone(),
-            stat: f[3].clone(),
+            metric: f[m].clone(),
+            unit: f[u].clone(),
+            stat: f[st].clone(),
             value,
         });
     }

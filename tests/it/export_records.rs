@@ -267,7 +267,7 @@ fn http_timing_metrics_are_recorded_traced_and_shown() {
         stdout.contains("NVIDIA AIPerf | HTTP Trace Timing"),
         "{stdout}"
     );
-    assert!(stdout.contains("HTTP Waiting (ms)"), "{stdout}");
+    assert!(stdout.contains("HTTP Waiting (TTFB) (ms)"), "{stdout}");
     let console = std::fs::read_to_string(run.join("profile_export_console.txt")).unwrap();
     assert!(console.contains("HTTP Trace Timing"));
 
@@ -296,9 +296,11 @@ fn http_timing_metrics_are_recorded_traced_and_shown() {
         .sum();
         assert!((phases - value(r, "http_req_total")).abs() < 1e-6, "{r}");
         assert!(value(r, "http_req_duration") <= value(r, "request_latency") + 5.0);
-        assert!(value(r, "http_req_data_sent") > 100.0, "{r}");
-        assert!(value(r, "http_req_data_received") > 100.0, "{r}");
-        assert_eq!(r["metrics"]["http_req_data_sent"]["unit"], "bytes");
+        // Sizes in KB of 1024 bytes, chunks a count (AIPerf's units).
+        assert!(value(r, "http_req_data_sent") > 0.1, "{r}");
+        assert!(value(r, "http_req_data_received") > 0.1, "{r}");
+        assert_eq!(r["metrics"]["http_req_data_sent"]["unit"], "KB");
+        assert_eq!(r["metrics"]["http_req_chunks_received"]["unit"], "count");
 
         let t = &r["trace_data"];
         assert_eq!(t["trace_type"], "hyper");
@@ -310,7 +312,7 @@ fn http_timing_metrics_are_recorded_traced_and_shown() {
         assert!(at("request_send_end_ns") <= at("response_headers_received_ns"));
         assert!(at("response_receive_start_ns") <= at("response_receive_end_ns"));
         assert_eq!(
-            at("request_bytes_total") as f64,
+            at("request_bytes_total") as f64 / 1024.0,
             value(r, "http_req_data_sent")
         );
         if value(r, "http_req_connection_reused") == 0.0 {
@@ -338,7 +340,16 @@ fn http_timing_metrics_are_recorded_traced_and_shown() {
         "{reused}"
     );
     let csv = std::fs::read_to_string(run.join("profile_export_aiperf.csv")).unwrap();
-    assert!(csv.contains("\r\nHTTP Waiting (ms),"), "{csv}");
+    for label in [
+        "HTTP Waiting (TTFB) (ms)",
+        "HTTP Duration (excl. conn) (ms)",
+        "HTTP Data Received (KB)",
+        "HTTP Chunks Received",
+    ] {
+        assert!(csv.contains(&format!("\r\n{label},")), "{label}: {csv}");
+    }
+    assert_eq!(summary["http_req_data_received"]["unit"], "KB");
+    assert_eq!(summary["http_req_chunks_received"]["unit"], "count");
 }
 
 #[test]

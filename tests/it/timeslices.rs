@@ -198,9 +198,13 @@ fn three_second_run_gives_three_slices_matching_the_records() {
     assert_eq!(header, of_kind(&layout, "csv_header")[0]);
     let stats = of_kind(&layout, "stat");
     let mut seen = BTreeSet::new();
+    // Every row carries its slice's wall-clock bounds, the JSON's.
     for row in &rows {
-        assert_eq!(row.len(), 5, "{row:?}");
-        assert!(stats.contains(&row[3]), "stat {row:?}");
+        assert_eq!(row.len(), 7, "{row:?}");
+        assert!(stats.contains(&row[5]), "stat {row:?}");
+        let slice = &slices[row[0].parse::<usize>().unwrap()];
+        assert_eq!(row[1], slice["start_ns"].to_string(), "{row:?}");
+        assert_eq!(row[2], slice["end_ns"].to_string(), "{row:?}");
         seen.insert(row[0].clone());
     }
     assert_eq!(seen, BTreeSet::from(["0".into(), "1".into(), "2".into()]));
@@ -210,11 +214,11 @@ fn three_second_run_gives_three_slices_matching_the_records() {
         for (i, slice) in slices.iter().enumerate() {
             let avg = rows
                 .iter()
-                .find(|r| r[0] == i.to_string() && r[1] == header && r[3] == "avg")
+                .find(|r| r[0] == i.to_string() && r[3] == header && r[5] == "avg")
                 .unwrap_or_else(|| panic!("no avg row for {header} in slice {i}"));
-            assert_eq!(avg[2], unit, "{tag} unit");
+            assert_eq!(avg[4], unit, "{tag} unit");
             let want = slice[tag]["avg"].as_f64().unwrap();
-            let got: f64 = avg[4].parse().unwrap();
+            let got: f64 = avg[6].parse().unwrap();
             assert!(
                 (got - want).abs() <= 0.005 + 1e-9,
                 "{tag} slice {i}: {got} vs {want}"
@@ -224,9 +228,9 @@ fn three_second_run_gives_three_slices_matching_the_records() {
     // Counts are whole numbers in the CSV.
     let count_row = rows
         .iter()
-        .find(|r| r[0] == "0" && r[1] == "Request Count")
+        .find(|r| r[0] == "0" && r[3] == "Request Count")
         .unwrap();
-    assert_eq!(count_row[4], by_window[&0].to_string());
+    assert_eq!(count_row[6], by_window[&0].to_string());
 }
 
 #[test]
