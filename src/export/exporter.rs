@@ -34,17 +34,34 @@ pub trait Exporter {
     fn export(&self, dir: &Path) -> std::io::Result<Vec<Written>>;
 }
 
-/// Runs `exporters` in order into `dir`; the files written, or the first failure with what
-/// failed.
-pub fn export_all(dir: &Path, exporters: &[&dyn Exporter]) -> anyhow::Result<Vec<Written>> {
+/// What `export_all` wrote, and the exporters that failed with why.
+pub struct Exported {
+    pub written: Vec<Written>,
+    pub failed: Vec<(&'static str, std::io::Error)>,
+}
+
+impl Exported {
+    /// The first failure as an error (`cannot write <what>: <why>`), if any.
+    pub fn first_failure(&self) -> Option<anyhow::Error> {
+        let (what, e) = self.failed.first()?;
+        Some(anyhow::anyhow!("cannot write {what}: {e}"))
+    }
+}
+
+/// Runs every exporter into `dir`: one that fails does not keep the others from writing
+/// (AIPerf's partial results). Fails only when `dir` cannot be made.
+pub fn export_all(dir: &Path, exporters: &[&dyn Exporter]) -> anyhow::Result<Exported> {
     use anyhow::Context;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut written = Vec::new();
+    let mut done = Exported {
+        written: Vec::new(),
+        failed: Vec::new(),
+    };
     for e in exporters {
-        written.extend(
-            e.export(dir)
-                .with_context(|| format!("cannot write {}", e.what()))?,
-        );
+        match e.export(dir) {
+            Ok(w) => done.written.extend(w),
+            Err(err) => done.failed.push((e.what(), err)),
+        }
     }
-    Ok(written)
+    Ok(done)
 }

@@ -323,9 +323,24 @@ impl crate::metrics::RecordSink for RecordFiles {
 }
 
 /// Writes `.aiperf_results_ready.json` into `dir`: call it only after every other
-/// artifact was written.
-pub fn write_results_ready(dir: &Path, was_cancelled: bool) -> std::io::Result<()> {
-    let text = serde_json::json!({"ready": true, "was_cancelled": was_cancelled}).to_string();
+/// artifact was tried. `partial` when an exporter failed (`failed_exporters` names them).
+pub fn write_results_ready(
+    dir: &Path,
+    was_cancelled: bool,
+    failed_exporters: &[&str],
+) -> std::io::Result<()> {
+    // AIPerf's key order, which serde_json's sorted maps would not keep.
+    let partial = !failed_exporters.is_empty();
+    let failed = match partial {
+        true => format!(
+            ",\"failed_exporters\":{}",
+            serde_json::json!(failed_exporters)
+        ),
+        false => String::new(),
+    };
+    let text = format!(
+        "{{\"ready\":true,\"was_cancelled\":{was_cancelled},\"partial\":{partial}{failed}}}"
+    );
     write_atomically(&dir.join(RESULTS_READY_FILE), &text)
 }
 

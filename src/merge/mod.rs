@@ -143,8 +143,14 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
         info: &info,
         console_text: &console_text,
     };
-    let written = export::export_all(&args.output, &[&summary_files])
+    let exported = export::export_all(&args.output, &[&summary_files])
         .map_err(|e| anyhow::anyhow!("cannot write to {}: {e:#}", args.output.display()))?;
+    if let Some(e) = exported.first_failure() {
+        return Err(e
+            .context(format!("cannot write to {}", args.output.display()))
+            .into());
+    }
+    let written = exported.written;
     let jsonl = write_merged_records(&shards, &args.output)?;
     crate::report::write_run_or_warn(&args.output, &FileNames::default(), None);
     let mut out = std::io::stdout().lock();

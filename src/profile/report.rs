@@ -163,7 +163,8 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         if let Some(files) = &server_files {
             exporters.push(files);
         }
-        let written = export::export_all(&cfg.artifact_dir, &exporters)?;
+        let exported = export::export_all(&cfg.artifact_dir, &exporters)?;
+        let failed_exporters: Vec<&str> = exported.failed.iter().map(|(what, _)| *what).collect();
         // From the files above, off the run's hot path; a failure only warns.
         if cfg.export.html_report {
             let mut chart_rows = chart_rows;
@@ -173,11 +174,15 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         // Last, and only when every artifact above is complete (the per-record files were
         // closed when the collector finished; after a failed write they are cut short).
         if stop_reason != Some(StopReason::WriteFailed) {
-            export::write_results_ready(&cfg.artifact_dir, info.was_cancelled)
+            export::write_results_ready(&cfg.artifact_dir, info.was_cancelled, &failed_exporters)
                 .context("cannot write .aiperf_results_ready.json")?;
         }
+        // The others were written; the marker says which failed (`partial`).
+        if let Some(e) = exported.first_failure() {
+            return Err(e);
+        }
         info!("Results saved to: {}", cfg.artifact_dir.display());
-        list_files(&mut out, cfg, &written, failed, finished);
+        list_files(&mut out, cfg, &exported.written, failed, finished);
     }
     Ok(outcome(stop_reason, &summary))
 }

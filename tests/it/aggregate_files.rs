@@ -531,7 +531,7 @@ fn single_trial_sweep_ranks_its_variations() {
     assert_eq!(
         best_configurations_console(&agg),
         "\nBest Configurations:\n  Best throughput: concurrency=2 (18.00 requests/sec)\n  \
-         Best latency (p99): concurrency=1 (20.00 ms)\n  \
+         Best latency (p99): concurrency=1 (20.00 ms, time_to_first_token p99)\n  \
          Pareto optimal points: [{'concurrency': 1}, {'concurrency': 2}]\n"
     );
     let table = sweep_table(&agg);

@@ -128,10 +128,34 @@ fn record_lines_have_aiperfs_keys_for_successes_and_errors() {
         assert!(md.get("cancellation_time_ns").is_none(), "{md}");
         assert!(!r.to_string().contains("null"), "{r}");
     }
-    let ready = read_json(&tmp.path().join("run/.aiperf_results_ready.json"));
+    let ready = std::fs::read_to_string(tmp.path().join("run/.aiperf_results_ready.json")).unwrap();
     assert_eq!(
         ready,
-        serde_json::json!({"ready": true, "was_cancelled": false})
+        r#"{"ready":true,"was_cancelled":false,"partial":false}"#
+    );
+}
+
+/// An artifact that cannot be written does not keep the others from being written: the
+/// ready marker says the results are partial and names what failed, and the run exits 1.
+#[test]
+fn an_exporter_that_fails_leaves_the_others_and_a_partial_marker() {
+    let mock = MockChild::spawn(&["--ttft", "2", "--itl", "1"]);
+    let tmp = tempfile::tempdir().unwrap();
+    // A directory where inputs.json goes: its write (a rename) fails.
+    std::fs::create_dir_all(tmp.path().join("run/inputs.json/taken")).unwrap();
+    let out = profile(tmp.path(), &mock, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot write inputs.json"), "{stderr}");
+    let run = tmp.path().join("run");
+    let summary = read_json(&run.join("profile_export_aiperf.json"));
+    assert_eq!(summary["request_count"]["avg"], 12.0);
+    assert!(run.join("profile_export_aiperf.csv").is_file());
+    let ready = read_json(&run.join(".aiperf_results_ready.json"));
+    assert_eq!(ready["partial"], true, "{ready}");
+    assert_eq!(
+        ready["failed_exporters"],
+        serde_json::json!(["inputs.json"])
     );
 }
 

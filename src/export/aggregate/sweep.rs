@@ -181,11 +181,18 @@ impl SweepCell {
     }
 }
 
+/// A statistic of the cells: (metric tag, stat).
+type StatKey = (&'static str, &'static str);
+/// One cell's figure of a statistic: (cell, value, unit).
+type Figure = (usize, f64, String);
+
 /// The best cell for one objective.
 pub(super) struct Best {
     pub cell: usize,
     pub value: f64,
     pub unit: String,
+    /// The statistic ranked (`time_to_first_token_p99`): the title alone does not say.
+    pub ranked_by: String,
 }
 
 /// Everything the sweep files and tables show, worked out once.
@@ -245,7 +252,7 @@ impl<'a> Analysis<'a> {
     }
 
     /// An objective's figure in every cell with statistics, or `None` if one lacks it.
-    fn figures(&self, key: (&str, &str)) -> Option<Vec<(usize, f64, String)>> {
+    fn figures(&self, key: StatKey) -> Option<Vec<Figure>> {
         let all: Option<Vec<_>> = self
             .with_stats()
             .map(|(i, s)| s.figure(key).map(|(v, u)| (i, v, u.to_string())))
@@ -254,9 +261,11 @@ impl<'a> Analysis<'a> {
     }
 
     fn rank(&mut self) {
-        let throughput = self.figures(THROUGHPUT);
-        let latency = LATENCIES.iter().find_map(|k| self.figures(*k));
-        let pick = |figures: &Vec<(usize, f64, String)>, better: Ordering| {
+        let throughput = self.figures(THROUGHPUT).map(|f| (THROUGHPUT, f));
+        let latency = LATENCIES
+            .iter()
+            .find_map(|k| self.figures(*k).map(|f| (*k, f)));
+        let pick = |(key, figures): &(StatKey, Vec<Figure>), better: Ordering| {
             // The first of equals wins, as Python's max()/min() pick.
             let mut best = &figures[0];
             for f in &figures[1..] {
@@ -268,11 +277,12 @@ impl<'a> Analysis<'a> {
                 cell: best.0,
                 value: best.1,
                 unit: best.2.clone(),
+                ranked_by: format!("{}_{}", key.0, key.1),
             }
         };
         self.best_throughput = throughput.as_ref().map(|f| pick(f, Ordering::Greater));
         self.best_latency = latency.as_ref().map(|f| pick(f, Ordering::Less));
-        if let (Some(tp), Some(lat)) = (&throughput, &latency) {
+        if let (Some((_, tp)), Some((_, lat))) = (&throughput, &latency) {
             let points: Vec<(usize, f64, f64)> =
                 tp.iter().zip(lat).map(|(t, l)| (t.0, t.1, l.1)).collect();
             let dominates = |a: &(usize, f64, f64), b: &(usize, f64, f64)| {
@@ -577,20 +587,26 @@ pub fn best_configurations_console(agg: &SweepAggregate) -> String {
     if a.best_throughput.is_some() || a.best_latency.is_some() {
         lines.push(String::new());
         lines.push("Best Configurations:".to_string());
-        for (title, best) in [
-            ("Best throughput", &a.best_throughput),
-            ("Best latency (p99)", &a.best_latency),
+        // The latency ranked is TTFT p99 when every cell has one, else request latency p99:
+        // its line says which.
+        for (title, best, says_which) in [
+            ("Best throughput", &a.best_throughput, false),
+            ("Best latency (p99)", &a.best_latency, true),
         ] {
             if let Some(b) = best {
                 let mark = a.cells[b.cell]
                     .0
                     .failed_mark()
                     .map_or_else(String::new, |m| format!(" {m}"));
+                let which = match says_which {
+                    true => format!(", {}", b.ranked_by.replace("_p99", " p99")),
+                    false => String::new(),
+                };
                 lines.push(format!(
-                    "  {title}: {} ({:.2} {}){mark}",
+                    "  {title}: {} ({:.2} {}{which}){mark}",
                     params(b.cell),
                     b.value,
-                    b.unit
+                    b.unit,
                 ));
             }
         }
@@ -665,7 +681,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("Best latency (p99): concurrency=1 (20.00 ms)\n"),
+            text.contains(
+                "Best latency (p99): concurrency=1 (20.00 ms, time_to_first_token p99)\n"
+            ),
             "{text}"
         );
         let v: Value = serde_json::from_str(&agg.render_json(&Analysis::of(&agg))).unwrap();
@@ -710,7 +728,7 @@ mod tests {
         assert_eq!(
             text,
             "\nBest Configurations:\n  Best throughput: concurrency=2 (18.00 requests/sec)\n  \
-             Best latency (p99): concurrency=1 (20.00 ms)\n  \
+             Best latency (p99): concurrency=1 (20.00 ms, time_to_first_token p99)\n  \
              Pareto optimal points: [{'concurrency': 1}, {'concurrency': 2}]\n"
         );
 
