@@ -205,6 +205,15 @@ impl RequestRecord {
         });
     }
 
+    /// When the load generator released the send (AIPerf's credit): its scheduled time
+    /// plus any wait for a concurrency slot; in a closed loop the send itself, which goes
+    /// the moment a slot frees.
+    pub fn issued_perf_ns(&self) -> u64 {
+        let t = &self.input.timing;
+        t.scheduled_perf_ns
+            .map_or(self.start_perf_ns, |at| at + t.slot_wait_ns)
+    }
+
     /// Actual send minus scheduled send, in ns (negative would mean early; never happens
     /// with the precise timer). `None` when the send had no schedule.
     pub fn send_lag_ns(&self) -> Option<i64> {

@@ -269,11 +269,8 @@ pub fn format_line(
     out.push(b',');
     push_key(out, "turn_index");
     push_json(out, &input.turn_index);
-    // When the load generator released the send (AIPerf's credit): its scheduled time plus
-    // any wait for a concurrency slot; in a closed loop the send itself, which goes the
-    // moment a slot frees.
     let issued = match timing.scheduled_perf_ns {
-        Some(at) => clock.wall_ns(at + timing.slot_wait_ns),
+        Some(_) => clock.wall_ns(record.issued_perf_ns()),
         None => record.start_wall_ns,
     };
     push_opt(out, "credit_issued_ns", Some(issued));

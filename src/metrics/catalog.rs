@@ -100,6 +100,7 @@ pub enum MetricId {
     UsageCompletionTokensDiffPct,
     UsageReasoningTokensDiffPct,
     CreditToStartLatency,
+    EffectiveLatency,
     CompletedRequestCount,
     RequestErrorRate,
     OslMismatchCount,
@@ -253,7 +254,7 @@ use MetricId as M;
 use MetricKind::{Aggregate, Derived, TimeWeighted};
 
 /// Indexed by `MetricId as usize`; the order is also the order of a record's JSONL metrics.
-pub static CATALOG: [MetricDef; 81] = [
+pub static CATALOG: [MetricDef; 82] = [
     shown(
         streaming(ms(def(
             M::TimeToFirstToken,
@@ -607,6 +608,18 @@ pub static CATALOG: [MetricDef; 81] = [
         "Credit-to-Start Latency",
         "ms",
     )),
+    // From the moment the load generator released the request (its credit) to the last
+    // response: the latency a user waiting on the schedule sees.
+    group(
+        ms(def(
+            M::EffectiveLatency,
+            "effective_latency",
+            "Effective Latency (CO-aware)",
+            "ms",
+        )),
+        ConsoleGroup::Effective,
+        100,
+    ),
     group(
         kind(
             def(
@@ -651,14 +664,18 @@ pub static CATALOG: [MetricDef; 81] = [
         ),
         Aggregate,
     ),
-    kind(
-        larger(def(
-            M::InputTokenThroughput,
-            "input_token_throughput",
-            "Input Token Throughput",
-            "tokens/sec",
-        )),
-        Derived,
+    // On the console after the output token throughput, as AIPerf 0.13 shows it.
+    shown(
+        kind(
+            larger(def(
+                M::InputTokenThroughput,
+                "input_token_throughput",
+                "Input Token Throughput",
+                "tokens/sec",
+            )),
+            Derived,
+        ),
+        805,
     ),
     kind(
         larger(def(

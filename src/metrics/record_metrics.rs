@@ -305,10 +305,15 @@ impl RecordMetrics {
             MetricId::UsageReasoningTokensDiffPct,
             diff_pct(usage.reasoning_tokens, reasoning),
         );
-        // Time from when the load generator meant to send to the send itself.
+        // From the release of the send (its credit) to the send, and to the last response.
+        let issued = record.issued_perf_ns();
         self.set(
             MetricId::CreditToStartLatency,
-            record.send_lag_ns().map(|lag| lag.max(0) as f64),
+            Some(record.start_perf_ns.saturating_sub(issued) as f64),
+        );
+        self.set(
+            MetricId::EffectiveLatency,
+            Some(record.end_perf_ns.saturating_sub(issued) as f64),
         );
     }
 }
