@@ -454,6 +454,28 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
             *slot = crate::cli::flags::echo_value(flag, &raw);
         }
     }
+    // Sections AIPerf 0.13 writes in every run, at what this run did where no flag above
+    // set them (a run without a terminal shows no UI).
+    let mut defaults = vec![
+        ("gpu_telemetry.enabled", json!(cfg.gpu_telemetry.is_some())),
+        (
+            "server_metrics.enabled",
+            json!(cfg.server_metrics.is_some()),
+        ),
+        ("server_metrics.urls", json!([])),
+        ("network_latency.enabled", json!(false)),
+        ("artifacts.auto_plot", json!(false)),
+        ("artifacts.plot_required", json!(false)),
+    ];
+    if cfg.ui == crate::ui::UiType::None {
+        defaults.push(("runtime.ui", json!("none")));
+    }
+    for (path, value) in defaults {
+        let slot = crate::cli::flags::echo_slot(root, path);
+        if slot.is_null() {
+            *slot = value;
+        }
+    }
     echo
 }
 

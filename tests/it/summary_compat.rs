@@ -257,6 +257,16 @@ fn summary_files_match_aiperf_layout() {
     check_json(&summary);
     check_csv(&run.dir);
     check_console(&run.dir);
+    // The sections AIPerf 0.13 writes in every run's input_config (no terminal: no UI).
+    let ic = &summary["input_config"];
+    assert_eq!(ic["network_latency"], serde_json::json!({"enabled": false}));
+    // (This run turns server metrics off.)
+    assert_eq!(ic["server_metrics"]["enabled"], false, "{ic}");
+    assert_eq!(ic["server_metrics"]["urls"], serde_json::json!([]));
+    assert!(ic["gpu_telemetry"]["enabled"].is_boolean(), "{ic}");
+    assert_eq!(ic["runtime"]["ui"], "none");
+    assert_eq!(ic["artifacts"]["auto_plot"], false);
+    assert_eq!(ic["artifacts"]["plot_required"], false);
     // Nothing is coloured when the output is not a terminal.
     assert!(!run.stderr.contains('\u{1b}'), "{}", run.stderr);
     let console = std::fs::read_to_string(run.dir.join("profile_export_console.txt")).unwrap();
