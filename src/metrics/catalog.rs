@@ -466,12 +466,12 @@ pub static CATALOG: [MetricDef; 82] = [
         Aggregate,
     )),
     kind(
-        larger(def(
+        whole(larger(def(
             M::GoodRequestCount,
             "good_request_count",
             "Good Request Count",
             "requests",
-        )),
+        ))),
         Aggregate,
     ),
     {

@@ -418,7 +418,14 @@ impl Collector {
             return Ok(());
         }
 
-        let m = RecordMetrics::compute(record, &self.tokenizer, opts);
+        let mut m = RecordMetrics::compute(record, &self.tokenizer, opts);
+        // With --goodput each good line says whether it met every objective, as AIPerf's.
+        if self.goodput_enabled && record.error.is_none() {
+            m.set(
+                MetricId::GoodRequestCount,
+                Some(f64::from(u8::from(self.is_good(&m)))),
+            );
+        }
         if m.usage_missing && !self.warned_usage_missing {
             self.warned_usage_missing = true;
             tracing::warn!(
@@ -428,6 +435,11 @@ impl Collector {
         let written = self.write_line(record, &m);
         self.add_metrics(&RecordFacts::of(record), &m);
         written
+    }
+
+    /// The record meets every --goodput objective.
+    fn is_good(&self, m: &RecordMetrics) -> bool {
+        self.objectives.iter().all(|o| o.passes(m.get(o.def.id)))
     }
 
     /// Counts one profiling record given its metrics: what `add` does after computing
@@ -475,8 +487,7 @@ impl Collector {
         match record.error {
             None => {
                 counts.requests = 1;
-                if self.goodput_enabled && self.objectives.iter().all(|o| o.passes(m.get(o.def.id)))
-                {
+                if self.goodput_enabled && self.is_good(m) {
                     counts.good = 1;
                 }
             }
