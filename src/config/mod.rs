@@ -193,7 +193,7 @@ impl ProfileConfig {
             .or(endpoint_type.streaming_path().filter(|_| a.streaming));
         let (request_uris, userinfo) = build_request_uris(&a.url, custom_endpoint, endpoint_type)?;
         let servers = check_servers_and_models(a, endpoint_type)?;
-        let mut warnings = Vec::new();
+        let mut warnings = a.config_overridden.clone();
 
         let request_timeout = limits::seconds(
             "--request-timeout-seconds",
