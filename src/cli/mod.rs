@@ -500,7 +500,8 @@ pub struct ProfileArgs {
 
     // ----- Conversation Input (multi-turn sessions) -----
     /// Conversations (sessions) to send; every turn of each is sent. Also a stop condition:
-    /// profiling ends when this many sessions have finished.
+    /// profiling ends when this many sessions have finished (or at --request-count, if
+    /// that comes first).
     #[arg(long = "conversation-num", visible_aliases = ["num-conversations", "num-sessions"], value_parser = whole_number, help_heading = "Conversation Input")]
     pub conversation_num: Option<u64>,
 

@@ -188,11 +188,6 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             "--conversation-num: 0 is not allowed; give 1 or more conversations",
         ));
     }
-    if let (Some(s), Some(n)) = (a.conversation_num, a.request_count) {
-        return Err(config_error(format!(
-            "--conversation-num {s} and --request-count {n} both stop profiling; give one (conversations for multi-turn, requests otherwise)"
-        )));
-    }
     if fixed_schedule && a.conversation_num.is_some() {
         return Err(config_error(format!(
             "--conversation-num cannot be used with {why}: the schedule sends every conversation in its window"

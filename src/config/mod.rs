@@ -254,13 +254,12 @@ impl ProfileConfig {
 
         // Only as many entries as can ever be sent are built: the rest would never leave
         // the client, and building them would only delay the first request.
-        let total_requests =
-            request_count + a.warmup_request_count + load.warmup.sessions.unwrap_or(0);
+        let warmup_requests = a.warmup_request_count + load.warmup.sessions.unwrap_or(0);
         // Requests are turns: with several turns per conversation, fewer conversations
-        // can ever start (unless conversations are what is counted).
+        // can ever start; counted conversations start at most one per request.
         let conversations_needed = match load.sessions {
-            Some(_) => total_requests,
-            None => total_requests.div_ceil(turns.mean),
+            Some(n) => n.min(request_count) + warmup_requests,
+            None => (request_count + warmup_requests).div_ceil(turns.mean),
         };
         let num_entries = a
             .num_dataset_entries
@@ -836,10 +835,6 @@ mod tests {
 
         let cases: &[(&[&str], &str)] = &[
             (&["--conversation-num", "0"], "--conversation-num"),
-            (
-                &["--conversation-num", "3", "--request-count", "9"],
-                "--conversation-num",
-            ),
             (
                 &["--conversation-turn-mean", "0"],
                 "--conversation-turn-mean",

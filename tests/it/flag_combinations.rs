@@ -9,10 +9,15 @@ use serde_json::{Value, json};
 use crate::common;
 use common::{MockChild, Profile, read_json};
 
-/// `aiperf profile` in `cwd` against the mock with the builtin tokenizer, into `cwd/run`;
-/// exit 0 expected. Returns stderr and `profile_export_aiperf.json`.
+/// `aiperf profile --model m` in `cwd` against the mock with the builtin tokenizer, into
+/// `cwd/run`; exit 0 expected. Returns stderr and `profile_export_aiperf.json`.
 fn run_ok(cwd: &Path, mock: &MockChild, args: &[&str]) -> (String, Value) {
-    let out: Output = Profile::without_model()
+    run_ok_from(Profile::new("m"), cwd, mock, args)
+}
+
+/// `run_ok` from `profile` (its model and first flags).
+fn run_ok_from(profile: Profile, cwd: &Path, mock: &MockChild, args: &[&str]) -> (String, Value) {
+    let out: Output = profile
         .url(&mock.url)
         .artifact_dir("run")
         .args(args)
@@ -43,7 +48,8 @@ fn config_file_with_flags_it_also_sets_the_command_line_wins() {
     )
     .unwrap();
     // A respelled value (`Chat`) before the overriding flags: all of them are still seen.
-    let (stderr, json) = run_ok(
+    let (stderr, json) = run_ok_from(
+        Profile::without_model(),
         tmp.path(),
         &mock,
         &[
@@ -75,4 +81,43 @@ fn config_file_with_flags_it_also_sets_the_command_line_wins() {
         json!({"mean": 30.0, "stddev": 5.0})
     );
     assert_eq!(config["endpoint"]["streaming"], true);
+}
+
+#[test]
+fn conversation_num_with_request_count_the_first_limit_reached_ends_profiling() {
+    let mock = MockChild::spawn(&["--fast"]);
+    let tmp = tempfile::tempdir().unwrap();
+    // Single turn: 3 conversations are 3 requests, before the 5 asked for.
+    let (stderr, json) = run_ok(
+        tmp.path(),
+        &mock,
+        &["--conversation-num", "3", "--request-count", "5"],
+    );
+    assert_eq!(json["request_count"]["avg"], 3.0, "{json}");
+    let lines = warnings_with(&stderr, "--request-count 5 is not reached");
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("--conversation-num 3 ends profiling first"));
+
+    // Two turns each: 3 conversations are 6 requests; the count stops at 4.
+    let (stderr, json) = run_ok(
+        tmp.path(),
+        &mock,
+        &[
+            "--conversation-num",
+            "3",
+            "--request-count",
+            "4",
+            "--conversation-turn-mean",
+            "2",
+            "--concurrency",
+            "2",
+        ],
+    );
+    assert_eq!(json["request_count"]["avg"], 4.0, "{json}");
+    let lines = warnings_with(
+        &stderr,
+        "--request-count 4 ends profiling before --conversation-num 3 is reached",
+    );
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("(3 conversations are 6 requests)"));
 }
