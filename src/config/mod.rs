@@ -266,11 +266,17 @@ impl ProfileConfig {
             .min(conversations_needed as usize)
             .max(1);
 
+        let seq_dist = prompt::seq_dist(a)?;
+        // The lengths --seq-dist overrides draw nothing and set no output limit.
+        let (isl_stddev, osl_mean, osl_stddev) = match seq_dist {
+            Some(_) => (0.0, None, 0.0),
+            None => (a.isl_stddev, a.osl_mean.map(|v| v as f64), osl_stddev),
+        };
         let synthetic = SyntheticOptions {
             num_entries,
             isl_mean: a.isl_mean as f64,
-            isl_stddev: a.isl_stddev,
-            osl_mean: a.osl_mean.map(|v| v as f64),
+            isl_stddev,
+            osl_mean,
             osl_stddev,
             image_width_mean: a.image_width_mean,
             image_width_stddev: images.width_stddev,
@@ -359,7 +365,7 @@ impl ProfileConfig {
             typed_settings: typed_settings(a),
             inputs: InputOptions {
                 shaping: prompt::prompt_shaping(a, endpoint_type)?,
-                seq_dist: prompt::seq_dist(a)?,
+                seq_dist,
                 prompt_batch_size: prompt::prompt_batch_size(a, endpoint_type)?,
                 range_ratio: prompt::range_ratio(a)?,
                 public,

@@ -121,3 +121,33 @@ fn conversation_num_with_request_count_the_first_limit_reached_ends_profiling() 
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].contains("(3 conversations are 6 requests)"));
 }
+
+#[test]
+fn seq_dist_with_isl_and_osl_the_distribution_gives_the_lengths() {
+    let mock = MockChild::spawn(&["--fast"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let (stderr, json) = run_ok(
+        tmp.path(),
+        &mock,
+        &[
+            "--seq-dist",
+            "20,3:100",
+            "--isl",
+            "200",
+            "--osl",
+            "9",
+            "--request-count",
+            "4",
+        ],
+    );
+    for flag in ["--isl", "--osl"] {
+        let lines = warnings_with(&stderr, &format!("{flag} is ignored"));
+        assert_eq!(lines.len(), 1, "{flag}: {stderr}");
+        assert!(lines[0].contains("--seq-dist gives each request its input and output lengths"));
+    }
+    // Every request has the distribution's lengths: 20 tokens in, at most 3 out.
+    for (metric, want) in [("input_sequence_length", 20.0), ("output_sequence_length", 3.0)] {
+        assert_eq!(json[metric]["min"], want, "{metric}: {json}");
+        assert_eq!(json[metric]["max"], want, "{metric}: {json}");
+    }
+}
