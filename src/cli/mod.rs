@@ -242,7 +242,8 @@ pub struct ProfileArgs {
     )]
     pub url: Vec<String>,
 
-    /// Ask for streamed responses (needed for TTFT, ITL and inter-chunk latency).
+    /// Ask for streamed responses (needed for TTFT, ITL and inter-chunk latency); ignored,
+    /// with a warning, by endpoint types that answer in one piece.
     #[arg(long, help_heading = "Endpoint")]
     pub streaming: bool,
 

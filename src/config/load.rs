@@ -34,8 +34,12 @@ pub(super) fn python_float(v: f64) -> String {
 const CONCURRENCY_BURST_WITH_RATE: &str = "--request-rate-mode concurrency_burst is closed-loop \
 --concurrency and cannot pace --request-rate; drop the mode, or pick constant, poisson or gamma";
 
-/// Load mode, stop-condition, warmup-duration and cancellation flags.
-pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
+/// Load mode, stop-condition, warmup-duration and cancellation flags; `streaming` is
+/// whether the run streams.
+pub(super) fn check_load_modes(
+    a: &ProfileArgs,
+    streaming: bool,
+) -> Result<LoadOptions, ConfigError> {
     let rate = match a.request_rate {
         None => None,
         Some(r) if !(r.is_finite() && r > 0.0) => {
@@ -193,7 +197,7 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             "--conversation-num cannot be used with {why}: the schedule sends every conversation in its window"
         )));
     }
-    let warmup = check_warmup(a, rate.map(|r| (r, pattern)))?;
+    let warmup = check_warmup(a, rate.map(|r| (r, pattern)), streaming)?;
     if fixed_schedule && warmup != WarmupOptions::default() {
         return Err(config_error(format!(
             "--num-warmup-sessions/--warmup-*: cannot be used with {why}: a replayed trace has no warmup"
@@ -220,7 +224,7 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             a.load.prefill_concurrency,
             a.concurrency,
             "--concurrency",
-            a,
+            streaming,
             rate.is_some() || fixed_schedule || user_centric.is_some(),
         )?,
         user_centric,
@@ -264,6 +268,7 @@ pub(super) fn check_rate_span(
 pub(super) fn check_warmup(
     a: &ProfileArgs,
     rate: Option<(f64, ArrivalPattern)>,
+    streaming: bool,
 ) -> Result<WarmupOptions, ConfigError> {
     if a.num_warmup_sessions == Some(0) {
         return Err(config_error(
@@ -320,7 +325,7 @@ pub(super) fn check_warmup(
             a.load.warmup_prefill_concurrency,
             a.warmup_concurrency.or(a.concurrency),
             "--warmup-concurrency (or --concurrency)",
-            a,
+            streaming,
             warmup_rate.is_some(),
         )?,
         rate: warmup_rate.map(|r| {
@@ -472,7 +477,7 @@ fn check_prefill(
     n: Option<u64>,
     concurrency: Option<u64>,
     concurrency_flag: &str,
-    a: &ProfileArgs,
+    streaming: bool,
     open_loop: bool,
 ) -> Result<Option<u64>, ConfigError> {
     let Some(n) = n else {
@@ -483,7 +488,7 @@ fn check_prefill(
             "{flag}: 0 is not allowed; give 1 or more requests waiting for their first token"
         )));
     }
-    if !a.streaming {
+    if !streaming {
         return Err(config_error(format!(
             "{flag} needs --streaming: a slot is freed at the first streamed token; add --streaming or drop {flag}"
         )));

@@ -186,14 +186,15 @@ impl ProfileConfig {
                 endpoint_type.as_str()
             )));
         }
+        let mut warnings = a.config_overridden.clone();
+        let streaming = non_chat::streaming(a, endpoint_type, &mut warnings)?;
         // TGI streams from a path of its own.
         let custom_endpoint = a
             .custom_endpoint
             .as_deref()
-            .or(endpoint_type.streaming_path().filter(|_| a.streaming));
+            .or(endpoint_type.streaming_path().filter(|_| streaming));
         let (request_uris, userinfo) = build_request_uris(&a.url, custom_endpoint, endpoint_type)?;
         let servers = check_servers_and_models(a, endpoint_type)?;
-        let mut warnings = a.config_overridden.clone();
 
         let request_timeout = limits::seconds(
             "--request-timeout-seconds",
@@ -203,7 +204,7 @@ impl ProfileConfig {
 
         let concurrency = a.concurrency.unwrap_or(1);
         check_counts(a)?;
-        let load = check_load_modes(a)?;
+        let load = check_load_modes(a, streaming)?;
         let shard = shard::check_shard(a, &load, concurrency)?;
         if let (true, Some(n)) = (load.fixed_schedule, a.request_count) {
             warnings.push(format!(
@@ -336,7 +337,7 @@ impl ProfileConfig {
             model_selection: servers.model_selection,
             connection_reuse: servers.connection_reuse,
             session_header: servers.session_header,
-            streaming: a.streaming,
+            streaming,
             request_timeout,
             max_response_bytes: a.max_response_bytes,
             api_key,

@@ -151,3 +151,36 @@ fn seq_dist_with_isl_and_osl_the_distribution_gives_the_lengths() {
         assert_eq!(json[metric]["max"], want, "{metric}: {json}");
     }
 }
+
+#[test]
+fn streaming_with_an_endpoint_type_that_answers_in_one_piece_is_turned_off() {
+    let mock = MockChild::spawn(&["--fast"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let (stderr, json) = run_ok(
+        tmp.path(),
+        &mock,
+        &[
+            "--endpoint-type",
+            "nim_rankings",
+            "--streaming",
+            "--request-count",
+            "3",
+        ],
+    );
+    let lines = warnings_with(&stderr, "--streaming is ignored");
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("--endpoint-type nim_rankings answers in one piece"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(json["request_count"]["avg"], 3.0, "{json}");
+    assert_eq!(json["input_config"]["endpoint"]["streaming"], false);
+    // Unstreamed records: latency, no time to first token.
+    let records = common::read_jsonl(&tmp.path().join("run/profile_export.jsonl"));
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        assert!(r["metrics"]["request_latency"].is_object(), "{r}");
+        assert!(r["metrics"].get("time_to_first_token").is_none(), "{r}");
+    }
+}
