@@ -39,6 +39,7 @@ const CONCURRENCY_BURST_WITH_RATE: &str = "--request-rate-mode concurrency_burst
 pub(super) fn check_load_modes(
     a: &ProfileArgs,
     streaming: bool,
+    warnings: &mut Vec<String>,
 ) -> Result<LoadOptions, ConfigError> {
     let rate = match a.request_rate {
         None => None,
@@ -197,7 +198,7 @@ pub(super) fn check_load_modes(
             "--conversation-num cannot be used with {why}: the schedule sends every conversation in its window"
         )));
     }
-    let warmup = check_warmup(a, rate.map(|r| (r, pattern)), streaming)?;
+    let warmup = check_warmup(a, rate.map(|r| (r, pattern)), streaming, warnings)?;
     if fixed_schedule && warmup != WarmupOptions::default() {
         return Err(config_error(format!(
             "--num-warmup-sessions/--warmup-*: cannot be used with {why}: a replayed trace has no warmup"
@@ -226,6 +227,7 @@ pub(super) fn check_load_modes(
             "--concurrency",
             streaming,
             rate.is_some() || fixed_schedule || user_centric.is_some(),
+            warnings,
         )?,
         user_centric,
     })
@@ -269,6 +271,7 @@ pub(super) fn check_warmup(
     a: &ProfileArgs,
     rate: Option<(f64, ArrivalPattern)>,
     streaming: bool,
+    warnings: &mut Vec<String>,
 ) -> Result<WarmupOptions, ConfigError> {
     if a.num_warmup_sessions == Some(0) {
         return Err(config_error(
@@ -324,9 +327,10 @@ pub(super) fn check_warmup(
             "--warmup-prefill-concurrency",
             a.load.warmup_prefill_concurrency,
             a.warmup_concurrency.or(a.concurrency),
-            "--warmup-concurrency (or --concurrency)",
+            "--warmup-concurrency/--concurrency",
             streaming,
             warmup_rate.is_some(),
+            warnings,
         )?,
         rate: warmup_rate.map(|r| {
             let main = rate.map(|(_, p)| p).unwrap_or(ArrivalPattern::Poisson);
@@ -470,8 +474,8 @@ pub(super) fn check_ramps(a: &ProfileArgs, rate_given: bool) -> Result<Ramps, Co
 }
 
 /// `--prefill-concurrency N` (or its warmup twin): the first token is only seen in a
-/// stream, and N prefills cannot outnumber the requests in flight. The closed loop needs
-/// its `--concurrency` given (N alone would leave the in-flight count undecided).
+/// stream, and N prefills cannot outnumber the requests in flight: the concurrency given, or
+/// the closed loop's default of 1. At that number the gate never closes (a warning).
 fn check_prefill(
     flag: &str,
     n: Option<u64>,
@@ -479,6 +483,7 @@ fn check_prefill(
     concurrency_flag: &str,
     streaming: bool,
     open_loop: bool,
+    warnings: &mut Vec<String>,
 ) -> Result<Option<u64>, ConfigError> {
     let Some(n) = n else {
         return Ok(None);
@@ -493,15 +498,22 @@ fn check_prefill(
             "{flag} needs --streaming: a slot is freed at the first streamed token; add --streaming or drop {flag}"
         )));
     }
-    match concurrency {
-        Some(c) if n > c => Err(config_error(format!(
-            "{flag} ({n}) cannot be greater than {concurrency_flag} ({c}); lower it or raise the concurrency"
-        ))),
-        None if !open_loop => Err(config_error(format!(
-            "{flag} caps requests waiting for their first token among --concurrency requests in flight; add --concurrency N (N >= {n})"
-        ))),
-        _ => Ok(Some(n)),
+    let (c, in_flight) = match concurrency {
+        Some(c) => (c, format!("{concurrency_flag} ({c})")),
+        None if !open_loop => (1, format!("the concurrency (1 without {concurrency_flag})")),
+        None => return Ok(Some(n)),
+    };
+    if n > c {
+        return Err(config_error(format!(
+            "{flag} ({n}) cannot be greater than {in_flight}; lower it or raise the concurrency"
+        )));
     }
+    if n == c {
+        warnings.push(format!(
+            "{flag} {n} changes nothing: it equals {in_flight}, and no more requests than that are ever in flight"
+        ));
+    }
+    Ok(Some(n))
 }
 
 /// `--user-centric-rate QPS --num-users U`, with AIPerf's rules: both or neither, no other

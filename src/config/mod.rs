@@ -204,7 +204,7 @@ impl ProfileConfig {
 
         let concurrency = a.concurrency.unwrap_or(1);
         check_counts(a)?;
-        let load = check_load_modes(a, streaming)?;
+        let load = check_load_modes(a, streaming, &mut warnings)?;
         let shard = shard::check_shard(a, &load, concurrency)?;
         if let (true, Some(n)) = (load.fixed_schedule, a.request_count) {
             warnings.push(format!(

@@ -184,3 +184,41 @@ fn streaming_with_an_endpoint_type_that_answers_in_one_piece_is_turned_off() {
         assert!(r["metrics"].get("time_to_first_token").is_none(), "{r}");
     }
 }
+
+#[test]
+fn prefill_concurrency_without_concurrency_runs_at_concurrency_1() {
+    let mock = MockChild::spawn(&["--fast"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let (stderr, json) = run_ok(
+        tmp.path(),
+        &mock,
+        &[
+            "--streaming",
+            "--prefill-concurrency",
+            "1",
+            "--request-count",
+            "4",
+        ],
+    );
+    let lines = warnings_with(&stderr, "--prefill-concurrency 1 changes nothing");
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("it equals the concurrency (1 without --concurrency)"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(json["request_count"]["avg"], 4.0, "{json}");
+    let phase = &json["input_config"]["phases"][0];
+    assert_eq!(phase["concurrency"], 1, "{phase}");
+    assert_eq!(phase["prefill_concurrency"], 1, "{phase}");
+    // One at a time: each request is sent after the previous one ended.
+    let mut records = common::read_jsonl(&tmp.path().join("run/profile_export.jsonl"));
+    let ns = |r: &Value, k: &str| r["metadata"][k].as_u64().unwrap();
+    records.sort_by_key(|r| ns(r, "request_start_ns"));
+    for pair in records.windows(2) {
+        assert!(
+            ns(&pair[1], "request_start_ns") >= ns(&pair[0], "request_end_ns"),
+            "{pair:?}"
+        );
+    }
+}
