@@ -377,6 +377,7 @@ pub(super) struct ServerOptions {
 pub(super) fn check_servers_and_models(
     a: &ProfileArgs,
     endpoint: crate::endpoint::EndpointType,
+    warnings: &mut Vec<String>,
 ) -> Result<ServerOptions, ConfigError> {
     let l = &a.load;
     let models: Vec<String> = a
@@ -385,9 +386,11 @@ pub(super) fn check_servers_and_models(
         .map(|m| m.trim().to_string())
         .filter(|m| !m.is_empty())
         .collect();
+    let model_selection: ModelSelection = l.model_selection_strategy.into();
     if models.len() < 2 && a.typed("model_selection_strategy") {
-        return Err(config_error(
-            "--model-selection-strategy picks among several models; give two or more with --model a,b (or -m a -m b), or drop it",
+        warnings.push(format!(
+            "--model-selection-strategy {} is ignored: it picks among several models, and every request names the one given",
+            model_selection.as_str()
         ));
     }
     let session_header = check_session_header_and_content_type(
@@ -397,7 +400,7 @@ pub(super) fn check_servers_and_models(
     )?;
     Ok(ServerOptions {
         models,
-        model_selection: l.model_selection_strategy.into(),
+        model_selection,
         connection_reuse: l.connection_reuse_strategy.into(),
         session_header,
     })

@@ -194,7 +194,7 @@ impl ProfileConfig {
             .as_deref()
             .or(endpoint_type.streaming_path().filter(|_| streaming));
         let (request_uris, userinfo) = build_request_uris(&a.url, custom_endpoint, endpoint_type)?;
-        let servers = check_servers_and_models(a, endpoint_type)?;
+        let servers = check_servers_and_models(a, endpoint_type, &mut warnings)?;
 
         let request_timeout = limits::seconds(
             "--request-timeout-seconds",

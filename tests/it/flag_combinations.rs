@@ -222,3 +222,30 @@ fn prefill_concurrency_without_concurrency_runs_at_concurrency_1() {
         );
     }
 }
+
+#[test]
+fn model_selection_strategy_with_one_model_every_request_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let served = tmp.path().join("served.jsonl");
+    let mock = MockChild::spawn(&["--fast", "--record-requests", served.to_str().unwrap()]);
+    let (stderr, json) = run_ok(
+        tmp.path(),
+        &mock,
+        &[
+            "--model-selection-strategy",
+            "random",
+            "--request-count",
+            "4",
+        ],
+    );
+    let lines = warnings_with(&stderr, "--model-selection-strategy random is ignored");
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("every request names the one given"));
+    assert_eq!(json["request_count"]["avg"], 4.0, "{json}");
+    mock.terminate();
+    let models: Vec<Value> = common::read_served(&served)
+        .iter()
+        .map(|r| r["model"].clone())
+        .collect();
+    assert_eq!(models, vec![json!("m"); 4]);
+}
