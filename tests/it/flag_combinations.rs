@@ -146,7 +146,10 @@ fn seq_dist_with_isl_and_osl_the_distribution_gives_the_lengths() {
         assert!(lines[0].contains("--seq-dist gives each request its input and output lengths"));
     }
     // Every request has the distribution's lengths: 20 tokens in, at most 3 out.
-    for (metric, want) in [("input_sequence_length", 20.0), ("output_sequence_length", 3.0)] {
+    for (metric, want) in [
+        ("input_sequence_length", 20.0),
+        ("output_sequence_length", 3.0),
+    ] {
         assert_eq!(json[metric]["min"], want, "{metric}: {json}");
         assert_eq!(json[metric]["max"], want, "{metric}: {json}");
     }
