@@ -57,7 +57,8 @@ impl Cli {
     {
         let mut cmd = command();
         cmd.build();
-        let argv = with_config_file(&mut cmd, argv.into_iter().map(Into::into).collect())?;
+        let (argv, overridden) =
+            with_config_file(&mut cmd, argv.into_iter().map(Into::into).collect())?;
         let argv: Vec<std::ffi::OsString> = spellings::normalize(&cmd, argv);
         let sub = argv
             .iter()
@@ -80,29 +81,35 @@ impl Cli {
                     (id.to_string(), raw)
                 })
                 .collect();
+            args.config_overridden = overridden;
         }
         Ok(cli)
     }
 }
 
 /// `profile -f FILE`: the file's settings as arguments right after `profile`, without those
-/// whose flag was typed (the command line wins).
+/// whose flag was typed (the command line wins); and the settings left out, for a warning.
 fn with_config_file(
     cmd: &mut clap::Command,
     argv: Vec<std::ffi::OsString>,
-) -> Result<Vec<std::ffi::OsString>, clap::Error> {
-    // A lenient first pass finds the file and what was typed, even with --model left to it.
+) -> Result<(Vec<std::ffi::OsString>, Vec<String>), clap::Error> {
+    // A first pass finds the file and what was typed, with --model left to the file. It
+    // reads the arguments as the final pass will (respelled): a pass that stopped at its
+    // first error would miss the flags after it. On an error the final pass reports it.
+    let typed = spellings::normalize(cmd, argv.clone());
     let Ok(first) = command()
-        .ignore_errors(true)
-        .try_get_matches_from(argv.clone())
+        .mut_subcommand("profile", |p| {
+            p.mut_arg("model_names", |a| a.required(false))
+        })
+        .try_get_matches_from(typed)
     else {
-        return Ok(argv);
+        return Ok((argv, Vec::new()));
     };
     let Some(("profile", typed)) = first.subcommand() else {
-        return Ok(argv);
+        return Ok((argv, Vec::new()));
     };
     let Some(path) = typed.get_one::<PathBuf>("config") else {
-        return Ok(argv);
+        return Ok((argv, Vec::new()));
     };
     let profile = cmd
         .find_subcommand("profile")
@@ -114,7 +121,7 @@ fn with_config_file(
     let profile = cmd
         .find_subcommand("profile")
         .expect("profile is a subcommand");
-    let on_command_line = |arg: &str| {
+    let on_command_line = |arg: &String| {
         let long = arg.trim_start_matches('-').split('=').next().unwrap_or("");
         profile
             .get_arguments()
@@ -123,19 +130,24 @@ fn with_config_file(
                 typed.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
             })
     };
+    let (overridden, file_args): (Vec<String>, Vec<String>) =
+        file_args.into_iter().partition(on_command_line);
     let at = argv
         .iter()
         .position(|a| a == "profile")
         .expect("the profile subcommand was parsed");
     let mut out = argv[..=at].to_vec();
-    out.extend(
-        file_args
-            .into_iter()
-            .filter(|a| !on_command_line(a))
-            .map(Into::into),
-    );
+    out.extend(file_args.into_iter().map(Into::into));
     out.extend(argv[at + 1..].iter().cloned());
-    Ok(out)
+    let overridden = match overridden.is_empty() {
+        true => Vec::new(),
+        false => vec![format!(
+            "--config {}: the command line overrides the file's {}",
+            path.display(),
+            overridden.join(", ")
+        )],
+    };
+    Ok((out, overridden))
 }
 
 /// An unknown `--flag` is most likely an AIPerf flag this build lacks: say so, instead of
@@ -230,7 +242,8 @@ pub struct ProfileArgs {
     )]
     pub url: Vec<String>,
 
-    /// Ask for streamed responses (needed for TTFT, ITL and inter-chunk latency).
+    /// Ask for streamed responses (needed for TTFT, ITL and inter-chunk latency); ignored,
+    /// with a warning, by endpoint types that answer in one piece.
     #[arg(long, help_heading = "Endpoint")]
     pub streaming: bool,
 
@@ -488,7 +501,8 @@ pub struct ProfileArgs {
 
     // ----- Conversation Input (multi-turn sessions) -----
     /// Conversations (sessions) to send; every turn of each is sent. Also a stop condition:
-    /// profiling ends when this many sessions have finished.
+    /// profiling ends when this many sessions have finished (or at --request-count, if
+    /// that comes first).
     #[arg(long = "conversation-num", visible_aliases = ["num-conversations", "num-sessions"], value_parser = whole_number, help_heading = "Conversation Input")]
     pub conversation_num: Option<u64>,
 
@@ -583,6 +597,11 @@ pub struct ProfileArgs {
     /// (each occurrence), set by `Cli::parse_with_sources`.
     #[arg(skip)]
     pub typed_values: Vec<(String, Vec<String>)>,
+
+    /// Settings of the `--config` file that a typed flag overrides (a warning), set by
+    /// `Cli::parse_with_sources`.
+    #[arg(skip)]
+    pub config_overridden: Vec<String>,
 }
 
 impl ProfileArgs {

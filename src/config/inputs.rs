@@ -347,6 +347,21 @@ pub(super) fn unused_flag_warnings(a: &ProfileArgs, turns: &TurnOptions) -> Vec<
             }
         }
     }
+    if a.prompt.seq_dist.is_some() {
+        let lengths = [
+            ("isl_mean", "--synthetic-input-tokens-mean/--isl"),
+            ("isl_stddev", "--synthetic-input-tokens-stddev/--isl-stddev"),
+            ("osl_mean", "--output-tokens-mean/--osl"),
+            ("osl_stddev", "--output-tokens-stddev/--osl-stddev"),
+        ];
+        for (id, flag) in lengths {
+            if a.typed(id) {
+                out.push(format!(
+                    "{flag} is ignored: --seq-dist gives each request its input and output lengths"
+                ));
+            }
+        }
+    }
     let mooncake = a.custom_dataset_type == Some(crate::cli::CustomDatasetType::MooncakeTrace);
     if a.isl_block_size.is_some() && !mooncake {
         out.push("--isl-block-size is ignored: it sizes the hash_ids blocks of --custom-dataset-type mooncake_trace only".to_string());

@@ -34,8 +34,13 @@ pub(super) fn python_float(v: f64) -> String {
 const CONCURRENCY_BURST_WITH_RATE: &str = "--request-rate-mode concurrency_burst is closed-loop \
 --concurrency and cannot pace --request-rate; drop the mode, or pick constant, poisson or gamma";
 
-/// Load mode, stop-condition, warmup-duration and cancellation flags.
-pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigError> {
+/// Load mode, stop-condition, warmup-duration and cancellation flags; `streaming` is
+/// whether the run streams.
+pub(super) fn check_load_modes(
+    a: &ProfileArgs,
+    streaming: bool,
+    warnings: &mut Vec<String>,
+) -> Result<LoadOptions, ConfigError> {
     let rate = match a.request_rate {
         None => None,
         Some(r) if !(r.is_finite() && r > 0.0) => {
@@ -188,17 +193,12 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             "--conversation-num: 0 is not allowed; give 1 or more conversations",
         ));
     }
-    if let (Some(s), Some(n)) = (a.conversation_num, a.request_count) {
-        return Err(config_error(format!(
-            "--conversation-num {s} and --request-count {n} both stop profiling; give one (conversations for multi-turn, requests otherwise)"
-        )));
-    }
     if fixed_schedule && a.conversation_num.is_some() {
         return Err(config_error(format!(
             "--conversation-num cannot be used with {why}: the schedule sends every conversation in its window"
         )));
     }
-    let warmup = check_warmup(a, rate.map(|r| (r, pattern)))?;
+    let warmup = check_warmup(a, rate.map(|r| (r, pattern)), streaming, warnings)?;
     if fixed_schedule && warmup != WarmupOptions::default() {
         return Err(config_error(format!(
             "--num-warmup-sessions/--warmup-*: cannot be used with {why}: a replayed trace has no warmup"
@@ -225,8 +225,9 @@ pub(super) fn check_load_modes(a: &ProfileArgs) -> Result<LoadOptions, ConfigErr
             a.load.prefill_concurrency,
             a.concurrency,
             "--concurrency",
-            a,
+            streaming,
             rate.is_some() || fixed_schedule || user_centric.is_some(),
+            warnings,
         )?,
         user_centric,
     })
@@ -269,6 +270,8 @@ pub(super) fn check_rate_span(
 pub(super) fn check_warmup(
     a: &ProfileArgs,
     rate: Option<(f64, ArrivalPattern)>,
+    streaming: bool,
+    warnings: &mut Vec<String>,
 ) -> Result<WarmupOptions, ConfigError> {
     if a.num_warmup_sessions == Some(0) {
         return Err(config_error(
@@ -324,9 +327,10 @@ pub(super) fn check_warmup(
             "--warmup-prefill-concurrency",
             a.load.warmup_prefill_concurrency,
             a.warmup_concurrency.or(a.concurrency),
-            "--warmup-concurrency (or --concurrency)",
-            a,
+            "--warmup-concurrency/--concurrency",
+            streaming,
             warmup_rate.is_some(),
+            warnings,
         )?,
         rate: warmup_rate.map(|r| {
             let main = rate.map(|(_, p)| p).unwrap_or(ArrivalPattern::Poisson);
@@ -373,6 +377,7 @@ pub(super) struct ServerOptions {
 pub(super) fn check_servers_and_models(
     a: &ProfileArgs,
     endpoint: crate::endpoint::EndpointType,
+    warnings: &mut Vec<String>,
 ) -> Result<ServerOptions, ConfigError> {
     let l = &a.load;
     let models: Vec<String> = a
@@ -381,9 +386,11 @@ pub(super) fn check_servers_and_models(
         .map(|m| m.trim().to_string())
         .filter(|m| !m.is_empty())
         .collect();
+    let model_selection: ModelSelection = l.model_selection_strategy.into();
     if models.len() < 2 && a.typed("model_selection_strategy") {
-        return Err(config_error(
-            "--model-selection-strategy picks among several models; give two or more with --model a,b (or -m a -m b), or drop it",
+        warnings.push(format!(
+            "--model-selection-strategy {} is ignored: it picks among several models, and every request names the one given",
+            model_selection.as_str()
         ));
     }
     let session_header = check_session_header_and_content_type(
@@ -393,7 +400,7 @@ pub(super) fn check_servers_and_models(
     )?;
     Ok(ServerOptions {
         models,
-        model_selection: l.model_selection_strategy.into(),
+        model_selection,
         connection_reuse: l.connection_reuse_strategy.into(),
         session_header,
     })
@@ -470,15 +477,16 @@ pub(super) fn check_ramps(a: &ProfileArgs, rate_given: bool) -> Result<Ramps, Co
 }
 
 /// `--prefill-concurrency N` (or its warmup twin): the first token is only seen in a
-/// stream, and N prefills cannot outnumber the requests in flight. The closed loop needs
-/// its `--concurrency` given (N alone would leave the in-flight count undecided).
+/// stream, and N prefills cannot outnumber the requests in flight: the concurrency given, or
+/// the closed loop's default of 1. At that number the gate never closes (a warning).
 fn check_prefill(
     flag: &str,
     n: Option<u64>,
     concurrency: Option<u64>,
     concurrency_flag: &str,
-    a: &ProfileArgs,
+    streaming: bool,
     open_loop: bool,
+    warnings: &mut Vec<String>,
 ) -> Result<Option<u64>, ConfigError> {
     let Some(n) = n else {
         return Ok(None);
@@ -488,20 +496,27 @@ fn check_prefill(
             "{flag}: 0 is not allowed; give 1 or more requests waiting for their first token"
         )));
     }
-    if !a.streaming {
+    if !streaming {
         return Err(config_error(format!(
             "{flag} needs --streaming: a slot is freed at the first streamed token; add --streaming or drop {flag}"
         )));
     }
-    match concurrency {
-        Some(c) if n > c => Err(config_error(format!(
-            "{flag} ({n}) cannot be greater than {concurrency_flag} ({c}); lower it or raise the concurrency"
-        ))),
-        None if !open_loop => Err(config_error(format!(
-            "{flag} caps requests waiting for their first token among --concurrency requests in flight; add --concurrency N (N >= {n})"
-        ))),
-        _ => Ok(Some(n)),
+    let (c, in_flight) = match concurrency {
+        Some(c) => (c, format!("{concurrency_flag} ({c})")),
+        None if !open_loop => (1, format!("the concurrency (1 without {concurrency_flag})")),
+        None => return Ok(Some(n)),
+    };
+    if n > c {
+        return Err(config_error(format!(
+            "{flag} ({n}) cannot be greater than {in_flight}; lower it or raise the concurrency"
+        )));
     }
+    if n == c {
+        warnings.push(format!(
+            "{flag} {n} changes nothing: it equals {in_flight}, and no more requests than that are ever in flight"
+        ));
+    }
+    Ok(Some(n))
 }
 
 /// `--user-centric-rate QPS --num-users U`, with AIPerf's rules: both or neither, no other

@@ -70,11 +70,6 @@ pub(super) fn media_options(
         )));
     }
     if endpoint == EndpointType::AudioTranscription {
-        if a.streaming {
-            return Err(config_error(
-                "--streaming: --endpoint-type audio_transcription answers in one piece; drop --streaming",
-            ));
-        }
         if a.osl_mean.is_some() {
             return Err(config_error(
                 "--output-tokens-mean: a transcription request has no output limit; drop it",

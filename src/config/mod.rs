@@ -186,14 +186,15 @@ impl ProfileConfig {
                 endpoint_type.as_str()
             )));
         }
+        let mut warnings = a.config_overridden.clone();
+        let streaming = non_chat::streaming(a, endpoint_type, &mut warnings)?;
         // TGI streams from a path of its own.
         let custom_endpoint = a
             .custom_endpoint
             .as_deref()
-            .or(endpoint_type.streaming_path().filter(|_| a.streaming));
+            .or(endpoint_type.streaming_path().filter(|_| streaming));
         let (request_uris, userinfo) = build_request_uris(&a.url, custom_endpoint, endpoint_type)?;
-        let servers = check_servers_and_models(a, endpoint_type)?;
-        let mut warnings = Vec::new();
+        let servers = check_servers_and_models(a, endpoint_type, &mut warnings)?;
 
         let request_timeout = limits::seconds(
             "--request-timeout-seconds",
@@ -203,7 +204,7 @@ impl ProfileConfig {
 
         let concurrency = a.concurrency.unwrap_or(1);
         check_counts(a)?;
-        let load = check_load_modes(a)?;
+        let load = check_load_modes(a, streaming, &mut warnings)?;
         let shard = shard::check_shard(a, &load, concurrency)?;
         if let (true, Some(n)) = (load.fixed_schedule, a.request_count) {
             warnings.push(format!(
@@ -254,24 +255,29 @@ impl ProfileConfig {
 
         // Only as many entries as can ever be sent are built: the rest would never leave
         // the client, and building them would only delay the first request.
-        let total_requests =
-            request_count + a.warmup_request_count + load.warmup.sessions.unwrap_or(0);
+        let warmup_requests = a.warmup_request_count + load.warmup.sessions.unwrap_or(0);
         // Requests are turns: with several turns per conversation, fewer conversations
-        // can ever start (unless conversations are what is counted).
+        // can ever start; counted conversations start at most one per request.
         let conversations_needed = match load.sessions {
-            Some(_) => total_requests,
-            None => total_requests.div_ceil(turns.mean),
+            Some(n) => n.min(request_count) + warmup_requests,
+            None => (request_count + warmup_requests).div_ceil(turns.mean),
         };
         let num_entries = a
             .num_dataset_entries
             .min(conversations_needed as usize)
             .max(1);
 
+        let seq_dist = prompt::seq_dist(a)?;
+        // The lengths --seq-dist overrides draw nothing and set no output limit.
+        let (isl_stddev, osl_mean, osl_stddev) = match seq_dist {
+            Some(_) => (0.0, None, 0.0),
+            None => (a.isl_stddev, a.osl_mean.map(|v| v as f64), osl_stddev),
+        };
         let synthetic = SyntheticOptions {
             num_entries,
             isl_mean: a.isl_mean as f64,
-            isl_stddev: a.isl_stddev,
-            osl_mean: a.osl_mean.map(|v| v as f64),
+            isl_stddev,
+            osl_mean,
             osl_stddev,
             image_width_mean: a.image_width_mean,
             image_width_stddev: images.width_stddev,
@@ -331,7 +337,7 @@ impl ProfileConfig {
             model_selection: servers.model_selection,
             connection_reuse: servers.connection_reuse,
             session_header: servers.session_header,
-            streaming: a.streaming,
+            streaming,
             request_timeout,
             max_response_bytes: a.max_response_bytes,
             api_key,
@@ -360,7 +366,7 @@ impl ProfileConfig {
             typed_settings: typed_settings(a),
             inputs: InputOptions {
                 shaping: prompt::prompt_shaping(a, endpoint_type)?,
-                seq_dist: prompt::seq_dist(a)?,
+                seq_dist,
                 prompt_batch_size: prompt::prompt_batch_size(a, endpoint_type)?,
                 range_ratio: prompt::range_ratio(a)?,
                 public,
@@ -836,10 +842,6 @@ mod tests {
 
         let cases: &[(&[&str], &str)] = &[
             (&["--conversation-num", "0"], "--conversation-num"),
-            (
-                &["--conversation-num", "3", "--request-count", "9"],
-                "--conversation-num",
-            ),
             (
                 &["--conversation-turn-mean", "0"],
                 "--conversation-turn-mean",

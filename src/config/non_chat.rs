@@ -1,5 +1,5 @@
-//! Checks of the non-chat endpoint types (embeddings, rankings, template, raw): what they
-//! cannot stream, the template keys of `--extra-inputs`, and `--rankings-*`.
+//! Checks of the non-chat endpoint types (embeddings, rankings, template, raw): whether
+//! they stream, the template keys of `--extra-inputs`, and `--rankings-*`.
 
 use serde_json::{Map, Value};
 
@@ -8,6 +8,31 @@ use crate::cli::ProfileArgs;
 use crate::dataset::rankings::RankingsOptions;
 use crate::endpoint::EndpointType;
 use crate::endpoint::template::{PAYLOAD_TEMPLATE, PayloadTemplate, spec_of};
+
+/// Whether the run streams: `--streaming`, turned off with a warning for an endpoint type
+/// that answers in one piece.
+pub(super) fn streaming(
+    a: &ProfileArgs,
+    endpoint: EndpointType,
+    warnings: &mut Vec<String>,
+) -> Result<bool, ConfigError> {
+    if !a.streaming {
+        return Ok(false);
+    }
+    if endpoint == EndpointType::ImageGeneration {
+        return Err(config_error(
+            "--streaming: streamed image generation (partial images) is not supported by this build; drop --streaming",
+        ));
+    }
+    if !endpoint.produces_tokens() {
+        warnings.push(format!(
+            "--streaming is ignored: --endpoint-type {} answers in one piece, so the run does not stream",
+            endpoint.as_str()
+        ));
+        return Ok(false);
+    }
+    Ok(true)
+}
 
 /// The synthetic rankings options (None unless a rankings type makes synthetic data).
 pub(super) fn check(
@@ -30,17 +55,6 @@ pub(super) fn check(
                 ));
             }
         }
-    }
-    if a.streaming && endpoint == EndpointType::ImageGeneration {
-        return Err(config_error(
-            "--streaming: streamed image generation (partial images) is not supported by this build; drop --streaming",
-        ));
-    }
-    if a.streaming && !endpoint.produces_tokens() {
-        return Err(config_error(format!(
-            "--streaming: --endpoint-type {} answers in one piece; drop --streaming",
-            endpoint.as_str()
-        )));
     }
     let no_limit = matches!(
         endpoint,

@@ -143,24 +143,14 @@ fn prompt_corpus(a: &ProfileArgs, endpoint: EndpointType) -> Result<Corpus, Conf
     }
 }
 
-/// `--seq-dist`, parsed; refused with the length flags it replaces and with input files.
+/// `--seq-dist`, parsed; refused with input files. It overrides the length flags (a
+/// warning: `unused_flag_warnings`).
 pub(super) fn seq_dist(a: &ProfileArgs) -> Result<Option<SeqDist>, ConfigError> {
     let Some(text) = &a.prompt.seq_dist else {
         return Ok(None);
     };
     let dist =
         SeqDist::parse(text).map_err(|e| config_error(format!("--seq-dist '{text}': {e}")))?;
-    let replaced = [
-        ("isl_mean", "--isl"),
-        ("isl_stddev", "--isl-stddev"),
-        ("osl_mean", "--osl"),
-        ("osl_stddev", "--osl-stddev"),
-    ];
-    if let Some((_, flag)) = replaced.iter().find(|(id, _)| a.typed(id)) {
-        return Err(config_error(format!(
-            "--seq-dist sets the input and output lengths and cannot be used with {flag}; drop {flag}"
-        )));
-    }
     if a.input_file.is_some() {
         return Err(config_error(
             "--seq-dist shapes synthetic prompts and cannot be used with --input-file",

@@ -103,11 +103,26 @@ pub(super) fn prepare(
         plan.drop_delays();
         info!("--ignore-trace-delays: the input's timestamps and turn delays are not waited for");
     }
-    // Counted in conversations: the requests are every turn of the conversations drawn.
-    if let Some(n) = cfg.load.sessions
-        && cfg.load.request_count_given.is_none()
-    {
-        cfg.request_count = plan.turns_of_sessions(warmup_sessions, n);
+    // Counted in conversations: the requests are every turn of the conversations drawn,
+    // unless a request count ends profiling first.
+    if let Some(n) = cfg.load.sessions {
+        let turns = plan.turns_of_sessions(warmup_sessions, n);
+        cfg.request_count = match cfg.load.request_count_given {
+            None => turns,
+            Some(m) if m < turns => {
+                warn!(
+                    "--request-count {m} ends profiling before --conversation-num {n} is reached ({n} conversations are {turns} requests)"
+                );
+                m
+            }
+            Some(m) if m > turns => {
+                warn!(
+                    "--request-count {m} is not reached: --conversation-num {n} ends profiling first ({n} conversations are {turns} requests)"
+                );
+                turns
+            }
+            Some(m) => m,
+        };
         info!(
             "Multi-turn: {n} conversations, {} requests",
             cfg.request_count

@@ -561,7 +561,6 @@ mod tests {
         // These need a file, a public dataset, another endpoint type or schedule, or a value
         // of their own shape; a flag that joins them must be added here knowingly.
         let need_more = [
-            "model_selection_strategy",
             "url",
             "request_content_type",
             "input_file",

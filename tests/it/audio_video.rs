@@ -609,16 +609,6 @@ fn bad_media_flags_exit_2_naming_the_flag() {
                 "audio_transcription",
                 "--audio-length-mean",
                 "1",
-                "--streaming",
-            ],
-            "--streaming",
-        ),
-        (
-            &[
-                "--endpoint-type",
-                "audio_transcription",
-                "--audio-length-mean",
-                "1",
                 "--osl",
                 "9",
             ],

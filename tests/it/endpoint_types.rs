@@ -475,10 +475,6 @@ fn what_the_types_cannot_send_is_refused() {
             "--endpoint-type video_generation is not supported by this build of aiperf",
         ),
         (
-            &["--endpoint-type", "chat_embeddings", "--streaming"][..],
-            "--endpoint-type chat_embeddings answers in one piece",
-        ),
-        (
             &[
                 "--endpoint-type",
                 "huggingface_generate",

@@ -485,10 +485,6 @@ fn bad_combinations_exit_2_saying_what_to_do() {
     let tmp = tempfile::tempdir().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (
-            &["--endpoint-type", "embeddings", "--streaming"],
-            "--streaming: --endpoint-type embeddings answers in one piece",
-        ),
-        (
             &["--rankings-passages-mean", "2"],
             "--rankings-passages-mean: synthetic passages are for --endpoint-type nim_rankings",
         ),

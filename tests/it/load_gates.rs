@@ -127,7 +127,7 @@ fn prefill_concurrency_refuses_what_it_cannot_do() {
         ),
         (
             &["--streaming", "--prefill-concurrency", "2"],
-            "add --concurrency N",
+            "--prefill-concurrency (2) cannot be greater than the concurrency (1 without --concurrency)",
         ),
         (
             &[

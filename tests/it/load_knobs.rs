@@ -193,14 +193,6 @@ fn several_models_are_used_in_turn_or_at_random() {
     let seen: HashSet<&str> = pairs.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(seen.len(), 3, "{pairs:?}");
     assert!(pairs.iter().all(|(s, e)| s == e));
-
-    // One model: no strategy to choose.
-    let out = profile(
-        &tmp.path().join("one"),
-        &["-m", "m", "--model-selection-strategy", "random"],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--model-selection-strategy"));
 }
 
 /// The client port of each served request, in the order they were served.

@@ -20,6 +20,7 @@ mod endpoint_types;
 mod endpoints;
 mod export_records;
 mod faults;
+mod flag_combinations;
 mod gpu_telemetry;
 mod ignored_flags;
 mod image_sources;

@@ -608,10 +608,6 @@ fn contradicting_or_incomplete_prompt_flags_are_refused() {
         &["--seq-dist '20,5:50;60,9:40': the probabilities add up to 90, not 100"],
     );
     refused(
-        &["--sequence-distribution", "20,5:100", "--isl", "30"],
-        &["--seq-dist sets the input and output lengths and cannot be used with --isl"],
-    );
-    refused(
         &["--prompt-batch-size", "0"],
         &["--prompt-batch-size: 0 is not allowed"],
     );
