@@ -150,14 +150,14 @@ fn rankings_options(
         None => Ok(0.0),
     };
     Ok(Some(RankingsOptions {
-        passages_mean: r.rankings_passages_mean.unwrap_or(1) as f64,
+        passages_mean: r.rankings_passages_mean.unwrap_or(10) as f64,
         passages_stddev: stddev("--rankings-passages-stddev", r.rankings_passages_stddev)?,
-        passage_tokens_mean: r.rankings_passages_prompt_token_mean.unwrap_or(550) as f64,
+        passage_tokens_mean: r.rankings_passages_prompt_token_mean.unwrap_or(128) as f64,
         passage_tokens_stddev: stddev(
             "--rankings-passages-prompt-token-stddev",
             r.rankings_passages_prompt_token_stddev,
         )?,
-        query_tokens_mean: r.rankings_query_prompt_token_mean.unwrap_or(550) as f64,
+        query_tokens_mean: r.rankings_query_prompt_token_mean.unwrap_or(32) as f64,
         query_tokens_stddev: stddev(
             "--rankings-query-prompt-token-stddev",
             r.rankings_query_prompt_token_stddev,

@@ -146,6 +146,35 @@ fn rankings_run(kind: &str, title: &str) {
     );
 }
 
+/// Without the --rankings-* flags a request carries what AIPerf 0.13 sends: a 32-token
+/// query and 10 passages of 128 tokens.
+#[test]
+fn rankings_defaults_are_aiperfs_dataset_defaults() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mock = MockChild::spawn(&["--fast"]);
+    let out = profile(
+        tmp.path(),
+        &[
+            "--model",
+            "rr",
+            "--url",
+            &mock.url,
+            "--endpoint-type",
+            "nim_rankings",
+            "--request-count",
+            "2",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let run = tmp.path().join("run");
+    for r in &records(&run) {
+        assert_eq!(
+            metric(r, "input_sequence_length"),
+            Some(32.0 + 10.0 * 128.0)
+        );
+    }
+}
+
 #[test]
 fn nim_rankings_end_to_end() {
     rankings_run("nim_rankings", "Rankings Metrics");
