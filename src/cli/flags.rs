@@ -99,6 +99,32 @@ pub const FLAGS: &[Flag] = &[
     row("url_strategy", "endpoint.url_strategy", Text),
     row("streaming", "endpoint.streaming", Switch),
     row("request_timeout_seconds", "endpoint.timeout", Float),
+    // AIPerf's YAML turns these on by their sections' presence; a key inside one types
+    // its flag, which turns it on too.
+    cli_only("reset_kv_cache", Switch),
+    row(
+        "reset_kv_cache_timeout_seconds",
+        "endpoint.reset_kv_cache.timeout_seconds",
+        Float,
+    ),
+    row("reset_kv_cache_path", "endpoint.reset_kv_cache.path", Text),
+    cli_only("server_profiler", Switch),
+    row(
+        "server_profiler_timeout_seconds",
+        "endpoint.server_profiler.timeout_seconds",
+        Float,
+    ),
+    row(
+        "server_profiler_start_path",
+        "endpoint.server_profiler.start_path",
+        Text,
+    ),
+    row(
+        "server_profiler_stop_path",
+        "endpoint.server_profiler.stop_path",
+        Text,
+    ),
+    row("transport", "endpoint.transport", Text),
     secret("api_key", "endpoint.api_key", Text),
     row(
         "use_server_token_count",

@@ -11,6 +11,7 @@ pub use crate::endpoint::EndpointType;
 pub mod cache_bust;
 pub mod collectors;
 mod config_file;
+pub mod control_hooks;
 pub mod dataset;
 pub mod flags;
 pub mod logging;
@@ -567,6 +568,9 @@ pub struct ProfileArgs {
     /// Several servers and models, connection reuse, session header, trace knobs.
     #[command(flatten)]
     pub load: load::LoadArgs,
+
+    #[command(flatten)]
+    pub control_hooks: control_hooks::ControlHookArgs,
 
     /// Sweeps, repeated runs and the SLA search.
     #[command(flatten)]

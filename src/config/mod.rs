@@ -7,6 +7,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 use serde_json::{Map, Value};
 
+pub use self::control_hooks::{ControlHooks, Posts};
 pub use self::gpu_telemetry::GpuTelemetryOptions;
 use self::limits::Zero;
 use crate::cli::ProfileArgs;
@@ -18,6 +19,7 @@ use crate::ui::{LogDetail, UiType};
 
 mod cache_bust;
 mod collectors;
+mod control_hooks;
 mod endpoint;
 mod enums;
 mod gpu_telemetry;
@@ -59,6 +61,8 @@ pub struct ProfileConfig {
     pub endpoint_type: EndpointType,
     /// Every server's request URI (`--url` repeated): base URL + endpoint path; never empty.
     pub request_uris: Vec<Uri>,
+    /// KV-cache reset and profiler requests to the servers besides the load.
+    pub control_hooks: ControlHooks,
     /// Every `--model` name, the first being `model`.
     pub models: Vec<String>,
     pub model_selection: ModelSelection,
@@ -327,11 +331,13 @@ impl ProfileConfig {
         check_image_flags_used(a, images.on)?;
         warnings.extend(unused_flag_warnings(a, &synthetic.turns));
 
+        let control_hooks = control_hooks::control_hooks(&a.control_hooks, &request_uris)?;
         Ok(ProfileConfig {
             tokenizer: a.tokenizer.clone().unwrap_or_else(|| model.clone()),
             model,
             endpoint_type,
             rankings,
+            control_hooks,
             request_uris,
             models: servers.models,
             model_selection: servers.model_selection,

@@ -41,6 +41,12 @@ impl PrefixCache {
         }
     }
 
+    /// Forgets every block (vLLM's `/reset_prefix_cache`).
+    pub fn clear(&self) {
+        let mut lru = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        *lru = Lru::default();
+    }
+
     /// Looks up the prompt `ids` and stores its blocks: returns how many of its leading
     /// tokens were cached (a multiple of [`BLOCK_TOKENS`]).
     pub fn lookup_and_store(&self, ids: &[u32]) -> u64 {

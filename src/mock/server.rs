@@ -170,6 +170,18 @@ fn router(shared: Arc<Shared>) -> Router {
         )
         .route("/v1/infer", post(infer))
         .route("/v1/images/edits", post(image_edits))
+        .route(
+            "/reset_prefix_cache",
+            post(|s: State<Arc<Shared>>| control(s, "reset_prefix_cache")),
+        )
+        .route(
+            "/start_profile",
+            post(|s: State<Arc<Shared>>| control(s, "start_profile")),
+        )
+        .route(
+            "/stop_profile",
+            post(|s: State<Arc<Shared>>| control(s, "stop_profile")),
+        )
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -404,6 +416,28 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     resp
+}
+
+/// vLLM's control endpoints: the prefix-cache reset empties the `--prefix-cache-blocks`
+/// cache; the profiler start and stop only answer (the mock has no profiler). Each is a
+/// line of `--record-requests`.
+async fn control(State(shared): State<Arc<Shared>>, endpoint: &'static str) -> StatusCode {
+    let received = Instant::now();
+    if endpoint == "reset_prefix_cache"
+        && let Some(cache) = &shared.prefix_cache
+    {
+        cache.clear();
+    }
+    if let Some(r) = &shared.recorder {
+        r.record(Box::new(one_piece_trace(
+            endpoint,
+            200,
+            received,
+            (None, None),
+            None,
+        )));
+    }
+    StatusCode::OK
 }
 
 async fn health() -> StatusCode {

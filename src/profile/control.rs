@@ -359,7 +359,9 @@ async fn wait_until_ready(
 /// `GET /v1/models` answers 2xx with `model` among its `data[].id`.
 async fn model_listed(client: &HttpClient, model: &str, timeout: Duration) -> Result<(), String> {
     let uri = client.models_uri();
-    let (status, body) = client.probe(uri.clone(), timeout).await?;
+    let (status, body) = client
+        .probe(http::Method::GET, uri.clone(), timeout)
+        .await?;
     if !(200..300).contains(&status) {
         return Err(format!("GET {uri} answered HTTP {status}"));
     }

@@ -5,6 +5,7 @@
 pub mod auto_plot;
 mod collect;
 mod control;
+mod control_hooks;
 mod gpu_telemetry;
 mod observe;
 mod phases;
@@ -171,6 +172,13 @@ pub fn run_reusing(
         return Ok(outcome);
     }
 
+    // Before anything the run sends can fill the server's cache (the template probe, the
+    // warmup).
+    if let Some(posts) = &cfg.control_hooks.reset_kv_cache {
+        runtime
+            .block_on(control_hooks::reset_kv_cache(&ctx.client, posts))
+            .map_err(anyhow::Error::msg)?;
+    }
     let tokenizer = prepared.tokenizer;
     // The chat-template probe sends a chat body: only the conversational APIs take one.
     let template = if cfg.endpoint_type.is_conversational() {
@@ -208,6 +216,9 @@ pub fn run_reusing(
     );
     let observed = runtime.block_on(observers.finish());
     let (collector, chart_rows) = collection.finish()?;
+    // A profiler that would not start ended the run before profiling (after the cleanup
+    // above).
+    let ran = ran?;
     let per_server = ctx.client.requests_per_server();
     if per_server.len() > 1 {
         for (uri, n) in per_server {

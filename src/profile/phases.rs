@@ -8,6 +8,7 @@ use std::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::collect::Collection;
+use super::control_hooks;
 use super::observe::Observers;
 use crate::config::ProfileConfig;
 use crate::load::pacing::PacingReport;
@@ -41,7 +42,7 @@ pub(super) fn run(
     warmup_requests: u64,
     collection: &Collection,
     observers: &Observers,
-) -> Ran {
+) -> anyhow::Result<Ran> {
     let records = collection.records.clone();
     let clock = ctx.clock;
     let start_wall_ns = clock.wall_ns(clock.now_ns());
@@ -106,6 +107,13 @@ pub(super) fn run(
         shard,
         start,
     };
+    // The server's profiler covers the profiling phase only (after the warmup).
+    let profiler = cfg.control_hooks.profiler.as_ref();
+    if let Some(hooks) = profiler {
+        runtime
+            .block_on(control_hooks::start_profiler(&ctx.client, hooks))
+            .map_err(anyhow::Error::msg)?;
+    }
     // Server counters of the profiling phase start from a scrape taken after the warmup.
     observers.mark_phase_boundary(runtime);
     let profiling_start_ns = clock.now_ns();
@@ -117,12 +125,15 @@ pub(super) fn run(
         end_ns: clock.now_ns(),
     };
     observers.phase_ended(ScrapePhase::Profiling, profiling_window.end_ns);
+    if let Some(hooks) = profiler {
+        runtime.block_on(control_hooks::stop_profiler(&ctx.client, hooks));
+    }
     debug!(
         "Profiling phase: {} sent in {:.3} s",
         result.sent,
         started.elapsed().as_secs_f64()
     );
-    Ran {
+    Ok(Ran {
         sent: sent + result.sent,
         pacing: result.pacing,
         start_wall_ns,
@@ -130,7 +141,7 @@ pub(super) fn run(
         schedule_start_wall_ns,
         warmup_window,
         profiling_window,
-    }
+    })
 }
 
 /// The warmup phase, when one was asked for; its rate and concurrency each fall back to

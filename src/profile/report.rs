@@ -470,6 +470,13 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
     if cfg.ui == crate::ui::UiType::None {
         defaults.push(("runtime.ui", json!("none")));
     }
+    // A control hook turned on by its switch alone is its section, empty (AIPerf's shape).
+    if cfg.control_hooks.reset_kv_cache.is_some() {
+        defaults.push(("endpoint.reset_kv_cache", json!({})));
+    }
+    if cfg.control_hooks.profiler.is_some() {
+        defaults.push(("endpoint.server_profiler", json!({})));
+    }
     for (path, value) in defaults {
         let slot = crate::cli::flags::echo_slot(root, path);
         if slot.is_null() {
@@ -562,6 +569,9 @@ mod tests {
         // of their own shape; a flag that joins them must be added here knowingly.
         let need_more = [
             "url",
+            "reset_kv_cache_path",
+            "server_profiler_start_path",
+            "server_profiler_stop_path",
             "request_content_type",
             "input_file",
             "custom_dataset_type",

@@ -288,12 +288,20 @@ impl HttpClient {
         });
     }
 
-    /// `GET uri` with the run's headers (so an API key is sent): the status and body, or why
-    /// no response came. Used to wait for the server before the run.
-    /// The connection is its own, closed after the answer.
-    pub async fn probe(&self, uri: Uri, timeout: Duration) -> Result<(u16, Bytes), String> {
+    /// `GET uri` (or POST, empty) with the run's headers (so an API key is sent): the
+    /// status and body, or why no response came. Used to wait for the server before the
+    /// run and for the control requests around it. The connection is its own, closed after
+    /// the answer.
+    pub async fn probe(
+        &self,
+        method: http::Method,
+        uri: Uri,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), String> {
         let target = Target::new(uri);
-        let mut request = Request::get(target.origin.clone())
+        let mut request = Request::builder()
+            .method(method)
+            .uri(target.origin.clone())
             .body(RequestBody::plain(Bytes::new()))
             .map_err(|e| e.to_string())?;
         for (k, v) in &self.headers {
