@@ -44,8 +44,30 @@ pub struct Cli {
 }
 
 /// The command line's definition, `profile`'s flags with their config paths in `--help`.
+/// The `aiperf` command, built once per process and cloned: building clap's ~300
+/// arguments took ~7.5 M instructions, and a run parses several times (the config-file
+/// pass, the sweep lists, each point).
 pub fn command() -> clap::Command {
-    Cli::command().mut_subcommand("profile", flags::annotate)
+    static BUILT: std::sync::LazyLock<clap::Command> =
+        std::sync::LazyLock::new(|| built(Cli::command()));
+    BUILT.clone()
+}
+
+/// The command with `--model` optional, for the pass that looks for a config file (which
+/// may give the model). A built command's arguments cannot be changed, so it is its own.
+fn command_model_optional() -> clap::Command {
+    static BUILT: std::sync::LazyLock<clap::Command> = std::sync::LazyLock::new(|| {
+        built(Cli::command().mut_subcommand("profile", |p| {
+            p.mut_arg("model_names", |a| a.required(false))
+        }))
+    });
+    BUILT.clone()
+}
+
+fn built(cmd: clap::Command) -> clap::Command {
+    let mut cmd = cmd.mut_subcommand("profile", flags::annotate);
+    cmd.build();
+    cmd
 }
 
 impl Cli {
@@ -57,7 +79,6 @@ impl Cli {
         T: Into<std::ffi::OsString> + Clone,
     {
         let mut cmd = command();
-        cmd.build();
         let (argv, overridden) =
             with_config_file(&mut cmd, argv.into_iter().map(Into::into).collect())?;
         let argv: Vec<std::ffi::OsString> = spellings::normalize(&cmd, argv);
@@ -97,13 +118,18 @@ fn with_config_file(
     // A first pass finds the file and what was typed, with --model left to the file. It
     // reads the arguments as the final pass will (respelled): a pass that stopped at its
     // first error would miss the flags after it. On an error the final pass reports it.
+    // A parse costs ~20 M instructions (clap's lookups over ~300 arguments): skipped when
+    // no argument can name a file (`--config`, `-f`, or `-f` among combined short flags).
+    let may_name_file = argv.iter().filter_map(|a| a.to_str()).any(|a| {
+        a == "--config"
+            || a.starts_with("--config=")
+            || (a.starts_with('-') && !a.starts_with("--") && a.contains('f'))
+    });
+    if !may_name_file {
+        return Ok((argv, Vec::new()));
+    }
     let typed = spellings::normalize(cmd, argv.clone());
-    let Ok(first) = command()
-        .mut_subcommand("profile", |p| {
-            p.mut_arg("model_names", |a| a.required(false))
-        })
-        .try_get_matches_from(typed)
-    else {
+    let Ok(first) = command_model_optional().try_get_matches_from(typed) else {
         return Ok((argv, Vec::new()));
     };
     let Some(("profile", typed)) = first.subcommand() else {

@@ -2,10 +2,8 @@
 //! command line of each sweep point (every list replaced by one of its values), so that each
 //! point is parsed and checked by the same code as a single run.
 
-use clap::CommandFactory;
 use serde_json::Value;
 
-use crate::cli::Cli;
 use crate::config::multirun::SweepType;
 
 use crate::cli::flags::{FLAGS, Flag, Kind};
@@ -122,7 +120,7 @@ fn python_float(f: f64) -> String {
 /// Finds the lists in a `profile` command line. `Ok` with no params when there are none; an
 /// error names the flag and the element that is not a number.
 pub fn find(argv: &[String]) -> Result<Lists, String> {
-    let cmd = Cli::command();
+    let cmd = crate::cli::command();
     let Some(profile) = cmd.find_subcommand("profile") else {
         return Ok(Lists {
             first: argv.to_vec(),
