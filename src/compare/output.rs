@@ -1,0 +1,138 @@
+//! The comparison on the console (a table like the run's own) and in compare.json and
+//! compare.csv.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::Row;
+use super::side::Side;
+use crate::export::console::{CONSOLE_WIDTH, format_number};
+use crate::export::table::{Justify, Table};
+
+pub fn table(rows: &[Row], confidence: f64, threshold: f64) -> String {
+    let title = format!(
+        "NVIDIA AIPerf | Compare ({}% confidence, ±{threshold}% threshold)",
+        confidence * 100.0
+    );
+    let mut t = Table::new(&title)
+        .column("Metric", Justify::Left)
+        .column("Stat", Justify::Left)
+        .column("Base", Justify::Right)
+        .column("New", Justify::Right)
+        .column("Change", Justify::Right)
+        .column("Interval", Justify::Right)
+        .column("Verdict", Justify::Left);
+    for r in rows {
+        let interval = match r.ci {
+            Some((lo, hi)) => format!("[{}, {}]", pct(lo), pct(hi)),
+            None => "-".to_string(),
+        };
+        t.row(vec![
+            format!("{} ({})", r.def.header, r.def.unit),
+            r.stat.to_string(),
+            format_number(r.base),
+            format_number(r.new),
+            pct(r.change_pct),
+            interval,
+            r.verdict.to_string(),
+        ]);
+    }
+    let text = t.render(CONSOLE_WIDTH);
+    match std::io::stdout().is_terminal() {
+        true => coloured(&text, rows),
+        false => text,
+    }
+}
+
+/// `+1.23%`.
+fn pct(x: f64) -> String {
+    format!("{x:+.2}%")
+}
+
+/// Verdicts in green (better) or red (worse). Only the verdict column holds these words.
+fn coloured(text: &str, rows: &[Row]) -> String {
+    let mut out = text.to_string();
+    for r in rows
+        .iter()
+        .filter(|r| r.ci.is_some() && r.verdict != "no change")
+    {
+        let colour = if r.regression { "31" } else { "32" };
+        let word = format!(" {} ", r.verdict);
+        out = out.replace(&word, &format!(" \x1b[{colour}m{}\x1b[0m ", r.verdict));
+    }
+    out
+}
+
+/// compare.json and compare.csv in `dir` (created).
+pub fn write_files(dir: &Path, rows: &[Row], base: &Side, new: &Side) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: cannot write it: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(err)?;
+    let doc = json!({
+        "metrics": rows.iter().map(row_json).collect::<Vec<_>>(),
+        "base": side_json(base),
+        "new": side_json(new),
+    });
+    let text = serde_json::to_string_pretty(&doc).expect("JSON values serialize");
+    std::fs::write(dir.join("compare.json"), text + "\n").map_err(err)?;
+    std::fs::write(dir.join("compare.csv"), csv(rows)).map_err(err)
+}
+
+/// A number, or null when it is not finite (a change from 0).
+fn number(x: f64) -> Value {
+    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+}
+
+fn row_json(r: &Row) -> Value {
+    json!({
+        "metric": r.def.tag,
+        "stat": r.stat,
+        "unit": r.def.unit,
+        "base": number(r.base),
+        "new": number(r.new),
+        "change_pct": number(r.change_pct),
+        "ci_low": r.ci.map_or(Value::Null, |c| number(c.0)),
+        "ci_high": r.ci.map_or(Value::Null, |c| number(c.1)),
+        "verdict": r.verdict,
+        "method": r.method.name(),
+    })
+}
+
+fn side_json(s: &Side) -> Value {
+    let config = &s.summary()["input_config"];
+    json!({
+        "dir": s.dir.display().to_string(),
+        "trials": s.trials.len(),
+        "requests": s.requests(),
+        "failed_requests": s.failed(),
+        "was_cancelled": s.was_cancelled(),
+        "endpoint_type": config["endpoint"]["type"],
+        "urls": config["endpoint"]["urls"],
+    })
+}
+
+fn csv(rows: &[Row]) -> String {
+    let mut out =
+        String::from("metric,stat,unit,base,new,change_pct,ci_low,ci_high,verdict,method\n");
+    let cell = |x: Option<f64>| {
+        x.filter(|x| x.is_finite())
+            .map_or(String::new(), |x| x.to_string())
+    };
+    for r in rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{}\n",
+            r.def.tag,
+            r.stat,
+            r.def.unit,
+            cell(Some(r.base)),
+            cell(Some(r.new)),
+            cell(Some(r.change_pct)),
+            cell(r.ci.map(|c| c.0)),
+            cell(r.ci.map(|c| c.1)),
+            r.verdict,
+            r.method.name()
+        ));
+    }
+    out
+}
