@@ -28,6 +28,17 @@ impl Stat {
         }
     }
 
+    /// How many of `n` values lie beyond the statistic (all of them for the mean).
+    pub fn tail(self, n: usize) -> f64 {
+        let beyond = match self {
+            Stat::Avg => 1.0,
+            Stat::P50 => 0.5,
+            Stat::P90 => 0.1,
+            Stat::P99 => 0.01,
+        };
+        n as f64 * beyond
+    }
+
     /// The statistic of values sorted ascending (percentiles by numpy's linear rule).
     pub fn of_sorted(self, sorted: &[f64]) -> f64 {
         match self {

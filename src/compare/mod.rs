@@ -25,6 +25,12 @@ const DEFAULT_METRICS: [&str; 5] = [
     "output_token_throughput",
 ];
 
+/// Requests a side needs beyond a percentile (above p90: 10% of them) for its bootstrap
+/// interval: with fewer, the resampled percentile is one of a handful of the largest
+/// values, and the interval is too narrow to trust (two runs of one server came out
+/// "different" at p99 with 200 requests). Such a row has no interval (`point`).
+const MIN_TAIL: f64 = 10.0;
+
 /// Why a comparison failed: bad input (exit 2) or anything else (exit 1).
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -80,48 +86,93 @@ pub struct Row {
 }
 
 /// The settings the rows are computed with.
-struct Settings {
-    confidence: f64,
+pub struct Settings {
+    pub confidence: f64,
     /// In %.
-    threshold: f64,
+    pub threshold: f64,
     resamples: usize,
     seed: u64,
 }
 
 pub fn run(args: &CompareArgs) -> Result<Outcome, CompareError> {
     let settings = settings(args)?;
-    let base = Side::read(&args.base).map_err(CompareError::Input)?;
-    let new = Side::read(&args.new).map_err(CompareError::Input)?;
-    let checks = guard::check(&base, &new);
-    for refusal in &checks.refusals {
-        if !args.force {
-            return Err(CompareError::Input(format!(
-                "cannot compare {} with {}: {refusal} (--force compares them anyway)",
-                base.dir.display(),
-                new.dir.display()
-            )));
-        }
-        eprintln!("warning: {refusal} (compared anyway: --force)");
-    }
-    for w in &checks.warnings {
-        eprintln!("warning: {w}");
-    }
-    let rows = rows(&base, &new, &args.metrics, &settings)?;
-    let dir = args
+    let out_dir = args
         .output
         .clone()
         .unwrap_or_else(|| args.new.join("compare"));
-    output::write_files(&dir, &rows, &base, &new).map_err(CompareError::Other)?;
-    print!(
-        "{}",
-        output::table(&rows, settings.confidence, settings.threshold)
-    );
-    println!("Wrote compare.json and compare.csv to {}", dir.display());
-    let regressed = rows.iter().any(|r| r.regression);
+    let mut regressed = false;
+    for (point, base, new) in pairs(args)? {
+        // A sweep's points are compared one by one, each in its own subdirectory.
+        let (dir, title) = match &point {
+            Some(p) => (out_dir.join(p), format!(" | {p}")),
+            None => (out_dir.clone(), String::new()),
+        };
+        let at = point.as_ref().map_or(String::new(), |p| format!("{p}: "));
+        let checks = guard::check(&base, &new);
+        for refusal in &checks.refusals {
+            if !args.force {
+                return Err(CompareError::Input(format!(
+                    "cannot compare {} with {}: {refusal} (--force compares them anyway)",
+                    base.dir.display(),
+                    new.dir.display()
+                )));
+            }
+            eprintln!("warning: {at}{refusal} (compared anyway: --force)");
+        }
+        for w in &checks.warnings {
+            eprintln!("warning: {at}{w}");
+        }
+        let rows = rows(&base, &new, &args.metrics, &settings)?;
+        output::write_files(&dir, &rows, &base, &new).map_err(CompareError::Other)?;
+        print!("{}", output::table(&rows, &title, &settings));
+        println!("Wrote compare.json and compare.csv to {}", dir.display());
+        regressed |= rows.iter().any(|r| r.regression);
+    }
     Ok(match args.fail_on_regression && regressed {
         true => Outcome::Regression,
         false => Outcome::Done,
     })
+}
+
+/// BASE and NEW side by side: the two runs, or a sweep's points matched by name (the swept
+/// values); a point on one side only is left out with a warning.
+fn pairs(args: &CompareArgs) -> Result<Vec<(Option<String>, Side, Side)>, CompareError> {
+    let base = side::read_points(&args.base).map_err(CompareError::Input)?;
+    let mut new = side::read_points(&args.new).map_err(CompareError::Input)?;
+    let is_sweep = |points: &[(Option<String>, Side)]| points[0].0.is_some();
+    if is_sweep(&base) != is_sweep(&new) {
+        let (sweep, run) = match is_sweep(&base) {
+            true => (&args.base, &args.new),
+            false => (&args.new, &args.base),
+        };
+        return Err(CompareError::Input(format!(
+            "{} is a sweep and {} is not: compare a sweep with a sweep (or one point's directory with a run)",
+            sweep.display(),
+            run.display()
+        )));
+    }
+    let mut pairs = Vec::new();
+    for (point, b) in base {
+        match new.iter().position(|(p, _)| *p == point) {
+            Some(i) => pairs.push((point, b, new.remove(i).1)),
+            None => eprintln!(
+                "warning: point {} is in BASE only; not compared",
+                point.unwrap_or_default()
+            ),
+        }
+    }
+    for (point, _) in new {
+        eprintln!(
+            "warning: point {} is in NEW only; not compared",
+            point.unwrap_or_default()
+        );
+    }
+    if pairs.is_empty() {
+        return Err(CompareError::Input(
+            "the sweeps have no point in common (points are matched by their directory name, the swept values)".into(),
+        ));
+    }
+    Ok(pairs)
 }
 
 fn settings(args: &CompareArgs) -> Result<Settings, CompareError> {
@@ -228,13 +279,24 @@ fn record_rows(def: &'static MetricDef, base: &Side, new: &Side, s: &Settings) -
         return Some(rows.to_vec());
     }
     let (b, n) = (interval::sorted(&b), interval::sorted(&n));
+    let fewest = b.len().min(n.len());
+    let (supported, unsupported): (Vec<Stat>, Vec<Stat>) = Stat::ALL
+        .iter()
+        .partition(|stat| stat.tail(fewest) >= MIN_TAIL);
     let mut rng = ChaCha8Rng::seed_from_u64(metric_seed(s.seed, def.tag));
-    let cis = interval::bootstrap(&b, &n, &Stat::ALL, s.resamples, s.confidence, &mut rng);
-    let rows = Stat::ALL.iter().zip(cis).map(|(stat, ci)| {
-        let (vb, vn) = (stat.of_sorted(&b), stat.of_sorted(&n));
-        row(def, stat.name(), vb, vn, Some(ci), Method::Bootstrap, s)
-    });
-    Some(rows.collect())
+    let cis = interval::bootstrap(&b, &n, &supported, s.resamples, s.confidence, &mut rng);
+    let with_ci = supported.into_iter().zip(cis.into_iter().map(Some));
+    let without = unsupported.into_iter().map(|stat| (stat, None));
+    let mut rows: Vec<Row> = with_ci
+        .chain(without)
+        .map(|(stat, ci)| {
+            let (vb, vn) = (stat.of_sorted(&b), stat.of_sorted(&n));
+            let method = ci.map_or(Method::Point, |_| Method::Bootstrap);
+            row(def, stat.name(), vb, vn, ci, method, s)
+        })
+        .collect();
+    rows.sort_by_key(|r| Stat::ALL.iter().position(|s| s.name() == r.stat));
+    Some(rows)
 }
 
 /// A run-level value (`avg` in the summary, e.g. request_throughput): an interval across
@@ -279,7 +341,7 @@ fn row(
 }
 
 /// `faster`/`slower` (times) or `higher`/`lower` (anything else) when the whole interval
-/// lies beyond ±threshold, else `no change`; and whether that direction is the worse one.
+/// lies beyond ±threshold, else `no change`; and whether that is a change for the worse.
 fn verdict(def: &MetricDef, ci: Option<(f64, f64)>, threshold: f64) -> (&'static str, bool) {
     let Some((low, high)) = ci else {
         return ("no interval", false);
@@ -293,7 +355,13 @@ fn verdict(def: &MetricDef, ci: Option<(f64, f64)>, threshold: f64) -> (&'static
         (_, true, false) => "lower",
         _ => "no change",
     };
-    let worse = if def.larger_is_better { down } else { up };
+    // The catalogue marks larger-is-better metrics; of the others only times are known to
+    // be better smaller (byte and chunk counts have no better direction).
+    let worse = match (def.larger_is_better, timed) {
+        (true, _) => down,
+        (false, true) => up,
+        (false, false) => false,
+    };
     (word, worse)
 }
 
@@ -306,4 +374,26 @@ fn metric_seed(seed: u64, tag: &str) -> u64 {
     tag.bytes().fold(crate::hash::splitmix64(seed), |h, b| {
         crate::hash::splitmix64(h ^ u64::from(b))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_name_the_direction_and_the_worse_one_is_a_regression() {
+        let ttft = by_tag("time_to_first_token").unwrap();
+        let tput = by_tag("output_token_throughput").unwrap();
+        let osl = by_tag("output_sequence_length").unwrap();
+        assert_eq!(verdict(ttft, Some((2.5, 9.0)), 2.0), ("slower", true));
+        assert_eq!(verdict(ttft, Some((-9.0, -2.5)), 2.0), ("faster", false));
+        // Overlapping the ±2% band: not shown to change, however far the other end.
+        assert_eq!(verdict(ttft, Some((1.5, 30.0)), 2.0), ("no change", false));
+        assert_eq!(verdict(tput, Some((-9.0, -2.5)), 2.0), ("lower", true));
+        assert_eq!(verdict(tput, Some((2.5, 9.0)), 2.0), ("higher", false));
+        assert_eq!(verdict(osl, Some((-9.0, -2.5)), 2.0), ("lower", true));
+        let bytes = by_tag("http_req_data_sent").unwrap();
+        assert_eq!(verdict(bytes, Some((2.5, 9.0)), 2.0), ("higher", false));
+        assert_eq!(verdict(tput, None, 2.0), ("no interval", false));
+    }
 }

@@ -6,15 +6,17 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::Row;
 use super::side::Side;
+use super::{Row, Settings};
 use crate::export::console::{CONSOLE_WIDTH, format_number};
 use crate::export::table::{Justify, Table};
 
-pub fn table(rows: &[Row], confidence: f64, threshold: f64) -> String {
+/// The rows as a table titled with the settings and `point` (a sweep point's " | name").
+pub fn table(rows: &[Row], point: &str, s: &Settings) -> String {
     let title = format!(
-        "NVIDIA AIPerf | Compare ({}% confidence, ±{threshold}% threshold)",
-        confidence * 100.0
+        "NVIDIA AIPerf | Compare{point} ({}% confidence, ±{}% threshold)",
+        s.confidence * 100.0,
+        s.threshold
     );
     let mut t = Table::new(&title)
         .column("Metric", Justify::Left)

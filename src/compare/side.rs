@@ -1,5 +1,7 @@
-//! One side of a comparison read from disk: a run directory, or the trials of a repeated
-//! run (`profile_runs/run_NNNN/`), each with its summary and per-request values.
+//! One side of a comparison read from disk: a run directory, the trials of a repeated run
+//! (`profile_runs/run_NNNN/`), or a sweep's points (`<point>/`, repeated as
+//! `<point>/profile_runs/trial_NNNN/` or `profile_runs/trial_NNNN/<point>/`), each run with
+//! its summary and per-request values.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,19 +31,20 @@ pub struct Side {
 }
 
 impl Side {
-    /// Reads `dir`: a run directory, or a repeated run's base directory.
-    pub fn read(dir: &Path) -> Result<Side, String> {
-        let trials = if dir.join(SUMMARY).is_file() {
-            vec![read_trial(dir)?]
-        } else {
-            let runs = repeat_dirs(dir)?;
-            runs.iter()
-                .map(|d| read_trial(d))
-                .collect::<Result<_, _>>()?
+    /// Reads `dir`: a run directory, or a repeated run's base directory (with trials).
+    fn read(dir: &Path) -> Result<Side, String> {
+        let runs = match dir.join(SUMMARY).is_file() {
+            true => vec![dir.to_path_buf()],
+            false => repeat_dirs(dir),
         };
+        Side::of_runs(dir, &runs)
+    }
+
+    fn of_runs(dir: &Path, runs: &[PathBuf]) -> Result<Side, String> {
+        let trials = runs.iter().map(|d| read_trial(d));
         Ok(Side {
             dir: dir.to_path_buf(),
-            trials,
+            trials: trials.collect::<Result<_, _>>()?,
         })
     }
 
@@ -70,29 +73,62 @@ impl Side {
     }
 }
 
-/// `dir/profile_runs/run_*/` in order; an error when there are none.
-fn repeat_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let runs = dir.join("profile_runs");
-    let entries = std::fs::read_dir(&runs).map_err(|_| {
-        format!(
-            "{}: not a run directory (no {SUMMARY}) nor a repeated run (no profile_runs/run_*/)",
-            dir.display()
-        )
-    })?;
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("run_"))
-        .map(|e| e.path())
-        .filter(|p| p.join(SUMMARY).is_file())
-        .collect();
-    dirs.sort();
-    if dirs.is_empty() {
+/// What `dir` holds: one side (`None` as its point), or a sweep's points by name.
+pub fn read_points(dir: &Path) -> Result<Vec<(Option<String>, Side)>, String> {
+    if dir.join(SUMMARY).is_file() || !repeat_dirs(dir).is_empty() {
+        return Ok(vec![(None, Side::read(dir)?)]);
+    }
+    // A point is a subdirectory that is a run or a repeated run: `<point>/`.
+    let mut points = Vec::new();
+    for sub in subdirs(dir, |_| true) {
+        if sub.join(SUMMARY).is_file() || !repeat_dirs(&sub).is_empty() {
+            let name = sub.file_name().unwrap_or_default().to_string_lossy();
+            points.push((Some(name.into_owned()), Side::read(&sub)?));
+        }
+    }
+    // A sweep repeated trial by trial: `profile_runs/trial_NNNN/<point>/`.
+    let trials = subdirs(&dir.join("profile_runs"), |n| n.starts_with("trial_"));
+    let mut by_point: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for run in trials.iter().flat_map(|t| subdirs(t, |_| true)) {
+        if run.join(SUMMARY).is_file() {
+            let name = run.file_name().unwrap_or_default().to_string_lossy();
+            by_point.entry(name.into_owned()).or_default().push(run);
+        }
+    }
+    for (name, runs) in by_point {
+        points.push((Some(name.clone()), Side::of_runs(&dir.join(&name), &runs)?));
+    }
+    if points.is_empty() {
         return Err(format!(
-            "{}: profile_runs/ holds no run_*/ with {SUMMARY}",
+            "{}: not a run directory (no {SUMMARY}), a repeated run (no profile_runs/run_*/) nor a sweep (no point directories)",
             dir.display()
         ));
     }
-    Ok(dirs)
+    Ok(points)
+}
+
+/// `dir/profile_runs/run_*/` (or `trial_*/`, a sweep point's trials) holding a summary.
+fn repeat_dirs(dir: &Path) -> Vec<PathBuf> {
+    let named = |n: &str| n.starts_with("run_") || n.starts_with("trial_");
+    let runs = subdirs(&dir.join("profile_runs"), named);
+    runs.into_iter()
+        .filter(|p| p.join(SUMMARY).is_file())
+        .collect()
+}
+
+/// The subdirectories of `dir` whose name passes `keep`, sorted; none when it is unreadable.
+fn subdirs(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| keep(&e.file_name().to_string_lossy()))
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
 }
 
 fn read_trial(dir: &Path) -> Result<Trial, String> {

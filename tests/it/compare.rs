@@ -92,7 +92,13 @@ fn two_runs_of_one_server_show_no_change() {
         assert_eq!(keys, want);
     }
     for metric in LATENCIES {
-        for stat in ["avg", "p50", "p90", "p99"] {
+        // p99 of 200 requests: 2 beyond it, too few for an interval.
+        let r = row(&doc, metric, "p99");
+        assert_eq!(
+            (&r["verdict"], &r["method"]),
+            (&"no interval".into(), &"point".into())
+        );
+        for stat in ["avg", "p50", "p90"] {
             let r = row(&doc, metric, stat);
             assert_eq!(r["verdict"], "no change", "{r}");
             assert_eq!(r["method"], "bootstrap");
@@ -314,4 +320,56 @@ fn repeated_runs_are_compared_across_trials() {
     let doc = read_json(&single.join("compare/compare.json"));
     assert_eq!(row(&doc, "request_latency", "avg")["method"], "bootstrap");
     assert_eq!(doc["base"]["requests"], 72);
+}
+
+#[test]
+fn sweeps_are_compared_point_by_point() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fast = MockChild::spawn(&["--ttft", "20", "--itl", "2"]);
+    let slow = MockChild::spawn(&["--ttft", "30", "--itl", "2"]);
+    let a = profile(
+        &fast.url,
+        &tmp.path().join("a"),
+        "40",
+        &["--concurrency", "1,2"],
+    );
+    let b = profile(
+        &slow.url,
+        &tmp.path().join("b"),
+        "40",
+        &["--concurrency", "2,4"],
+    );
+    let out = compare(&a, &b, &[]);
+    let stderr = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("point concurrency_1 is in BASE only"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("point concurrency_4 is in NEW only"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("NVIDIA AIPerf | Compare | concurrency_2"),
+        "{stdout}"
+    );
+    let dirs: Vec<String> = std::fs::read_dir(b.join("compare"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(dirs, ["concurrency_2"]);
+    let doc = read_json(&b.join("compare/concurrency_2/compare.json"));
+    assert_eq!(row(&doc, "time_to_first_token", "p50")["verdict"], "slower");
+    assert_eq!(doc["base"]["requests"], 40);
+    // A sweep is not compared with a single run.
+    let single = profile(&fast.url, &tmp.path().join("c"), "8", &[]);
+    let out = compare(&a, &single, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out).contains("is a sweep and"),
+        "{}",
+        stderr_text(&out)
+    );
 }
