@@ -123,9 +123,13 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, CompareError> {
             eprintln!("warning: {at}{w}");
         }
         let rows = rows(&base, &new, &args.metrics, &settings)?;
-        output::write_files(&dir, &rows, &base, &new).map_err(CompareError::Other)?;
-        print!("{}", output::table(&rows, &title, &settings));
-        println!("Wrote compare.json and compare.csv to {}", dir.display());
+        let table = output::table(&rows, &title, &settings);
+        output::write_files(&dir, &rows, &base, &new, &table).map_err(CompareError::Other)?;
+        print!("{}", output::for_stdout(&table, &rows));
+        println!(
+            "Wrote compare.json, compare.csv and compare.html to {}",
+            dir.display()
+        );
         regressed |= rows.iter().any(|r| r.regression);
     }
     Ok(match args.fail_on_regression && regressed {

@@ -1,5 +1,5 @@
-//! The comparison on the console (a table like the run's own) and in compare.json and
-//! compare.csv.
+//! The comparison on the console (a table like the run's own) and in compare.json,
+//! compare.csv and compare.html.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -10,6 +10,7 @@ use super::side::Side;
 use super::{Row, Settings};
 use crate::export::console::{CONSOLE_WIDTH, format_number};
 use crate::export::table::{Justify, Table};
+use crate::metrics::catalog::{MetricDef, MetricKind};
 
 /// The rows as a table titled with the settings and `point` (a sweep point's " | name").
 pub fn table(rows: &[Row], point: &str, s: &Settings) -> String {
@@ -41,10 +42,14 @@ pub fn table(rows: &[Row], point: &str, s: &Settings) -> String {
             r.verdict.to_string(),
         ]);
     }
-    let text = t.render(CONSOLE_WIDTH);
+    t.render(CONSOLE_WIDTH)
+}
+
+/// The table for stdout: verdicts coloured on a terminal.
+pub fn for_stdout(text: &str, rows: &[Row]) -> String {
     match std::io::stdout().is_terminal() {
-        true => coloured(&text, rows),
-        false => text,
+        true => coloured(text, rows),
+        false => text.to_string(),
     }
 }
 
@@ -67,8 +72,15 @@ fn coloured(text: &str, rows: &[Row]) -> String {
     out
 }
 
-/// compare.json and compare.csv in `dir` (created).
-pub fn write_files(dir: &Path, rows: &[Row], base: &Side, new: &Side) -> Result<(), String> {
+/// compare.json, compare.csv and compare.html (the table and both runs' distributions) in
+/// `dir` (created); `table` is the table as printed.
+pub fn write_files(
+    dir: &Path,
+    rows: &[Row],
+    base: &Side,
+    new: &Side,
+    table: &str,
+) -> Result<(), String> {
     let err = |e: std::io::Error| format!("{}: cannot write it: {e}", dir.display());
     std::fs::create_dir_all(dir).map_err(err)?;
     let doc = json!({
@@ -78,7 +90,37 @@ pub fn write_files(dir: &Path, rows: &[Row], base: &Side, new: &Side) -> Result<
     });
     let text = serde_json::to_string_pretty(&doc).expect("JSON values serialize");
     std::fs::write(dir.join("compare.json"), text + "\n").map_err(err)?;
-    std::fs::write(dir.join("compare.csv"), csv(rows)).map_err(err)
+    std::fs::write(dir.join("compare.csv"), csv(rows)).map_err(err)?;
+    let facts = vec![
+        ("Base".to_string(), base.dir.display().to_string()),
+        ("New".to_string(), new.dir.display().to_string()),
+    ];
+    let title = format!(
+        "aiperf compare: {} vs {}",
+        base.dir.display(),
+        new.dir.display()
+    );
+    let page = dir.join("compare.html");
+    crate::report::write_comparison(&page, title, facts, table, charts(rows, base, new))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// One chart per per-request metric compared: both runs' distributions overlaid.
+fn charts(rows: &[Row], base: &Side, new: &Side) -> Vec<crate::plot::Chart> {
+    let mut tags: Vec<&MetricDef> = Vec::new();
+    for r in rows.iter().filter(|r| r.def.kind == MetricKind::Record) {
+        if !tags.iter().any(|d| d.tag == r.def.tag) {
+            tags.push(r.def);
+        }
+    }
+    tags.into_iter()
+        .map(|def| {
+            let (b, n) = (base.pooled(def.tag), new.pooled(def.tag));
+            let sides = [("BASE", b.as_slice()), ("NEW", n.as_slice())];
+            crate::plot::overlaid_cdfs(def.tag, def.header, def.unit, &sides)
+        })
+        .collect()
 }
 
 /// A number, or null when it is not finite (a change from 0).

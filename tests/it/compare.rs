@@ -125,6 +125,27 @@ fn two_runs_of_one_server_show_no_change() {
         csv.starts_with("metric,stat,unit,base,new,change_pct,ci_low,ci_high,verdict,method\n")
     );
 
+    // compare.html: the table, and each latency's two distributions drawn over each other.
+    let html = std::fs::read_to_string(out_dir.join("compare.html")).unwrap();
+    crate::report_html::assert_self_contained(&html);
+    assert!(html.contains("Time to First Token (ms)"), "the table");
+    let charts = crate::report_html::embedded_charts(&html);
+    let names: Vec<&str> = charts.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, LATENCIES);
+    for c in &charts {
+        let series: Vec<&str> = c["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(series, ["BASE (200 requests)", "NEW (200 requests)"]);
+    }
+    if let Some(browser) = crate::report_html::chromium() {
+        let rendered = crate::report_html::render(&browser, &out_dir.join("compare.html"), 2600);
+        rendered.assert_drawn(charts.len());
+    }
+
     // The same seed gives the same intervals.
     let again = tmp.path().join("again");
     let out = compare(&a, &b, &["--output", again.to_str().unwrap()]);
