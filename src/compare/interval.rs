@@ -50,8 +50,11 @@ impl Stat {
     }
 }
 
-/// `new` relative to `base`, in %.
+/// `new` relative to `base`, in %; 0 when both are 0 (no errors on either side).
 pub fn change_pct(base: f64, new: f64) -> f64 {
+    if base == new {
+        return 0.0;
+    }
     (new / base - 1.0) * 100.0
 }
 

@@ -17,12 +17,15 @@ use interval::Stat;
 use side::Side;
 
 /// Compared when `--metrics` is not given (those both runs have).
-const DEFAULT_METRICS: [&str; 5] = [
+const DEFAULT_METRICS: [&str; 7] = [
     "time_to_first_token",
     "inter_token_latency",
     "request_latency",
     "request_throughput",
     "output_token_throughput",
+    "request_error_rate",
+    // Only in runs made with --goodput.
+    "goodput",
 ];
 
 /// Requests a side needs beyond a percentile (above p90: 10% of them) for its bootstrap
@@ -352,6 +355,8 @@ fn verdict(def: &MetricDef, ci: Option<(f64, f64)>, threshold: f64) -> (&'static
     };
     let (up, down) = (low > threshold, high < -threshold);
     let timed = def.unit == "ms" && !def.larger_is_better;
+    // Shares in % (errors, token-count mismatches) are better smaller.
+    let smaller_is_better = timed || def.unit == "%";
     let word = match (up, down, timed) {
         (true, _, true) => "slower",
         (_, true, true) => "faster",
@@ -359,9 +364,9 @@ fn verdict(def: &MetricDef, ci: Option<(f64, f64)>, threshold: f64) -> (&'static
         (_, true, false) => "lower",
         _ => "no change",
     };
-    // The catalogue marks larger-is-better metrics; of the others only times are known to
-    // be better smaller (byte and chunk counts have no better direction).
-    let worse = match (def.larger_is_better, timed) {
+    // The catalogue marks larger-is-better metrics; of the others only times and shares
+    // are known to be better smaller (byte and chunk counts have no better direction).
+    let worse = match (def.larger_is_better, smaller_is_better) {
         (true, _) => down,
         (false, true) => up,
         (false, false) => false,
@@ -399,5 +404,7 @@ mod tests {
         let bytes = by_tag("http_req_data_sent").unwrap();
         assert_eq!(verdict(bytes, Some((2.5, 9.0)), 2.0), ("higher", false));
         assert_eq!(verdict(tput, None, 2.0), ("no interval", false));
+        let errors = by_tag("request_error_rate").unwrap();
+        assert_eq!(verdict(errors, Some((2.5, 9.0)), 2.0), ("higher", true));
     }
 }
