@@ -3,26 +3,28 @@
 use clap::Args;
 use std::path::PathBuf;
 
-/// Compares two run directories (single runs, or repeated runs with `profile_runs/run_*/`):
-/// for each metric and statistic the change in % with a confidence interval, and a verdict.
-/// Writes `compare.json` and `compare.csv` to `--output` (default: `NEW/compare`).
+/// Compares two run directories (single runs, repeated runs with `profile_runs/run_*/`, or
+/// sweeps, point by point): for each metric and statistic the change in % with a confidence
+/// interval, and a verdict. Writes `compare.json`, `compare.csv` and `compare.html` to
+/// `--output` (default: `NEW/compare`).
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// The baseline run directory.
+    /// The baseline run directory (or repeated run, or sweep).
     #[arg(value_name = "BASE")]
     pub base: PathBuf,
 
-    /// The run directory compared with the baseline.
+    /// The run directory (or repeated run, or sweep) compared with the baseline.
     #[arg(value_name = "NEW")]
     pub new: PathBuf,
 
-    /// Where to write compare.json and compare.csv. Default: `NEW/compare`.
+    /// Where to write compare.json, compare.csv and compare.html (a sweep: one subdirectory
+    /// per point). Default: `NEW/compare`.
     #[arg(long)]
     pub output: Option<PathBuf>,
 
     /// Metric tags to compare, comma-separated. Default: time_to_first_token,
-    /// inter_token_latency, request_latency, request_throughput, output_token_throughput
-    /// (those present in both runs).
+    /// inter_token_latency, request_latency, request_throughput, output_token_throughput,
+    /// request_error_rate, goodput (those present in both runs).
     #[arg(long, value_delimiter = ',')]
     pub metrics: Vec<String>,
 

@@ -272,6 +272,24 @@ fn differing_settings_and_failures_are_warned_about() {
     }
     let doc = read_json(&b.join("compare/compare.json"));
     assert!(doc["new"]["failed_requests"].as_u64().unwrap() > 0, "{doc}");
+
+    // A run stopped early (its summary says was_cancelled) is warned about.
+    let cut = tmp.path().join("cut");
+    std::fs::create_dir(&cut).unwrap();
+    for f in ["profile_export.jsonl", "profile_export_aiperf.json"] {
+        std::fs::copy(a.join(f), cut.join(f)).unwrap();
+    }
+    let mut summary = read_json(&cut.join("profile_export_aiperf.json"));
+    summary["was_cancelled"] = true.into();
+    std::fs::write(cut.join("profile_export_aiperf.json"), summary.to_string()).unwrap();
+    let out = compare(&cut, &a, &[]);
+    let stderr = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: BASE was interrupted; its results are partial"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("differs"), "{stderr}");
 }
 
 #[test]
