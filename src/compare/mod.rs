@@ -58,7 +58,8 @@ pub enum Method {
     Bootstrap,
     /// Welch's t interval over the per-trial values (both sides repeated).
     Trials,
-    /// A run-level value of single runs: no interval.
+    /// No interval: a run-level value of single runs, or a percentile with too few
+    /// requests beyond it (`MIN_TAIL`).
     Point,
 }
 
@@ -103,15 +104,12 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, CompareError> {
         .output
         .clone()
         .unwrap_or_else(|| args.new.join("compare"));
-    let mut regressed = false;
-    for (point, base, new) in pairs(args)? {
-        // A sweep's points are compared one by one, each in its own subdirectory.
-        let (dir, title) = match &point {
-            Some(p) => (out_dir.join(p), format!(" | {p}")),
-            None => (out_dir.clone(), String::new()),
-        };
+    let pairs = pairs(args)?;
+    // Every pair is checked before anything is written: a refused sweep point leaves no
+    // partial comparison behind.
+    for (point, base, new) in &pairs {
         let at = point.as_ref().map_or(String::new(), |p| format!("{p}: "));
-        let checks = guard::check(&base, &new);
+        let checks = guard::check(base, new);
         for refusal in &checks.refusals {
             if !args.force {
                 return Err(CompareError::Input(format!(
@@ -125,9 +123,17 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, CompareError> {
         for w in &checks.warnings {
             eprintln!("warning: {at}{w}");
         }
-        let rows = rows(&base, &new, &args.metrics, &settings)?;
+    }
+    let mut regressed = false;
+    for (point, base, new) in &pairs {
+        // A sweep's points are compared one by one, each in its own subdirectory.
+        let (dir, title) = match point {
+            Some(p) => (out_dir.join(p), format!(" | {p}")),
+            None => (out_dir.clone(), String::new()),
+        };
+        let rows = rows(base, new, &args.metrics, &settings)?;
         let table = output::table(&rows, &title, &settings);
-        output::write_files(&dir, &rows, &base, &new, &table).map_err(CompareError::Other)?;
+        output::write_files(&dir, &rows, base, new, &table).map_err(CompareError::Other)?;
         print!("{}", output::for_stdout(&table, &rows));
         println!(
             "Wrote compare.json, compare.csv and compare.html to {}",
