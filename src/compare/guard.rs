@@ -46,6 +46,8 @@ pub fn check(base: &Side, new: &Side) -> Checks {
     });
     differs("request rate", &|c| profiling_phase(c)["rate"].clone());
     differs("duration", &|c| profiling_phase(c)["duration"].clone());
+    // Goodput counts the requests that met its objectives.
+    differs("goodput setting (--goodput)", &|c| c["slos"].clone());
     for (name, side) in [("BASE", base), ("NEW", new)] {
         if side.failed() > 0 {
             c.warnings.push(format!(

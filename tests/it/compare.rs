@@ -289,7 +289,8 @@ fn differing_settings_and_failures_are_warned_about() {
     let doc = read_json(&b.join("compare/compare.json"));
     assert!(doc["new"]["failed_requests"].as_u64().unwrap() > 0, "{doc}");
 
-    // A run stopped early (its summary says was_cancelled) is warned about.
+    // A run stopped early (its summary says was_cancelled) is warned about, and so are
+    // other goodput objectives.
     let cut = tmp.path().join("cut");
     std::fs::create_dir(&cut).unwrap();
     for f in ["profile_export.jsonl", "profile_export_aiperf.json"] {
@@ -297,6 +298,7 @@ fn differing_settings_and_failures_are_warned_about() {
     }
     let mut summary = read_json(&cut.join("profile_export_aiperf.json"));
     summary["was_cancelled"] = true.into();
+    summary["input_config"]["slos"] = "time_to_first_token:25".into();
     std::fs::write(cut.join("profile_export_aiperf.json"), summary.to_string()).unwrap();
     let out = compare(&cut, &a, &[]);
     let stderr = stderr_text(&out);
@@ -305,7 +307,12 @@ fn differing_settings_and_failures_are_warned_about() {
         stderr.contains("warning: BASE was interrupted; its results are partial"),
         "{stderr}"
     );
-    assert!(!stderr.contains("differs"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: the goodput setting (--goodput) differs: \"time_to_first_token:25\" vs null"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]
