@@ -58,18 +58,24 @@ fn pct(x: f64) -> String {
     format!("{x:+.2}%")
 }
 
-/// Verdicts in green (better) or red (worse). Only the verdict column holds these words.
+/// Verdicts in green (better) or red (worse). A row's verdict is on its first line, the
+/// rows in order, and only the verdict column holds these words.
 fn coloured(text: &str, rows: &[Row]) -> String {
-    let mut out = text.to_string();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut from = 0;
     for r in rows
         .iter()
         .filter(|r| r.ci.is_some() && r.verdict != "no change")
     {
         let colour = if r.regression { "31" } else { "32" };
         let word = format!(" {} ", r.verdict);
-        out = out.replace(&word, &format!(" \x1b[{colour}m{}\x1b[0m ", r.verdict));
+        if let Some(i) = (from..lines.len()).find(|&i| lines[i].contains(&word)) {
+            let painted = format!(" \x1b[{colour}m{}\x1b[0m ", r.verdict);
+            lines[i] = lines[i].replacen(&word, &painted, 1);
+            from = i + 1;
+        }
     }
-    out
+    lines.iter().map(|l| format!("{l}\n")).collect()
 }
 
 /// compare.json, compare.csv and compare.html (the table and both runs' distributions) in
@@ -179,4 +185,48 @@ fn csv(rows: &[Row]) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::Method;
+    use crate::metrics::catalog::by_tag;
+
+    fn row(tag: &str, verdict: &'static str, regression: bool) -> Row {
+        Row {
+            def: by_tag(tag).unwrap(),
+            stat: "avg",
+            base: 1.0,
+            new: 1.1,
+            change_pct: 10.0,
+            ci: Some((5.0, 15.0)),
+            verdict,
+            regression,
+            method: Method::Bootstrap,
+        }
+    }
+
+    /// Two rows with one word: each gets its own colour (a throughput higher is better, an
+    /// error rate higher worse).
+    #[test]
+    fn each_verdict_is_coloured_as_its_own_row() {
+        let rows = [
+            row("request_throughput", "higher", false),
+            row("request_error_rate", "higher", true),
+        ];
+        let s = Settings {
+            confidence: 0.95,
+            threshold: 2.0,
+            resamples: 100,
+            seed: 0,
+        };
+        let text = table(&rows, "", &s);
+        let painted = coloured(&text, &rows);
+        let lines: Vec<&str> = painted.lines().filter(|l| l.contains("higher")).collect();
+        assert_eq!(lines.len(), 2, "{painted}");
+        assert!(lines[0].contains("\x1b[32mhigher\x1b[0m"), "{}", lines[0]);
+        assert!(lines[1].contains("\x1b[31mhigher\x1b[0m"), "{}", lines[1]);
+        assert_eq!(painted.lines().count(), text.lines().count());
+    }
 }
