@@ -86,6 +86,23 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             ExitCode::from(code)
         }
         Command::Plot(args) => plot_exit(&args),
+        Command::Compare(args) => match crate::compare::run(&args) {
+            Ok(crate::compare::Outcome::Done) => ExitCode::SUCCESS,
+            Ok(crate::compare::Outcome::Regression) => {
+                eprintln!(
+                    "error: a compared metric got worse beyond the threshold (--fail-on-regression)"
+                );
+                ExitCode::from(1)
+            }
+            Err(crate::compare::CompareError::Input(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            Err(crate::compare::CompareError::Other(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        },
         Command::MockServer(args) => match crate::mock::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -11,6 +11,7 @@ mod app;
 pub use app::run;
 
 mod cli;
+mod compare;
 mod kube;
 mod merge;
 mod plot;

@@ -195,6 +195,13 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     lerp(sorted[lo], sorted[hi], t)
 }
 
+/// `percentile_sorted` of `n` sorted values that `at(rank)` gives, for values held in
+/// another form than a sorted slice (a bootstrap resample held as counts).
+pub fn percentile_at(n: usize, p: f64, at: impl Fn(usize) -> f64) -> f64 {
+    let (lo, hi, t) = ranks(n, p);
+    lerp(at(lo), at(hi), t)
+}
+
 /// The two ranks of `n` sorted values that numpy's percentile `p` interpolates between,
 /// and how far from the first.
 fn ranks(n: usize, p: f64) -> (usize, usize, f64) {

@@ -10,6 +10,7 @@ pub use crate::endpoint::EndpointType;
 
 pub mod cache_bust;
 pub mod collectors;
+pub mod compare;
 mod config_file;
 pub mod control_hooks;
 pub mod dataset;
@@ -217,6 +218,8 @@ pub enum Command {
     Kube(shard::KubeArgs),
     /// Draw PNG and SVG charts of finished runs.
     Plot(plot::PlotArgs),
+    /// Compare two runs: each metric's change with a confidence interval and a verdict.
+    Compare(compare::CompareArgs),
 }
 
 /// `--endpoint-type` takes the endpoint types' own list: their names and help come from

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 pub use artifacts::{PlotError, RunArtifacts, discover};
 pub use chart::Chart;
 pub use render::Theme;
+pub use single::overlaid_cdfs;
 
 /// The per-request metrics the charts read: a caller holding records for them (the report
 /// of `aiperf profile`) keeps these and drops the rest.

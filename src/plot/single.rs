@@ -282,6 +282,31 @@ fn distribution(run: &RunArtifacts, name: &str, tag: &str, what: &str, d: Distri
     }
 }
 
+/// Distributions drawn over each other, one CDF line per (name, values): where one line
+/// runs right of another, its requests took longer at that share.
+pub fn overlaid_cdfs(name: &str, what: &str, unit: &str, sides: &[(&str, &[f64])]) -> Chart {
+    let series = sides
+        .iter()
+        .map(|(label, values)| {
+            let title = format!("{label} ({} requests)", values.len());
+            Series::new(title, SeriesKind::Line, cdf_points(values))
+        })
+        .collect();
+    Chart {
+        name: name.into(),
+        title: format!("{what}: distributions compared"),
+        description: format!(
+            "The share of requests at or below each {} value, per run: a shift right is slower at that share, a wider spread a longer tail.",
+            what.to_lowercase()
+        ),
+        x: Axis::linear(format!("{what} ({unit})"), false),
+        y: Axis::linear("Share of requests at or below (CDF)", true),
+        y2: None,
+        series,
+        marks: Vec::new(),
+    }
+}
+
 /// The timeline's series: latency and TTFT of the valid requests, and failed requests'
 /// time to their error, by send time.
 fn request_timeline(run: &RunArtifacts) -> Option<[Series; 3]> {

@@ -170,8 +170,34 @@ fn logged(written: Result<PathBuf, ReportError>) -> Option<PathBuf> {
     }
 }
 
+/// A comparison's page (`aiperf compare`) at `path`: its facts, its table as printed, and
+/// `charts` (the distributions of both runs).
+pub fn write_comparison(
+    path: &Path,
+    title: String,
+    facts: Vec<(String, String)>,
+    table: &str,
+    charts: Vec<plot::Chart>,
+) -> Result<PathBuf, ReportError> {
+    let (charts, charts_note) = self::charts(Ok(charts));
+    let page = Page {
+        title,
+        facts,
+        tables: vec![(String::new(), console::parse(table))],
+        links: Vec::new(),
+        command: None,
+        config: None,
+        charts,
+        charts_note,
+    };
+    write_to(path.to_path_buf(), &page)
+}
+
 fn write(dir: &Path, page: &Page) -> Result<PathBuf, ReportError> {
-    let path = dir.join(REPORT_HTML_FILE);
+    write_to(dir.join(REPORT_HTML_FILE), page)
+}
+
+fn write_to(path: PathBuf, page: &Page) -> Result<PathBuf, ReportError> {
     // Atomically: a full disk must not leave a cut page under the final name.
     crate::export::write_atomically(&path, &page.html()).map_err(|source| ReportError::Write {
         path: path.clone(),

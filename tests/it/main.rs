@@ -12,6 +12,7 @@ mod bad_files;
 mod bad_input;
 mod cache_bust;
 mod client_overhead;
+mod compare;
 mod control_hooks;
 mod conversations;
 mod custom_dataset;

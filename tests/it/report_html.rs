@@ -54,7 +54,7 @@ fn vision_run(mock: &MockChild, dir: &Path, concurrency: &str, requests: &str) {
 }
 
 /// The chart models embedded in a report.
-fn embedded_charts(html: &str) -> Vec<Value> {
+pub(crate) fn embedded_charts(html: &str) -> Vec<Value> {
     let open = "<script type=\"application/json\" id=\"report-data\">";
     let start = html.find(open).expect("the chart data") + open.len();
     let end = start + html[start..].find("</script>").unwrap();
@@ -77,7 +77,7 @@ fn table_row(html: &str, name: &str) -> Vec<String> {
 }
 
 /// Nothing in the page loads from elsewhere.
-fn assert_self_contained(html: &str) {
+pub(crate) fn assert_self_contained(html: &str) {
     let lower = html.to_lowercase();
     for attr in ["src", "href"] {
         for quote in ["\"", "'", ""] {
@@ -238,7 +238,7 @@ fn every_series_kind_draws_in_the_browser() {
 
 /// The browser to draw with: skipped (with a notice) when there is none, unless
 /// `AIPERF_REQUIRE_CHROMIUM=1` makes that a failure.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     let found = ["chromium", "chromium-browser", "google-chrome"]
         .iter()
         .find_map(|name| {
@@ -260,7 +260,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// What the browser made of a page: its DOM after the scripts ran, its screenshot, and
 /// what it logged.
-struct Rendered {
+pub(crate) struct Rendered {
     dom: String,
     shot: image::RgbaImage,
     log: String,
@@ -268,7 +268,7 @@ struct Rendered {
 
 const WIDTH: u32 = 1280;
 
-fn render(browser: &Path, page: &Path, height: u32) -> Rendered {
+pub(crate) fn render(browser: &Path, page: &Path, height: u32) -> Rendered {
     let tmp = tempfile::tempdir().unwrap();
     let shot_path = tmp.path().join("shot.png");
     let url = format!("file://{}", page.display());
@@ -318,7 +318,7 @@ fn render(browser: &Path, page: &Path, height: u32) -> Rendered {
 impl Rendered {
     /// No script error; every chart drawn; in each chart on screen, the plotting area holds
     /// coloured ink (the series; grid, axes and marks are grey).
-    fn assert_drawn(&self, charts: usize) {
+    pub(crate) fn assert_drawn(&self, charts: usize) {
         let console_errors: Vec<&str> = self
             .log
             .lines()
