@@ -259,6 +259,12 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// One CSV line of `fields`, each quoted when it must be.
+fn csv_row(out: &mut String, fields: &[impl AsRef<str>]) {
+    let line: Vec<String> = fields.iter().map(|f| csv_field(f.as_ref())).collect();
+    let _ = writeln!(out, "{}", line.join(","));
+}
+
 /// A figure in the CSV: counts whole, every other value to 4 decimals (AIPerf's format).
 fn num(v: &Value) -> String {
     match v {
@@ -419,14 +425,7 @@ fn to_csv(run: &ServerMetricsRun) -> String {
                         .join(";")
                 }));
             }
-            let _ = writeln!(
-                out,
-                "{}",
-                row.iter()
-                    .map(|f| csv_field(f))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            );
+            csv_row(&mut out, &row);
         }
     }
     let infos: Vec<&MetricSummary> = run
@@ -443,14 +442,7 @@ fn to_csv(run: &ServerMetricsRun) -> String {
             for s in &m.series {
                 for (k, v) in &s.labels {
                     let row = [endpoint_short(&s.endpoint_url), &m.name, k, v, &m.help];
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        row.iter()
-                            .map(|f| csv_field(f))
-                            .collect::<Vec<_>>()
-                            .join(",")
-                    );
+                    csv_row(&mut out, &row);
                 }
             }
         }

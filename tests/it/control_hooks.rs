@@ -34,6 +34,16 @@ fn run(cwd: &Path, mock: &MockChild, dir: &str, extra: &[&str]) -> std::process:
         .run_in(cwd)
 }
 
+/// A mock recording what it serves (with `extra` flags), in a temporary directory.
+fn recording_mock(extra: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, MockChild) {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("served.jsonl");
+    let mut args = vec!["--fast", "--record-requests", log.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let mock = MockChild::spawn(&args);
+    (tmp, log, mock)
+}
+
 /// What the mock served, after its writer caught up with the run that just ended.
 fn served(log: &Path) -> Vec<Value> {
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -55,15 +65,7 @@ fn cached(lines: &[Value]) -> u64 {
 
 #[test]
 fn a_kv_cache_reset_empties_the_servers_cache_before_the_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("served.jsonl");
-    let mock = MockChild::spawn(&[
-        "--fast",
-        "--prefix-cache-blocks",
-        "4096",
-        "--record-requests",
-        log.to_str().unwrap(),
-    ]);
+    let (tmp, log, mock) = recording_mock(&["--prefix-cache-blocks", "4096"]);
     // The first run fills the cache; the same prompts again hit it.
     for dir in ["fill", "again"] {
         let out = run(tmp.path(), &mock, dir, &[]);
@@ -94,9 +96,7 @@ fn a_kv_cache_reset_empties_the_servers_cache_before_the_run() {
 
 #[test]
 fn the_profiler_brackets_the_profiling_phase_only() {
-    let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("served.jsonl");
-    let mock = MockChild::spawn(&["--fast", "--record-requests", log.to_str().unwrap()]);
+    let (tmp, log, mock) = recording_mock(&[]);
     let out = run(
         tmp.path(),
         &mock,
@@ -145,9 +145,7 @@ fn the_profiler_brackets_the_profiling_phase_only() {
 
 #[test]
 fn a_control_path_the_server_does_not_serve_ends_the_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("served.jsonl");
-    let mock = MockChild::spawn(&["--fast", "--record-requests", log.to_str().unwrap()]);
+    let (tmp, log, mock) = recording_mock(&[]);
     let out = run(
         tmp.path(),
         &mock,
