@@ -8,8 +8,28 @@ use crate::dataset::BuildError;
 use crate::profile::{Outcome, ProfileError};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
+/// AIPerf's subcommands that run its services as separate processes, which this
+/// single-process build does not have.
+const PROCESS_PLUMBING: [(&str, &str); 3] = [
+    ("proxy", "runs AIPerf's message proxy between its processes"),
+    (
+        "service",
+        "runs one of AIPerf's services as its own process",
+    ),
+    ("plugins", "manages AIPerf's plugin packages"),
+];
+
 /// Runs `aiperf` with `argv` (the program name first) and gives its exit code.
 pub fn run(argv: Vec<String>) -> ExitCode {
+    if let Some((name, what)) = argv
+        .get(1)
+        .and_then(|sub| PROCESS_PLUMBING.iter().find(|(n, _)| n == sub))
+    {
+        eprintln!(
+            "error: `aiperf {name}` {what}; this build runs in one process and has none (`aiperf --help` lists its subcommands)"
+        );
+        return ExitCode::from(2);
+    }
     let argv = match crate::cli::shard::expand_args_file(argv) {
         Ok(argv) => argv,
         Err(e) => {

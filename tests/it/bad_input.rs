@@ -453,3 +453,22 @@ fn an_api_key_with_a_line_break_is_bad_input() {
         assert!(!line.contains("sk-"), "the key is never echoed: {line}");
     }
 }
+
+/// AIPerf's process plumbing (`proxy`, `service`, `plugins`) has no counterpart in this
+/// one-process build: one line saying so, exit 2, whatever follows.
+#[test]
+fn aiperfs_process_subcommands_say_this_build_has_none() {
+    for sub in ["proxy", "service", "plugins"] {
+        let out = Command::new(BIN)
+            .args([sub, "--some-flag", "x"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sub}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{sub}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: `aiperf {sub}` ")) && stderr.contains("has none"),
+            "{sub}: {stderr}"
+        );
+    }
+}
