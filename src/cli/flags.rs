@@ -462,6 +462,7 @@ pub const FLAGS: &[Flag] = &[
     row("slice_duration", "artifacts.slice_duration", Float),
     row("auto_plot", "artifacts.auto_plot", Switch),
     cli_only("no_auto_plot", Switch),
+    row("plot_required", "artifacts.plot_required", Switch),
     cli_only("no_html_report", Switch),
     row("ui_type", "runtime.ui", Text),
     row("log_level", "logging.level", Text),

@@ -618,13 +618,17 @@ pub struct ProfileArgs {
     pub cache_bust: cache_bust::CacheBustArgs,
 
     /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
-    /// `<artifact dir>/plots`. A plotting failure only warns.
+    /// `<artifact dir>/plots`. A plotting failure only warns (see --plot-required).
     #[arg(long, overrides_with = "no_auto_plot", help_heading = "Output")]
     pub auto_plot: bool,
 
     /// Do not plot after the run (the default).
     #[arg(long, overrides_with = "auto_plot", help_heading = "Output")]
     pub no_auto_plot: bool,
+
+    /// With --auto-plot: a plotting failure fails the run (exit 1) instead of warning.
+    #[arg(long, help_heading = "Output")]
+    pub plot_required: bool,
 
     /// The fields given on the command line (by field name) and their values as typed
     /// (each occurrence), set by `Cli::parse_with_sources`.

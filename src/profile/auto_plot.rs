@@ -1,5 +1,6 @@
 //! `--auto-plot`: after the run (the whole sweep), `aiperf plot` over its artifact
-//! directory. Nothing happens before the run, and a plotting failure only warns.
+//! directory. Nothing happens before the run; a plotting failure warns, or fails the run
+//! with `--plot-required`.
 
 use tracing::warn;
 
@@ -7,41 +8,49 @@ use super::{Outcome, ProfileError};
 use crate::cli::ProfileArgs;
 
 /// Plots into `<artifact dir>/plots` when `--auto-plot` was given and a run succeeded;
-/// hands back the run's result unchanged.
+/// hands back the run's result, or a failure to plot when `--plot-required`.
 pub fn after_run(
     args: &ProfileArgs,
     result: Result<Outcome, ProfileError>,
 ) -> Result<Outcome, ProfileError> {
+    if args.plot_required && !args.auto_plot {
+        warn!("--plot-required has no effect without --auto-plot: nothing is plotted");
+    }
     let ran = matches!(result, Ok(Outcome::Success | Outcome::ThresholdExceeded));
     if !args.auto_plot || !ran {
         return result;
     }
-    // For a sweep the first point's flags name the base directory, which holds every point.
-    let dir = match super::run_files(args) {
-        Ok(files) => files.artifact_dir,
+    match plot(args) {
+        Ok(()) => result,
+        Err(e) if args.plot_required => Err(ProfileError::Other(anyhow::anyhow!(
+            "--auto-plot with --plot-required: {e}"
+        ))),
         Err(e) => {
-            warn!("--auto-plot: no artifact directory ({e}); no plots drawn");
-            return result;
+            warn!("--auto-plot: {e}; no plots drawn");
+            result
         }
-    };
+    }
+}
+
+fn plot(args: &ProfileArgs) -> Result<(), String> {
+    // For a sweep the first point's flags name the base directory, which holds every point.
+    let dir = super::run_files(args)
+        .map_err(|e| format!("no artifact directory ({e})"))?
+        .artifact_dir;
     let opts = crate::plot::Options {
         paths: vec![dir.clone()],
         output: Some(dir.join("plots")),
         theme: crate::plot::Theme::default(),
         config: None,
     };
-    match crate::plot::run(&opts) {
-        Ok(w) => {
-            for line in &w.warnings {
-                warn!("plot: {line}");
-            }
-            println!(
-                "Plots: {} ({} charts)",
-                w.output.display(),
-                w.files.len() / 2
-            );
-        }
-        Err(e) => warn!("--auto-plot: plotting failed: {e}"),
+    let w = crate::plot::run(&opts).map_err(|e| format!("plotting failed: {e}"))?;
+    for line in &w.warnings {
+        warn!("plot: {line}");
     }
-    result
+    println!(
+        "Plots: {} ({} charts)",
+        w.output.display(),
+        w.files.len() / 2
+    );
+    Ok(())
 }

@@ -594,6 +594,41 @@ fn auto_plot_draws_after_the_run_and_only_when_asked() {
     assert!(!cwd.path().join("off/plots").exists());
 }
 
+/// A plot that cannot be drawn (a file where `plots/` goes) warns; with --plot-required it
+/// fails the run, exit 1, the results still written.
+#[test]
+fn a_plot_that_fails_warns_or_with_plot_required_fails_the_run() {
+    let cwd = tempfile::tempdir().unwrap();
+    let run = |out: &str, extra: &[&str]| {
+        std::fs::create_dir_all(cwd.path().join(out)).unwrap();
+        std::fs::write(cwd.path().join(out).join("plots"), "in the way").unwrap();
+        Profile::new("Qwen/Qwen2-VL-2B-Instruct")
+            .args(&["--streaming", "--mock-server", "--request-count", "4"])
+            .artifact_dir(out)
+            .args(&["--auto-plot"])
+            .args(extra)
+            .run_in(cwd.path())
+    };
+    let warned = run("warned", &[]);
+    let err = stderr_text(&warned);
+    assert!(warned.status.success(), "{err}");
+    assert!(err.contains("--auto-plot: plotting failed"), "{err}");
+    let failed = run("failed", &["--plot-required"]);
+    let err = stderr_text(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: --auto-plot with --plot-required: plotting failed"),
+        "{err}"
+    );
+    assert!(
+        cwd.path()
+            .join("failed/profile_export_aiperf.json")
+            .is_file()
+    );
+    let summary = common::read_json(&cwd.path().join("failed/profile_export_aiperf.json"));
+    assert_eq!(summary["input_config"]["artifacts"]["plot_required"], true);
+}
+
 #[test]
 fn auto_plot_after_a_sweep_covers_every_point_and_repeats_plot_their_trials() {
     let cwd = tempfile::tempdir().unwrap();
