@@ -100,13 +100,9 @@ pub(super) fn control_hooks(
 }
 
 fn timeout(flag: &str, seconds: Option<f64>) -> Result<Duration, ConfigError> {
-    match seconds {
-        None => Ok(DEFAULT_TIMEOUT),
-        Some(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Ok(Duration::from_secs_f64(s)),
-        Some(s) => Err(config_error(format!(
-            "{flag} {s}: give seconds above 0 (at most a day)"
-        ))),
-    }
+    seconds.map_or(Ok(DEFAULT_TIMEOUT), |s| {
+        limits::seconds(flag, s, limits::Zero::Refused)
+    })
 }
 
 /// `scheme://host:port` of each server, first seen first, each once.

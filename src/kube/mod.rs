@@ -113,12 +113,14 @@ fn take_switch(args: &mut Vec<String>, flag: &str) -> bool {
     args.len() != before
 }
 
-/// Seconds >= 0 given to `flag`.
+/// Seconds >= 0 given to `flag` (bounded as every duration flag is).
 fn seconds(flag: &str, text: &str) -> Result<f64, String> {
-    text.parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .ok_or(format!("{flag} {text}: give seconds >= 0"))
+    let v = text
+        .parse::<f64>()
+        .map_err(|_| format!("{flag} {text}: give seconds >= 0"))?;
+    crate::config::limits::seconds(flag, v, crate::config::limits::Zero::Allowed)
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| e.to_string())
 }
 
 /// An image without a tag or digest is whatever `:latest` is on each node when it pulls.
@@ -330,7 +332,7 @@ pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<Manifests, Stri
     let mut warnings: Vec<String> = check_image(&s.image)?.into_iter().collect();
     let cfg = check_profile(&s)?;
     let split = split_credentials(&s.profile_args, &cfg.secrets);
-    let start_at = rfc3339(now, s.lead_time_s, "--lead-time")?;
+    let start_at = rfc3339(now, s.lead_time_s).map_err(|e| format!("--lead-time: {e}"))?;
     let mut lines = split.lines.clone();
     lines.extend(["--start-at".to_string(), start_at]);
     let args_text = lines.join("\n") + "\n";
@@ -390,7 +392,7 @@ pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<Manifests, Stri
     docs.push(to_yaml(&config_map)?);
     docs.push(to_yaml(&shards)?);
     if s.merge {
-        let since = rfc3339(now, 0.0, "--lead-time")?;
+        let since = rfc3339(now, 0.0)?;
         let merge = merge_job(
             &s,
             &cfg,
@@ -432,14 +434,14 @@ pub fn generate(g: &KubeGenerateArgs, now: SystemTime) -> Result<Manifests, Stri
 }
 
 /// `now` plus `ahead_s` seconds in RFC 3339.
-fn rfc3339(now: SystemTime, ahead_s: f64, flag: &str) -> Result<String, String> {
+fn rfc3339(now: SystemTime, ahead_s: f64) -> Result<String, String> {
     let ns = now
         .checked_add(Duration::from_secs_f64(ahead_s))
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos() as i128);
     jiff::Timestamp::from_nanosecond(ns)
         .map(|t| t.to_string())
-        .map_err(|e| format!("{flag}: {e}"))
+        .map_err(|e| e.to_string())
 }
 
 /// Where on the PVC the shards write (one `shard-<index>` each), and the merge its result.

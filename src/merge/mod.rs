@@ -176,14 +176,9 @@ fn wait_of(args: &MergeArgs, shards: u64) -> Result<wait::Wait, MergeError> {
             "--wait-for-shards 0: give the number of shards, 1 or more",
         ));
     }
-    let timeout = Some(args.wait_timeout)
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .ok_or_else(|| {
-            input(format!(
-                "--wait-timeout {}: give seconds >= 0",
-                args.wait_timeout
-            ))
-        })?;
+    use crate::config::limits::{Zero, seconds};
+    let timeout = seconds("--wait-timeout", args.wait_timeout, Zero::Allowed)
+        .map_err(|e| input(e.to_string()))?;
     let since = args
         .wait_since
         .as_deref()
@@ -193,7 +188,7 @@ fn wait_of(args: &MergeArgs, shards: u64) -> Result<wait::Wait, MergeError> {
         .map(|ns| UNIX_EPOCH + Duration::from_nanos(ns));
     Ok(wait::Wait {
         shards,
-        timeout: Duration::from_secs_f64(timeout),
+        timeout,
         since,
     })
 }

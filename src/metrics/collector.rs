@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::CollectorOptions;
-use super::catalog::{METRIC_COUNT, MetricDef, MetricId};
+use super::catalog::{METRIC_COUNT, MetricDef, MetricId, MetricKind};
 use super::column::{self, Column};
 use super::goodput::Objective;
 use super::record_metrics::{RecordMetrics, RecordOptions};
@@ -437,16 +437,24 @@ impl Collector {
         written
     }
 
-    /// The record meets every --goodput objective.
+    /// The record meets every --goodput objective: its `good_request_count` when the line
+    /// has one (set once in `add_record`, or read back by `aiperf merge`), else checked.
     fn is_good(&self, m: &RecordMetrics) -> bool {
-        self.objectives.iter().all(|o| o.passes(m.get(o.def.id)))
+        match m.get(MetricId::GoodRequestCount) {
+            Some(good) => good > 0.0,
+            None => self.objectives.iter().all(|o| o.passes(m.get(o.def.id))),
+        }
     }
 
     /// Counts one profiling record given its metrics: what `add` does after computing
     /// them, and what `aiperf merge` does with the records it reads back.
     pub fn add_metrics(&mut self, record: &RecordFacts, m: &RecordMetrics) {
+        // Only per-request distributions are kept: a run-level count's per-record value
+        // (`good_request_count`) is counted below, not summarised.
         for (id, v) in m.scalars() {
-            self.values[id as usize].push(v);
+            if id.def().kind == MetricKind::Record {
+                self.values[id as usize].push(v);
+            }
         }
         let icl = MetricId::InterChunkLatency as usize;
         self.gaps.clear();

@@ -192,7 +192,7 @@ pub(super) struct Best {
     pub value: f64,
     pub unit: String,
     /// The statistic ranked (`time_to_first_token_p99`): the title alone does not say.
-    pub ranked_by: String,
+    pub ranked_by: StatKey,
 }
 
 /// Everything the sweep files and tables show, worked out once.
@@ -277,7 +277,7 @@ impl<'a> Analysis<'a> {
                 cell: best.0,
                 value: best.1,
                 unit: best.2.clone(),
-                ranked_by: format!("{}_{}", key.0, key.1),
+                ranked_by: *key,
             }
         };
         self.best_throughput = throughput.as_ref().map(|f| pick(f, Ordering::Greater));
@@ -599,7 +599,7 @@ pub fn best_configurations_console(agg: &SweepAggregate) -> String {
                     .failed_mark()
                     .map_or_else(String::new, |m| format!(" {m}"));
                 let which = match says_which {
-                    true => format!(", {}", b.ranked_by.replace("_p99", " p99")),
+                    true => format!(", {} {}", b.ranked_by.0, b.ranked_by.1),
                     false => String::new(),
                 };
                 lines.push(format!(
