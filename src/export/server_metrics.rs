@@ -729,17 +729,14 @@ pub fn fidelity_lines(metrics: &[MetricSummary], client: &MetricsSummary) -> Vec
             let (mut count, mut sum) = (0.0, 0.0);
             let mut est = None;
             for s in server.series.iter().filter(|s| s.endpoint_url == *endpoint) {
-                if let SeriesStats::Histogram {
-                    count: n,
-                    sum: t,
-                    estimates,
-                    ..
-                } = &s.stats
-                {
+                if let SeriesStats::Histogram { count: n, sum: t, .. } = &s.stats {
                     count += n;
                     sum += t;
-                    if est.is_none() && estimates.len() == 4 {
-                        est = Some((estimates[0], estimates[3]));
+                    if est.is_none()
+                        && let (Some(p50), Some(p99)) =
+                            (s.stats.percentile(50.0), s.stats.percentile(99.0))
+                    {
+                        est = Some((p50, p99));
                     }
                 }
             }
