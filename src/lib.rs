@@ -20,6 +20,7 @@ mod sweep;
 
 mod clock;
 mod config;
+mod dashboard;
 mod dataset;
 mod endpoint;
 mod export;

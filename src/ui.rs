@@ -13,7 +13,7 @@ use tracing_subscriber::{EnvFilter, fmt};
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UiType {
-    /// A live dashboard (not built yet: shows the progress bar).
+    /// A full-screen live dashboard (the default in a terminal).
     Dashboard,
     /// A progress bar.
     Simple,
@@ -21,9 +21,10 @@ pub enum UiType {
     None,
 }
 
-/// A progress bar for one phase, or a hidden one when the UI is off.
+/// A progress bar for one phase, or a hidden one when the UI is off or the dashboard is up.
 pub fn phase_bar(ui: UiType, label: &str, total: u64) -> ProgressBar {
-    if ui == UiType::None {
+    // The dashboard shows progress itself.
+    if ui != UiType::Simple {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
@@ -154,7 +155,7 @@ pub fn init_logging(detail: LogDetail, log_file: Option<&Path>) -> std::io::Resu
     };
     // Colour codes only on a terminal: redirected logs and CI captures stay plain text.
     let stderr_layer = fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(|| ConsoleLog)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_timer(WallTime)
         .with_target(false)
@@ -171,6 +172,79 @@ pub fn init_logging(detail: LogDetail, log_file: Option<&Path>) -> std::io::Resu
         .with(file_layer)
         .try_init();
     Ok(())
+}
+
+/// Console log lines kept for the dashboard's log panel while it owns the terminal (a line
+/// written to stderr then would tear its screen), newest last.
+static CAPTURED_LOG: Mutex<Option<std::collections::VecDeque<String>>> = Mutex::new(None);
+/// Lines the log panel keeps.
+const CAPTURED_LINES: usize = 500;
+
+/// From now on console log lines go to the dashboard's log panel instead of stderr.
+pub fn capture_console_log() {
+    let mut captured = CAPTURED_LOG.lock().unwrap_or_else(|e| e.into_inner());
+    captured.get_or_insert_with(Default::default);
+}
+
+/// Console log lines go to stderr again.
+pub fn release_console_log() {
+    *CAPTURED_LOG.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// The last `n` captured log lines, oldest first, without colour codes.
+pub fn captured_log(n: usize) -> Vec<String> {
+    let captured = CAPTURED_LOG.lock().unwrap_or_else(|e| e.into_inner());
+    captured.as_ref().map_or_else(Vec::new, |lines| {
+        lines
+            .iter()
+            .skip(lines.len().saturating_sub(n))
+            .cloned()
+            .collect()
+    })
+}
+
+/// The console's log writer: stderr, or the dashboard's log panel while it is up.
+struct ConsoleLog;
+
+impl std::io::Write for ConsoleLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut captured = CAPTURED_LOG.lock().unwrap_or_else(|e| e.into_inner());
+        match captured.as_mut() {
+            Some(lines) => {
+                let text = strip_ansi(&String::from_utf8_lossy(buf));
+                for line in text.lines().filter(|l| !l.is_empty()) {
+                    if lines.len() == CAPTURED_LINES {
+                        lines.pop_front();
+                    }
+                    lines.push_back(line.to_string());
+                }
+                Ok(buf.len())
+            }
+            None => std::io::stderr().write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// Text without ANSI escape sequences (`ESC [ ... letter`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // Skip to the sequence's final byte (a letter).
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Writes to [`LOG_FILE`]; nothing when no file is set.
@@ -203,6 +277,14 @@ impl std::io::Write for CurrentLogFile {
 mod tests {
     use super::*;
     use crate::dataset::BuildProgress;
+
+    #[test]
+    fn colour_codes_are_taken_out_of_captured_lines() {
+        assert_eq!(
+            strip_ansi("\x1b[2m12:00:00.000001\x1b[0m \x1b[33m WARN\x1b[0m slow"),
+            "12:00:00.000001  WARN slow"
+        );
+    }
 
     #[test]
     fn the_dataset_bar_appears_only_for_long_builds_and_never_without_a_ui() {

@@ -403,8 +403,9 @@ pub struct ProfileArgs {
     #[command(flatten)]
     pub output: output::OutputArgs,
 
-    /// Progress display: `simple` (progress bar; default in a terminal), `none` (default
-    /// otherwise), `dashboard` (not built yet: shows the progress bar).
+    /// Progress display: `dashboard` (full-screen live view; default in a terminal, keys 1-6,
+    /// Esc, L, q), `simple` (progress bar; default with -v/-vv), `none` (log lines only;
+    /// default when stderr is not a terminal).
     #[arg(long = "ui-type", visible_aliases = ["ui"], value_enum, help_heading = "Output")]
     pub ui_type: Option<UiType>,
 

@@ -307,9 +307,19 @@ impl ProfileConfig {
 
         let artifact_dir = artifact_dir(a, &model, servers.models.len(), &load, concurrency);
 
+        // As AIPerf: the dashboard in a terminal unless -v/-vv ask for log lines.
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
         let ui = match a.ui_type {
+            Some(crate::cli::UiType::Dashboard) if !is_terminal || dumb => {
+                warnings.push(
+                    "--ui-type dashboard needs a terminal (stderr is not one, or TERM=dumb): showing a progress bar instead"
+                        .to_string(),
+                );
+                UiType::Simple
+            }
             Some(u) => u.into(),
-            None if a.verbose || a.logging.extra_verbose || is_terminal => UiType::Simple,
+            None if a.verbose || a.logging.extra_verbose || (is_terminal && dumb) => UiType::Simple,
+            None if is_terminal => UiType::Dashboard,
             None => UiType::None,
         };
 

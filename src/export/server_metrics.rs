@@ -729,7 +729,10 @@ pub fn fidelity_lines(metrics: &[MetricSummary], client: &MetricsSummary) -> Vec
             let (mut count, mut sum) = (0.0, 0.0);
             let mut est = None;
             for s in server.series.iter().filter(|s| s.endpoint_url == *endpoint) {
-                if let SeriesStats::Histogram { count: n, sum: t, .. } = &s.stats {
+                if let SeriesStats::Histogram {
+                    count: n, sum: t, ..
+                } = &s.stats
+                {
                     count += n;
                     sum += t;
                     if est.is_none()

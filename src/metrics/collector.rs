@@ -7,6 +7,7 @@ use super::CollectorOptions;
 use super::catalog::{METRIC_COUNT, MetricDef, MetricId, MetricKind};
 use super::column::{self, Column};
 use super::goodput::Objective;
+use super::live::LiveRecorder;
 use super::record_metrics::{RecordMetrics, RecordOptions};
 use super::slices::SliceLog;
 use super::summary::{drop_output_token_metrics, summarize, sweep_results};
@@ -311,6 +312,8 @@ pub struct Collector {
     /// A record's encoded chunk gaps, between the columns and logs that take them.
     gaps: Vec<u8>,
     osl_mismatch_examples: Vec<OslMismatch>,
+    /// The live view's running figures, when something shows them.
+    live: Option<LiveRecorder>,
 }
 
 impl Collector {
@@ -351,6 +354,20 @@ impl Collector {
             timelines: Log::new(&spill),
             gaps: Vec::new(),
             osl_mismatch_examples: Vec::new(),
+            live: None,
+        }
+    }
+
+    /// From now on each record also feeds `live` (the dashboard and live exporters).
+    pub fn show_live(&mut self, live: LiveRecorder) {
+        self.live = Some(live);
+    }
+
+    /// Publishes the live figures if the last snapshot is old enough (or `force`).
+    pub fn publish_live(&mut self, force: bool) {
+        let now = self.clock.now_ns();
+        if let Some(live) = &mut self.live {
+            live.publish(now, force);
         }
     }
 
@@ -410,6 +427,9 @@ impl Collector {
         };
         self.untokenized += u64::from(opts.skip_tokenizer);
         if record.phase == Phase::Warmup {
+            if let Some(live) = &mut self.live {
+                live.observe_warmup(record);
+            }
             // Warmup only shows up in the per-record file.
             if self.sink.is_some() {
                 let m = RecordMetrics::compute(record, &self.tokenizer, opts);
@@ -434,6 +454,9 @@ impl Collector {
         }
         let written = self.write_line(record, &m);
         self.add_metrics(&RecordFacts::of(record), &m);
+        if let Some(live) = &mut self.live {
+            live.observe(record, &m);
+        }
         written
     }
 

@@ -11,6 +11,7 @@ pub mod confidence;
 mod goodput;
 pub mod gpu_telemetry;
 mod http_trace;
+pub mod live;
 pub mod record_metrics;
 pub mod server_metrics;
 pub mod server_series;

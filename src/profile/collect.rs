@@ -12,6 +12,7 @@ use super::control::{FailureWatch, RunControl, StopReason};
 use crate::config::ProfileConfig;
 use crate::metrics::MetricId;
 use crate::metrics::catalog::by_tag;
+use crate::metrics::live::{LiveBoard, LivePhase, LiveRecorder};
 use crate::metrics::{
     Collector, CollectorOptions, GoodputSlo, RecordMetrics, RecordSink, TemplateOverhead,
 };
@@ -27,6 +28,8 @@ use crate::tokenizer::Tokenizer;
 const GATHER_LIMIT: usize = 1024;
 /// Pause after each batch so that, under load, records arrive while nobody waits for them.
 const GATHER_PAUSE: std::time::Duration = std::time::Duration::from_millis(1);
+/// The longest the live figures go unpublished while no record comes.
+const LIVE_REFRESH: std::time::Duration = std::time::Duration::from_millis(250);
 use crate::{export, ui};
 
 /// A running collector: where the phases send records, and the bars it advances.
@@ -34,6 +37,8 @@ pub(super) struct Collection {
     pub records: UnboundedSender<RequestRecord>,
     pub warmup_bar: ProgressBar,
     pub profile_bar: ProgressBar,
+    /// The live figures the dashboard reads, when it is up.
+    pub live: Option<Arc<LiveBoard>>,
     thread: std::thread::JoinHandle<Collector>,
     /// The profiling records' chart rows, kept for the HTML report.
     chart_rows: Option<Arc<Mutex<ChartColumns>>>,
@@ -81,7 +86,14 @@ impl Collection {
             no_output_tokens: !cfg.endpoint_type.produces_tokens(),
             no_input_tokens: !cfg.endpoint_type.tokenizes_input(),
         };
-        let collector = Collector::new(options, tokenizer, clock, files);
+        let mut collector = Collector::new(options, tokenizer, clock, files);
+        let live = (cfg.ui == ui::UiType::Dashboard).then(|| {
+            let board = Arc::new(LiveBoard::default());
+            collector.show_live(LiveRecorder::new(board.clone()));
+            board
+        });
+        // The live view refreshes while no record comes (a slow server): wait at most this.
+        let idle_publish = live.as_ref().map(|_| LIVE_REFRESH);
         let mut watch = FailureWatch::new(
             control.clone(),
             cfg.failures.failed_request_threshold,
@@ -100,7 +112,27 @@ impl Collection {
                 control.handle.block_on(async {
                     let mut collector = collector;
                     let mut batch = Vec::with_capacity(GATHER_LIMIT);
-                    while rx.recv_many(&mut batch, GATHER_LIMIT).await > 0 {
+                    loop {
+                        let got = match idle_publish {
+                            None => rx.recv_many(&mut batch, GATHER_LIMIT).await,
+                            Some(wait) => {
+                                match tokio::time::timeout(
+                                    wait,
+                                    rx.recv_many(&mut batch, GATHER_LIMIT),
+                                )
+                                .await
+                                {
+                                    Ok(n) => n,
+                                    Err(_) => {
+                                        collector.publish_live(false);
+                                        continue;
+                                    }
+                                }
+                            }
+                        };
+                        if got == 0 {
+                            break;
+                        }
                         for record in batch.drain(..) {
                             if control.hurrying() {
                                 collector.skip_tokenizer();
@@ -115,10 +147,12 @@ impl Collection {
                                 Phase::Profiling => pb.inc(1),
                             }
                         }
+                        collector.publish_live(false);
                         // Let the next records gather instead of being woken by each one: a
                         // waiting receiver costs the sending worker a futex wake per record.
                         std::thread::sleep(GATHER_PAUSE);
                     }
+                    collector.publish_live(true);
                     if let Err(e) = collector.close_sink() {
                         write_failed(&control, &e);
                     }
@@ -130,9 +164,17 @@ impl Collection {
             records,
             warmup_bar,
             profile_bar,
+            live,
             thread,
             chart_rows,
         })
+    }
+
+    /// Tells the live view the run entered `phase` at run-clock `at_ns`.
+    pub fn show_phase(&self, phase: LivePhase, at_ns: u64) {
+        if let Some(board) = &self.live {
+            board.set_phase(phase, at_ns);
+        }
     }
 
     /// Waits for the last record (every sender must be gone) and returns the collector,

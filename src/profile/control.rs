@@ -447,6 +447,7 @@ async fn watch_signals(control: Arc<RunControl>) {
     );
     control.end_now();
     signals.next().await;
+    crate::dashboard::restore_terminal();
     std::process::exit(130);
 }
 

@@ -35,7 +35,6 @@ use crate::endpoint::EndpointMismatch;
 use crate::load::{LoadContext, SendPlan};
 use crate::overhead::OverheadMonitor;
 use crate::transport::HttpClient;
-use crate::ui::UiType;
 use crate::{export, mock, ui};
 
 /// How a profile run ended; `main` turns it into the exit code.
@@ -204,6 +203,15 @@ pub fn run_reusing(
         observe::Observers::start(&cfg, ctx.clock)
     };
     let start = runtime.block_on(shard::prepare(&cfg));
+    let dashboard = collection.live.as_ref().and_then(|board| {
+        start_dashboard(
+            &cfg,
+            &ctx,
+            board.clone(),
+            &observers,
+            prepared.warmup_requests,
+        )
+    });
     let overhead = OverheadMonitor::start(mock_server.is_some());
     let ran = phases::run(
         &runtime,
@@ -216,6 +224,10 @@ pub fn run_reusing(
     );
     let observed = runtime.block_on(observers.finish());
     let (collector, chart_rows) = collection.finish()?;
+    // The console is the user's again before the results print.
+    if let Some(d) = dashboard {
+        d.finish();
+    }
     // A profiler that would not start ended the run before profiling (after the cleanup
     // above).
     let ran = ran?;
@@ -335,10 +347,51 @@ fn start_logging(cfg: &ProfileConfig) -> anyhow::Result<()> {
         .iter()
         .for_each(|l| info!("{l}"));
     tracing::debug!("Resolved configuration: {}", report::input_config_json(cfg));
-    if cfg.ui == UiType::Dashboard {
-        warn!("The dashboard UI is not available yet; showing a progress bar instead");
-    }
     Ok(())
+}
+
+/// The dashboard over the run's live figures; a terminal it cannot take is a warning.
+fn start_dashboard(
+    cfg: &ProfileConfig,
+    ctx: &Arc<LoadContext>,
+    board: Arc<crate::metrics::live::LiveBoard>,
+    observers: &observe::Observers,
+    warmup_requests: u64,
+) -> Option<crate::dashboard::Dashboard> {
+    let load = if let Some((rate, _)) = cfg.load.rate {
+        format!("request rate {rate}")
+    } else {
+        format!("concurrency {}", cfg.concurrency)
+    };
+    let in_flight = {
+        let ctx = ctx.clone();
+        move || ctx.in_flight.load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let (servers, gpus) = observers.live_views();
+    let sources = crate::dashboard::Sources {
+        title: format!(
+            "NVIDIA AIPerf (Rust) · {} · {} · {load}",
+            cfg.model,
+            cfg.endpoint_type.as_str()
+        ),
+        plan: crate::dashboard::Plan {
+            warmup_requests,
+            profiling_requests: cfg.load.duration.is_none().then_some(cfg.request_count),
+            duration_s: cfg.load.duration.map(|d| d.as_secs_f64()),
+        },
+        board,
+        clock: ctx.clock,
+        in_flight: Box::new(in_flight),
+        servers,
+        gpus,
+    };
+    match crate::dashboard::Dashboard::start(sources) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            warn!("Cannot show the dashboard ({e}); going on without it");
+            None
+        }
+    }
 }
 
 fn console_is_terminal() -> bool {

@@ -24,7 +24,14 @@ struct Collecting<S, J> {
     summaries: Vec<Arc<Mutex<S>>>,
     /// One per endpoint when the per-scrape file is asked for.
     spools: Vec<Arc<Mutex<J>>>,
+    /// Each endpoint's latest scrapes, when a live view shows them.
+    latest: Vec<(String, Arc<Mutex<scrape::Latest>>)>,
 }
+
+/// The latest server readings, one per `/metrics` endpoint.
+pub(super) type LiveServers = Box<dyn Fn() -> Vec<crate::dashboard::ServerView> + Send>;
+/// The latest GPU readings, one per GPU.
+pub(super) type LiveGpus = Box<dyn Fn() -> Vec<crate::dashboard::GpuView> + Send>;
 
 /// The running collectors.
 pub(super) struct Observers {
@@ -65,6 +72,7 @@ impl Observers {
     /// Starts the collectors the configuration asks for, on the current runtime. One that
     /// cannot start is a warning, never a failed run.
     pub fn start(cfg: &ProfileConfig, clock: Clock) -> Observers {
+        let live = cfg.ui == crate::ui::UiType::Dashboard;
         let dir = &cfg.artifact_dir;
         let names = &cfg.export.names;
         let server = cfg.server_metrics.as_ref().and_then(|o| {
@@ -83,6 +91,7 @@ impl Observers {
                 clock,
                 EndpointSeries::new,
                 spool,
+                live,
             )
         });
         let gpu = cfg.gpu_telemetry.as_ref().and_then(|o| {
@@ -91,9 +100,51 @@ impl Observers {
                 Some(GpuJsonlSpool::new(url, path, clock))
             };
             let o = &o.scrape;
-            collect("GPU telemetry", o, &o.urls, clock, GpuCollector::new, spool)
+            collect(
+                "GPU telemetry",
+                o,
+                &o.urls,
+                clock,
+                GpuCollector::new,
+                spool,
+                live,
+            )
         });
         Observers { server, gpu }
+    }
+
+    /// Readers of the latest server and GPU scrapes, for the dashboard.
+    pub fn live_views(&self) -> (LiveServers, LiveGpus) {
+        let servers = self
+            .server
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.latest.clone());
+        let gpus = self
+            .gpu
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.latest.clone());
+        let servers: LiveServers = Box::new(move || {
+            servers
+                .iter()
+                .map(|(url, l)| {
+                    let l = scrape::lock(l);
+                    crate::dashboard::server_view(
+                        url,
+                        l.previous.as_ref().map(|f| f.as_slice()),
+                        l.latest.as_ref().map(|f| f.as_slice()),
+                    )
+                })
+                .collect()
+        });
+        let gpus: LiveGpus = Box::new(move || {
+            gpus.iter()
+                .flat_map(|(_, l)| {
+                    let latest = scrape::lock(l).latest.clone();
+                    latest.map_or_else(Vec::new, |f| crate::dashboard::gpu_views(&f))
+                })
+                .collect()
+        });
+        (servers, gpus)
     }
 
     /// A scrape of every server endpoint now, waited for: the boundary sample of a phase.
@@ -168,6 +219,7 @@ fn collect<S, J>(
     clock: Clock,
     summary: impl Fn(&str) -> S,
     spool: impl Fn(usize, &str) -> Option<J>,
+    live: bool,
 ) -> Option<Collecting<S, J>>
 where
     S: scrape::ScrapeSink + 'static,
@@ -178,6 +230,7 @@ where
     }
     let mut summaries = Vec::new();
     let mut spools = Vec::new();
+    let mut latest = Vec::new();
     let endpoints = urls
         .iter()
         .enumerate()
@@ -189,6 +242,11 @@ where
                 let j = Arc::new(Mutex::new(j));
                 spools.push(j.clone());
                 sinks.push(j);
+            }
+            if live {
+                let l = Arc::new(Mutex::new(scrape::Latest::default()));
+                latest.push((url.clone(), l.clone()));
+                sinks.push(l);
             }
             ScrapeEndpoint {
                 url: url.clone(),
@@ -204,6 +262,7 @@ where
             scraper,
             summaries,
             spools,
+            latest,
         })
 }
 

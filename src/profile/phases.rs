@@ -13,6 +13,7 @@ use super::observe::Observers;
 use crate::config::ProfileConfig;
 use crate::load::pacing::PacingReport;
 use crate::load::{self, LoadContext, Pacing, PhaseSpec};
+use crate::metrics::live::LivePhase;
 use crate::metrics::server_metrics::Window;
 use crate::metrics::server_series::Phase as ScrapePhase;
 use crate::record::Phase;
@@ -65,6 +66,7 @@ pub(super) fn run(
         observers.mark_phase_boundary(runtime);
         let start_ns = clock.now_ns();
         observers.phase_started(ScrapePhase::Warmup, start_ns);
+        collection.show_phase(LivePhase::Warmup, start_ns);
         let started = Instant::now();
         sent += runtime
             .block_on(load::run_phase(ctx.clone(), warmup, records.clone()))
@@ -118,6 +120,7 @@ pub(super) fn run(
     observers.mark_phase_boundary(runtime);
     let profiling_start_ns = clock.now_ns();
     observers.phase_started(ScrapePhase::Profiling, profiling_start_ns);
+    collection.show_phase(LivePhase::Profiling, profiling_start_ns);
     let started = Instant::now();
     let result = runtime.block_on(load::run_phase(ctx.clone(), profiling, records));
     let profiling_window = Window {
@@ -125,6 +128,7 @@ pub(super) fn run(
         end_ns: clock.now_ns(),
     };
     observers.phase_ended(ScrapePhase::Profiling, profiling_window.end_ns);
+    collection.show_phase(LivePhase::Done, profiling_window.end_ns);
     if let Some(hooks) = profiler {
         runtime.block_on(control_hooks::stop_profiler(&ctx.client, hooks));
     }

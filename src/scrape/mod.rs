@@ -55,6 +55,22 @@ pub trait ScrapeSink: Send {
     fn scraped(&mut self, scrape: &ScrapeEvent);
 }
 
+/// An endpoint's last two distinct scrapes (shared, not copied), for live views that show
+/// the latest gauges and a counter's rise between the two.
+#[derive(Debug, Default)]
+pub struct Latest {
+    pub previous: Option<Arc<Vec<Family>>>,
+    pub latest: Option<Arc<Vec<Family>>>,
+}
+
+impl ScrapeSink for Latest {
+    fn scraped(&mut self, scrape: &ScrapeEvent) {
+        if scrape.changed || self.latest.is_none() {
+            self.previous = self.latest.replace(scrape.families.clone());
+        }
+    }
+}
+
 /// A sink shared with whoever reads it after the run.
 pub type Sink = Arc<Mutex<dyn ScrapeSink>>;
 

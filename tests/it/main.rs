@@ -16,6 +16,7 @@ mod compare;
 mod control_hooks;
 mod conversations;
 mod custom_dataset;
+mod dashboard;
 mod dataset_compat;
 mod endpoint_streams;
 mod endpoint_types;
