@@ -6,6 +6,7 @@ pub mod chart;
 mod config;
 mod multi;
 pub mod render;
+mod scale;
 mod single;
 pub mod streamed;
 
