@@ -139,9 +139,27 @@ fn run_report_is_self_contained_and_shows_the_runs_numbers() {
         .any(|v| (v - p50).abs() <= 1e-3 * p50);
     assert!(marked, "p50 {p50} in {:#}", ttft_chart["marks"]);
 
+    // Every chart says how many of the run's requests failed.
+    let failed = summary["error_request_count"]["avg"].as_f64().unwrap() as u64;
+    let ok = summary["request_count"]["avg"].as_f64().unwrap() as u64;
+    let line = format!("Run: {} requests, {failed} failed", ok + failed);
+    for c in &charts {
+        assert_eq!(c["subtitle"], line.as_str(), "{}", c["name"]);
+    }
+
     if let Some(browser) = chromium() {
         let rendered = render(&browser, &dir.join(REPORT), 9000);
         rendered.assert_drawn(charts.len());
+        let checked = rendered.assert_readable();
+        assert_eq!(checked, charts.len());
+        assert_eq!(
+            rendered
+                .dom
+                .matches(&format!("<p class=\"subtitle\">{line}</p>"))
+                .count(),
+            charts.len(),
+            "a subtitle on every chart"
+        );
     }
 }
 
@@ -315,7 +333,68 @@ pub(crate) fn render(browser: &Path, page: &Path, height: u32) -> Rendered {
     }
 }
 
+/// `&quot;`-escaped attribute text back to what the script wrote.
+fn unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
 impl Rendered {
+    /// What the page's script noted of each chart's layout (`data-layout`): the data fills
+    /// at least half of each axis; the marks' labels sit above the plotting area and clear
+    /// of each other; count axes print whole numbers only; each legend sample is dashed as
+    /// its line. Returns how many charts it checked.
+    pub(crate) fn assert_readable(&self) -> usize {
+        let layouts: Vec<Value> = self
+            .dom
+            .split("data-layout=\"")
+            .skip(1)
+            .map(|s| serde_json::from_str(&unescape(&s[..s.find('"').unwrap()])).unwrap())
+            .collect();
+        for (i, l) in layouts.iter().enumerate() {
+            for (key, axis) in l["axes"].as_object().unwrap() {
+                let len = axis["len"].as_f64().unwrap();
+                if let Some(d) = axis["data_px"].as_array() {
+                    let span = d[1].as_f64().unwrap() - d[0].as_f64().unwrap();
+                    if span >= 1.0 {
+                        assert!(
+                            span >= 0.5 * len,
+                            "chart {i}: {key} data spans {span} of {len}: {l}"
+                        );
+                    }
+                }
+                if axis["integer"] == true {
+                    let ticks = axis["ticks"].as_array().unwrap();
+                    assert!(!ticks.is_empty(), "chart {i}: {key} has no ticks");
+                    for t in ticks {
+                        let t = t.as_str().unwrap().replace(',', "");
+                        assert!(t.parse::<i64>().is_ok(), "chart {i}: {key} tick {t:?}: {l}");
+                    }
+                }
+            }
+            let marks = l["marks"].as_array().unwrap();
+            let b = |m: &Value, k: usize| m["box"][k].as_f64().unwrap();
+            for (j, m) in marks.iter().enumerate() {
+                assert!(b(m, 3) <= 0.0, "chart {i}: mark label {m} on the plot");
+                for n in &marks[j + 1..] {
+                    let apart = b(m, 2) <= b(n, 0)
+                        || b(n, 2) <= b(m, 0)
+                        || b(m, 3) <= b(n, 1)
+                        || b(n, 3) <= b(m, 1);
+                    assert!(apart, "chart {i}: mark labels {m} and {n} overlap");
+                }
+            }
+            assert_eq!(
+                l["legend_markers"], l["series_dashed"],
+                "chart {i}: legend samples drawn as their series"
+            );
+        }
+        layouts.len()
+    }
+
     /// No script error; every chart drawn; in each chart on screen, the plotting area holds
     /// coloured ink (the series; grid, axes and marks are grey).
     pub(crate) fn assert_drawn(&self, charts: usize) {
