@@ -217,6 +217,16 @@ fn sweep_report_in_the_base_dir_links_every_run() {
         .unwrap();
     let row = table_row(&html, "3");
     assert!(row.contains(&format!("{rps:.2}")), "{rps:.2} in {row:?}");
+    // The header counts the runs' requests and the failed ones.
+    let (mut sent, mut failed) = (0, 0);
+    for point in ["concurrency_1", "concurrency_3"] {
+        let s = read_json(&base.join(point).join("profile_export_aiperf.json"));
+        let errors = s["error_request_count"]["avg"].as_f64().unwrap_or(0.0) as u64;
+        sent += s["request_count"]["avg"].as_f64().unwrap() as u64 + errors;
+        failed += errors;
+    }
+    let runs = format!("<dd>2 (2 succeeded) · {sent} requests, {failed} failed</dd>");
+    assert!(html.contains(&runs), "{runs} in the header");
     let charts = embedded_charts(&html);
     assert!(!charts.is_empty(), "the multi-run charts");
     if let Some(browser) = chromium() {
