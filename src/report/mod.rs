@@ -6,6 +6,7 @@
 
 mod console;
 mod page;
+mod runs_page;
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,7 @@ use crate::plot;
 use crate::plot::artifacts::RecordRow;
 use crate::plot::streamed::Rows;
 use page::Page;
+pub use runs_page::write as write_runs_page;
 
 /// Why a report could not be written.
 #[derive(Debug, thiserror::Error)]

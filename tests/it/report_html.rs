@@ -163,6 +163,86 @@ fn run_report_is_self_contained_and_shows_the_runs_numbers() {
     }
 }
 
+/// `aiperf plot` of several runs writes one page comparing them: each run named with its
+/// figures, their distributions overlaid (a series per run), drawn without script errors.
+#[test]
+fn plot_of_several_runs_writes_one_page_comparing_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fast = MockChild::spawn(&["--ttft", "8", "--itl", "1"]);
+    let slow = MockChild::spawn(&["--ttft", "30", "--itl", "2", "--error-rate", "20"]);
+    vision_run(&fast, &tmp.path().join("fast"), "2", "12");
+    vision_run(&slow, &tmp.path().join("slow"), "2", "12");
+    let out = tmp.path().join("compared");
+    let o = common::run_aiperf_in(
+        tmp.path(),
+        &["plot", "fast", "slow", "--output", out.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Runs compared in"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let html = std::fs::read_to_string(out.join(REPORT)).expect("the comparison page");
+    assert_self_contained(&html);
+    // A column per run, named by its directory.
+    assert!(
+        html.contains("<th class=\"num\">fast</th><th class=\"num\">slow</th>"),
+        "the runs' columns"
+    );
+    let mut total = (0, 0);
+    for (run, column) in [("fast", 1), ("slow", 2)] {
+        let summary = read_json(&tmp.path().join(run).join("profile_export_aiperf.json"));
+        let p50 = summary["time_to_first_token"]["p50"].as_f64().unwrap();
+        let row = table_row(&html, "Time to first token (ms) p50");
+        assert_eq!(row[column], format!("{p50:.2}"), "{run}: {row:?}");
+        let failed = summary["error_request_count"]["avg"]
+            .as_f64()
+            .unwrap_or(0.0) as u64;
+        let ok = summary["request_count"]["avg"].as_f64().unwrap() as u64;
+        assert_eq!(
+            table_row(&html, "Failed requests")[column],
+            failed.to_string()
+        );
+        assert!(
+            html.contains(&format!("<dt>{run}</dt>")),
+            "{run} in the header"
+        );
+        total = (total.0 + ok + failed, total.1 + failed);
+    }
+    assert!(total.1 > 0, "the slow mock failed no request");
+    assert!(
+        html.contains(&format!(
+            "<dd>2 · {} requests, {} failed</dd>",
+            total.0, total.1
+        )),
+        "the runs' requests and failures in the header"
+    );
+    let charts = embedded_charts(&html);
+    for metric in ["ttft", "itl", "request_latency"] {
+        for kind in ["histograms", "cdfs"] {
+            let name = format!("{metric}_{kind}_compared");
+            let chart = charts
+                .iter()
+                .find(|c| c["name"] == name.as_str())
+                .unwrap_or_else(|| panic!("no {name}"));
+            let series: Vec<&str> = chart["series"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(series.len(), 2, "{name}: {series:?}");
+            assert!(series[0].starts_with("fast (") && series[1].starts_with("slow ("));
+        }
+    }
+    if let Some(browser) = chromium() {
+        let rendered = render(&browser, &out.join(REPORT), 9000);
+        rendered.assert_drawn(charts.len());
+        rendered.assert_readable();
+    }
+}
+
 #[test]
 fn no_html_report_leaves_it_out() {
     let mock = MockChild::spawn(&["--ttft", "5", "--itl", "1"]);
