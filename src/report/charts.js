@@ -100,14 +100,15 @@
     var sc = { time: false, auto: true };
     if (axis.log) { sc.distr = 3; sc.log = 10; return sc; }
     if (key === "x") {
-      // A time axis keeps 0 at its start (and its zoom); others fit their data.
+      // A time axis keeps 0 at its start (and its zoom); others fit their data, with room
+      // on both sides so points and their labels at the ends stay inside.
       if (axis.time) {
         sc.range = function (u, min, max) {
           if (min == null || max == null) return [0, 1];
           return uPlot.rangeNum(Math.min(0, min), Math.max(max, 0), 0.1, true);
         };
       } else {
-        sc.range = fitted(axis.from_zero, false, 0, 0);
+        sc.range = fitted(axis.from_zero, false, PAD, PAD);
       }
       return sc;
     }
