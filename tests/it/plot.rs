@@ -851,6 +851,8 @@ fn auto_plot_after_a_sweep_covers_every_point_and_repeats_plot_their_trials() {
     );
     let plots = cwd.path().join("sweep/plots");
     check_png(&plots.join("ttft_vs_throughput.png"));
+    let page = std::fs::read_to_string(plots.join("report.html")).expect("the runs compared");
+    assert!(page.contains("<dt>concurrency_1</dt>") && page.contains("<dt>concurrency_2</dt>"));
     let texts = Svg::open(&plots.join("ttft_vs_throughput.svg")).texts();
     assert!(
         texts.iter().any(|t| t == "c=1") && texts.iter().any(|t| t == "c=2"),
