@@ -362,8 +362,8 @@ fn draw<DB: DrawingBackend>(
         top += h + 8;
     }
     let right_area = if chart.y2.is_some() { Y_LABEL_AREA } else { 0 };
-    let legend_left = MARGIN + Y_LABEL_AREA;
-    let entries = legend_layout(root, chart, width - legend_left - MARGIN - right_area);
+    let plot_left = MARGIN + Y_LABEL_AREA;
+    let entries = legend_layout(root, chart, width - plot_left - MARGIN - right_area);
     let legend_top = top + 4;
     let legend_rows = entries.iter().map(|e| e.2 + 1).max().unwrap_or(0);
     top = legend_top + legend_rows * LEGEND_ROW;
@@ -383,7 +383,7 @@ fn draw<DB: DrawingBackend>(
         root,
         chart,
         &x_range,
-        (legend_left, width - MARGIN - right_area),
+        (plot_left, width - MARGIN - right_area),
     );
     let mark_rows = places.iter().map(|p| p.2 + 1).max().unwrap_or(0);
     top += mark_rows * MARK_ROW + 8;
@@ -518,7 +518,7 @@ fn draw<DB: DrawingBackend>(
         root,
         chart,
         &entries,
-        (legend_left, legend_top),
+        (plot_left, legend_top),
         &c,
         &mut labels,
         &err,
