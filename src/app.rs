@@ -156,6 +156,9 @@ fn plot_exit(args: &crate::cli::plot::PlotArgs) -> ExitCode {
                 w.runs,
                 w.output.display()
             );
+            if let Some(page) = &w.page {
+                println!("Runs compared in {}", page.display());
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

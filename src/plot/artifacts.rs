@@ -203,6 +203,46 @@ pub struct LoadPoint {
     pub value: f64,
 }
 
+/// Requests sent and failed, as a chart's subtitle and a report's header show them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Requests {
+    pub total: u64,
+    pub failed: u64,
+}
+
+impl Requests {
+    /// Requests of a summary (`profile_export_aiperf.json`): `request_count` counts those
+    /// that succeeded, `error_request_count` those that failed.
+    pub fn of_summary(summary: &Value) -> Option<Requests> {
+        let ok = summary["request_count"]["avg"].as_f64()?;
+        let failed = summary["error_request_count"]["avg"]
+            .as_f64()
+            .unwrap_or(0.0);
+        Some(Requests {
+            total: (ok + failed).round() as u64,
+            failed: failed.round() as u64,
+        })
+    }
+
+    /// The sum over runs.
+    pub fn sum(all: impl Iterator<Item = Requests>) -> Requests {
+        all.fold(Requests::default(), |a, b| Requests {
+            total: a.total + b.total,
+            failed: a.failed + b.failed,
+        })
+    }
+
+    /// E.g. `36 requests, 6 failed`.
+    pub fn text(&self) -> String {
+        let noun = if self.total == 1 {
+            "request"
+        } else {
+            "requests"
+        };
+        format!("{} {noun}, {} failed", self.total, self.failed)
+    }
+}
+
 /// Everything read from one run directory.
 #[derive(Debug, Clone, Default)]
 pub struct RunArtifacts {
@@ -238,6 +278,17 @@ impl RunArtifacts {
     pub fn ci(&self, tag: &str, stat: &str) -> Option<(f64, f64)> {
         let m = &self.aggregate.as_ref()?["metrics"][format!("{tag}_{stat}")];
         Some((m["ci_low"].as_f64()?, m["ci_high"].as_f64()?))
+    }
+
+    /// How many requests the run sent and how many of them failed, from the summary (or the
+    /// mean across trials).
+    pub fn requests(&self) -> Option<Requests> {
+        let ok = self.stat("request_count", "avg")?;
+        let failed = self.stat("error_request_count", "avg").unwrap_or(0.0);
+        Some(Requests {
+            total: (ok + failed).round() as u64,
+            failed: failed.round() as u64,
+        })
     }
 
     /// The wall time the run's first request was sent.

@@ -5,6 +5,8 @@ use serde::Serialize;
 pub struct Chart {
     pub name: String, // file stem, e.g. "ttft_distribution"
     pub title: String,
+    /// The requests behind the chart, failed ones counted, e.g. "36 requests, 6 failed".
+    pub subtitle: String,
     pub description: String, // one sentence: what a reader learns from it
     pub x: Axis,
     pub y: Axis,
@@ -18,6 +20,8 @@ pub struct Axis {
     pub log: bool,
     pub from_zero: bool,
     pub time: bool, // a time axis: zoomable in the report
+    /// Counts (requests, concurrency, tokens): ticks only at whole numbers, printed as such.
+    pub integer: bool,
 }
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 #[serde(rename_all = "snake_case")]
@@ -57,6 +61,15 @@ impl Axis {
             log: false,
             from_zero,
             time: false,
+            integer: false,
+        }
+    }
+
+    /// A linear axis of whole numbers (counts), from 0 when `from_zero`.
+    pub fn count(label: impl Into<String>, from_zero: bool) -> Axis {
+        Axis {
+            integer: true,
+            ..Axis::linear(label, from_zero)
         }
     }
 
@@ -67,6 +80,7 @@ impl Axis {
             log: false,
             from_zero: true,
             time: true,
+            integer: false,
         }
     }
 }

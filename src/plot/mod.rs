@@ -3,9 +3,11 @@
 
 pub mod artifacts;
 pub mod chart;
+mod compared;
 mod config;
 mod multi;
 pub mod render;
+mod scale;
 mod single;
 pub mod streamed;
 
@@ -191,6 +193,8 @@ pub struct Written {
     /// Plots skipped and config keys ignored, one line each.
     pub warnings: Vec<String>,
     pub runs: usize,
+    /// The page comparing several runs (`report.html`), when there were several.
+    pub page: Option<PathBuf>,
 }
 
 pub const SUMMARY_FILE: &str = "summary.txt";
@@ -242,11 +246,27 @@ pub fn run(opts: &Options) -> Result<Written, PlotError> {
     for chart in &charts {
         files.extend(render::write_chart(&output, chart, opts.theme)?);
     }
+    // Several runs: one page with their distributions overlaid and their figures side by
+    // side, then the charts drawn above.
+    let page = if runs.len() > 1 {
+        let mut page_charts = compared::distributions(&runs);
+        page_charts.extend(charts);
+        let path = crate::report::write_runs_page(&output, &runs, page_charts).map_err(|e| {
+            PlotError::Render {
+                name: crate::export::REPORT_HTML_FILE.into(),
+                what: e.to_string(),
+            }
+        })?;
+        Some(path)
+    } else {
+        None
+    };
     let written = Written {
         output,
         files,
         warnings,
         runs: runs.len(),
+        page,
     };
     write_summary(&written)?;
     Ok(written)
@@ -275,7 +295,7 @@ fn write_summary(w: &Written) -> Result<(), PlotError> {
     for warning in &w.warnings {
         log.push_str(&format!("WARNING {warning}\n"));
     }
-    for f in &w.files {
+    for f in w.files.iter().chain(&w.page) {
         log.push_str(&format!("wrote {}\n", f.display()));
     }
     let path = w.output.join(LOG_FILE);

@@ -1,12 +1,12 @@
 //! The plots across runs (a sweep, repeated runs, or several directories): throughput
 //! against latency with the Pareto frontier, and latency percentiles against load.
 
-use super::artifacts::RunArtifacts;
+use super::artifacts::{Requests, RunArtifacts};
 use super::chart::{Axis, Chart, Series, SeriesKind};
 
 /// Every multi-run chart the runs have data for, by name.
 pub fn charts(runs: &[RunArtifacts]) -> Vec<(String, Option<Chart>)> {
-    vec![
+    let mut out = vec![
         ("ttft_vs_throughput".into(), ttft_vs_throughput(runs)),
         (
             "pareto_curve_throughput_vs_interactivity".into(),
@@ -18,7 +18,18 @@ pub fn charts(runs: &[RunArtifacts]) -> Vec<(String, Option<Chart>)> {
         ),
         ("latency_vs_load".into(), latency_vs_load(runs)),
         ("latency_throughput_uncertainty".into(), uncertainty(runs)),
-    ]
+    ];
+    let line = subtitle(runs);
+    for chart in out.iter_mut().filter_map(|(_, c)| c.as_mut()) {
+        chart.subtitle = line.clone();
+    }
+    out
+}
+
+/// E.g. `3 runs: 36 requests, 6 failed`.
+pub fn subtitle(runs: &[RunArtifacts]) -> String {
+    let requests = Requests::sum(runs.iter().filter_map(RunArtifacts::requests));
+    format!("{} runs: {}", runs.len(), requests.text())
 }
 
 /// A run's label in the plots: its load (`c=4`, `rate=5`), else its directory.
@@ -105,6 +116,7 @@ fn ttft_vs_throughput(runs: &[RunArtifacts]) -> Option<Chart> {
             series("TTFT p99", SeriesKind::Line, p99),
         ],
         marks: Vec::new(),
+        subtitle: String::new(),
     })
 }
 
@@ -160,6 +172,7 @@ fn pareto(runs: &[RunArtifacts], interactivity: bool) -> Option<Chart> {
             Series::new("Pareto frontier", SeriesKind::Line, front),
         ],
         marks: Vec::new(),
+        subtitle: String::new(),
     })
 }
 
@@ -201,11 +214,15 @@ fn latency_vs_load(runs: &[RunArtifacts]) -> Option<Chart> {
         name: "latency_vs_load".into(),
         title: "Latency percentiles vs load".into(),
         description: "How the median and the tail of TTFT and request latency grow with the load; bars are the confidence interval across repeated runs.".into(),
-        x: Axis::linear(xlabel, true),
+        x: Axis {
+            integer: load_name == "concurrency",
+            ..Axis::linear(xlabel, true)
+        },
         y: Axis::linear("Latency (ms)", true),
         y2: None,
         series: out,
         marks: Vec::new(),
+        subtitle: String::new(),
     })
 }
 
@@ -230,6 +247,7 @@ fn uncertainty(runs: &[RunArtifacts]) -> Option<Chart> {
         y2: None,
         series: vec![series("Mean across trials", SeriesKind::Scatter, pts)],
         marks: Vec::new(),
+        subtitle: String::new(),
     })
 }
 

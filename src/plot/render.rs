@@ -2,6 +2,7 @@
 //! tick labels); the series, marks and legend are drawn in pixels from the axes' mapping,
 //! so primary and secondary axes share one drawing path.
 
+use std::cell::RefCell;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -12,7 +13,8 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use super::artifacts::PlotError;
-use super::chart::{Chart, Series, SeriesKind};
+use super::chart::{Axis, Chart, Series, SeriesKind};
+use super::scale;
 
 pub const WIDTH: u32 = 1600;
 pub const HEIGHT: u32 = 800;
@@ -110,51 +112,6 @@ fn bounded(chart: &Chart) -> Chart {
     c
 }
 
-/// The value range an axis shows: from 0 when asked (and nothing is negative), with 5% room
-/// above the data.
-fn range(values: impl Iterator<Item = f64>, from_zero: bool) -> Range<f64> {
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for v in values.filter(|v| v.is_finite()) {
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
-    if !lo.is_finite() {
-        return 0.0..1.0;
-    }
-    if from_zero && lo >= 0.0 {
-        lo = 0.0;
-    }
-    // A span within rounding of its magnitude has no ticks to find: widen it.
-    let magnitude = lo.abs().max(hi.abs());
-    if hi - lo <= magnitude * 1e-12 {
-        hi = lo
-            + if magnitude == 0.0 {
-                1.0
-            } else {
-                magnitude * 0.1
-            };
-    }
-    let pad = (hi - lo) * 0.05;
-    let lo = if from_zero && lo == 0.0 {
-        0.0
-    } else {
-        lo - pad
-    };
-    lo..hi + pad
-}
-
-/// Tick labels with as many decimals as the axis's span needs (about ten ticks), the same
-/// for every tick.
-fn tick_format(r: &Range<f64>) -> impl Fn(&f64) -> String {
-    let step = (r.end - r.start) / 10.0;
-    let decimals = if step > 0.0 {
-        (-step.log10().floor()).clamp(0.0, 6.0) as usize
-    } else {
-        0
-    };
-    move |v: &f64| format!("{v:.decimals$}")
-}
-
 type Ctx<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// The primary axes: labels, grid, descriptions.
@@ -164,9 +121,12 @@ fn mesh<DB: DrawingBackend>(
     c: &Colors,
     fx: &dyn Fn(&f64) -> String,
     fy: &dyn Fn(&f64) -> String,
+    ticks: (usize, usize),
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let text = |size: f64| (FONT, size).into_font().color(&c.text);
     ctx.configure_mesh()
+        .x_labels(ticks.0)
+        .y_labels(ticks.1)
         .x_desc(&chart.x.label)
         .y_desc(&chart.y.label)
         .axis_desc_style(text(26.0))
@@ -186,6 +146,11 @@ fn mesh<DB: DrawingBackend>(
 struct AxisMap {
     range: [f64; 2],
     px: [i32; 2],
+    /// Where the data drawn on this axis begins and ends, in pixels.
+    data_px: Option<[i32; 2]>,
+    integer: bool,
+    /// The tick labels printed.
+    ticks: Vec<String>,
 }
 
 #[derive(serde::Serialize)]
@@ -193,14 +158,27 @@ struct SeriesInfo {
     name: String,
     color: String,
     y2: bool,
+    dashed: bool,
+}
+
+/// Text this module placed (not the axes' own), with its box: `[left, top, right, bottom]`.
+#[derive(serde::Serialize)]
+struct Placed {
+    kind: &'static str,
+    text: String,
+    #[serde(rename = "box")]
+    bounds: [i32; 4],
 }
 
 #[derive(serde::Serialize)]
 struct Layout {
+    /// The plotting area: `[left, top, right, bottom]`.
+    plot: [i32; 4],
     x: AxisMap,
     y: AxisMap,
     y2: Option<AxisMap>,
     series: Vec<SeriesInfo>,
+    labels: Vec<Placed>,
 }
 
 fn draw_err<E: std::fmt::Debug>(chart: &Chart) -> impl Fn(E) -> PlotError + '_ {
@@ -267,7 +245,90 @@ fn linear(xr: &Range<f64>, yr: &Range<f64>, p0: (i32, i32), p1: (i32, i32)) -> P
     })
 }
 
-/// Draws `chart` on `root`; returns the axes' pixel mapping.
+/// Pixel sizes of the page's parts.
+const MARGIN: i32 = 24;
+const Y_LABEL_AREA: i32 = 110;
+const LEGEND_ROW: i32 = 32;
+const MARK_ROW: i32 = 26;
+const SWATCH: i32 = 44;
+
+/// Whether series `index` of `kind` is drawn dashed: the third and later lines are, to tell
+/// them apart without colour.
+fn dashed(kind: SeriesKind, index: usize) -> bool {
+    matches!(kind, SeriesKind::Line | SeriesKind::Step) && index >= 2 && index.is_multiple_of(2)
+}
+
+fn series_color(c: &Colors, s: &Series, index: usize) -> RGBColor {
+    if s.error_points {
+        c.error
+    } else {
+        c.series[index % c.series.len()]
+    }
+}
+
+/// The x values of every series (bars to their right edge) and the y values of `on_y2`
+/// series or the others; bars and areas reach down to 0, where they are filled from.
+fn values(chart: &Chart, y: Option<bool>) -> Vec<f64> {
+    let mut out = Vec::new();
+    for s in &chart.series {
+        match y {
+            None => {
+                let w = s.bar_width.unwrap_or(0.0);
+                out.extend(s.points.iter().flat_map(|p| [p.0, p.0 + w]));
+            }
+            Some(on_y2) if s.on_y2 == on_y2 => {
+                out.extend(s.points.iter().map(|p| p.1));
+                out.extend(s.y_err.iter().flat_map(|e| [e.0, e.1]));
+                if matches!(s.kind, SeriesKind::Bars | SeriesKind::Area) && !s.points.is_empty() {
+                    out.push(0.0);
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+/// A text's size in pixels as the backend will draw it.
+fn text_size<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    text: &str,
+    size: f64,
+) -> (i32, i32) {
+    let font: TextStyle = (FONT, size).into_font().into();
+    root.estimate_text_size(text, &font)
+        .map(|(w, h)| (w as i32, h as i32))
+        // Roughly DejaVu's advance, should the backend not say.
+        .unwrap_or((
+            (text.chars().count() as f64 * size * 0.6) as i32,
+            size as i32,
+        ))
+}
+
+/// Where each legend entry goes, left to right in rows that wrap at `width`: (series index,
+/// x offset, row, entry width).
+fn legend_layout<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &Chart,
+    width: i32,
+) -> Vec<(usize, i32, i32, i32)> {
+    let mut out = Vec::new();
+    let (mut x, mut row) = (0, 0);
+    for (i, s) in chart.series.iter().enumerate() {
+        let w = SWATCH + 10 + text_size(root, &s.name, 20.0).0;
+        if x > 0 && x + w > width {
+            x = 0;
+            row += 1;
+        }
+        out.push((i, x, row, w));
+        x += w + 36;
+    }
+    out
+}
+
+/// Draws `chart` on `root`; returns where everything went. Title, failed-request line,
+/// legend and the marks' labels sit in a band above the plotting area, so none of them
+/// covers data.
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &Chart,
@@ -276,63 +337,107 @@ fn draw<DB: DrawingBackend>(
     let err = draw_err(chart);
     let c = colors(theme);
     root.fill(&c.background).map_err(&err)?;
-    let primary: Vec<&Series> = chart.series.iter().filter(|s| !s.on_y2).collect();
-    let secondary: Vec<&Series> = chart.series.iter().filter(|s| s.on_y2).collect();
-    let xs = chart.series.iter().flat_map(|s| {
-        let w = s.bar_width.unwrap_or(0.0);
-        s.points.iter().flat_map(move |p| [p.0, p.0 + w])
-    });
-    let mark_x = chart.marks.iter().filter(|m| m.on_x).map(|m| m.value);
-    let x_range = range(xs.chain(mark_x), chart.x.from_zero);
-    let ys = |series: &[&Series]| -> Vec<f64> {
-        series
-            .iter()
-            .flat_map(|s| {
-                s.points
-                    .iter()
-                    .map(|p| p.1)
-                    .chain(s.y_err.iter().flat_map(|e| [e.0, e.1]))
-            })
-            .collect()
-    };
-    let mark_y = chart.marks.iter().filter(|m| !m.on_x).map(|m| m.value);
-    let y_range = range(ys(&primary).into_iter().chain(mark_y), chart.y.from_zero);
-    let y2_from_zero = chart.y2.as_ref().is_some_and(|a| a.from_zero);
-    let y2_range = range(ys(&secondary).into_iter(), y2_from_zero);
-
+    let mut labels = Vec::new();
     let text = |size: f64| (FONT, size).into_font().color(&c.text);
-    let mut builder = ChartBuilder::on(root);
+    let width = WIDTH as i32;
+
+    // The band above the plot: title, subtitle, legend rows, one row per vertical mark.
+    let mut top = MARGIN / 2;
+    for (kind, line, size) in [
+        ("title", &chart.title, 34.0),
+        ("subtitle", &chart.subtitle, 22.0),
+    ] {
+        if line.is_empty() {
+            continue;
+        }
+        let (w, h) = text_size(root, line, size);
+        let x = (width - w) / 2;
+        root.draw(&Text::new(line.clone(), (x, top), text(size)))
+            .map_err(&err)?;
+        labels.push(Placed {
+            kind,
+            text: line.clone(),
+            bounds: [x, top, x + w, top + h],
+        });
+        top += h + 8;
+    }
+    let right_area = if chart.y2.is_some() { Y_LABEL_AREA } else { 0 };
+    let plot_left = MARGIN + Y_LABEL_AREA;
+    let entries = legend_layout(root, chart, width - plot_left - MARGIN - right_area);
+    let legend_top = top + 4;
+    let legend_rows = entries.iter().map(|e| e.2 + 1).max().unwrap_or(0);
+    top = legend_top + legend_rows * LEGEND_ROW;
+    let primary: Vec<f64> = values(chart, Some(false));
+    let secondary: Vec<f64> = values(chart, Some(true));
+    let xs = values(chart, None);
+    let mark_x = chart.marks.iter().filter(|m| m.on_x).map(|m| m.value);
+    let mark_y = chart.marks.iter().filter(|m| !m.on_x).map(|m| m.value);
+    let x_extent = scale::extent(xs.iter().copied().chain(mark_x));
+    let y_extent = scale::extent(primary.iter().copied().chain(mark_y));
+    let y2_extent = scale::extent(secondary.iter().copied());
+    let x_range = scale::range(x_extent, chart.x.from_zero, scale::PAD);
+    let y_range = scale::range(y_extent, chart.y.from_zero, scale::HEADROOM);
+    let y2_axis = chart.y2.clone().unwrap_or_else(|| Axis::linear("", true));
+    let y2_range = scale::range(y2_extent, y2_axis.from_zero, scale::HEADROOM);
+    let places = mark_places(
+        root,
+        chart,
+        &x_range,
+        (plot_left, width - MARGIN - right_area),
+    );
+    let mark_rows = places.iter().map(|p| p.2 + 1).max().unwrap_or(0);
+    top += mark_rows * MARK_ROW + 8;
+
+    let body = root.margin(top, 0, 0, 0);
+    let mut builder = ChartBuilder::on(&body);
     builder
-        .caption(&chart.title, text(34.0))
-        .margin(24)
+        .margin_left(MARGIN)
+        .margin_right(MARGIN)
+        .margin_bottom(MARGIN)
+        .margin_top(0)
         .x_label_area_size(80)
-        .y_label_area_size(110);
+        .y_label_area_size(Y_LABEL_AREA);
     if chart.y2.is_some() {
-        builder.right_y_label_area_size(110);
+        builder.right_y_label_area_size(Y_LABEL_AREA);
     }
     let ctx = builder
         .build_cartesian_2d(x_range.clone(), y_range.clone())
         .map_err(&err)?;
-    let (fx, fy, fy2) = (
-        tick_format(&x_range),
-        tick_format(&y_range),
-        tick_format(&y2_range),
+    // Each formatter notes the labels it printed, for the layout note.
+    let seen: [RefCell<Vec<String>>; 3] = Default::default();
+    let noted = |i: usize, f: Box<dyn Fn(&f64) -> String>| {
+        let seen = &seen[i];
+        move |v: &f64| {
+            let t = f(v);
+            if !t.is_empty() {
+                seen.borrow_mut().push(t.clone());
+            }
+            t
+        }
+    };
+    let fx = noted(0, Box::new(scale::tick_format(&x_range, chart.x.integer)));
+    let fy = noted(1, Box::new(scale::tick_format(&y_range, chart.y.integer)));
+    let fy2 = noted(2, Box::new(scale::tick_format(&y2_range, y2_axis.integer)));
+    let ticks = (
+        scale::max_ticks(&x_range, chart.x.integer),
+        scale::max_ticks(&y_range, chart.y.integer),
     );
     // The secondary axis takes the right label area, so it is set before the primary mesh
     // is drawn (else the primary labels land on both sides).
-    let (p0, p1, secondary) = match &chart.y2 {
+    let (p0, p1, secondary_px) = match &chart.y2 {
         None => {
             let mut ctx = ctx;
-            mesh(&mut ctx, chart, &c, &fx, &fy).map_err(&err)?;
+            mesh(&mut ctx, chart, &c, &fx, &fy, ticks).map_err(&err)?;
             let p0 = ctx.backend_coord(&(x_range.start, y_range.start));
             let p1 = ctx.backend_coord(&(x_range.end, y_range.end));
             (p0, p1, None)
         }
         Some(y2) => {
             let mut dual = ctx.set_secondary_coord(x_range.clone(), y2_range.clone());
-            mesh(&mut dual, chart, &c, &fx, &fy).map_err(&err)?;
+            mesh(&mut dual, chart, &c, &fx, &fy, ticks).map_err(&err)?;
             dual.configure_secondary_axes()
                 .y_desc(&y2.label)
+                .y_labels(scale::max_ticks(&y2_range, y2.integer))
                 .axis_desc_style(text(26.0))
                 .label_style(text(20.0))
                 .y_label_formatter(&fy2)
@@ -347,85 +452,161 @@ fn draw<DB: DrawingBackend>(
             (p0, p1, Some((q0, q1)))
         }
     };
+    let mut maps = vec![linear(&x_range, &y_range, p0, p1)];
+    if let Some((q0, q1)) = secondary_px {
+        maps.push(linear(&x_range, &y2_range, q0, q1));
+    }
+    let data_px = |e: Option<(f64, f64)>, m: &PixelMap, on_x: bool| {
+        e.map(|(lo, hi)| {
+            let (a, b) = if on_x {
+                (m(lo, 0.0).0, m(hi, 0.0).0)
+            } else {
+                (m(0.0, lo).1, m(0.0, hi).1)
+            };
+            [a, b]
+        })
+    };
+    let take = |i: usize| seen[i].borrow().clone();
     let x_map = AxisMap {
         range: [x_range.start, x_range.end],
         px: [p0.0, p1.0],
+        data_px: data_px(scale::extent(xs.iter().copied()), &maps[0], true),
+        integer: chart.x.integer,
+        ticks: take(0),
     };
     let y_map = AxisMap {
         range: [y_range.start, y_range.end],
         px: [p0.1, p1.1],
+        data_px: data_px(scale::extent(primary.iter().copied()), &maps[0], false),
+        integer: chart.y.integer,
+        ticks: take(1),
     };
-    let mut maps = vec![linear(&x_range, &y_range, p0, p1)];
-    let mut y2_map = None;
-    if let Some((q0, q1)) = secondary {
-        y2_map = Some(AxisMap {
-            range: [y2_range.start, y2_range.end],
-            px: [q0.1, q1.1],
-        });
-        maps.push(linear(&x_range, &y2_range, q0, q1));
-    }
+    let y2_map = secondary_px.map(|(q0, q1)| AxisMap {
+        range: [y2_range.start, y2_range.end],
+        px: [q0.1, q1.1],
+        data_px: data_px(y2_extent, &maps[1], false),
+        integer: y2_axis.integer,
+        ticks: take(2),
+    });
 
     let mut infos = Vec::new();
     for (i, s) in chart.series.iter().enumerate() {
-        let color = if s.error_points {
-            c.error
-        } else {
-            c.series[i % c.series.len()]
-        };
+        let color = series_color(&c, s, i);
         let map = &maps[usize::from(s.on_y2 && maps.len() > 1)];
         draw_series(root, s, i, color, map, &err)?;
         infos.push(SeriesInfo {
             name: s.name.clone(),
             color: hex(color),
             y2: s.on_y2,
+            dashed: dashed(s.kind, i),
         });
     }
-    let main = &maps[0];
-    for m in &chart.marks {
-        let (a, b, at) = if m.on_x {
-            (
-                main(m.value, y_range.start),
-                main(m.value, y_range.end),
-                main(m.value, y_range.end),
-            )
-        } else {
-            (
-                main(x_range.start, m.value),
-                main(x_range.end, m.value),
-                main(x_range.start, m.value),
-            )
-        };
-        for d in dashes(&[a, b], 10.0, 6.0) {
-            root.draw(&PathElement::new(d, c.text.stroke_width(2)))
-                .map_err(&err)?;
-        }
-        let pos = if m.on_x {
-            (
-                at.0 + 6,
-                at.1 + 6 + 26 * (marks_before(chart, m.value) as i32),
-            )
-        } else {
-            (at.0 + 6, at.1 - 26)
-        };
-        root.draw(&Text::new(m.label.clone(), pos, text(20.0)))
-            .map_err(&err)?;
-    }
-    legend(root, chart, &c, &err)?;
+    let plot_top = p1.1.min(p0.1);
+    let ranges = (&x_range, &y_range);
+    marks(
+        root,
+        chart,
+        &places,
+        &maps[0],
+        ranges,
+        plot_top,
+        &c,
+        &mut labels,
+        &err,
+    )?;
+    legend(
+        root,
+        chart,
+        &entries,
+        (plot_left, legend_top),
+        &c,
+        &mut labels,
+        &err,
+    )?;
     Ok(Layout {
+        plot: [p0.0, plot_top, p1.0, p0.1.max(p1.1)],
         x: x_map,
         y: y_map,
         y2: y2_map,
         series: infos,
+        labels,
     })
 }
 
-/// Staggers the labels of vertical marks so close ones do not overprint.
-fn marks_before(chart: &Chart, value: f64) -> usize {
-    chart
-        .marks
-        .iter()
-        .filter(|m| m.on_x && m.value < value)
-        .count()
+/// Where the vertical marks' labels go above the plot: (mark, left edge, row counted up
+/// from the plot's top). Each is centred on its line, in the lowest row where it clears
+/// the labels already placed; worked out before the plot is laid out, from the same
+/// horizontal mapping (`left` and `right` are the plot's edges), to reserve just the rows
+/// needed.
+fn mark_places<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &Chart,
+    x: &Range<f64>,
+    (left, right): (i32, i32),
+) -> Vec<(usize, i32, i32)> {
+    let mut order: Vec<(usize, f64)> = (chart.marks.iter().enumerate())
+        .filter(|(_, m)| m.on_x)
+        .map(|(i, m)| (i, m.value))
+        .collect();
+    order.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut rows: Vec<i32> = Vec::new(); // right end of each row's last label
+    let mut out = Vec::new();
+    for (i, v) in order {
+        let at = left as f64 + (v - x.start) / (x.end - x.start) * (right - left) as f64;
+        let w = text_size(root, &chart.marks[i].label, 20.0).0;
+        let x0 = (at as i32 - w / 2).clamp(MARGIN, WIDTH as i32 - MARGIN - w);
+        let row = rows
+            .iter()
+            .position(|&end| end + 12 <= x0)
+            .unwrap_or(rows.len());
+        if row == rows.len() {
+            rows.push(0);
+        }
+        rows[row] = x0 + w;
+        out.push((i, x0, row as i32));
+    }
+    out
+}
+
+/// The reference lines, dashed across the plot; a vertical one's label where `places`
+/// puts it, above the plot, so no label covers data or another label.
+#[allow(clippy::too_many_arguments)]
+fn marks<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &Chart,
+    places: &[(usize, i32, i32)],
+    main: &PixelMap,
+    (x_range, y_range): (&Range<f64>, &Range<f64>),
+    plot_top: i32,
+    c: &Colors,
+    labels: &mut Vec<Placed>,
+    err: &dyn Fn(DrawingAreaErrorKind<DB::ErrorType>) -> PlotError,
+) -> Result<(), PlotError> {
+    let style = (FONT, 20.0).into_font().color(&c.text);
+    for (i, m) in chart.marks.iter().enumerate() {
+        let (a, b) = if m.on_x {
+            (main(m.value, y_range.start), main(m.value, y_range.end))
+        } else {
+            (main(x_range.start, m.value), main(x_range.end, m.value))
+        };
+        for d in dashes(&[a, b], 10.0, 6.0) {
+            root.draw(&PathElement::new(d, c.text.stroke_width(2)))
+                .map_err(err)?;
+        }
+        let (w, h) = text_size(root, &m.label, 20.0);
+        let (x, y) = match places.iter().find(|p| p.0 == i) {
+            Some(&(_, x, row)) => (x, plot_top - 6 - h - MARK_ROW * row),
+            None => (a.0 + 6, a.1 - 6 - h),
+        };
+        root.draw(&Text::new(m.label.clone(), (x, y), style.clone()))
+            .map_err(err)?;
+        labels.push(Placed {
+            kind: "mark",
+            text: m.label.clone(),
+            bounds: [x, y, x + w, y + h],
+        });
+    }
+    Ok(())
 }
 
 fn draw_series<DB: DrawingBackend>(
@@ -472,8 +653,7 @@ fn draw_series<DB: DrawingBackend>(
                 .map_err(err)?;
         }
         SeriesKind::Line | SeriesKind::Step => {
-            // The third and later lines are dashed, to tell them apart without colour.
-            if index >= 2 && index.is_multiple_of(2) {
+            if dashed(s.kind, index) {
                 for d in dashes(&pts, 14.0, 8.0) {
                     root.draw(&PathElement::new(d, line)).map_err(err)?;
                 }
@@ -562,55 +742,58 @@ fn cross<DB: DrawingBackend>(
     .map_err(err)
 }
 
-/// The legend, in the plot's top-left corner.
+/// The legend, in rows above the plot: each series' sample drawn as the series is (dashed
+/// lines dashed), then its name.
 fn legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &Chart,
+    entries: &[(usize, i32, i32, i32)],
+    (left, top): (i32, i32),
     c: &Colors,
+    labels: &mut Vec<Placed>,
     err: &dyn Fn(DrawingAreaErrorKind<DB::ErrorType>) -> PlotError,
 ) -> Result<(), PlotError> {
-    let rows = chart.series.len() as i32;
-    let width = 20 + 60 + 12 * chart.series.iter().map(|s| s.name.len()).max().unwrap_or(0) as i32;
-    let x0 = 160;
-    let y0 = 90;
-    let bg = c.background.mix(0.85).filled();
-    root.draw(&Rectangle::new(
-        [(x0, y0), (x0 + width, y0 + 14 + 30 * rows)],
-        bg,
-    ))
-    .map_err(err)?;
-    root.draw(&Rectangle::new(
-        [(x0, y0), (x0 + width, y0 + 14 + 30 * rows)],
-        c.grid.stroke_width(1),
-    ))
-    .map_err(err)?;
-    for (i, s) in chart.series.iter().enumerate() {
-        let color = if s.error_points {
-            c.error
-        } else {
-            c.series[i % c.series.len()]
-        };
-        let y = y0 + 22 + 30 * i as i32;
-        let p = (x0 + 35, y);
+    for &(i, dx, row, w) in entries {
+        let s = &chart.series[i];
+        let color = series_color(c, s, i);
+        let (x0, y0) = (left + dx, top + row * LEGEND_ROW);
+        let y = y0 + LEGEND_ROW / 2;
+        let p = (x0 + SWATCH / 2, y);
         match s.kind {
             SeriesKind::Scatter if s.error_points => cross(root, p, color, err)?,
             SeriesKind::Scatter => marker(root, p, i, color, err)?,
             SeriesKind::Bars | SeriesKind::Area => root
                 .draw(&Rectangle::new(
-                    [(x0 + 15, y - 8), (x0 + 55, y + 8)],
+                    [(x0 + 4, y - 8), (x0 + SWATCH - 4, y + 8)],
                     color.mix(0.75).filled(),
                 ))
                 .map_err(err)?,
-            _ => root
-                .draw(&PathElement::new(
-                    vec![(x0 + 15, y), (x0 + 55, y)],
-                    color.stroke_width(3),
-                ))
-                .map_err(err)?,
+            _ => {
+                let line = vec![(x0, y), (x0 + SWATCH, y)];
+                let pieces = if dashed(s.kind, i) {
+                    dashes(&line, 14.0, 8.0)
+                } else {
+                    vec![line]
+                };
+                for piece in pieces {
+                    root.draw(&PathElement::new(piece, color.stroke_width(3)))
+                        .map_err(err)?;
+                }
+            }
         }
         let style = (FONT, 20.0).into_font().color(&c.text);
-        root.draw(&Text::new(s.name.clone(), (x0 + 68, y - 11), style))
-            .map_err(err)?;
+        let (_, h) = text_size(root, &s.name, 20.0);
+        root.draw(&Text::new(
+            s.name.clone(),
+            (x0 + SWATCH + 10, y - h / 2),
+            style,
+        ))
+        .map_err(err)?;
+        labels.push(Placed {
+            kind: "legend",
+            text: s.name.clone(),
+            bounds: [x0, y0, x0 + w, y0 + LEGEND_ROW],
+        });
     }
     Ok(())
 }
@@ -667,17 +850,6 @@ pub fn write_chart(dir: &Path, chart: &Chart, theme: Theme) -> Result<Vec<PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plot::chart::Axis;
-
-    #[test]
-    fn ranges_start_at_zero_and_leave_room() {
-        let r = range([3.0, 10.0].into_iter(), true);
-        assert_eq!(r.start, 0.0);
-        assert!((r.end - 10.5).abs() < 1e-9);
-        let r = range([3.0, 10.0].into_iter(), false);
-        assert!(r.start < 3.0 && r.start > 2.0);
-        assert_eq!(range(std::iter::empty(), true), 0.0..1.0);
-    }
 
     #[test]
     fn ranges_are_finite_and_wide_enough_for_ticks_whatever_the_values() {
@@ -702,12 +874,21 @@ mod tests {
                 y2: None,
                 series: vec![series],
                 marks: Vec::new(),
+                subtitle: String::new(),
             });
             let s = &chart.series[0];
             let w = s.bar_width.unwrap();
             for r in [
-                range(s.points.iter().flat_map(|p| [p.0, p.0 + w]), true),
-                range(s.points.iter().map(|p| p.1), false),
+                scale::range(
+                    scale::extent(s.points.iter().flat_map(|p| [p.0, p.0 + w])),
+                    true,
+                    scale::PAD,
+                ),
+                scale::range(
+                    scale::extent(s.points.iter().map(|p| p.1)),
+                    false,
+                    scale::HEADROOM,
+                ),
             ] {
                 let span = r.end - r.start;
                 let magnitude = r.start.abs().max(r.end.abs());

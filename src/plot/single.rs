@@ -157,6 +157,13 @@ pub fn charts_of(run: &RunArtifacts, data: PerRecord) -> Vec<(String, Option<Cha
         "timeslices_throughput".into(),
         timeslice(run, "timeslices_throughput", "Output Token Throughput"),
     ));
+    // Every chart says how many requests failed: most draw only the others.
+    if let Some(requests) = run.requests() {
+        let line = format!("Run: {}", requests.text());
+        for chart in out.iter_mut().filter_map(|(_, c)| c.as_mut()) {
+            chart.subtitle = line.clone();
+        }
+    }
     out
 }
 
@@ -274,11 +281,12 @@ fn distribution(run: &RunArtifacts, name: &str, tag: &str, what: &str, d: Distri
             "How {} is spread across requests: the bulk, the tail, and where p50/p90/p99 fall.",
             what.to_lowercase()
         ),
-        x: Axis::linear(format!("{what} (ms)"), true),
-        y: Axis::linear("Requests", true),
+        x: Axis::linear(format!("{what} (ms)"), false),
+        y: Axis::count("Requests", true),
         y2: Some(Axis::linear("Share of requests at or below (CDF)", true)),
         series: vec![hist, d.cdf],
         marks,
+        subtitle: String::new(),
     }
 }
 
@@ -304,6 +312,7 @@ pub fn overlaid_cdfs(name: &str, what: &str, unit: &str, sides: &[(&str, &[f64])
         y2: None,
         series,
         marks: Vec::new(),
+        subtitle: String::new(),
     }
 }
 
@@ -368,6 +377,7 @@ fn timeline_chart([latency, ttft, errors]: [Series; 3]) -> Chart {
         y2: None,
         series,
         marks: Vec::new(),
+        subtitle: String::new(),
     }
 }
 
@@ -392,11 +402,12 @@ fn over_time_chart(name: &str, what: &str, series: Series) -> Chart {
             "Whether {} grows as the run goes on (queueing, warm-up) or stays flat.",
             what.to_lowercase()
         ),
-        x: Axis::linear("Request number (send order)", false),
+        x: Axis::count("Request number (send order)", false),
         y: Axis::linear(format!("{what} (ms)"), true),
         y2: None,
         series: vec![series],
         marks: Vec::new(),
+        subtitle: String::new(),
     }
 }
 
@@ -494,9 +505,10 @@ fn throughput_chart((throughput, flight): (Series, Series)) -> Chart {
         description: "Whether the server kept a steady token rate, and how it followed the load in flight (ramp-up, tail).".into(),
         x: Axis::time("Time since the first request (s)"),
         y: Axis::linear("Output token throughput (tokens/s)", true),
-        y2: Some(Axis::linear("Requests in flight", true)),
+        y2: Some(Axis::count("Requests in flight", true)),
         series: vec![throughput, flight],
         marks: Vec::new(),
+        subtitle: String::new(),
     }
 }
 
@@ -555,10 +567,14 @@ fn by_image_size(run: &RunArtifacts, tokens: bool) -> Option<Chart> {
         title: title.into(),
         description: description.into(),
         x: Axis::linear("Image pixels per request (megapixels)", true),
-        y: Axis::linear(y, true),
+        y: Axis {
+            integer: tokens,
+            ..Axis::linear(y, true)
+        },
         y2: None,
         series: vec![Series::new(y, SeriesKind::Scatter, points)],
         marks: Vec::new(),
+        subtitle: String::new(),
     })
 }
 
@@ -607,10 +623,11 @@ fn server_requests(run: &RunArtifacts, client_ttft: Series) -> Option<Chart> {
         title: "Server requests running and waiting, with client TTFT".into(),
         description: "Whether TTFT rises when requests queue on the server (waiting > 0) rather than in the network or client.".into(),
         x: Axis::time("Time since the first request (s)"),
-        y: Axis::linear("Requests on the server", true),
+        y: Axis::count("Requests on the server", true),
         y2: Some(Axis::linear("Client time to first token (ms)", true)),
         series,
         marks: Vec::new(),
+        subtitle: String::new(),
     })
 }
 
@@ -634,6 +651,7 @@ fn server_kv_cache(run: &RunArtifacts, client_ttft: Series) -> Option<Chart> {
             client_ttft,
         ],
         marks: Vec::new(),
+        subtitle: String::new(),
     })
 }
 
@@ -654,11 +672,12 @@ fn timeslice(run: &RunArtifacts, name: &str, metric: &str) -> Option<Chart> {
             "How the average {} changed from one time slice to the next.",
             metric.to_lowercase()
         ),
-        x: Axis::linear("Time slice (index)", false),
+        x: Axis::count("Time slice (index)", false),
         y: Axis::linear(format!("{metric} ({unit})"), true),
         y2: None,
         series: vec![bars],
         marks: Vec::new(),
+        subtitle: String::new(),
     })
 }
 

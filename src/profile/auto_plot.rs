@@ -52,5 +52,8 @@ fn plot(args: &ProfileArgs) -> Result<(), String> {
         w.output.display(),
         w.files.len() / 2
     );
+    if let Some(page) = &w.page {
+        println!("Runs compared in {}", page.display());
+    }
     Ok(())
 }

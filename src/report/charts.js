@@ -9,6 +9,16 @@
   var ERROR_COLOUR = "#C00000";
   var HEIGHT = 340;
   var PRINT_WIDTH = 680;
+  // The axis rules of the PNG/SVG charts (src/plot/scale.rs): an axis asked to start at 0
+  // does so only when the data comes near it; value axes leave room above the data.
+  var ZERO_REACH = 0.4;
+  var HEADROOM = 0.1;
+  var PAD = 0.05;
+  // Tick steps of count axes: whole numbers only.
+  var WHOLE_STEPS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4,
+    1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9];
+  var MARK_FONT = 11;
+  var MARK_ROW = 14;
 
   function colour(i) { return COLOURS[i % COLOURS.length]; }
 
@@ -69,16 +79,56 @@
     return v.toLocaleString("en-US", { maximumFractionDigits: a >= 100 ? 1 : 3 });
   }
 
-  function scale(axis) {
+  // The range of an axis whose data spans min..max: from 0 when asked and the data comes
+  // near it, else fitted; `below` and `above` are room as shares of the span.
+  function fitted(fromZero, fillsToZero, below, above) {
+    return function (u, min, max) {
+      if (min == null || max == null) return [0, 1];
+      var lo = fillsToZero ? Math.min(0, min) : min, hi = max;
+      var atZero = fromZero && lo >= 0 && lo <= hi * ZERO_REACH;
+      if (atZero) lo = 0;
+      var mag = Math.max(Math.abs(lo), Math.abs(hi));
+      if (hi - lo <= mag * 1e-12) hi = lo + (mag === 0 ? 1 : mag * 0.1);
+      var span = hi - lo;
+      return [atZero ? 0 : lo - span * below, hi + span * above];
+    };
+  }
+
+  // `key` is "x", "y" or "y2"; bars and areas are filled down to 0, so their axis holds it.
+  function scale(chart, key) {
+    var axis = chart[key];
     var sc = { time: false, auto: true };
-    if (axis.log) { sc.distr = 3; sc.log = 10; }
-    else if (axis.from_zero) {
-      sc.range = function (u, min, max) {
-        if (min == null || max == null) return [0, 1];
-        return uPlot.rangeNum(Math.min(0, min), Math.max(max, 0), 0.1, true);
-      };
+    if (axis.log) { sc.distr = 3; sc.log = 10; return sc; }
+    if (key === "x") {
+      // A time axis keeps 0 at its start (and its zoom); others fit their data, with room
+      // on both sides so points and their labels at the ends stay inside.
+      if (axis.time) {
+        sc.range = function (u, min, max) {
+          if (min == null || max == null) return [0, 1];
+          return uPlot.rangeNum(Math.min(0, min), Math.max(max, 0), 0.1, true);
+        };
+      } else {
+        sc.range = fitted(axis.from_zero, false, PAD, PAD);
+      }
+      return sc;
     }
+    var fills = chart.series.some(function (s) {
+      return (key === "y2") === !!s.on_y2 && (s.kind === "bars" || s.kind === "area");
+    });
+    sc.range = fitted(axis.from_zero, fills, PAD, HEADROOM);
     return sc;
+  }
+
+  // A count axis: ticks at whole numbers only, printed without decimals.
+  function countAxis(a, noted) {
+    a.incrs = WHOLE_STEPS;
+    a.values = function (u, splits) {
+      var out = splits.map(function (v) { return Number.isInteger(v) ? fmt(v) : ""; });
+      noted.length = 0;
+      out.forEach(function (t) { if (t) noted.push(t); });
+      return out;
+    };
+    return a;
   }
 
   // Failed requests are drawn as crosses.
@@ -132,7 +182,7 @@
   }
 
   // Reference lines (p50/p90/p99), error bars and point labels, on top of the series.
-  function overlay(chart, aligned) {
+  function overlay(chart, aligned, notes) {
     return function (u) {
       var ctx = u.ctx;
       var px = uPlot.pxRatio;
@@ -167,7 +217,13 @@
       });
       ctx.strokeStyle = ctx.fillStyle = "#555";
       ctx.setLineDash([5 * px, 4 * px]);
-      chart.marks.forEach(function (m, mi) {
+      ctx.font = Math.round(MARK_FONT * px) + "px sans-serif";
+      // A vertical mark's label sits above the plot, centred on its line, in the lowest row
+      // where it clears the labels already placed: never on the data, never on another.
+      var rows = [];
+      var placed = [];
+      var order = chart.marks.slice().sort(function (a, b) { return a.value - b.value; });
+      order.forEach(function (m) {
         var pos = u.valToPos(m.value, m.on_x ? "x" : "y", true);
         if (!finite(pos)) return;
         ctx.beginPath();
@@ -175,7 +231,16 @@
           if (pos < left || pos > right) return;
           ctx.moveTo(pos, top); ctx.lineTo(pos, bottom);
           ctx.stroke();
-          ctx.fillText(m.label, pos + 3 * px, top + (12 + 13 * mi) * px);
+          var w = ctx.measureText(m.label).width;
+          var x = Math.max(0, Math.min(pos - w / 2, u.ctx.canvas.width - w));
+          var row = 0;
+          while (row < rows.length && rows[row] + 8 * px > x) row++;
+          rows[row] = x + w;
+          var base = top - (4 + MARK_ROW * row) * px;
+          ctx.fillText(m.label, x, base);
+          // Relative to the plotting area, in CSS pixels.
+          placed.push({ text: m.label, box: [(x - left) / px, (base - top) / px - MARK_FONT,
+            (x + w - left) / px, (base - top) / px] });
         } else {
           if (pos < top || pos > bottom) return;
           ctx.moveTo(left, pos); ctx.lineTo(right, pos);
@@ -183,30 +248,45 @@
           ctx.fillText(m.label, left + 4 * px, pos - 3 * px);
         }
       });
+      notes.marks = placed;
       ctx.restore();
     };
   }
 
-  function options(chart, aligned, width) {
+  // Legend samples drawn as their series: dashed lines dashed, dotted dotted.
+  function markerDash(u, i) {
+    var d = u.series[i].dash;
+    if (!d || !d.length) return "solid";
+    return d[0] <= 2 ? "dotted" : "dashed";
+  }
+
+  function options(chart, aligned, width, notes) {
     var axes = [
       { label: chart.x.label, grid: { stroke: "#e4e4e4" } },
       { label: chart.y.label, grid: { stroke: "#e4e4e4" }, size: 70 },
     ];
-    var scales = { x: scale(chart.x), y: scale(chart.y) };
+    var scales = { x: scale(chart, "x"), y: scale(chart, "y") };
     if (chart.y2) {
-      scales.y2 = scale(chart.y2);
+      scales.y2 = scale(chart, "y2");
       axes.push({ label: chart.y2.label, scale: "y2", side: 1, grid: { show: false }, size: 70 });
     }
+    [chart.x, chart.y, chart.y2].forEach(function (axis, i) {
+      if (axis && axis.integer) countAxis(axes[i], notes.ticks[i]);
+    });
+    var markRows = chart.marks.filter(function (m) { return m.on_x; }).length;
     return {
       width: width,
-      height: HEIGHT,
+      height: HEIGHT + markRows * MARK_ROW,
+      // Room above the plot for the marks' labels.
+      padding: [markRows ? markRows * MARK_ROW + 10 : null, null, null, null],
+      legend: { markers: { dash: markerDash } },
       scales: scales,
       axes: axes,
       series: [{ label: chart.x.label, value: function (u, v) { return fmt(v); } }]
         .concat(seriesOptions(chart, aligned)),
       // Drag to zoom and double-click to reset on time axes only.
       cursor: { drag: { x: !!chart.x.time, y: false }, points: { size: 7 } },
-      hooks: { draw: [overlay(chart, aligned)] },
+      hooks: { draw: [overlay(chart, aligned, notes)] },
     };
   }
 
@@ -214,6 +294,50 @@
     var r = el.getBoundingClientRect();
     return [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height]
       .map(Math.round).join(",");
+  }
+
+  // The values drawn against axis `key` ("x", "y", "y2"), bars and areas down to 0.
+  function valuesOn(chart, key) {
+    var out = [];
+    chart.series.forEach(function (s) {
+      if (key === "x") {
+        var w = finite(s.bar_width) ? s.bar_width : 0;
+        s.points.forEach(function (p) { out.push(p[0], p[0] + w); });
+        return;
+      }
+      if ((key === "y2") !== !!s.on_y2) return;
+      s.points.forEach(function (p) { out.push(p[1]); });
+      s.y_err.forEach(function (e) { out.push(e[0], e[1]); });
+      if ((s.kind === "bars" || s.kind === "area") && s.points.length) out.push(0);
+    });
+    return out.filter(finite);
+  }
+
+  // Where a chart's parts went, in CSS pixels relative to its plotting area, for checks
+  // on the drawn page: each axis's length, ticks and the span its data takes; the marks'
+  // label boxes; each legend sample's border style.
+  function layout(u, chart, notes) {
+    var axes = {};
+    ["x", "y", "y2"].forEach(function (key, i) {
+      if (!chart[key] || !u.scales[key]) return;
+      var v = valuesOn(chart, key);
+      var len = key === "x" ? u.over.clientWidth : u.over.clientHeight;
+      var span = null;
+      if (v.length) {
+        var a = u.valToPos(Math.min.apply(null, v), key), b = u.valToPos(Math.max.apply(null, v), key);
+        span = [Math.min(a, b), Math.max(a, b)];
+      }
+      var ax = u.axes[i] || {};
+      var ticks = chart[key].integer ? notes.ticks[i] : (ax._values || []).filter(Boolean);
+      axes[key] = { len: len, data_px: span, integer: !!chart[key].integer, ticks: ticks };
+    });
+    var markers = Array.prototype.map.call(
+      u.root.querySelectorAll(".u-legend .u-series .u-marker"),
+      function (m) { return m.style.borderStyle || ""; });
+    // The legend's last rows are the chart's series (a first may be the x value's).
+    markers = markers.slice(markers.length - chart.series.length);
+    return { axes: axes, marks: notes.marks, legend_markers: markers,
+      series_dashed: chart.series.map(function (s, i) { return markerDash(u, i + 1); }) };
   }
 
   function render() {
@@ -228,35 +352,42 @@
       section.id = "chart-" + chart.name;
       var h = document.createElement("h3");
       h.textContent = chart.title;
+      var sub = document.createElement("p");
+      sub.className = "subtitle";
+      sub.textContent = chart.subtitle || "";
       var p = document.createElement("p");
       p.className = "description";
       p.textContent = chart.description + (chart.x.time ? " Drag across the chart to zoom, double-click to reset." : "");
       var plot = document.createElement("div");
       plot.className = "plot";
       section.appendChild(h);
+      if (chart.subtitle) section.appendChild(sub);
       section.appendChild(p);
       section.appendChild(plot);
       host.appendChild(section);
       var aligned = alignedData(chart);
-      var u = new uPlot(options(chart, aligned, plot.clientWidth || 900), aligned.data, plot);
-      plots.push([u, plot, section]);
+      var notes = { marks: [], ticks: [[], [], []] };
+      var opts = options(chart, aligned, plot.clientWidth || 900, notes);
+      var u = new uPlot(opts, aligned.data, plot);
+      plots.push([u, plot, section, chart, notes, opts.height]);
     });
     // Where each chart's plotting area is on the page, for checks on a screenshot; uPlot
     // lays a chart out after this script's turn.
     setTimeout(function () {
       plots.forEach(function (p) {
         p[2].setAttribute("data-plot-box", box(p[0].over));
+        p[2].setAttribute("data-layout", JSON.stringify(layout(p[0], p[3], p[4])));
         p[2].setAttribute("data-rendered", "1");
       });
       document.body.setAttribute("data-charts-rendered", String(plots.length));
     }, 0);
     function fit() {
-      plots.forEach(function (p) { p[0].setSize({ width: p[1].clientWidth, height: HEIGHT }); });
+      plots.forEach(function (p) { p[0].setSize({ width: p[1].clientWidth, height: p[5] }); });
     }
     window.addEventListener("resize", fit);
     // Canvases do not shrink with the paper: draw them at a printable width while printing.
     window.addEventListener("beforeprint", function () {
-      plots.forEach(function (p) { p[0].setSize({ width: PRINT_WIDTH, height: HEIGHT * 0.8 }); });
+      plots.forEach(function (p) { p[0].setSize({ width: PRINT_WIDTH, height: p[5] * 0.8 }); });
     });
     window.addEventListener("afterprint", fit);
   }

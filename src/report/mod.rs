@@ -6,6 +6,7 @@
 
 mod console;
 mod page;
+mod runs_page;
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,7 @@ use crate::plot;
 use crate::plot::artifacts::RecordRow;
 use crate::plot::streamed::Rows;
 use page::Page;
+pub use runs_page::write as write_runs_page;
 
 /// Why a report could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -124,7 +126,12 @@ pub fn write_sweep(base: &Path, text: &SweepText) -> Result<PathBuf, ReportError
             ("Model".into(), text.model.clone()),
             (
                 "Runs".into(),
-                format!("{} ({} succeeded)", text.runs.len(), text.succeeded),
+                format!(
+                    "{} ({} succeeded) · {}",
+                    text.runs.len(),
+                    text.succeeded,
+                    sweep_requests(&text.runs).text()
+                ),
             ),
             ("Directory".into(), base.display().to_string()),
         ],
@@ -140,6 +147,15 @@ pub fn write_sweep(base: &Path, text: &SweepText) -> Result<PathBuf, ReportError
         charts_note,
     };
     write(base, &page)
+}
+
+/// The requests of every run that wrote its summary, failed ones counted.
+fn sweep_requests(runs: &[PathBuf]) -> plot::artifacts::Requests {
+    let of = |dir: &PathBuf| {
+        let summary = read_json(&dir.join(crate::export::JSON_FILE)).ok()?;
+        plot::artifacts::Requests::of_summary(&summary)
+    };
+    plot::artifacts::Requests::sum(runs.iter().filter_map(of))
 }
 
 /// [`write_run`], saying where the report went, or warning why it could not be written

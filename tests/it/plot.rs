@@ -284,8 +284,13 @@ fn the_cdf_crosses_one_half_at_the_runs_own_median() {
             (median - p50).abs() <= tol,
             "{name}: CDF median {median} vs p50 {p50} (tolerance {tol})"
         );
-        // The CDF ends at the largest value, and the x axis starts at 0.
-        assert_eq!(layout["x"]["range"][0], 0.0, "{name}");
+        // The CDF ends at the largest value; the x axis fits the values (not from 0).
+        let min = summary[tag]["min"].as_f64().unwrap();
+        let x0 = layout["x"]["range"][0].as_f64().unwrap();
+        assert!(
+            x0 > 0.0 && x0 <= min,
+            "{name}: axis from {x0}, values from {min}"
+        );
         let max = summary[tag]["max"].as_f64().unwrap();
         let last = pts.last().unwrap();
         assert!(
@@ -356,11 +361,8 @@ fn server_running_requests_reach_the_concurrency() {
     // Four requests in flight at a time: the server sees at most four running, and at
     // least one while the run goes on.
     assert!((1.0 - 0.05..=4.05).contains(&max), "running max {max}");
-    // TTFT shares the time axis on the right.
-    assert_eq!(
-        layout["y2"]["range"][0], 0.0,
-        "client TTFT axis starts at 0: {layout}"
-    );
+    // TTFT shares the time axis on the right, its axis fitted to its values.
+    assert_fills_its_axes("server_requests_over_time", &layout);
 }
 
 #[test]
@@ -424,6 +426,210 @@ fn a_sweep_with_repeats_gets_the_multi_run_plots_with_its_values() {
         unc.matches("<polyline").count() >= 3 * 3,
         "error bars missing"
     );
+}
+
+/// Each axis with data of some span has that data across at least half its length.
+fn assert_fills_its_axes(name: &str, layout: &Value) {
+    for key in ["x", "y", "y2"] {
+        let axis = &layout[key];
+        let Some(data) = axis["data_px"].as_array() else {
+            continue;
+        };
+        let px = |v: &Value, i: usize| v[i].as_f64().unwrap();
+        let data_len = (px(&axis["data_px"], 1) - px(&axis["data_px"], 0)).abs();
+        let axis_len = (px(&axis["px"], 1) - px(&axis["px"], 0)).abs();
+        if data_len < 1.0 {
+            continue; // one value: nothing to spread
+        }
+        assert!(
+            data_len >= 0.5 * axis_len,
+            "{name}: {key} data spans {data_len} of {axis_len} px ({data:?}, {axis})"
+        );
+    }
+}
+
+/// Boxes `[left, top, right, bottom]` that share no pixel.
+fn disjoint(a: &[i64], b: &[i64]) -> bool {
+    a[2] <= b[0] || b[2] <= a[0] || a[3] <= b[1] || b[3] <= a[1]
+}
+
+/// The checks a reader's eye makes, on the layout note of each chart drawn: the data fills
+/// its axes, no placed text overlaps another or the plotting area, count axes print whole
+/// numbers, each legend sample is dashed as its line, and the subtitle counts the failed
+/// requests. Returns how many dashed legend samples it checked.
+fn assert_readable(name: &str, svg: &Svg, subtitle: &str) -> usize {
+    let layout = svg.layout();
+    assert_fills_its_axes(name, &layout);
+    let boxes: Vec<(String, Vec<i64>)> = layout["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let b = l["box"].as_array().unwrap();
+            (
+                format!("{} {}", l["kind"], l["text"]),
+                b.iter().map(|v| v.as_i64().unwrap()).collect(),
+            )
+        })
+        .collect();
+    let plot: Vec<i64> = layout["plot"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    for (i, (a, ab)) in boxes.iter().enumerate() {
+        assert!(
+            disjoint(ab, &plot),
+            "{name}: {a} {ab:?} on the plot {plot:?}"
+        );
+        for (b, bb) in &boxes[i + 1..] {
+            assert!(disjoint(ab, bb), "{name}: {a} {ab:?} overlaps {b} {bb:?}");
+        }
+    }
+    for key in ["x", "y", "y2"] {
+        let axis = &layout[key];
+        if axis["integer"] != true {
+            continue;
+        }
+        let ticks = axis["ticks"].as_array().unwrap();
+        assert!(!ticks.is_empty(), "{name}: {key} has no ticks");
+        for t in ticks {
+            let t = t.as_str().unwrap();
+            assert!(
+                t.parse::<i64>().is_ok(),
+                "{name}: {key} tick {t:?} on a count axis"
+            );
+        }
+    }
+    let subtitles: Vec<&Value> = layout["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["kind"] == "subtitle")
+        .collect();
+    assert!(
+        subtitles
+            .iter()
+            .any(|l| l["text"].as_str().unwrap().contains(subtitle)),
+        "{name}: no subtitle {subtitle:?} in {subtitles:?}"
+    );
+    // A dashed series' legend sample is drawn in dashes too.
+    let doc = svg.doc();
+    let mut dashed = 0;
+    for s in layout["series"].as_array().unwrap() {
+        if s["dashed"] != true {
+            continue;
+        }
+        let Some(entry) = boxes
+            .iter()
+            .find(|(k, _)| k == &format!("\"legend\" {}", s["name"]))
+        else {
+            panic!("{name}: no legend entry for {s}");
+        };
+        let inside = |p: &(f64, f64)| {
+            let b = &entry.1;
+            p.0 >= b[0] as f64 && p.0 <= b[2] as f64 && p.1 >= b[1] as f64 && p.1 <= b[3] as f64
+        };
+        let pieces = doc
+            .descendants()
+            .filter(|n| {
+                n.tag_name().name() == "polyline" && n.attribute("stroke") == s["color"].as_str()
+            })
+            .filter(|n| {
+                n.attribute("points").unwrap().split_whitespace().all(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    inside(&(x.parse().unwrap(), y.parse().unwrap()))
+                })
+            })
+            .count();
+        assert!(
+            pieces >= 2,
+            "{name}: legend of dashed {} in {pieces} piece(s)",
+            s["name"]
+        );
+        dashed += 1;
+    }
+    dashed
+}
+
+/// Every default chart, of a run where some requests failed and of a sweep, passes the
+/// reader's checks.
+#[test]
+fn every_default_chart_is_readable_and_counts_failed_requests() {
+    let mock = common::MockChild::spawn(&[
+        "--ttft",
+        "22",
+        "--itl",
+        "3",
+        "--ttft-jitter-cv",
+        "0.05",
+        "--error-rate",
+        "15",
+    ]);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = Profile::new("Qwen/Qwen2-VL-2B-Instruct")
+        .url(&mock.url)
+        .args(&[
+            "--streaming",
+            "--isl",
+            "40",
+            "--osl",
+            "20",
+            "--request-count",
+            "40",
+            "--concurrency",
+            "4",
+            "--image-width-mean",
+            "320",
+            "--image-height-mean",
+            "320",
+            "--image-width-stddev",
+            "120",
+            "--image-height-stddev",
+            "120",
+            "--server-metrics-formats",
+            "json,jsonl",
+            "--slice-duration",
+            "0.25",
+        ])
+        .artifact_dir("run")
+        .run_in(tmp.path());
+    assert!(o.status.success(), "{}", stderr_text(&o));
+    let run = tmp.path().join("run");
+    let summary = read_json(&run.join("profile_export_aiperf.json"));
+    let failed = summary["error_request_count"]["avg"].as_f64().unwrap() as u64;
+    let ok = summary["request_count"]["avg"].as_f64().unwrap() as u64;
+    assert!(failed > 0, "the mock failed no request");
+    plot(tmp.path(), &["run"]);
+    let line = format!("{} requests, {failed} failed", ok + failed);
+    for name in SINGLE_DEFAULTS {
+        let svg = Svg::open(&run.join(format!("plots/{name}.svg")));
+        assert_readable(name, &svg, &line);
+    }
+    let mut dashed = 0;
+
+    let f = fixtures();
+    let out = tempfile::tempdir().unwrap();
+    plot(
+        Path::new("."),
+        &[
+            f.sweep.to_str().unwrap(),
+            "--output",
+            out.path().to_str().unwrap(),
+        ],
+    );
+    for name in [
+        "ttft_vs_throughput",
+        "pareto_curve_throughput_vs_interactivity",
+        "pareto_curve_throughput_vs_latency",
+        "latency_vs_load",
+        "latency_throughput_uncertainty",
+    ] {
+        let svg = Svg::open(&out.path().join(format!("{name}.svg")));
+        dashed += assert_readable(name, &svg, "3 runs: ");
+    }
+    assert!(dashed > 0, "no dashed series among the multi-run charts");
 }
 
 /// An AIPerf-style artifacts tree (same file names, AIPerf's `input_config` shape).
@@ -645,6 +851,8 @@ fn auto_plot_after_a_sweep_covers_every_point_and_repeats_plot_their_trials() {
     );
     let plots = cwd.path().join("sweep/plots");
     check_png(&plots.join("ttft_vs_throughput.png"));
+    let page = std::fs::read_to_string(plots.join("report.html")).expect("the runs compared");
+    assert!(page.contains("<dt>concurrency_1</dt>") && page.contains("<dt>concurrency_2</dt>"));
     let texts = Svg::open(&plots.join("ttft_vs_throughput.svg")).texts();
     assert!(
         texts.iter().any(|t| t == "c=1") && texts.iter().any(|t| t == "c=2"),

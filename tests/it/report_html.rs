@@ -139,9 +139,107 @@ fn run_report_is_self_contained_and_shows_the_runs_numbers() {
         .any(|v| (v - p50).abs() <= 1e-3 * p50);
     assert!(marked, "p50 {p50} in {:#}", ttft_chart["marks"]);
 
+    // Every chart says how many of the run's requests failed.
+    let failed = summary["error_request_count"]["avg"].as_f64().unwrap() as u64;
+    let ok = summary["request_count"]["avg"].as_f64().unwrap() as u64;
+    let line = format!("Run: {} requests, {failed} failed", ok + failed);
+    for c in &charts {
+        assert_eq!(c["subtitle"], line.as_str(), "{}", c["name"]);
+    }
+
     if let Some(browser) = chromium() {
         let rendered = render(&browser, &dir.join(REPORT), 9000);
         rendered.assert_drawn(charts.len());
+        let checked = rendered.assert_readable();
+        assert_eq!(checked, charts.len());
+        assert_eq!(
+            rendered
+                .dom
+                .matches(&format!("<p class=\"subtitle\">{line}</p>"))
+                .count(),
+            charts.len(),
+            "a subtitle on every chart"
+        );
+    }
+}
+
+/// `aiperf plot` of several runs writes one page comparing them: each run named with its
+/// figures, their distributions overlaid (a series per run), drawn without script errors.
+#[test]
+fn plot_of_several_runs_writes_one_page_comparing_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fast = MockChild::spawn(&["--ttft", "8", "--itl", "1"]);
+    let slow = MockChild::spawn(&["--ttft", "30", "--itl", "2", "--error-rate", "20"]);
+    vision_run(&fast, &tmp.path().join("fast"), "2", "12");
+    vision_run(&slow, &tmp.path().join("slow"), "2", "12");
+    let out = tmp.path().join("compared");
+    let o = common::run_aiperf_in(
+        tmp.path(),
+        &["plot", "fast", "slow", "--output", out.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Runs compared in"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let html = std::fs::read_to_string(out.join(REPORT)).expect("the comparison page");
+    assert_self_contained(&html);
+    // A column per run, named by its directory.
+    assert!(
+        html.contains("<th class=\"num\">fast</th><th class=\"num\">slow</th>"),
+        "the runs' columns"
+    );
+    let mut total = (0, 0);
+    for (run, column) in [("fast", 1), ("slow", 2)] {
+        let summary = read_json(&tmp.path().join(run).join("profile_export_aiperf.json"));
+        let p50 = summary["time_to_first_token"]["p50"].as_f64().unwrap();
+        let row = table_row(&html, "Time to first token (ms) p50");
+        assert_eq!(row[column], format!("{p50:.2}"), "{run}: {row:?}");
+        let failed = summary["error_request_count"]["avg"]
+            .as_f64()
+            .unwrap_or(0.0) as u64;
+        let ok = summary["request_count"]["avg"].as_f64().unwrap() as u64;
+        assert_eq!(
+            table_row(&html, "Failed requests")[column],
+            failed.to_string()
+        );
+        assert!(
+            html.contains(&format!("<dt>{run}</dt>")),
+            "{run} in the header"
+        );
+        total = (total.0 + ok + failed, total.1 + failed);
+    }
+    assert!(total.1 > 0, "the slow mock failed no request");
+    assert!(
+        html.contains(&format!(
+            "<dd>2 · {} requests, {} failed</dd>",
+            total.0, total.1
+        )),
+        "the runs' requests and failures in the header"
+    );
+    let charts = embedded_charts(&html);
+    for metric in ["ttft", "itl", "request_latency"] {
+        for kind in ["histograms", "cdfs"] {
+            let name = format!("{metric}_{kind}_compared");
+            let chart = charts
+                .iter()
+                .find(|c| c["name"] == name.as_str())
+                .unwrap_or_else(|| panic!("no {name}"));
+            let series: Vec<&str> = chart["series"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(series.len(), 2, "{name}: {series:?}");
+            assert!(series[0].starts_with("fast (") && series[1].starts_with("slow ("));
+        }
+    }
+    if let Some(browser) = chromium() {
+        let rendered = render(&browser, &out.join(REPORT), 9000);
+        rendered.assert_drawn(charts.len());
+        rendered.assert_readable();
     }
 }
 
@@ -199,6 +297,16 @@ fn sweep_report_in_the_base_dir_links_every_run() {
         .unwrap();
     let row = table_row(&html, "3");
     assert!(row.contains(&format!("{rps:.2}")), "{rps:.2} in {row:?}");
+    // The header counts the runs' requests and the failed ones.
+    let (mut sent, mut failed) = (0, 0);
+    for point in ["concurrency_1", "concurrency_3"] {
+        let s = read_json(&base.join(point).join("profile_export_aiperf.json"));
+        let errors = s["error_request_count"]["avg"].as_f64().unwrap_or(0.0) as u64;
+        sent += s["request_count"]["avg"].as_f64().unwrap() as u64 + errors;
+        failed += errors;
+    }
+    let runs = format!("<dd>2 (2 succeeded) · {sent} requests, {failed} failed</dd>");
+    assert!(html.contains(&runs), "{runs} in the header");
     let charts = embedded_charts(&html);
     assert!(!charts.is_empty(), "the multi-run charts");
     if let Some(browser) = chromium() {
@@ -315,7 +423,68 @@ pub(crate) fn render(browser: &Path, page: &Path, height: u32) -> Rendered {
     }
 }
 
+/// `&quot;`-escaped attribute text back to what the script wrote.
+fn unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
 impl Rendered {
+    /// What the page's script noted of each chart's layout (`data-layout`): the data fills
+    /// at least half of each axis; the marks' labels sit above the plotting area and clear
+    /// of each other; count axes print whole numbers only; each legend sample is dashed as
+    /// its line. Returns how many charts it checked.
+    pub(crate) fn assert_readable(&self) -> usize {
+        let layouts: Vec<Value> = self
+            .dom
+            .split("data-layout=\"")
+            .skip(1)
+            .map(|s| serde_json::from_str(&unescape(&s[..s.find('"').unwrap()])).unwrap())
+            .collect();
+        for (i, l) in layouts.iter().enumerate() {
+            for (key, axis) in l["axes"].as_object().unwrap() {
+                let len = axis["len"].as_f64().unwrap();
+                if let Some(d) = axis["data_px"].as_array() {
+                    let span = d[1].as_f64().unwrap() - d[0].as_f64().unwrap();
+                    if span >= 1.0 {
+                        assert!(
+                            span >= 0.5 * len,
+                            "chart {i}: {key} data spans {span} of {len}: {l}"
+                        );
+                    }
+                }
+                if axis["integer"] == true {
+                    let ticks = axis["ticks"].as_array().unwrap();
+                    assert!(!ticks.is_empty(), "chart {i}: {key} has no ticks");
+                    for t in ticks {
+                        let t = t.as_str().unwrap().replace(',', "");
+                        assert!(t.parse::<i64>().is_ok(), "chart {i}: {key} tick {t:?}: {l}");
+                    }
+                }
+            }
+            let marks = l["marks"].as_array().unwrap();
+            let b = |m: &Value, k: usize| m["box"][k].as_f64().unwrap();
+            for (j, m) in marks.iter().enumerate() {
+                assert!(b(m, 3) <= 0.0, "chart {i}: mark label {m} on the plot");
+                for n in &marks[j + 1..] {
+                    let apart = b(m, 2) <= b(n, 0)
+                        || b(n, 2) <= b(m, 0)
+                        || b(m, 3) <= b(n, 1)
+                        || b(n, 3) <= b(m, 1);
+                    assert!(apart, "chart {i}: mark labels {m} and {n} overlap");
+                }
+            }
+            assert_eq!(
+                l["legend_markers"], l["series_dashed"],
+                "chart {i}: legend samples drawn as their series"
+            );
+        }
+        layouts.len()
+    }
+
     /// No script error; every chart drawn; in each chart on screen, the plotting area holds
     /// coloured ink (the series; grid, axes and marks are grey).
     pub(crate) fn assert_drawn(&self, charts: usize) {
