@@ -16,6 +16,8 @@ export AIPERF_BIN="$target/release/aiperf"
 
 # Client CPU per streamed request against a raw hyper client (same mock, same run).
 cargo bench --bench client_cpu
+# What the live dashboard costs: CPU per request and send lag against --ui-type none.
+cargo bench --bench live_views
 # Peak RSS of growing text runs (growth per request) and of 10,000 unique images.
 python3 bench/client.py memory 3
 

@@ -145,8 +145,10 @@ fn install_panic_hook() {
 
 /// The drawing loop: a frame every [`FRAME_EVERY`], keys handled between frames.
 fn draw_until(stop: &AtomicBool, sources: Sources) -> std::io::Result<()> {
+    // Cleared by escape code, not `Terminal::clear`: that asks the terminal where its cursor
+    // is and waits 2 s for an answer some never give (a bare pseudo-terminal).
+    execute!(std::io::stderr(), terminal::Clear(terminal::ClearType::All))?;
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stderr()))?;
-    terminal.clear()?;
     let started = Instant::now();
     let mut view = View::default();
     let mut cpu = CpuMeter::new();

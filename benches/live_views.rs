@@ -1,0 +1,181 @@
+//! What the live dashboard costs the measurement: `aiperf profile --ui-type dashboard` (drawn
+//! into a real pseudo-terminal made by util-linux `script`) against `--ui-type none` in the
+//! same pseudo-terminal, alternated in the same run against one `aiperf mock-server --fast
+//! --workers 1` process.
+//!
+//! - CPU: streamed chat requests at concurrency 64 as fast as the client goes (about 20k
+//!   req/s on 2 cores); the figure is the JSON export's `client_overhead.cpu_per_request_us`
+//!   (the whole client process over the sending window, the dashboard's thread included).
+//!   Each dashboard round is paired with the mean of the `none` rounds before and after it.
+//! - Send lag: 1,000 req/s open loop; `load_pacing.send_lag` p50/p99 of each.
+//!
+//! `cargo bench --bench live_views`. Knobs: `BENCH_REQUESTS` (20000), `BENCH_ROUNDS` (5),
+//! `BENCH_RATE_SECONDS` (5). Without `--bench` (as `cargo test --benches` runs it) one small
+//! round of each.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
+
+fn env_num(name: &str, default: f64) -> f64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Runs `aiperf profile <args> --ui-type <ui>` in a 140x45 pseudo-terminal and returns its
+/// JSON export; checks that the dashboard drew when asked for.
+fn profile(url: &str, ui: &str, args: &[String]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let screen = dir.path().join("screen.txt");
+    let command = format!(
+        "stty rows 45 cols 140; exec {BIN} profile --model m --tokenizer builtin \
+         --endpoint-type chat --streaming --isl 10 --osl 16 --url {url} \
+         --no-server-metrics --no-gpu-telemetry --ui-type {ui} --artifact-dir {} {}",
+        dir.path().join("out").display(),
+        args.join(" ")
+    );
+    // stdin stays open (a pipe) for the run: `script` ends its session at end of input.
+    let mut child = Command::new("script")
+        .args(["-q", "-e", "-c", &command])
+        .arg(&screen)
+        .env("TERM", "xterm-256color")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run `script` (util-linux) for a pseudo-terminal");
+    let stdin = child.stdin.take();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    assert!(status.success(), "aiperf profile --ui-type {ui}: {status}");
+    let drawn = std::fs::read_to_string(&screen).unwrap_or_default();
+    assert_eq!(
+        drawn.contains("Real-Time Metrics"),
+        ui == "dashboard",
+        "the dashboard draws exactly when asked for"
+    );
+    let text = std::fs::read_to_string(dir.path().join("out/profile_export_aiperf.json"))
+        .expect("the JSON export");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn main() {
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let requests = env_num("BENCH_REQUESTS", if quick { 500.0 } else { 20_000.0 }) as u64;
+    let rounds = env_num("BENCH_ROUNDS", if quick { 1.0 } else { 5.0 }) as usize;
+    let rate_seconds = env_num("BENCH_RATE_SECONDS", if quick { 1.0 } else { 5.0 });
+    let rate = if quick { 200.0 } else { 1000.0 };
+
+    let mut mock = Command::new(BIN)
+        .args(["mock-server", "--port", "0", "--fast", "--workers", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start mock server");
+    let mut line = String::new();
+    BufReader::new(mock.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("mock url")
+        .to_string();
+
+    // CPU: none, dashboard, none, ..., none.
+    let closed = vec![
+        "--concurrency".to_string(),
+        "64".into(),
+        "--request-count".into(),
+        requests.to_string(),
+    ];
+    let cpu = |v: &serde_json::Value| v["client_overhead"]["cpu_per_request_us"].as_f64();
+    let throughput = |v: &serde_json::Value| v["request_throughput"]["avg"].as_f64().unwrap();
+    let mut none = vec![profile(&url, "none", &closed)];
+    let mut dash = Vec::new();
+    for _ in 0..rounds {
+        dash.push(profile(&url, "dashboard", &closed));
+        none.push(profile(&url, "none", &closed));
+    }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "live_views: {requests} streamed chat requests x 16 tokens, concurrency 64, {rounds} rounds \
+         (ui none before, between and after); load average {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let Some(_) = cpu(&none[0]) else {
+        println!("  no client_overhead in the export (no /proc): CPU not measured");
+        return;
+    };
+    let us = |v: &[serde_json::Value]| v.iter().filter_map(cpu).collect::<Vec<_>>();
+    let rps = |v: &[serde_json::Value]| median(v.iter().map(throughput).collect());
+    let (n_us, d_us) = (us(&none), us(&dash));
+    println!(
+        "  --ui-type none     : {:>6.1} us CPU/req (median of {:?})  {:>7.0} req/s",
+        median(n_us.clone()),
+        n_us.iter()
+            .map(|x| (x * 10.0).round() / 10.0)
+            .collect::<Vec<_>>(),
+        rps(&none)
+    );
+    println!(
+        "  --ui-type dashboard: {:>6.1} us CPU/req (median of {:?})  {:>7.0} req/s",
+        median(d_us.clone()),
+        d_us.iter()
+            .map(|x| (x * 10.0).round() / 10.0)
+            .collect::<Vec<_>>(),
+        rps(&dash)
+    );
+    let paired: Vec<f64> = n_us
+        .windows(2)
+        .zip(&d_us)
+        .map(|(n, d)| 2.0 * d / (n[0] + n[1]))
+        .collect();
+    println!(
+        "  ratio dashboard/none: median {:.3} (per round {:?})",
+        median(paired.clone()),
+        paired
+            .iter()
+            .map(|x| (x * 1000.0).round() / 1000.0)
+            .collect::<Vec<_>>()
+    );
+
+    // Send lag at a fixed rate.
+    let count = (rate * rate_seconds).round() as u64;
+    let paced = vec![
+        "--request-rate".to_string(),
+        rate.to_string(),
+        "--request-count".into(),
+        count.to_string(),
+    ];
+    println!("  send lag at {rate} req/s, {count} requests (us):");
+    for ui in ["none", "dashboard"] {
+        let v = profile(&url, ui, &paced);
+        let lag = |k: &str| v["load_pacing"]["send_lag"][k].as_f64().unwrap_or(f64::NAN) * 1e3;
+        println!(
+            "    {ui:<9} p50 {:>7.1}  p99 {:>7.1}  max {:>8.1}",
+            lag("p50"),
+            lag("p99"),
+            lag("max")
+        );
+    }
+    let _ = mock.kill();
+    let _ = mock.wait();
+}
