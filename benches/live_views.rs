@@ -1,7 +1,7 @@
-//! What the live dashboard costs the measurement: `aiperf profile --ui-type dashboard` (drawn
-//! into a real pseudo-terminal made by util-linux `script`) against `--ui-type none` in the
-//! same pseudo-terminal, alternated in the same run against one `aiperf mock-server --fast
-//! --workers 1` process.
+//! What the live views cost the measurement: `aiperf profile --ui-type dashboard` (drawn
+//! into a real pseudo-terminal made by util-linux `script`) and `--prometheus-port` (scraped
+//! once a second) against `--ui-type none` in the same pseudo-terminal, alternated in the
+//! same run against one `aiperf mock-server --fast --workers 1` process.
 //!
 //! - CPU: streamed chat requests at concurrency 64 as fast as the client goes (about 20k
 //!   req/s on 2 cores); the figure is the JSON export's `client_overhead.cpu_per_request_us`
@@ -33,6 +33,43 @@ fn median(mut v: Vec<f64>) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// Runs `f` with a free port while a thread scrapes `http://127.0.0.1:<port>/metrics` once a
+/// second, as a Prometheus server would.
+fn with_scraper<T>(f: impl FnOnce(u16) -> T) -> T {
+    use std::io::{Read, Write};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let scraper = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut scrapes = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                    let _ = write!(s, "GET /metrics HTTP/1.0\r\n\r\n");
+                    let mut body = String::new();
+                    if s.read_to_string(&mut body).is_ok() && body.contains("aiperf_requests_total")
+                    {
+                        scrapes += 1;
+                    }
+                }
+                // Every 100 ms until the endpoint is up, then once a second.
+                let pause = if scrapes == 0 { 100 } else { 1000 };
+                std::thread::sleep(std::time::Duration::from_millis(pause));
+            }
+            scrapes
+        })
+    };
+    let out = f(port);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let scrapes = scraper.join().unwrap();
+    assert!(scrapes > 0, "the live endpoint was never scraped");
+    out
 }
 
 /// Runs `aiperf profile <args> --ui-type <ui>` in a 140x45 pseudo-terminal and returns its
@@ -96,7 +133,8 @@ fn main() {
         .expect("mock url")
         .to_string();
 
-    // CPU: none, dashboard, none, ..., none.
+    // CPU: each live view's run sits between two runs without one:
+    // none, dashboard, none, prometheus, none, dashboard, ...
     let closed = vec![
         "--concurrency".to_string(),
         "64".into(),
@@ -106,56 +144,78 @@ fn main() {
     let cpu = |v: &serde_json::Value| v["client_overhead"]["cpu_per_request_us"].as_f64();
     let throughput = |v: &serde_json::Value| v["request_throughput"]["avg"].as_f64().unwrap();
     let mut none = vec![profile(&url, "none", &closed)];
-    let mut dash = Vec::new();
+    let mut views: Vec<(&str, Vec<serde_json::Value>)> =
+        vec![("dashboard", Vec::new()), ("prometheus", Vec::new())];
     for _ in 0..rounds {
-        dash.push(profile(&url, "dashboard", &closed));
-        none.push(profile(&url, "none", &closed));
+        for (view, runs) in views.iter_mut() {
+            runs.push(match *view {
+                "dashboard" => profile(&url, "dashboard", &closed),
+                _ => with_scraper(|port| {
+                    let mut args = closed.clone();
+                    args.extend(["--prometheus-port".to_string(), port.to_string()]);
+                    profile(&url, "none", &args)
+                }),
+            });
+            none.push(profile(&url, "none", &closed));
+        }
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "live_views: {requests} streamed chat requests x 16 tokens, concurrency 64, {rounds} rounds \
-         (ui none before, between and after); load average {}",
+         (each view's run between two runs without one); load average {}",
         load.split_whitespace()
             .take(3)
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let Some(_) = cpu(&none[0]) else {
+    if cpu(&none[0]).is_none() {
         println!("  no client_overhead in the export (no /proc): CPU not measured");
+        let _ = mock.kill();
+        let _ = mock.wait();
         return;
-    };
+    }
     let us = |v: &[serde_json::Value]| v.iter().filter_map(cpu).collect::<Vec<_>>();
     let rps = |v: &[serde_json::Value]| median(v.iter().map(throughput).collect());
-    let (n_us, d_us) = (us(&none), us(&dash));
-    println!(
-        "  --ui-type none     : {:>6.1} us CPU/req (median of {:?})  {:>7.0} req/s",
-        median(n_us.clone()),
-        n_us.iter()
+    let rounded = |v: &[f64]| {
+        v.iter()
             .map(|x| (x * 10.0).round() / 10.0)
-            .collect::<Vec<_>>(),
+            .collect::<Vec<_>>()
+    };
+    let n_us = us(&none);
+    println!(
+        "  --ui-type none        : {:>6.1} us CPU/req (median of {:?})  {:>7.0} req/s",
+        median(n_us.clone()),
+        rounded(&n_us),
         rps(&none)
     );
-    println!(
-        "  --ui-type dashboard: {:>6.1} us CPU/req (median of {:?})  {:>7.0} req/s",
-        median(d_us.clone()),
-        d_us.iter()
-            .map(|x| (x * 10.0).round() / 10.0)
-            .collect::<Vec<_>>(),
-        rps(&dash)
-    );
-    let paired: Vec<f64> = n_us
-        .windows(2)
-        .zip(&d_us)
-        .map(|(n, d)| 2.0 * d / (n[0] + n[1]))
-        .collect();
-    println!(
-        "  ratio dashboard/none: median {:.3} (per round {:?})",
-        median(paired.clone()),
-        paired
+    for (k, (view, runs)) in views.iter().enumerate() {
+        let v_us = us(runs);
+        // Run i of view k came after `none` run i * views + k and before the next.
+        let paired: Vec<f64> = v_us
             .iter()
-            .map(|x| (x * 1000.0).round() / 1000.0)
-            .collect::<Vec<_>>()
-    );
+            .enumerate()
+            .map(|(i, x)| {
+                let before = n_us[i * views.len() + k];
+                let after = n_us[i * views.len() + k + 1];
+                2.0 * x / (before + after)
+            })
+            .collect();
+        println!(
+            "  {:<22}: {:>6.1} us CPU/req (median of {:?})  {:>7.0} req/s  ratio to none {:.3} (per round {:?})",
+            match *view {
+                "dashboard" => "--ui-type dashboard",
+                _ => "--prometheus-port (1/s)",
+            },
+            median(v_us.clone()),
+            rounded(&v_us),
+            rps(runs),
+            median(paired.clone()),
+            paired
+                .iter()
+                .map(|x| (x * 1000.0).round() / 1000.0)
+                .collect::<Vec<_>>()
+        );
+    }
 
     // Send lag at a fixed rate.
     let count = (rate * rate_seconds).round() as u64;

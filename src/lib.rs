@@ -26,6 +26,7 @@ mod endpoint;
 mod export;
 mod hash;
 mod ids;
+mod live_export;
 mod load;
 mod metrics;
 mod mock;

@@ -464,6 +464,9 @@ pub const FLAGS: &[Flag] = &[
     cli_only("no_auto_plot", Switch),
     row("plot_required", "artifacts.plot_required", Switch),
     cli_only("no_html_report", Switch),
+    // This build's: the live Prometheus endpoint.
+    cli_only("prometheus_port", Int),
+    cli_only("prometheus_host", Text),
     row("ui_type", "runtime.ui", Text),
     row("log_level", "logging.level", Text),
     // AIPerf: `logging.level: DEBUG` / `TRACE`.

@@ -52,4 +52,16 @@ pub struct OutputArgs {
     /// every run, sweep and repeated run otherwise gets in its artifact directory.
     #[arg(long = "no-html-report", help_heading = "Output")]
     pub no_html_report: bool,
+
+    /// Serve the client's live metrics while the run goes on http://HOST:PORT/metrics in the
+    /// Prometheus text format: request, error (by type) and token counters, TTFT, ITL and
+    /// request latency histograms, requests in flight, send lag; labelled with the run's
+    /// benchmark_id, model and endpoint. 0 picks a free port (logged).
+    #[arg(long = "prometheus-port", value_name = "PORT", help_heading = "Output")]
+    pub prometheus_port: Option<u16>,
+
+    /// The address --prometheus-port listens on [default: 127.0.0.1, this machine only;
+    /// 0.0.0.0 for every interface].
+    #[arg(long = "prometheus-host", value_name = "HOST", help_heading = "Output")]
+    pub prometheus_host: Option<String>,
 }

@@ -92,6 +92,8 @@ pub struct ProfileConfig {
     /// Which export files are written and their names.
     pub export: crate::export::Options,
     pub ui: UiType,
+    /// `--prometheus-port` (and host): where the live metrics endpoint listens.
+    pub prometheus: Option<std::net::SocketAddr>,
     /// Log level from --log-level, -v and -vv.
     pub log_detail: LogDetail,
     /// The seed actually used (given, or drawn from entropy and recorded).
@@ -170,6 +172,12 @@ pub enum ReadinessProbe {
 }
 
 impl ProfileConfig {
+    /// Something shows the run live (the dashboard, the Prometheus endpoint): the collector
+    /// then keeps live figures and publishes them.
+    pub fn wants_live_figures(&self) -> bool {
+        self.ui == UiType::Dashboard || self.prometheus.is_some()
+    }
+
     /// Validates the parsed flags. `is_terminal` decides the default UI.
     pub fn from_args(a: &ProfileArgs, is_terminal: bool) -> Result<Self, ConfigError> {
         let model = a
@@ -336,6 +344,7 @@ impl ProfileConfig {
             seen.dedup();
             seen.len()
         };
+        let prometheus = output::prometheus_addr(&a.output)?;
         let mut export = output::export_options(&a.output)?;
         export.server_metrics_formats = server_metrics_formats;
         check_image_flags_used(a, images.on)?;
@@ -373,6 +382,7 @@ impl ProfileConfig {
             artifact_dir,
             export,
             ui,
+            prometheus,
             log_detail: logging::log_detail(a),
             accepted_without_effect: logging::accepted_without_effect(a),
             server_metrics,
@@ -611,6 +621,32 @@ mod tests {
             crate::cli::Command::Profile(a) => ProfileConfig::from_args(&a, false),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn the_prometheus_endpoint_listens_locally_unless_told_otherwise() {
+        let addr = |extra: &[&str]| parse(extra).map(|c| c.prometheus.map(|a| a.to_string()));
+        assert_eq!(addr(&[]).unwrap(), None);
+        assert_eq!(
+            addr(&["--prometheus-port", "9400"]).unwrap().as_deref(),
+            Some("127.0.0.1:9400")
+        );
+        let wide = ["--prometheus-port", "9400", "--prometheus-host", "0.0.0.0"];
+        assert_eq!(addr(&wide).unwrap().as_deref(), Some("0.0.0.0:9400"));
+        let v6 = ["--prometheus-port", "0", "--prometheus-host", "::1"];
+        assert_eq!(addr(&v6).unwrap().as_deref(), Some("[::1]:0"));
+        let e = addr(&["--prometheus-host", "0.0.0.0"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs --prometheus-port"), "{e}");
+        let bad = [
+            "--prometheus-port",
+            "1",
+            "--prometheus-host",
+            "no such host!",
+        ];
+        let e = addr(&bad).unwrap_err().to_string();
+        assert!(e.contains("--prometheus-host"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,32 @@ use super::{ConfigError, config_error};
 use crate::cli::output::{ExportLevel, OutputArgs};
 use crate::export::{FileNames, Level, Options, prefix_base};
 
+/// `--prometheus-port` and `--prometheus-host`: where the live endpoint listens.
+pub fn prometheus_addr(a: &OutputArgs) -> Result<Option<std::net::SocketAddr>, ConfigError> {
+    use std::net::ToSocketAddrs;
+    let Some(port) = a.prometheus_port else {
+        return match &a.prometheus_host {
+            Some(_) => Err(config_error(
+                "--prometheus-host needs --prometheus-port (the port of the live endpoint)",
+            )),
+            None => Ok(None),
+        };
+    };
+    let host = a.prometheus_host.as_deref().unwrap_or("127.0.0.1");
+    // An IPv6 literal goes in brackets beside a port.
+    let joined = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    let resolved = joined.to_socket_addrs().ok().and_then(|mut a| a.next());
+    resolved.map(Some).ok_or_else(|| {
+        config_error(format!(
+            "--prometheus-host {host:?}: not an address of this machine (e.g. 127.0.0.1, 0.0.0.0, ::1, localhost)"
+        ))
+    })
+}
+
 pub fn export_options(a: &OutputArgs) -> Result<Options, ConfigError> {
     let level = match a.export_level {
         ExportLevel::Summary => Level::Summary,

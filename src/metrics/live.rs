@@ -121,6 +121,84 @@ impl LogHistogram {
     }
 }
 
+/// A histogram over fixed upper bounds, counted exactly (Prometheus' `le` buckets).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BucketCounts {
+    /// Upper bounds in ns, increasing; a last, implicit bucket is `+Inf`.
+    pub bounds_ns: &'static [f64],
+    /// Values at most each bound (not cumulative), then the ones above the last.
+    pub counts: Vec<u64>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl BucketCounts {
+    fn new(bounds_ns: &'static [f64]) -> BucketCounts {
+        BucketCounts {
+            bounds_ns,
+            counts: vec![0; bounds_ns.len() + 1],
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
+    fn record(&mut self, v: f64) {
+        let i = self.bounds_ns.partition_point(|b| *b < v);
+        self.counts[i] += 1;
+        self.sum += v;
+        self.count += 1;
+    }
+
+    /// (upper bound in ns, values at most it), cumulative; `+Inf` last.
+    pub fn cumulative(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
+        let bounds = self.bounds_ns.iter().copied().chain([f64::INFINITY]);
+        bounds.zip(self.counts.iter().scan(0, |total, c| {
+            *total += c;
+            Some(*total)
+        }))
+    }
+}
+
+const MS: f64 = 1e6;
+/// TTFT and request latency: 5 ms to 2 min.
+const LATENCY_BOUNDS_NS: &[f64] = &[
+    5.0 * MS,
+    10.0 * MS,
+    25.0 * MS,
+    50.0 * MS,
+    75.0 * MS,
+    100.0 * MS,
+    250.0 * MS,
+    500.0 * MS,
+    750.0 * MS,
+    1_000.0 * MS,
+    2_500.0 * MS,
+    5_000.0 * MS,
+    7_500.0 * MS,
+    10_000.0 * MS,
+    30_000.0 * MS,
+    60_000.0 * MS,
+    120_000.0 * MS,
+];
+/// Inter-token latency: 1 ms to 2 s.
+const ITL_BOUNDS_NS: &[f64] = &[
+    1.0 * MS,
+    2.5 * MS,
+    5.0 * MS,
+    7.5 * MS,
+    10.0 * MS,
+    15.0 * MS,
+    20.0 * MS,
+    30.0 * MS,
+    50.0 * MS,
+    75.0 * MS,
+    100.0 * MS,
+    250.0 * MS,
+    500.0 * MS,
+    1_000.0 * MS,
+    2_000.0 * MS,
+];
+
 /// The request metrics shown live, in ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LiveMetric {
@@ -141,6 +219,14 @@ impl LiveMetric {
             LiveMetric::TimeToFirstToken => MetricId::TimeToFirstToken,
             LiveMetric::InterTokenLatency => MetricId::InterTokenLatency,
             LiveMetric::RequestLatency => MetricId::RequestLatency,
+        }
+    }
+
+    /// The Prometheus buckets of the metric.
+    pub fn bounds_ns(self) -> &'static [f64] {
+        match self {
+            LiveMetric::InterTokenLatency => ITL_BOUNDS_NS,
+            _ => LATENCY_BOUNDS_NS,
         }
     }
 
@@ -240,6 +326,8 @@ pub struct LiveSnapshot {
     pub profiling_secs: f64,
     /// Send lag (actual minus scheduled send, ns) over the window; paced runs only.
     pub send_lag: Option<Quantiles>,
+    /// Exact bucket counts since profiling started, per [`LiveMetric::ALL`].
+    pub buckets: Vec<BucketCounts>,
     /// Failed requests by error type, most frequent first.
     pub errors_by_type: Vec<(String, u64)>,
     /// Closed seconds, oldest first (at most [`HISTORY_SECS`]).
@@ -326,6 +414,7 @@ pub struct LiveRecorder {
     origin_ns: Option<u64>,
     seconds: VecDeque<Second>,
     total: [LogHistogram; 3],
+    buckets: Vec<BucketCounts>,
     output_tokens: f64,
     input_tokens: f64,
     errors: Vec<(String, u64)>,
@@ -334,20 +423,28 @@ pub struct LiveRecorder {
 }
 
 impl LiveRecorder {
+    /// A recorder publishing to `board`, which gets a first (empty) snapshot at once: its
+    /// readers see every figure, at zero, from the start.
     pub fn new(board: Arc<LiveBoard>) -> LiveRecorder {
-        LiveRecorder {
+        let mut recorder = LiveRecorder {
             board,
             warmup: PhaseCounts::default(),
             profiling: PhaseCounts::default(),
             origin_ns: None,
             seconds: VecDeque::new(),
             total: Default::default(),
+            buckets: LiveMetric::ALL
+                .iter()
+                .map(|m| BucketCounts::new(m.bounds_ns()))
+                .collect(),
             output_tokens: 0.0,
             input_tokens: 0.0,
             errors: Vec::new(),
             history: VecDeque::new(),
             last_publish_ns: 0,
-        }
+        };
+        recorder.publish(0, true);
+        recorder
     }
 
     /// A warmup record: counted only.
@@ -383,6 +480,7 @@ impl LiveRecorder {
         for (i, metric) in LiveMetric::ALL.into_iter().enumerate() {
             if let Some(v) = m.get(metric.id()) {
                 total[i].record(v);
+                self.buckets[i].record(v);
                 if let Some(s) = second.as_deref_mut() {
                     s.metrics[i].record(v);
                 }
@@ -474,6 +572,7 @@ impl LiveRecorder {
             profiling_secs,
             send_lag: Quantiles::of(&lag),
             errors_by_type,
+            buckets: self.buckets.clone(),
             history: {
                 // Seconds that left the window, then the closed ones still in it.
                 let closed = self.seconds.len().saturating_sub(1);
@@ -525,6 +624,17 @@ mod tests {
         let mut merged: LogHistogram = a.clone();
         merged.merge(&b);
         assert_eq!(merged, both);
+    }
+
+    #[test]
+    fn bucket_counts_are_exact_and_cumulative() {
+        let mut b = BucketCounts::new(&[10.0, 20.0]);
+        for v in [1.0, 10.0, 10.5, 20.0, 99.0] {
+            b.record(v);
+        }
+        let c: Vec<(f64, u64)> = b.cumulative().collect();
+        assert_eq!(c, vec![(10.0, 2), (20.0, 4), (f64::INFINITY, 5)]);
+        assert_eq!((b.count, b.sum), (5, 140.5));
     }
 
     fn record(end_ns: u64, error: Option<&str>) -> RequestRecord {

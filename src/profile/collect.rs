@@ -87,7 +87,7 @@ impl Collection {
             no_input_tokens: !cfg.endpoint_type.tokenizes_input(),
         };
         let mut collector = Collector::new(options, tokenizer, clock, files);
-        let live = (cfg.ui == ui::UiType::Dashboard).then(|| {
+        let live = cfg.wants_live_figures().then(|| {
             let board = Arc::new(LiveBoard::default());
             collector.show_live(LiveRecorder::new(board.clone()));
             board

@@ -35,6 +35,7 @@ use crate::endpoint::EndpointMismatch;
 use crate::load::{LoadContext, SendPlan};
 use crate::overhead::OverheadMonitor;
 use crate::transport::HttpClient;
+use crate::ui::UiType;
 use crate::{export, mock, ui};
 
 /// How a profile run ended; `main` turns it into the exit code.
@@ -149,6 +150,10 @@ pub fn run_reusing(
     let mut cfg = ProfileConfig::from_args(args, console_is_terminal())?;
     let goodput = cfg.goodput_slos.clone();
     start_logging(&cfg)?;
+    let prometheus_listener = cfg
+        .prometheus
+        .map(crate::live_export::prometheus::PrometheusEndpoint::bind)
+        .transpose()?;
     let prepared = prepare::prepare(&mut cfg, reuse)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -194,6 +199,13 @@ pub fn run_reusing(
         &control,
         prepared.warmup_requests,
     )?;
+    // Serves until the run's results are written (dropped at the end of this function).
+    let _prometheus = match (&collection.live, prometheus_listener) {
+        (Some(board), Some(listener)) => {
+            Some(start_prometheus(&cfg, &ctx, board.clone(), listener)?)
+        }
+        _ => None,
+    };
     info!(
         "Ready to send after {:.1} ms",
         started.elapsed().as_secs_f64() * 1e3
@@ -203,15 +215,19 @@ pub fn run_reusing(
         observe::Observers::start(&cfg, ctx.clock)
     };
     let start = runtime.block_on(shard::prepare(&cfg));
-    let dashboard = collection.live.as_ref().and_then(|board| {
-        start_dashboard(
-            &cfg,
-            &ctx,
-            board.clone(),
-            &observers,
-            prepared.warmup_requests,
-        )
-    });
+    let dashboard = collection
+        .live
+        .as_ref()
+        .filter(|_| cfg.ui == UiType::Dashboard)
+        .and_then(|board| {
+            start_dashboard(
+                &cfg,
+                &ctx,
+                board.clone(),
+                &observers,
+                prepared.warmup_requests,
+            )
+        });
     let overhead = OverheadMonitor::start(mock_server.is_some());
     let ran = phases::run(
         &runtime,
@@ -348,6 +364,30 @@ fn start_logging(cfg: &ProfileConfig) -> anyhow::Result<()> {
         .for_each(|l| info!("{l}"));
     tracing::debug!("Resolved configuration: {}", report::input_config_json(cfg));
     Ok(())
+}
+
+/// The `--prometheus-port` endpoint over the run's live figures.
+fn start_prometheus(
+    cfg: &ProfileConfig,
+    ctx: &Arc<LoadContext>,
+    board: Arc<crate::metrics::live::LiveBoard>,
+    listener: std::net::TcpListener,
+) -> anyhow::Result<crate::live_export::prometheus::PrometheusEndpoint> {
+    let in_flight = {
+        let ctx = ctx.clone();
+        move || ctx.in_flight.load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let labels = crate::live_export::prometheus::RunLabels {
+        benchmark_id: ctx.plan.benchmark_id.clone(),
+        model: cfg.model.clone(),
+        endpoint: cfg.endpoint_type.as_str().to_string(),
+    };
+    crate::live_export::prometheus::PrometheusEndpoint::start(
+        listener,
+        board,
+        Box::new(in_flight),
+        labels,
+    )
 }
 
 /// The dashboard over the run's live figures; a terminal it cannot take is a warning.

@@ -38,6 +38,7 @@ mod mock_server;
 mod mooncake_messages;
 mod plot;
 mod profile;
+mod prometheus_endpoint;
 mod prompt_corpus;
 mod prompt_shaping;
 mod public_datasets;
