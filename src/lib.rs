@@ -16,6 +16,7 @@ mod kube;
 mod merge;
 mod plot;
 mod profile;
+mod publish;
 mod sweep;
 
 mod clock;
