@@ -96,7 +96,7 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             if let Some(c) = &copy {
                 args.input_file = Some(c.path.clone());
             }
-            let mut ran = crate::publish::Ran::default();
+            let mut ran = crate::sweep::Ran::default();
             let result = crate::sweep::run(&argv, lists, &args, &mut ran);
             let result = crate::profile::auto_plot::after_run(&args, result);
             // After the plots, so that they are uploaded too.

@@ -21,9 +21,10 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use super::{Ran, RunSummary, default_name, glob};
+use super::{RunSummary, default_name, glob};
 use crate::config::MlflowOptions;
 use crate::export::pyrepr;
+use crate::sweep::Ran;
 
 type Https = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 

@@ -15,16 +15,7 @@ use serde_json::Value;
 use crate::cli::ProfileArgs;
 use crate::config::PublishOptions;
 use crate::profile::{Outcome, ProfileError};
-
-/// The run directories a `profile` command wrote, in the order they ran.
-#[derive(Debug, Default)]
-pub struct Ran {
-    /// The artifact directory given (a sweep's base, or the one run's directory).
-    pub base: PathBuf,
-    pub dirs: Vec<PathBuf>,
-    /// A sweep or repeated run: its runs are logged under one parent run.
-    pub multi: bool,
-}
+use crate::sweep::Ran;
 
 /// One finished run as its summary file tells it.
 pub struct RunSummary {

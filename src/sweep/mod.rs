@@ -28,7 +28,17 @@ use crate::export::aggregate::{
 use crate::export::sweep_files::{RUN_CONFIG_FILE, write_json_file};
 use crate::metrics::confidence;
 use crate::profile::{self, Outcome, ProfileError, Reuse};
-use crate::publish::Ran;
+
+/// The run directories a `profile` command wrote, in the order they ran, for what is done
+/// after the runs (`publish`).
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// The artifact directory given (a sweep's base, or the one run's directory).
+    pub base: PathBuf,
+    pub dirs: Vec<PathBuf>,
+    /// A sweep or repeated run.
+    pub multi: bool,
+}
 
 /// Runs `aiperf profile`: a single run as before, or a sweep / repeated run / search.
 /// `argv` is the command line as typed; `lists` what [`find_lists`] found in it; `args` the
