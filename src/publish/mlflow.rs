@@ -5,28 +5,19 @@
 //! `time_to_first_token.p99`, ...), tags, then the artifact files under `exports/` and
 //! `plots/` with `mlflow_export.json` describing the upload. A sweep or repeated run adds
 //! one parent run that holds the base directory's files; each run is its child.
-//!
-//! HTTP goes through hyper's pooled client with rustls, as the `/metrics` scrapes do, so no
-//! other HTTP stack is built in.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
-use http::{HeaderValue, Method, Request, header};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use http::Method;
 use serde_json::{Value, json};
-use tracing::{info, warn};
+use tracing::info;
 
+use super::mlflow_api::{Api, now_ms};
 use super::{RunSummary, default_name, glob};
 use crate::config::MlflowOptions;
 use crate::export::pyrepr;
 use crate::sweep::Ran;
-
-type Https = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// AIPerf's statistic fields, each a metric when the summary has it.
 const STAT_FIELDS: [&str; 15] = [
@@ -82,7 +73,7 @@ pub fn publish(opts: &MlflowOptions, ran: &Ran, runs: &[RunSummary]) -> Result<(
                         .unwrap_or_else(|| default_name(None))
                 });
                 let sweep = Upload::of_sweep(opts, ran, runs, name.clone(), parent);
-                let id = tokio::time::timeout(opts.timeout, api.log(&experiment, &sweep, opts))
+                let id = tokio::time::timeout(opts.timeout, log(&api, &experiment, &sweep, opts))
                     .await
                     .map_err(within("logging the parent run"))??;
                 runs.iter()
@@ -94,7 +85,7 @@ pub fn publish(opts: &MlflowOptions, ran: &Ran, runs: &[RunSummary]) -> Result<(
             }
         };
         for upload in &uploads {
-            tokio::time::timeout(opts.timeout, api.log(&experiment, upload, opts))
+            tokio::time::timeout(opts.timeout, log(&api, &experiment, upload, opts))
                 .await
                 .map_err(within("logging the run"))??;
         }
@@ -292,432 +283,141 @@ fn artifact_path(dir: &Path, file: &Path) -> String {
     }
 }
 
-/// Why a call did not succeed: the server's error, or no answer.
-enum Failure {
-    Answered {
-        status: u16,
-        code: String,
-        message: String,
-    },
-    NoAnswer(String),
+/// Creates the run, logs it, uploads its files and marks it finished; a run that fails
+/// part way is marked failed. Gives the run's id.
+async fn log(
+    api: &Api,
+    experiment: &str,
+    upload: &Upload,
+    opts: &MlflowOptions,
+) -> Result<String, String> {
+    let mut tags = vec![json!({"key": "mlflow.runName", "value": upload.name})];
+    if let Some(p) = &upload.parent {
+        tags.push(json!({"key": "mlflow.parentRunId", "value": p}));
+    }
+    let created = api
+        .call(
+            Method::POST,
+            "runs/create",
+            Some(json!({
+                "experiment_id": experiment,
+                "run_name": upload.name,
+                "start_time": now_ms(),
+                "tags": tags,
+            })),
+        )
+        .await
+        .map_err(|f| f.in_call("creating the run"))?;
+    let info = &created["run"]["info"];
+    let run_id = info["run_id"].as_str().unwrap_or_default().to_string();
+    let artifact_uri = info["artifact_uri"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if run_id.is_empty() {
+        return Err("creating the run: no run id in the answer".into());
+    }
+    let logged = fill(api, &run_id, &artifact_uri, experiment, upload, opts).await;
+    let status = if logged.is_ok() { "FINISHED" } else { "FAILED" };
+    let finished = api
+        .call(
+            Method::POST,
+            "runs/update",
+            Some(json!({"run_id": run_id, "status": status, "end_time": now_ms()})),
+        )
+        .await
+        .map_err(|f| f.in_call("finishing the run"));
+    let artifacts = logged?;
+    finished?;
+    info!(
+        "Uploaded MLflow run '{}' ({run_id}) with {} metrics and {artifacts} artifacts.",
+        upload.name,
+        upload.metrics.len()
+    );
+    Ok(run_id)
 }
 
-impl Failure {
-    fn code(&self) -> Option<&str> {
-        match self {
-            Failure::Answered { code, .. } => Some(code),
-            Failure::NoAnswer(_) => None,
-        }
-    }
-
-    fn in_call(self, what: &str) -> String {
-        match self {
-            Failure::Answered {
-                status,
-                code,
-                message,
-            } => format!("{what}: HTTP {status} {code} {message}")
-                .trim_end()
-                .into(),
-            Failure::NoAnswer(why) => format!("{what}: {why}"),
-        }
-    }
-}
-
-struct Api {
-    http: Https,
-    /// The tracking URI without a trailing `/`.
-    base: String,
-    auth: Option<HeaderValue>,
-}
-
-impl Api {
-    fn new(opts: &MlflowOptions) -> Result<Api, String> {
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(opts.timeout));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-            .map_err(|e| format!("TLS setup: {e}"))?
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        Ok(Api {
-            http: Client::builder(TokioExecutor::new()).build(connector),
-            base: opts
-                .tracking_uri
-                .to_string()
-                .trim_end_matches('/')
-                .to_string(),
-            auth: authorization(opts.userinfo.as_deref()),
-        })
-    }
-
-    async fn send(&self, request: http::request::Builder, body: Bytes) -> Result<Bytes, Failure> {
-        let mut request = request;
-        if let Some(auth) = &self.auth {
-            request = request.header(header::AUTHORIZATION, auth.clone());
-        }
-        let request = request
-            .body(Full::new(body))
-            .map_err(|e| Failure::NoAnswer(e.to_string()))?;
-        let response = self
-            .http
-            .request(request)
-            .await
-            .map_err(|e| Failure::NoAnswer(error_chain(&e)))?;
-        let status = response.status().as_u16();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| Failure::NoAnswer(error_chain(&e)))?
-            .to_bytes();
-        if (200..300).contains(&status) {
-            return Ok(body);
-        }
-        let error: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-        Err(Failure::Answered {
-            status,
-            code: error["error_code"].as_str().unwrap_or_default().to_string(),
-            message: error["message"].as_str().map_or(text, str::to_string),
-        })
-    }
-
-    async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> Result<Value, Failure> {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(format!("{}/api/2.0/mlflow/{path}", self.base));
-        let bytes = match body {
-            Some(v) => {
-                request = request.header(header::CONTENT_TYPE, "application/json");
-                Bytes::from(serde_json::to_vec(&v).expect("JSON values serialize"))
-            }
-            None => Bytes::new(),
-        };
-        let answer = self.send(request, bytes).await?;
-        Ok(serde_json::from_slice(&answer).unwrap_or(Value::Null))
-    }
-
-    /// The experiment's id, created when it does not exist (as `mlflow.set_experiment`).
-    async fn experiment_id(&self, name: &str) -> Result<String, String> {
-        let path = format!(
-            "experiments/get-by-name?experiment_name={}",
-            encode(name, false)
-        );
-        let what = format!("GET {}/api/2.0/mlflow/{path}", self.base);
-        for _ in 0..2 {
-            match self.call(Method::GET, &path, None).await {
-                Ok(v) => {
-                    let e = &v["experiment"];
-                    if e["lifecycle_stage"] == "deleted" {
-                        return Err(format!(
-                            "experiment '{name}' is deleted; restore it or give another --mlflow-experiment"
-                        ));
-                    }
-                    return e["experiment_id"]
-                        .as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| format!("{what}: no experiment id in the answer"));
-                }
-                Err(f) if f.code() == Some("RESOURCE_DOES_NOT_EXIST") => {
-                    let created = self
-                        .call(
-                            Method::POST,
-                            "experiments/create",
-                            Some(json!({"name": name})),
-                        )
-                        .await;
-                    match created {
-                        Ok(v) => {
-                            info!("MLflow: created experiment '{name}'");
-                            return Ok(pyrepr::str(&v["experiment_id"]));
-                        }
-                        // Created meanwhile by another client: look it up again.
-                        Err(f) if f.code() == Some("RESOURCE_ALREADY_EXISTS") => continue,
-                        Err(f) => return Err(f.in_call("creating the experiment")),
-                    }
-                }
-                Err(f) => return Err(f.in_call(&what)),
-            }
-        }
-        Err(format!(
-            "{what}: the experiment '{name}' could not be found or created"
-        ))
-    }
-
-    /// `--mlflow-parent-run-id` when it exists; a missing parent gives a root run with a
-    /// warning (AIPerf's fallback), a parent in another experiment is refused (MLflow's rule).
-    async fn check_parent(&self, id: &str, experiment: &str) -> Result<Option<String>, String> {
-        let path = format!("runs/get?run_id={}", encode(id, false));
-        match self.call(Method::GET, &path, None).await {
-            Ok(v) => {
-                let theirs = pyrepr::str(&v["run"]["info"]["experiment_id"]);
-                if theirs != experiment {
-                    return Err(format!(
-                        "--mlflow-parent-run-id {id} is in experiment {theirs}, not in this run's experiment {experiment}"
-                    ));
-                }
-                Ok(Some(id.to_string()))
-            }
-            Err(f) if f.code() == Some("RESOURCE_DOES_NOT_EXIST") => {
-                warn!("MLflow: parent run {id} not found; creating a root run instead");
-                Ok(None)
-            }
-            Err(f) => Err(f.in_call("checking --mlflow-parent-run-id")),
-        }
-    }
-
-    /// Creates the run, logs it, uploads its files and marks it finished; a run that fails
-    /// part way is marked failed. Gives the run's id.
-    async fn log(
-        &self,
-        experiment: &str,
-        upload: &Upload,
-        opts: &MlflowOptions,
-    ) -> Result<String, String> {
-        let mut tags = vec![json!({"key": "mlflow.runName", "value": upload.name})];
-        if let Some(p) = &upload.parent {
-            tags.push(json!({"key": "mlflow.parentRunId", "value": p}));
-        }
-        let created = self
-            .call(
-                Method::POST,
-                "runs/create",
-                Some(json!({
-                    "experiment_id": experiment,
-                    "run_name": upload.name,
-                    "start_time": now_ms(),
-                    "tags": tags,
-                })),
-            )
-            .await
-            .map_err(|f| f.in_call("creating the run"))?;
-        let info = &created["run"]["info"];
-        let run_id = info["run_id"].as_str().unwrap_or_default().to_string();
-        let artifact_uri = info["artifact_uri"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if run_id.is_empty() {
-            return Err("creating the run: no run id in the answer".into());
-        }
-        let logged = self
-            .fill(&run_id, &artifact_uri, experiment, upload, opts)
-            .await;
-        let status = if logged.is_ok() { "FINISHED" } else { "FAILED" };
-        let finished = self
-            .call(
-                Method::POST,
-                "runs/update",
-                Some(json!({"run_id": run_id, "status": status, "end_time": now_ms()})),
-            )
-            .await
-            .map_err(|f| f.in_call("finishing the run"));
-        let artifacts = logged?;
-        finished?;
-        info!(
-            "Uploaded MLflow run '{}' ({run_id}) with {} metrics and {artifacts} artifacts.",
-            upload.name,
-            upload.metrics.len()
-        );
-        Ok(run_id)
-    }
-
-    /// Logs the values in batches the API takes, then the files and `mlflow_export.json`.
-    /// Gives the number of files uploaded.
-    async fn fill(
-        &self,
-        run_id: &str,
-        artifact_uri: &str,
-        experiment: &str,
-        upload: &Upload,
-        opts: &MlflowOptions,
-    ) -> Result<usize, String> {
-        let pairs = |items: &[(String, String)]| -> Vec<Value> {
-            items
-                .iter()
-                .map(|(k, v)| json!({"key": k, "value": v}))
-                .collect()
-        };
-        let now = now_ms();
-        let mut batches: Vec<Value> = Vec::new();
-        for chunk in upload.params.chunks(MAX_PARAMS_OR_TAGS_PER_BATCH) {
-            batches.push(json!({"run_id": run_id, "params": pairs(chunk)}));
-        }
-        for chunk in upload.tags.chunks(MAX_PARAMS_OR_TAGS_PER_BATCH) {
-            batches.push(json!({"run_id": run_id, "tags": pairs(chunk)}));
-        }
-        for chunk in upload.metrics.chunks(MAX_METRICS_PER_BATCH) {
-            let metrics: Vec<Value> = chunk
-                .iter()
-                .map(|(k, v)| json!({"key": k, "value": v, "timestamp": now, "step": 0}))
-                .collect();
-            batches.push(json!({"run_id": run_id, "metrics": metrics}));
-        }
-        for batch in batches {
-            self.call(Method::POST, "runs/log-batch", Some(batch))
-                .await
-                .map_err(|f| f.in_call("logging params, tags and metrics"))?;
-        }
-
-        let metadata = upload.dir.join(METADATA_FILE);
-        let files = glob::collect(&upload.dir, &opts.artifact_globs, |f| {
-            f == metadata || upload.skip.iter().any(|d| f.starts_with(d))
-        });
-        let mut uploaded: Vec<String> = files
+/// Logs the values in batches the API takes, then the files and `mlflow_export.json`.
+/// Gives the number of files uploaded.
+async fn fill(
+    api: &Api,
+    run_id: &str,
+    artifact_uri: &str,
+    experiment: &str,
+    upload: &Upload,
+    opts: &MlflowOptions,
+) -> Result<usize, String> {
+    let pairs = |items: &[(String, String)]| -> Vec<Value> {
+        items
             .iter()
-            .map(|f| {
-                f.strip_prefix(&upload.dir)
-                    .unwrap_or(f)
-                    .display()
-                    .to_string()
-            })
-            .collect();
-        uploaded.push(METADATA_FILE.into());
-        let sorted_keys = |items: Vec<&String>| {
-            let mut keys: Vec<&String> = items;
-            keys.sort();
-            keys.dedup();
-            json!(keys)
-        };
-        let record = json!({
-            "tracking_uri": opts.tracking_uri.to_string(),
-            "experiment": opts.experiment,
-            "experiment_id": experiment,
-            "run_id": run_id,
-            "run_name": upload.name,
-            "benchmark_id": upload.benchmark_id,
-            "parent_run_id": upload.parent,
-            "live_streaming": false,
-            "reused_live_run": false,
-            "metric_keys": sorted_keys(upload.metrics.iter().map(|(k, _)| k).collect()),
-            "param_keys": sorted_keys(upload.params.iter().map(|(k, _)| k).collect()),
-            "tag_keys": sorted_keys(upload.tags.iter().map(|(k, _)| k).collect()),
-            "uploaded_artifacts": uploaded,
-            "exported_at_ns": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64),
-        });
-        let text = serde_json::to_string_pretty(&record).expect("JSON values serialize");
-        std::fs::write(&metadata, text)
-            .map_err(|e| format!("cannot write {}: {e}", metadata.display()))?;
-        for file in files.iter().chain([&metadata]) {
-            let dest = artifact_path(&upload.dir, file);
-            self.upload_file(artifact_uri, &dest, file).await?;
-        }
-        Ok(files.len() + 1)
-    }
-
-    /// One file into the run's artifact store: through the server's artifact proxy
-    /// (`mlflow-artifacts:`, what `mlflow server` gives by default), or copied when the store
-    /// is a local directory (`file:`), as MLflow's own client does.
-    async fn upload_file(&self, artifact_uri: &str, dest: &str, file: &Path) -> Result<(), String> {
-        let name = file
-            .file_name()
-            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-        if let Some(rest) = artifact_uri.strip_prefix("mlflow-artifacts:") {
-            // `mlflow-artifacts://host:port/path` names a server; the path is what counts.
-            let path = match rest.strip_prefix("//") {
-                Some(r) => &r[r.find('/').unwrap_or(r.len())..],
-                None => rest,
-            };
-            let uri = format!(
-                "{}/api/2.0/mlflow-artifacts/artifacts/{}/{}/{}",
-                self.base,
-                encode(path.trim_matches('/'), true),
-                encode(dest, true),
-                encode(&name, false)
-            );
-            let bytes =
-                std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-            let request = Request::builder()
-                .method(Method::PUT)
-                .uri(&uri)
-                .header(header::CONTENT_TYPE, "application/octet-stream");
-            return self
-                .send(request, Bytes::from(bytes))
-                .await
-                .map(|_| ())
-                .map_err(|f| f.in_call(&format!("uploading {}", file.display())));
-        }
-        let local = artifact_uri
-            .strip_prefix("file://")
-            .or_else(|| artifact_uri.starts_with('/').then_some(artifact_uri));
-        let Some(root) = local else {
-            return Err(format!(
-                "the run's artifact store {artifact_uri} is not reachable from this build; let the tracking server proxy artifacts (`mlflow server` does by default; --artifacts-destination sets where they go)"
-            ));
-        };
-        let dir = Path::new(root).join(dest);
-        std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::copy(file, dir.join(&name)).map(|_| ()))
-            .map_err(|e| format!("cannot copy {} into {}: {e}", file.display(), dir.display()))
-    }
-}
-
-/// Basic authorization from the URI's `user:password`, else MLflow's own variables
-/// (`MLFLOW_TRACKING_TOKEN`, `MLFLOW_TRACKING_USERNAME` and `_PASSWORD`).
-fn authorization(userinfo: Option<&str>) -> Option<HeaderValue> {
-    use base64::Engine;
-    let basic = |pair: &str| {
-        let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-        HeaderValue::from_str(&format!("Basic {encoded}")).ok()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect()
     };
-    if let Some(ui) = userinfo {
-        return basic(ui);
+    let now = now_ms();
+    let mut batches: Vec<Value> = Vec::new();
+    for chunk in upload.params.chunks(MAX_PARAMS_OR_TAGS_PER_BATCH) {
+        batches.push(json!({"run_id": run_id, "params": pairs(chunk)}));
     }
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    if let Some(token) = env("MLFLOW_TRACKING_TOKEN") {
-        return HeaderValue::from_str(&format!("Bearer {token}")).ok();
+    for chunk in upload.tags.chunks(MAX_PARAMS_OR_TAGS_PER_BATCH) {
+        batches.push(json!({"run_id": run_id, "tags": pairs(chunk)}));
     }
-    match (
-        env("MLFLOW_TRACKING_USERNAME"),
-        env("MLFLOW_TRACKING_PASSWORD"),
-    ) {
-        (Some(u), Some(p)) => basic(&format!("{u}:{p}")),
-        _ => None,
+    for chunk in upload.metrics.chunks(MAX_METRICS_PER_BATCH) {
+        let metrics: Vec<Value> = chunk
+            .iter()
+            .map(|(k, v)| json!({"key": k, "value": v, "timestamp": now, "step": 0}))
+            .collect();
+        batches.push(json!({"run_id": run_id, "metrics": metrics}));
     }
-}
+    for batch in batches {
+        api.call(Method::POST, "runs/log-batch", Some(batch))
+            .await
+            .map_err(|f| f.in_call("logging params, tags and metrics"))?;
+    }
 
-/// Percent-encodes all but RFC 3986's unreserved characters (and `/` when `keep_slash`).
-fn encode(text: &str, keep_slash: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                out.push(b as char)
-            }
-            b'/' if keep_slash => out.push('/'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
+    let metadata = upload.dir.join(METADATA_FILE);
+    let files = glob::collect(&upload.dir, &opts.artifact_globs, |f| {
+        f == metadata || upload.skip.iter().any(|d| f.starts_with(d))
+    });
+    let mut uploaded: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(&upload.dir)
+                .unwrap_or(f)
+                .display()
+                .to_string()
+        })
+        .collect();
+    uploaded.push(METADATA_FILE.into());
+    let sorted_keys = |items: Vec<&String>| {
+        let mut keys: Vec<&String> = items;
+        keys.sort();
+        keys.dedup();
+        json!(keys)
+    };
+    let record = json!({
+        "tracking_uri": opts.tracking_uri.to_string(),
+        "experiment": opts.experiment,
+        "experiment_id": experiment,
+        "run_id": run_id,
+        "run_name": upload.name,
+        "benchmark_id": upload.benchmark_id,
+        "parent_run_id": upload.parent,
+        "live_streaming": false,
+        "reused_live_run": false,
+        "metric_keys": sorted_keys(upload.metrics.iter().map(|(k, _)| k).collect()),
+        "param_keys": sorted_keys(upload.params.iter().map(|(k, _)| k).collect()),
+        "tag_keys": sorted_keys(upload.tags.iter().map(|(k, _)| k).collect()),
+        "uploaded_artifacts": uploaded,
+        "exported_at_ns": SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64),
+    });
+    let text = serde_json::to_string_pretty(&record).expect("JSON values serialize");
+    std::fs::write(&metadata, text)
+        .map_err(|e| format!("cannot write {}: {e}", metadata.display()))?;
+    for file in files.iter().chain([&metadata]) {
+        let dest = artifact_path(&upload.dir, file);
+        api.upload_file(artifact_uri, &dest, file).await?;
     }
-    out
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// An error and its causes, for the one line a user sees ("client error (Connect): tcp
-/// connect error: Connection refused (os error 111)").
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        source = s.source();
-    }
-    parts.join(": ")
+    Ok(files.len() + 1)
 }
 
 #[cfg(test)]
@@ -734,11 +434,5 @@ mod tests {
         assert_eq!(at("report.html"), "plots");
         assert_eq!(at("agg/summary.csv"), "exports/agg");
         assert_eq!(at("exports/x.json"), "exports");
-    }
-
-    #[test]
-    fn encoding_keeps_unreserved_characters() {
-        assert_eq!(encode("a b/c%", true), "a%20b/c%25");
-        assert_eq!(encode("a/b", false), "a%2Fb");
     }
 }

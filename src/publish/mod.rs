@@ -6,6 +6,7 @@
 
 mod glob;
 mod mlflow;
+mod mlflow_api;
 mod wandb;
 
 use std::path::{Path, PathBuf};
