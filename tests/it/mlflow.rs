@@ -41,8 +41,17 @@ struct Server {
     dir: tempfile::TempDir,
 }
 
+/// Where the server keeps artifacts: behind its proxy (`mlflow-artifacts:` URIs, which the
+/// client uploads over HTTP), or in a directory it names to the client (`file:` URIs,
+/// which the client writes itself, as MLflow's own client does).
+#[derive(Clone, Copy)]
+enum Artifacts {
+    Proxied,
+    LocalRoot,
+}
+
 impl Server {
-    fn start(bin: &Path) -> Server {
+    fn start(bin: &Path, artifacts: Artifacts) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -55,7 +64,10 @@ impl Server {
             .args(["--workers", "1"])
             .arg("--backend-store-uri")
             .arg(format!("sqlite:///{}", dir.path().join("db").display()))
-            .arg("--artifacts-destination")
+            .arg(match artifacts {
+                Artifacts::Proxied => "--artifacts-destination",
+                Artifacts::LocalRoot => "--default-artifact-root",
+            })
             .arg(dir.path().join("art"))
             .current_dir(dir.path())
             .stdout(log.try_clone().unwrap())
@@ -177,7 +189,7 @@ fn run_with(mock: &MockChild, dir: &Path, extra: &[&str]) -> std::process::Outpu
 #[test]
 fn a_run_is_logged_with_its_params_metrics_tags_and_artifacts() {
     let Some(bin) = mlflow_bin() else { return };
-    let server = Server::start(&bin);
+    let server = Server::start(&bin, Artifacts::Proxied);
     let mock = MockChild::spawn(&[]);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
@@ -257,8 +269,10 @@ fn a_run_is_logged_with_its_params_metrics_tags_and_artifacts() {
     assert_eq!(tags["aiperf.was_cancelled"], "false");
     assert_eq!(tags["aiperf.version"], summary["aiperf_version"]);
 
-    // The files, through the server's artifact store, byte for byte.
+    // The files, through the server's artifact proxy, byte for byte.
     let run_id = run["info"]["run_id"].as_str().unwrap();
+    let store = run["info"]["artifact_uri"].as_str().unwrap();
+    assert!(store.starts_with("mlflow-artifacts:"), "{store}");
     let listed = server.get(&format!("artifacts/list?run_id={run_id}&path=exports"));
     let names: Vec<&str> = listed["files"]
         .as_array()
@@ -290,6 +304,43 @@ fn a_run_is_logged_with_its_params_metrics_tags_and_artifacts() {
     let record = read_json(&dir.join("mlflow_export.json"));
     assert_eq!(record["run_id"], run_id);
     assert_eq!(record["experiment"], "bench");
+
+    // A parent that does not exist: a root run, with a warning, named by default.
+    let dir2 = tmp.path().join("second");
+    let missing = "0123456789abcdef0123456789abcdef";
+    let out = run_with(
+        &mock,
+        &dir2,
+        &[
+            "--request-count",
+            "2",
+            "--mlflow-tracking-uri",
+            &server.url,
+            "--mlflow-experiment",
+            "bench",
+            "--mlflow-parent-run-id",
+            missing,
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "parent run {missing} not found; creating a root run"
+        )),
+        "{stderr}"
+    );
+    let id = read_json(&dir2.join("profile_export_aiperf.json"))["benchmark_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let runs = server.runs(&experiment);
+    let second = runs
+        .iter()
+        .find(|r| r["info"]["run_id"] != run_id)
+        .expect("a second run");
+    assert_eq!(second["info"]["run_name"], format!("aiperf-{}", &id[..8]));
+    assert!(!pairs(second, "tags").contains_key("mlflow.parentRunId"));
 }
 
 /// A sweep is one parent run with a child per run; `--mlflow-parent-run-id` puts the parent
@@ -297,7 +348,7 @@ fn a_run_is_logged_with_its_params_metrics_tags_and_artifacts() {
 #[test]
 fn a_sweep_is_a_parent_run_with_one_child_per_run() {
     let Some(bin) = mlflow_bin() else { return };
-    let server = Server::start(&bin);
+    let server = Server::start(&bin, Artifacts::LocalRoot);
     let mock = MockChild::spawn(&[]);
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("sweep");
@@ -374,6 +425,23 @@ fn a_sweep_is_a_parent_run_with_one_child_per_run() {
         assert_eq!(
             pairs(child, "tags")["benchmark_id"],
             summary["benchmark_id"]
+        );
+        // This server names a local directory as the artifact store: the files are there.
+        let store = child["info"]["artifact_uri"].as_str().unwrap();
+        assert!(
+            store.starts_with("file:") || store.starts_with('/'),
+            "{store}"
+        );
+        let stored = server
+            .dir
+            .path()
+            .join("art")
+            .join(&experiment)
+            .join(child["info"]["run_id"].as_str().unwrap())
+            .join("artifacts/exports/profile_export_aiperf.json");
+        assert_eq!(
+            std::fs::read(&stored).unwrap(),
+            std::fs::read(dir.join("profile_export_aiperf.json")).unwrap()
         );
         let label = dir.strip_prefix(&base).unwrap().display().to_string();
         assert_eq!(child["info"]["run_name"], format!("sweep/{label}"));
