@@ -22,6 +22,7 @@ pub mod output;
 pub mod plot;
 pub mod prompt;
 pub mod public_dataset;
+pub mod publish;
 pub mod rankings;
 pub mod service;
 pub mod shard;
@@ -617,6 +618,10 @@ pub struct ProfileArgs {
     /// `--cache-bust`: per-conversation prefix-cache markers.
     #[command(flatten)]
     pub cache_bust: cache_bust::CacheBustArgs,
+
+    /// `--mlflow-*` and `--wandb-*`: where the finished run is logged.
+    #[command(flatten)]
+    pub publish: publish::PublishArgs,
 
     /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
     /// `<artifact dir>/plots`. A plotting failure only warns (see --plot-required).
