@@ -65,6 +65,23 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The pid of the `aiperf` the pane's shell runs.
+    fn aiperf_pid(&self) -> String {
+        let out = self
+            .cmd()
+            .args(["list-panes", "-F", "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let shell = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let out = Command::new("pgrep")
+            .args(["-P", &shell, "aiperf"])
+            .output()
+            .expect("pgrep");
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(!pid.is_empty(), "no aiperf under the pane's shell {shell}");
+        pid
+    }
+
     fn keys(&self, keys: &str) {
         assert!(
             self.cmd()
@@ -195,6 +212,21 @@ fn a_run_in_a_terminal_shows_the_dashboard_then_its_tables() {
     tmux.keys("Escape");
     tmux.wait_for("the overview again", |s| s.contains("Profile Progress"));
 
+    // A smaller window: the panels are laid out again within it.
+    assert!(
+        tmux.cmd()
+            .args(["resize-window", "-x", "100", "-y", "30"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let small = tmux.wait_for("the panels in 100 columns", |s| {
+        s.lines()
+            .any(|l| l.starts_with('└') && l.chars().count() == 100)
+    });
+    assert!(small.contains("Profile Progress"), "{small}");
+    assert!(small.lines().all(|l| l.chars().count() <= 100), "{small}");
+
     // Failed requests show by type once some came (3% of 120).
     let failed = tmux.wait_for("an error count", |s| s.contains("Internal Server Error:"));
     assert!(!failed.contains("Errors 0\n"), "{failed}");
@@ -232,18 +264,41 @@ fn stop_with(key: &str) {
         s.lines()
             .any(|l| l.contains("Completed ") && !l.contains("Completed 0 "))
     });
-    tmux.keys(key);
-    assert_eq!(exit_code(dir.path()), 130);
+    let (code, line) = match key {
+        // `timeout`, docker and Kubernetes stop a run with SIGTERM.
+        "SIGTERM" => {
+            let aiperf = tmux.aiperf_pid();
+            assert!(
+                Command::new("kill")
+                    .args(["-TERM", &aiperf])
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+            (143, "Terminated: the results written are partial")
+        }
+        _ => {
+            tmux.keys(key);
+            (130, "Interrupted: the results written are partial")
+        }
+    };
+    assert_eq!(exit_code(dir.path()), code);
     let after = tmux.wait_for_in("the results table", Tmux::scrollback, |s| {
         s.contains("NVIDIA AIPerf | LLM Metrics")
     });
+    assert!(after.contains(line), "{after}");
     assert!(
-        after.contains("Interrupted: the results written are partial"),
-        "{after}"
+        !after.contains("Real-Time Metrics"),
+        "the terminal is restored: {after}"
     );
     let summary = crate::common::read_json(&dir.path().join("out/profile_export_aiperf.json"));
     let done = summary["request_count"]["avg"].as_f64().unwrap();
     assert!((1.0..100_000.0).contains(&done), "{done}");
+}
+
+#[test]
+fn sigterm_ends_the_run_and_gives_the_terminal_back() {
+    stop_with("SIGTERM");
 }
 
 #[test]
