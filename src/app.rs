@@ -152,7 +152,8 @@ pub fn run(argv: Vec<String>) -> ExitCode {
 
 /// `aiperf plot`: the charts written, warnings on stderr; bad input exits 2.
 fn plot_exit(args: &crate::cli::plot::PlotArgs) -> ExitCode {
-    let result = crate::plot::Options::from_args(args).and_then(|opts| crate::plot::run(&opts));
+    let result = crate::plot::Options::from_args(args)
+        .and_then(|opts| crate::plot::run(&opts, crate::report::write_runs_page));
     match result {
         Ok(w) => {
             for line in &w.warnings {
