@@ -238,7 +238,7 @@ impl ValueEnum for EndpointType {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum UiType {
-    /// Live dashboard (not built yet: shows the progress bar).
+    /// A full-screen live dashboard (the default in a terminal).
     Dashboard,
     /// A progress bar.
     Simple,
