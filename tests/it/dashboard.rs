@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::common::raw_server::{After, RawServer, Reply};
 use crate::common::{BIN, MockChild};
 
 /// A tmux server of the test's own (its socket name), killed when dropped.
@@ -121,6 +122,26 @@ impl Drop for Tmux {
     }
 }
 
+/// A DCGM exporter with one GPU: 250 W, 93% busy, 10,240 MiB used, 61 °C.
+fn dcgm_exporter() -> RawServer {
+    RawServer::start(|_| {
+        let labels = "gpu=\"0\",UUID=\"GPU-1\",modelName=\"NVIDIA H100\",Hostname=\"n1\"";
+        let body = [
+            ("DCGM_FI_DEV_POWER_USAGE", 250.0),
+            ("DCGM_FI_DEV_GPU_UTIL", 93.0),
+            ("DCGM_FI_DEV_FB_USED", 10240.0),
+            ("DCGM_FI_DEV_GPU_TEMP", 61.0),
+        ]
+        .map(|(name, v)| format!("# TYPE {name} gauge\n{name}{{{labels}}} {v}\n"))
+        .concat();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        Reply::new(vec![head.into_bytes(), body.into_bytes()], After::KeepOpen)
+    })
+}
+
 /// The profile command line, run in `dir`, that writes its exit code to `dir/exit`.
 fn shell_command(dir: &Path, url: &str, extra: &str) -> String {
     format!(
@@ -164,11 +185,15 @@ fn a_run_in_a_terminal_shows_the_dashboard_then_its_tables() {
     // 40 tokens at 5 ms each after a 20 ms TTFT: ~0.22 s a request, 2 at a time, 120
     // requests: a run of ~13 s, and 3% of requests fail.
     let mock = MockChild::spawn(&["--ttft", "20", "--itl", "5", "--error-rate", "3"]);
+    let gpu = dcgm_exporter();
     let dir = tempfile::tempdir().unwrap();
     let command = shell_command(
         dir.path(),
         &mock.url,
-        "--request-count 120 --concurrency 2 --warmup-request-count 4",
+        &format!(
+            "--request-count 120 --concurrency 2 --warmup-request-count 4 --gpu-telemetry {}/metrics",
+            gpu.url
+        ),
     );
     let Some(tmux) = Tmux::start("run", &command) else {
         return;
@@ -199,6 +224,19 @@ fn a_run_in_a_terminal_shows_the_dashboard_then_its_tables() {
         "{screen}"
     );
     assert!(screen.contains("client CPU"), "{screen}");
+    // The DCGM exporter's GPU, as scraped.
+    let gpu_line = screen
+        .lines()
+        .find(|l| l.contains("GPU0 NVIDIA H100"))
+        .unwrap_or_else(|| panic!("no GPU line in\n{screen}"));
+    for figure in [
+        "power 250 W",
+        "utilization 93%",
+        "memory used 10.7 GB",
+        "61 °C",
+    ] {
+        assert!(gpu_line.contains(figure), "{figure} in {gpu_line}");
+    }
     assert!(
         screen.contains("Profiling: 120 requests"),
         "the log panel: {screen}"
