@@ -598,6 +598,15 @@ mod tests {
             "fixed_schedule_start_offset",
             "fixed_schedule_end_offset",
             "goodput",
+            "mlflow_tracking_uri",
+            "mlflow_experiment",
+            "mlflow_run_name",
+            "mlflow_tags",
+            "mlflow_parent_run_id",
+            "mlflow_artifact_globs",
+            "wandb_entity",
+            "wandb_run_name",
+            "wandb_tags",
             "server_metrics_formats",
         ];
         let ids: Vec<&str> = invalid.iter().map(|(id, _)| *id).collect();
