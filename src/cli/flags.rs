@@ -477,6 +477,12 @@ pub const FLAGS: &[Flag] = &[
     row("wandb_entity", "wandb.entity", Text),
     row("wandb_run_name", "wandb.run_name", Text),
     row("wandb_tags", "wandb.tags", List),
+    row("otel_url", "otel.metrics_url", Text),
+    // AIPerf: two switches, `otel.stream_metrics_enabled` and `otel.stream_timing_enabled`.
+    cli_only("stream", List),
+    // AIPerf: a mapping, `otel.custom_resource_attributes`.
+    cli_only("otel_resource_attributes", List),
+    row("gen_ai_provider", "otel.gen_ai_provider", Text),
     row("ui_type", "runtime.ui", Text),
     row("log_level", "logging.level", Text),
     // AIPerf: `logging.level: DEBUG` / `TRACE`.

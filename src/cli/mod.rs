@@ -18,6 +18,7 @@ pub mod flags;
 pub mod logging;
 pub mod media;
 pub mod multirun;
+pub mod otel;
 pub mod output;
 pub mod plot;
 pub mod prompt;
@@ -403,6 +404,9 @@ pub struct ProfileArgs {
 
     #[command(flatten)]
     pub output: output::OutputArgs,
+
+    #[command(flatten)]
+    pub otel: otel::OtelArgs,
 
     /// Progress display: `dashboard` (full-screen live view; default in a terminal, keys 1-6,
     /// Esc, L, q), `simple` (progress bar; default with -v/-vv), `none` (log lines only;

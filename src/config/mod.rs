@@ -31,6 +31,7 @@ mod logging;
 mod media;
 pub mod multirun;
 mod non_chat;
+mod otel;
 mod output;
 mod prompt;
 mod public_dataset;
@@ -41,6 +42,7 @@ mod shard;
 use self::endpoint::*;
 use self::inputs::*;
 pub use self::load::*;
+pub use self::otel::OtelOptions;
 pub use self::redact::*;
 pub use self::shard::{ShardOptions, parse_wall_time};
 use crate::dataset::custom::first_record_has_timestamp;
@@ -126,6 +128,8 @@ pub struct ProfileConfig {
     pub shard: ShardOptions,
     /// Synthetic queries and passages (rankings endpoint types without an input file).
     pub rankings: Option<crate::dataset::rankings::RankingsOptions>,
+    /// Push live metrics to an OpenTelemetry collector (None: off).
+    pub otel: Option<OtelOptions>,
 }
 
 /// Which Prometheus endpoints a side collector scrapes, and how often.
@@ -174,10 +178,12 @@ pub enum ReadinessProbe {
 }
 
 impl ProfileConfig {
-    /// Something shows the run live (the dashboard, the Prometheus endpoint): the collector
-    /// then keeps live figures and publishes them.
+    /// Something shows the run live (the dashboard, the Prometheus endpoint, the
+    /// OpenTelemetry timing stream): the collector then keeps live figures and publishes them.
     pub fn wants_live_figures(&self) -> bool {
-        self.ui == UiType::Dashboard || self.prometheus.is_some()
+        self.ui == UiType::Dashboard
+            || self.prometheus.is_some()
+            || self.otel.as_ref().is_some_and(|o| o.timing)
     }
 
     /// Validates the parsed flags. `is_terminal` decides the default UI.
@@ -359,6 +365,7 @@ impl ProfileConfig {
         };
         let prometheus = output::prometheus_addr(&a.output)?;
         let mut export = output::export_options(&a.output)?;
+        let otel = otel::otel_options(&a.otel, &mut warnings)?;
         export.server_metrics_formats = server_metrics_formats;
         check_image_flags_used(a, images.on)?;
         warnings.extend(unused_flag_warnings(a, &synthetic.turns));
@@ -401,6 +408,7 @@ impl ProfileConfig {
             server_metrics,
             server_metrics_from_url,
             gpu_telemetry: gpu_telemetry::gpu_telemetry(a)?,
+            otel,
             random_seed,
             typed_settings: typed_settings(a),
             inputs: InputOptions {
