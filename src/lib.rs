@@ -32,6 +32,7 @@ mod live_export;
 mod load;
 mod metrics;
 mod mock;
+mod otel;
 mod overhead;
 mod record;
 mod report;

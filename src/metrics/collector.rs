@@ -277,6 +277,11 @@ pub trait RecordSink: Send {
     fn finish(self: Box<Self>) -> std::io::Result<()>;
 }
 
+/// Also sees each record with its metrics (a live exporter's feed); must never block.
+pub trait RecordTap: Send {
+    fn observe(&mut self, record: &RequestRecord, metrics: &RecordMetrics);
+}
+
 /// Receives finished records (off the hot path), computes their metrics, writes the
 /// per-record JSONL, and keeps only the values the statistics need.
 pub struct Collector {
@@ -314,6 +319,8 @@ pub struct Collector {
     osl_mismatch_examples: Vec<OslMismatch>,
     /// The live view's running figures, when something shows them.
     live: Option<LiveRecorder>,
+    /// Sees each profiling record and its metrics.
+    tap: Option<Box<dyn RecordTap>>,
 }
 
 impl Collector {
@@ -355,7 +362,13 @@ impl Collector {
             gaps: Vec::new(),
             osl_mismatch_examples: Vec::new(),
             live: None,
+            tap: None,
         }
+    }
+
+    /// From now on each profiling record and its metrics also go to `tap`.
+    pub fn tap(&mut self, tap: Box<dyn RecordTap>) {
+        self.tap = Some(tap);
     }
 
     /// From now on each record also feeds `live` (the dashboard and live exporters).
@@ -456,6 +469,9 @@ impl Collector {
         self.add_metrics(&RecordFacts::of(record), &m);
         if let Some(live) = &mut self.live {
             live.observe(record, &m);
+        }
+        if let Some(tap) = &mut self.tap {
+            tap.observe(record, &m);
         }
         written
     }

@@ -25,7 +25,8 @@ pub use catalog::{ConsoleGroup, MetricId};
 #[cfg(test)]
 pub use collector::ErrorCount;
 pub use collector::{
-    Collector, MetricResult, MetricValue, MetricsSummary, RecordFacts, RecordSink, TimeSlice,
+    Collector, MetricResult, MetricValue, MetricsSummary, RecordFacts, RecordSink, RecordTap,
+    TimeSlice,
 };
 pub use goodput::{GoodputSlo, parse_goodput};
 pub use record_metrics::{RecordMetrics, RecordOptions};

@@ -14,7 +14,7 @@ use crate::metrics::MetricId;
 use crate::metrics::catalog::by_tag;
 use crate::metrics::live::{LiveBoard, LivePhase, LiveRecorder};
 use crate::metrics::{
-    Collector, CollectorOptions, GoodputSlo, RecordMetrics, RecordSink, TemplateOverhead,
+    Collector, CollectorOptions, GoodputSlo, RecordMetrics, RecordSink, RecordTap, TemplateOverhead,
 };
 use crate::plot::RECORD_TAGS;
 use crate::plot::artifacts::RecordRow;
@@ -37,7 +37,7 @@ pub(super) struct Collection {
     pub records: UnboundedSender<RequestRecord>,
     pub warmup_bar: ProgressBar,
     pub profile_bar: ProgressBar,
-    /// The live figures the dashboard reads, when it is up.
+    /// The live figures the dashboard and live exporters read, when one is up.
     pub live: Option<Arc<LiveBoard>>,
     thread: std::thread::JoinHandle<Collector>,
     /// The profiling records' chart rows, kept for the HTML report.
@@ -54,6 +54,7 @@ impl Collection {
         tokenizer: Arc<Tokenizer>,
         control: &Arc<RunControl>,
         warmup_requests: u64,
+        tap: Option<Box<dyn RecordTap>>,
     ) -> anyhow::Result<Collection> {
         let clock = control.ctx.clock;
         let layout = export::LineLayout {
@@ -87,6 +88,9 @@ impl Collection {
             no_input_tokens: !cfg.endpoint_type.tokenizes_input(),
         };
         let mut collector = Collector::new(options, tokenizer, clock, files);
+        if let Some(tap) = tap {
+            collector.tap(tap);
+        }
         let live = cfg.wants_live_figures().then(|| {
             let board = Arc::new(LiveBoard::default());
             collector.show_live(LiveRecorder::new(board.clone()));

@@ -191,6 +191,11 @@ pub fn run_reusing(
         crate::metrics::template_overhead::TemplateOverhead::NoImages
     };
     let template_json = template.to_json();
+    let otel_feed = cfg.otel.as_ref().map(crate::otel::feed);
+    let (tap, otel_feed) = match otel_feed {
+        Some((tap, end)) => (tap, Some(end)),
+        None => (None, None),
+    };
     let collection = Collection::start(
         &cfg,
         goodput,
@@ -198,12 +203,17 @@ pub fn run_reusing(
         tokenizer.clone(),
         &control,
         prepared.warmup_requests,
+        tap.map(|t| Box::new(t) as Box<dyn crate::metrics::RecordTap>),
     )?;
     // Serves until the run's results are written (dropped at the end of this function).
     let _prometheus = match (&collection.live, prometheus_listener) {
         (Some(board), Some(listener)) => {
             Some(start_prometheus(&cfg, &ctx, board.clone(), listener)?)
         }
+        _ => None,
+    };
+    let otel = match (&cfg.otel, otel_feed) {
+        (Some(opts), Some(end)) => Some(start_otel(opts, &cfg, &ctx, end, &collection)?),
         _ => None,
     };
     info!(
@@ -240,6 +250,9 @@ pub fn run_reusing(
     );
     let observed = runtime.block_on(observers.finish());
     let (collector, chart_rows) = collection.finish()?;
+    if let Some(otel) = otel {
+        otel.finish();
+    }
     // The console is the user's again before the results print.
     if let Some(d) = dashboard {
         d.finish();
@@ -387,6 +400,34 @@ fn start_prometheus(
         board,
         Box::new(in_flight),
         labels,
+    )
+}
+
+/// The live OpenTelemetry export (`--otel-url`), fed by the collector.
+fn start_otel(
+    opts: &crate::config::OtelOptions,
+    cfg: &ProfileConfig,
+    ctx: &Arc<LoadContext>,
+    feed: crate::otel::FeedEnd,
+    collection: &Collection,
+) -> anyhow::Result<crate::otel::Exporter> {
+    let run = crate::otel::RunInfo {
+        benchmark_id: ctx.plan.benchmark_id.clone(),
+        model: cfg.model.clone(),
+        endpoint_type: cfg.endpoint_type.as_str(),
+        urls: cfg.request_uris.iter().map(|u| u.to_string()).collect(),
+    };
+    let in_flight = {
+        let ctx = ctx.clone();
+        Arc::new(move || ctx.in_flight.load(std::sync::atomic::Ordering::Relaxed))
+    };
+    crate::otel::Exporter::start(
+        opts,
+        run,
+        feed,
+        collection.live.clone(),
+        in_flight,
+        tokio::runtime::Handle::current(),
     )
 }
 
