@@ -37,6 +37,7 @@ mod mlflow;
 mod mock_queueing;
 mod mock_server;
 mod mooncake_messages;
+mod otel;
 mod plot;
 mod profile;
 mod prometheus_endpoint;
