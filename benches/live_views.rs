@@ -1,7 +1,8 @@
 //! What the live views cost the measurement: `aiperf profile --ui-type dashboard` (drawn
-//! into a real pseudo-terminal made by util-linux `script`) and `--prometheus-port` (scraped
-//! once a second) against `--ui-type none` in the same pseudo-terminal, alternated in the
-//! same run against one `aiperf mock-server --fast --workers 1` process.
+//! into a real pseudo-terminal made by util-linux `script`), `--prometheus-port` (scraped
+//! once a second) and `--otel-url` (pushed every 2 s to a receiver in this process that
+//! answers 200 and does nothing else) against `--ui-type none` in the same pseudo-terminal,
+//! alternated in the same run against one `aiperf mock-server --fast --workers 1` process.
 //!
 //! - CPU: streamed chat requests at concurrency 64 as fast as the client goes (about 20k
 //!   req/s on 2 cores); the figure is the JSON export's `client_overhead.cpu_per_request_us`
@@ -13,8 +14,11 @@
 //! `BENCH_RATE_SECONDS` (5). Without `--bench` (as `cargo test --benches` runs it) one small
 //! round of each.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const BIN: &str = env!("CARGO_BIN_EXE_aiperf");
 
@@ -38,7 +42,6 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Runs `f` with a free port while a thread scrapes `http://127.0.0.1:<port>/metrics` once a
 /// second, as a Prometheus server would.
 fn with_scraper<T>(f: impl FnOnce(u16) -> T) -> T {
-    use std::io::{Read, Write};
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -70,6 +73,50 @@ fn with_scraper<T>(f: impl FnOnce(u16) -> T) -> T {
     let scrapes = scraper.join().unwrap();
     assert!(scrapes > 0, "the live endpoint was never scraped");
     out
+}
+
+/// An OTLP/HTTP receiver that reads each request, answers 200 and counts it: the export's
+/// cost is the client's alone. Returns its URL and the count.
+fn null_receiver() -> (String, Arc<AtomicU64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let received = Arc::new(AtomicU64::new(0));
+    let count = received.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let count = count.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(v) = lower.strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    count.fetch_add(1, Ordering::Relaxed);
+                    let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                    if reader.get_mut().write_all(reply).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, received)
 }
 
 /// Runs `aiperf profile <args> --ui-type <ui>` in a 140x45 pseudo-terminal and returns its
@@ -134,7 +181,8 @@ fn main() {
         .to_string();
 
     // CPU: each live view's run sits between two runs without one:
-    // none, dashboard, none, prometheus, none, dashboard, ...
+    // none, dashboard, none, prometheus, none, otel, none, dashboard, ...
+    let (otel_url, otel_received) = null_receiver();
     let closed = vec![
         "--concurrency".to_string(),
         "64".into(),
@@ -145,11 +193,16 @@ fn main() {
     let throughput = |v: &serde_json::Value| v["request_throughput"]["avg"].as_f64().unwrap();
     let mut none = vec![profile(&url, "none", &closed)];
     let mut views: Vec<(&str, Vec<serde_json::Value>)> =
-        vec![("dashboard", Vec::new()), ("prometheus", Vec::new())];
+        vec![("dashboard", Vec::new()), ("prometheus", Vec::new()), ("otel", Vec::new())];
     for _ in 0..rounds {
         for (view, runs) in views.iter_mut() {
             runs.push(match *view {
                 "dashboard" => profile(&url, "dashboard", &closed),
+                "otel" => {
+                    let mut args = closed.clone();
+                    args.extend(["--otel-url".to_string(), otel_url.clone()]);
+                    profile(&url, "none", &args)
+                }
                 _ => with_scraper(|port| {
                     let mut args = closed.clone();
                     args.extend(["--prometheus-port".to_string(), port.to_string()]);
@@ -159,6 +212,10 @@ fn main() {
             none.push(profile(&url, "none", &closed));
         }
     }
+    assert!(
+        otel_received.load(Ordering::Relaxed) >= rounds as u64,
+        "each --otel-url run pushed at least once"
+    );
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "live_views: {requests} streamed chat requests x 16 tokens, concurrency 64, {rounds} rounds \
@@ -204,6 +261,7 @@ fn main() {
             "  {:<22}: {:>6.1} us CPU/req (median of {:?})  {:>7.0} req/s  ratio to none {:.3} (per round {:?})",
             match *view {
                 "dashboard" => "--ui-type dashboard",
+                "otel" => "--otel-url (every 2 s)",
                 _ => "--prometheus-port (1/s)",
             },
             median(v_us.clone()),
@@ -226,8 +284,16 @@ fn main() {
         count.to_string(),
     ];
     println!("  send lag at {rate} req/s, {count} requests (us):");
-    for ui in ["none", "dashboard"] {
-        let v = profile(&url, ui, &paced);
+    let paced_otel = [&paced[..], &["--otel-url".to_string(), otel_url]].concat();
+    for (ui, args) in [
+        ("none", &paced),
+        ("dashboard", &paced),
+        ("otel", &paced_otel),
+    ] {
+        let v = match ui {
+            "otel" => profile(&url, "none", args),
+            _ => profile(&url, ui, args),
+        };
         let lag = |k: &str| v["load_pacing"]["send_lag"][k].as_f64().unwrap_or(f64::NAN) * 1e3;
         println!(
             "    {ui:<9} p50 {:>7.1}  p99 {:>7.1}  max {:>8.1}",
