@@ -35,7 +35,7 @@ use crate::config::OtelOptions;
 use crate::metrics::catalog::METRIC_COUNT;
 use crate::metrics::live::{LiveBoard, LivePhase};
 use crate::metrics::{MetricId, RecordMetrics, RecordTap};
-use crate::record::{Phase, RequestRecord};
+use crate::record::RequestRecord;
 
 /// Records the channel holds between two drains (AIPerf buffers 10 000 events).
 const FEED_CAPACITY: usize = 16_384;
@@ -66,9 +66,6 @@ pub struct Feed {
 
 impl RecordTap for Feed {
     fn observe(&mut self, record: &RequestRecord, metrics: &RecordMetrics) {
-        if record.phase != Phase::Profiling {
-            return;
-        }
         let fact = Fact {
             error_type: record.error.as_ref().map(semconv::error_type),
             cancelled: (record.error.as_ref())
