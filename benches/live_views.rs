@@ -192,8 +192,11 @@ fn main() {
     let cpu = |v: &serde_json::Value| v["client_overhead"]["cpu_per_request_us"].as_f64();
     let throughput = |v: &serde_json::Value| v["request_throughput"]["avg"].as_f64().unwrap();
     let mut none = vec![profile(&url, "none", &closed)];
-    let mut views: Vec<(&str, Vec<serde_json::Value>)> =
-        vec![("dashboard", Vec::new()), ("prometheus", Vec::new()), ("otel", Vec::new())];
+    let mut views: Vec<(&str, Vec<serde_json::Value>)> = vec![
+        ("dashboard", Vec::new()),
+        ("prometheus", Vec::new()),
+        ("otel", Vec::new()),
+    ];
     for _ in 0..rounds {
         for (view, runs) in views.iter_mut() {
             runs.push(match *view {

@@ -32,7 +32,6 @@ mod live_export;
 mod load;
 mod metrics;
 mod mock;
-mod otel;
 mod overhead;
 mod record;
 mod report;

@@ -191,7 +191,7 @@ pub fn run_reusing(
         crate::metrics::template_overhead::TemplateOverhead::NoImages
     };
     let template_json = template.to_json();
-    let otel_feed = cfg.otel.as_ref().map(crate::otel::feed);
+    let otel_feed = cfg.otel.as_ref().map(crate::live_export::otel::feed);
     let (tap, otel_feed) = match otel_feed {
         Some((tap, end)) => (tap, Some(end)),
         None => (None, None),
@@ -408,10 +408,10 @@ fn start_otel(
     opts: &crate::config::OtelOptions,
     cfg: &ProfileConfig,
     ctx: &Arc<LoadContext>,
-    feed: crate::otel::FeedEnd,
+    feed: crate::live_export::otel::FeedEnd,
     collection: &Collection,
-) -> anyhow::Result<crate::otel::Exporter> {
-    let run = crate::otel::RunInfo {
+) -> anyhow::Result<crate::live_export::otel::Exporter> {
+    let run = crate::live_export::otel::RunInfo {
         benchmark_id: ctx.plan.benchmark_id.clone(),
         model: cfg.model.clone(),
         endpoint_type: cfg.endpoint_type.as_str(),
@@ -421,7 +421,7 @@ fn start_otel(
         let ctx = ctx.clone();
         Arc::new(move || ctx.in_flight.load(std::sync::atomic::Ordering::Relaxed))
     };
-    crate::otel::Exporter::start(
+    crate::live_export::otel::Exporter::start(
         opts,
         run,
         feed,

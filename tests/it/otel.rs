@@ -3,7 +3,7 @@
 //! agree with the run's own summary.
 //!
 //! The receiver needs a Python with `opentelemetry-proto`: `AIPERF_OTEL_PYTHON`, else the
-//! venv .ci/run keeps under `$AIPERF_CI_CACHE` (or ~/.cache/aiperf-ci)/otel-proto. Without
+//! venv .ci/run keeps under `$AIPERF_CI_CACHE` (or ~/.cache/aiperf-ci)/otel-proto-1.45.2. Without
 //! one the tests say so and pass, unless `AIPERF_REQUIRE_OTEL=1` (CI).
 
 use std::io::{BufRead, BufReader};
@@ -24,7 +24,7 @@ fn python() -> Option<PathBuf> {
             .or_else(|| {
                 std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/aiperf-ci"))
             })?;
-        Some(cache.join("otel-proto/bin/python"))
+        Some(cache.join("otel-proto-1.45.2/bin/python"))
     };
     let python = std::env::var_os("AIPERF_OTEL_PYTHON")
         .map(PathBuf::from)
