@@ -607,6 +607,7 @@ mod tests {
             "wandb_entity",
             "wandb_run_name",
             "wandb_tags",
+            "gen_ai_provider",
             "server_metrics_formats",
         ];
         let ids: Vec<&str> = invalid.iter().map(|(id, _)| *id).collect();
