@@ -66,6 +66,21 @@ pub fn process_cpu_ns() -> Option<u64> {
     rusage_cpu_ns().or_else(stat_cpu_ns)
 }
 
+/// The CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`); zero where the
+/// clock is missing. Live views log their own thread's share with it.
+pub fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec it is given.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    match ok {
+        true => std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
+        false => std::time::Duration::ZERO,
+    }
+}
+
 /// User + system CPU time of the whole process, from `getrusage(RUSAGE_SELF)`.
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 fn rusage_cpu_ns() -> Option<u64> {

@@ -153,10 +153,17 @@ fn draw_until(stop: &AtomicBool, sources: Sources) -> std::io::Result<()> {
     let mut view = View::default();
     let mut cpu = CpuMeter::new();
     let colour = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let mut frames = 0u64;
     loop {
         let screen = gather(&sources, started, &mut cpu, colour);
         terminal.draw(|f| view::render(f, &screen, &view))?;
+        frames += 1;
         if stop.load(Ordering::SeqCst) {
+            // What drawing cost the client (benches/live_views.rs reads this line).
+            tracing::info!(
+                "Dashboard: {frames} frames; the dashboard thread used {:.3} ms CPU",
+                crate::overhead::thread_cpu().as_secs_f64() * 1e3
+            );
             return Ok(());
         }
         let next_frame = Instant::now() + FRAME_EVERY;

@@ -153,7 +153,7 @@ impl Exporter {
                         "OpenTelemetry export: {dropped} records were left out of the live histograms (the exporter fell behind)"
                     );
                 }
-                sender.report(thread_cpu());
+                sender.report(crate::overhead::thread_cpu());
             })?;
         Ok(Exporter { stop, thread })
     }
@@ -545,20 +545,6 @@ impl State {
             });
         }
         out
-    }
-}
-
-/// The CPU time the calling thread has used.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec it is given.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
-    match ok {
-        true => Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32),
-        false => Duration::ZERO,
     }
 }
 
