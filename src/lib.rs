@@ -18,6 +18,7 @@ mod plot;
 mod profile;
 mod sweep;
 
+mod accuracy;
 mod clock;
 mod config;
 mod dashboard;

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 pub use crate::endpoint::EndpointType;
 
+pub mod accuracy;
 pub mod cache_bust;
 pub mod collectors;
 pub mod compare;
@@ -617,6 +618,10 @@ pub struct ProfileArgs {
     /// `--cache-bust`: per-conversation prefix-cache markers.
     #[command(flatten)]
     pub cache_bust: cache_bust::CacheBustArgs,
+
+    /// `--accuracy-*`: grading the replies to a benchmark's questions.
+    #[command(flatten)]
+    pub accuracy: accuracy::AccuracyArgs,
 
     /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
     /// `<artifact dir>/plots`. A plotting failure only warns (see --plot-required).

@@ -17,6 +17,7 @@ use crate::endpoint::{EndpointType, ModelSelection};
 use crate::transport::ConnectionReuse;
 use crate::ui::{LogDetail, UiType};
 
+mod accuracy;
 mod cache_bust;
 mod collectors;
 mod control_hooks;
@@ -103,6 +104,8 @@ pub struct ProfileConfig {
     pub typed_settings: Vec<(&'static crate::cli::flags::Flag, Vec<String>)>,
     /// Image source, input file and their options.
     pub inputs: InputOptions,
+    /// `--accuracy-benchmark`: the benchmark whose questions are sent and graded.
+    pub accuracy: Option<crate::accuracy::AccuracyOptions>,
 
     /// How to handle failures, interruption and an unready server.
     pub failures: FailureOptions,
@@ -313,6 +316,7 @@ impl ProfileConfig {
             &mut warnings,
         )?;
 
+        let accuracy = accuracy::accuracy(a, endpoint_type, load.fixed_schedule, &mut warnings)?;
         let artifact_dir = artifact_dir(a, &model, servers.models.len(), &load, concurrency);
 
         // As AIPerf: the dashboard in a terminal unless -v/-vv ask for log lines.
@@ -399,6 +403,7 @@ impl ProfileConfig {
                 cache_bust: cache_bust::cache_bust(a, endpoint_type)?,
                 ..input_options(a)?
             },
+            accuracy,
 
             failures,
             load,

@@ -54,6 +54,7 @@ impl Collection {
         tokenizer: Arc<Tokenizer>,
         control: &Arc<RunControl>,
         warmup_requests: u64,
+        grading: Option<&crate::accuracy::export::Grading>,
     ) -> anyhow::Result<Collection> {
         let clock = control.ctx.clock;
         let layout = export::LineLayout {
@@ -76,6 +77,12 @@ impl Collection {
                 })
             });
             chart_rows = Some(rows);
+        }
+        if let Some(g) = grading {
+            files = Some(
+                g.sink(&cfg.artifact_dir, files)
+                    .context("cannot create accuracy_export.jsonl")?,
+            );
         }
         let options = CollectorOptions {
             streaming: cfg.streaming,

@@ -1,0 +1,354 @@
+//! Questions as AIPerf asks them: lighteval's prompt functions (gsm8k, mmlu), its few-shot
+//! selection, and the chat messages lighteval's chat template would send.
+
+use std::collections::BTreeMap;
+
+use super::Problem;
+use super::datasets::text;
+use super::pyrandom::PyRandom;
+use crate::dataset::public::rows::Cell;
+
+/// lighteval's gsm8k task: `generation_size=256`.
+const GSM8K_GENERATION: u64 = 256;
+/// MMLU: a letter and a newline (the stop), or a whole reasoning with chain of thought.
+const MMLU_GENERATION: u64 = 5;
+const MMLU_COT_GENERATION: u64 = 4000;
+
+/// lighteval's `prompt.gsm8k`: `Question: {question}\nAnswer:`, zero-shot; the gold is the
+/// whole answer (ending in `#### <number>`).
+pub fn gsm8k(rows: &[Cell]) -> Result<Vec<Problem>, String> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let at = format!("openai/gsm8k row {i}");
+            let prompt = format!("Question: {}\nAnswer:", text(row, "question", &at)?);
+            Ok(Problem {
+                id: format!("gsm8k-{i}"),
+                task: "gsm8k".into(),
+                ground_truth: text(row, "answer", &at)?.to_string(),
+                messages: vec![("user", prompt.clone())],
+                prompt,
+                max_tokens: GSM8K_GENERATION,
+                stop: None,
+            })
+        })
+        .collect()
+}
+
+/// One MMLU row: the question, its choices and the gold index.
+struct McRow {
+    question: String,
+    choices: Vec<String>,
+    gold: usize,
+}
+
+fn mc_row(row: &Cell, at: &str) -> Result<McRow, String> {
+    let question = text(row, "question", at)?.to_string();
+    let choices: Vec<String> = match row.get("choices") {
+        Some(Cell::List(items)) => items.iter().filter_map(Cell::scalar).collect(),
+        _ => return Err(format!("{at}: no list column 'choices'")),
+    };
+    // An index, or a letter in some copies of the set.
+    let gold = match row.get("answer") {
+        Some(Cell::Number(n)) => n.parse::<usize>().ok(),
+        Some(Cell::Text(t)) => t
+            .trim()
+            .chars()
+            .next()
+            .filter(char::is_ascii_uppercase)
+            .map(|c| (c as u8 - b'A') as usize),
+        _ => None,
+    }
+    .filter(|g| *g < choices.len().min(26))
+    .ok_or_else(|| format!("{at}: 'answer' is not the index of one of the choices"))?;
+    Ok(McRow {
+        question,
+        choices,
+        gold,
+    })
+}
+
+const LETTERS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+fn letter(i: usize) -> char {
+    LETTERS[i] as char
+}
+
+/// `\nA. first\nB. second...`
+fn choices_block(choices: &[String]) -> String {
+    choices
+        .iter()
+        .take(LETTERS.len())
+        .enumerate()
+        .map(|(i, c)| format!("\n{}. {c}", letter(i)))
+        .collect()
+}
+
+/// lighteval's balanced few-shot sampler (`variance_seed=0`): examples grouped by their
+/// gold answer's text, the groups ordered by size (largest first, ties shuffled), then one
+/// drawn from each group in turn.
+fn balanced_few_shots(dev: &[McRow], n_shots: usize) -> Vec<usize> {
+    if n_shots == 0 {
+        return Vec::new();
+    }
+    let mut by_label: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, row) in dev.iter().enumerate() {
+        by_label
+            .entry(row.choices[row.gold].as_str())
+            .or_default()
+            .push(i);
+    }
+    let mut by_count: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    for (label, indices) in &by_label {
+        by_count.entry(indices.len()).or_default().push(label);
+    }
+    let mut rng = PyRandom::new(0);
+    let mut labels = Vec::new();
+    for (_, mut group) in by_count.into_iter().rev() {
+        rng.shuffle(&mut group);
+        labels.extend(group);
+    }
+    let mut chosen = Vec::new();
+    let mut remaining = dev.len().min(n_shots + 1);
+    let mut next = 0;
+    while remaining > 0 && !labels.is_empty() {
+        let label = labels[next % labels.len()];
+        next += 1;
+        let pool = by_label.get_mut(label).expect("a label of the map");
+        if pool.is_empty() {
+            continue;
+        }
+        let i = rng.randrange(pool.len());
+        chosen.push(pool.remove(i));
+        remaining -= 1;
+    }
+    chosen.truncate(n_shots);
+    chosen
+}
+
+/// lighteval's `mmlu_prompt` for one subject: the instruction, `n_shots` balanced
+/// examples from the dev split, then each test question; as chat messages, each example is
+/// a user turn answered by an assistant turn (the instruction in the first user turn).
+pub fn mmlu(
+    subject: &str,
+    test: &[Cell],
+    dev: &[Cell],
+    n_shots: usize,
+    cot: bool,
+) -> Result<Vec<Problem>, String> {
+    let dev: Vec<McRow> = dev
+        .iter()
+        .enumerate()
+        .map(|(i, r)| mc_row(r, &format!("lighteval/mmlu {subject} dev row {i}")))
+        .collect::<Result<_, _>>()?;
+    let shots: Vec<&McRow> = balanced_few_shots(&dev, n_shots)
+        .into_iter()
+        .map(|i| &dev[i])
+        .collect();
+    let mut instruction = format!(
+        "The following are multiple choice questions (with answers) about {}.",
+        subject.replace('_', " ")
+    );
+    if cot {
+        instruction.push_str(
+            " Think step by step and then output the answer in the format of \"The answer is (X)\" at the end.",
+        );
+    }
+    instruction.push_str("\n\n");
+    let query = |r: &McRow| {
+        format!(
+            "Question: {}{}\nAnswer:",
+            r.question,
+            choices_block(&r.choices)
+        )
+    };
+    let gold = |r: &McRow| format!(" {}", letter(r.gold));
+    let few_shot_text: String = shots
+        .iter()
+        .map(|r| format!("{}{}\n\n", query(r), gold(r)))
+        .collect();
+    test.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let r = mc_row(row, &format!("lighteval/mmlu {subject} test row {i}"))?;
+            let main = if cot {
+                format!(
+                    "Question: {}{}\nLet's think step by step.\nAnswer:",
+                    r.question,
+                    choices_block(&r.choices)
+                )
+            } else {
+                query(&r)
+            };
+            let mut messages = Vec::new();
+            for (k, shot) in shots.iter().enumerate() {
+                let q = if k == 0 {
+                    format!("{instruction}{}", query(shot))
+                } else {
+                    query(shot)
+                };
+                messages.push(("user", q));
+                messages.push(("assistant", gold(shot)));
+            }
+            let last = if shots.is_empty() {
+                format!("{instruction}{main}")
+            } else {
+                main.clone()
+            };
+            messages.push(("user", last));
+            Ok(Problem {
+                id: format!("{subject}-{i}"),
+                task: subject.to_string(),
+                ground_truth: gold(&r),
+                prompt: format!("{instruction}{few_shot_text}{main}"),
+                messages,
+                max_tokens: if cot {
+                    MMLU_COT_GENERATION
+                } else {
+                    MMLU_GENERATION
+                },
+                stop: (!cot).then(|| vec!["\n".to_string()]),
+            })
+        })
+        .collect()
+}
+
+/// MMLU's 57 subjects (lighteval's list).
+pub const MMLU_SUBJECTS: &[&str] = &[
+    "abstract_algebra",
+    "anatomy",
+    "astronomy",
+    "business_ethics",
+    "clinical_knowledge",
+    "college_biology",
+    "college_chemistry",
+    "college_computer_science",
+    "college_mathematics",
+    "college_medicine",
+    "college_physics",
+    "computer_security",
+    "conceptual_physics",
+    "econometrics",
+    "electrical_engineering",
+    "elementary_mathematics",
+    "formal_logic",
+    "global_facts",
+    "high_school_biology",
+    "high_school_chemistry",
+    "high_school_computer_science",
+    "high_school_european_history",
+    "high_school_geography",
+    "high_school_government_and_politics",
+    "high_school_macroeconomics",
+    "high_school_mathematics",
+    "high_school_microeconomics",
+    "high_school_physics",
+    "high_school_psychology",
+    "high_school_statistics",
+    "high_school_us_history",
+    "high_school_world_history",
+    "human_aging",
+    "human_sexuality",
+    "international_law",
+    "jurisprudence",
+    "logical_fallacies",
+    "machine_learning",
+    "management",
+    "marketing",
+    "medical_genetics",
+    "miscellaneous",
+    "moral_disputes",
+    "moral_scenarios",
+    "nutrition",
+    "philosophy",
+    "prehistory",
+    "professional_accounting",
+    "professional_law",
+    "professional_medicine",
+    "professional_psychology",
+    "public_relations",
+    "security_studies",
+    "sociology",
+    "us_foreign_policy",
+    "virology",
+    "world_religions",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(q: &str, choices: &[&str], answer: usize) -> Cell {
+        Cell::Group(vec![
+            ("question".into(), Cell::Text(q.into())),
+            (
+                "choices".into(),
+                Cell::List(choices.iter().map(|c| Cell::Text(c.to_string())).collect()),
+            ),
+            ("answer".into(), Cell::Number(answer.to_string())),
+        ])
+    }
+
+    #[test]
+    fn mmlu_zero_shot_prompt_is_lightevals() {
+        let test = [row("1+1?", &["1", "2", "3", "4"], 1)];
+        let p = &mmlu("college_mathematics", &test, &[], 0, false).unwrap()[0];
+        let expected = "The following are multiple choice questions (with answers) about college mathematics.\n\nQuestion: 1+1?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer:";
+        assert_eq!(p.prompt, expected);
+        assert_eq!(p.messages, vec![("user", expected.to_string())]);
+        assert_eq!(p.ground_truth, " B");
+        assert_eq!(p.stop, Some(vec!["\n".to_string()]));
+        assert_eq!((p.id.as_str(), p.max_tokens), ("college_mathematics-0", 5));
+    }
+
+    #[test]
+    fn mmlu_few_shots_are_user_assistant_pairs() {
+        let dev: Vec<Cell> = (0..5)
+            .map(|i| row(&format!("d{i}"), &["w", "x", "y", "z"], i % 4))
+            .collect();
+        let test = [row("q", &["a", "b", "c", "d"], 3)];
+        let p = &mmlu("anatomy", &test, &dev, 2, false).unwrap()[0];
+        assert_eq!(p.messages.len(), 5);
+        assert!(p.messages[0].1.starts_with("The following are"));
+        assert!(p.messages[0].1.ends_with("\nAnswer:"));
+        assert_eq!(p.messages[1].0, "assistant");
+        assert!(p.messages[1].1.starts_with(' '));
+        assert!(p.messages[2].1.starts_with("Question: d"));
+        assert_eq!(
+            p.messages[4],
+            (
+                "user",
+                "Question: q\nA. a\nB. b\nC. c\nD. d\nAnswer:".into()
+            )
+        );
+    }
+
+    #[test]
+    fn balanced_sampling_matches_aiperf() {
+        // AIPerf's MMLUBenchmark._balanced_sample_indices on golds [w,x,y,z,w,x,y,w]
+        // (w three times, x and y twice, z once) with n_shots=4 gives [4, 1, 6, 3].
+        let golds = [0usize, 1, 2, 3, 0, 1, 2, 0];
+        let dev: Vec<McRow> = golds
+            .iter()
+            .map(|&g| McRow {
+                question: String::new(),
+                choices: ["w", "x", "y", "z"].map(String::from).to_vec(),
+                gold: g,
+            })
+            .collect();
+        assert_eq!(balanced_few_shots(&dev, 4), vec![4, 1, 6, 3]);
+        assert!(balanced_few_shots(&dev, 0).is_empty());
+    }
+
+    #[test]
+    fn gsm8k_prompt() {
+        let rows = [Cell::Group(vec![
+            ("question".into(), Cell::Text("How many?".into())),
+            ("answer".into(), Cell::Text("2+2=4\n#### 4".into())),
+        ])];
+        let p = &gsm8k(&rows).unwrap()[0];
+        assert_eq!(p.prompt, "Question: How many?\nAnswer:");
+        assert_eq!(p.ground_truth, "2+2=4\n#### 4");
+        assert_eq!((p.max_tokens, p.stop.clone()), (256, None));
+    }
+}

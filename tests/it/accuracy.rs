@@ -1,0 +1,502 @@
+//! Accuracy mode end to end: the benchmark's Parquet files written here into a Hugging Face
+//! cache layout in a temporary HF_HOME (offline), the real binary run against a server that
+//! knows the questions and answers some right, some wrong and some in a format the grader
+//! must dig the answer out of; the graded counts checked in accuracy_results.csv, each
+//! reply in accuracy_export.jsonl, and the requests' timing in profile_export.jsonl.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use common::raw_server::{After, RawRequest, RawServer, json_reply};
+use common::{read_jsonl, stderr_text};
+use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+use serde_json::{Value, json};
+
+const COMMIT: &str = "89abcdef0123456789abcdef0123456789abcdef";
+
+/// One leaf column: values with definition and repetition levels.
+enum Leaf {
+    Text(Vec<String>, Vec<i16>, Option<Vec<i16>>),
+    Int(Vec<i64>),
+}
+
+fn write_parquet(path: &Path, schema: &str, leaves: Vec<Leaf>) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let schema = Arc::new(parse_message_type(schema).unwrap());
+    let props = Arc::new(WriterProperties::builder().build());
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = SerializedFileWriter::new(file, schema, props).unwrap();
+    let mut group = writer.next_row_group().unwrap();
+    let mut leaves = leaves.into_iter();
+    while let Some(mut column) = group.next_column().unwrap() {
+        match leaves.next().expect("a leaf per column") {
+            Leaf::Text(values, defs, reps) => {
+                let values: Vec<ByteArray> = values
+                    .into_iter()
+                    .map(|v| ByteArray::from(v.into_bytes()))
+                    .collect();
+                column
+                    .typed::<ByteArrayType>()
+                    .write_batch(&values, Some(&defs), reps.as_deref())
+                    .unwrap();
+            }
+            Leaf::Int(values) => {
+                let defs = vec![1; values.len()];
+                column
+                    .typed::<Int64Type>()
+                    .write_batch(&values, Some(&defs), None)
+                    .unwrap();
+            }
+        }
+        column.close().unwrap();
+    }
+    group.close().unwrap();
+    writer.close().unwrap();
+}
+
+fn texts(values: &[&str]) -> Leaf {
+    Leaf::Text(
+        values.iter().map(|v| v.to_string()).collect(),
+        vec![1; values.len()],
+        None,
+    )
+}
+
+/// The snapshot of dataset `repo` at `main` in `home`'s hub cache, its ref written.
+fn snapshot(home: &Path, repo: &str) -> PathBuf {
+    let dir = home
+        .join("hub")
+        .join(format!("datasets--{}", repo.replace('/', "--")));
+    std::fs::create_dir_all(dir.join("refs")).unwrap();
+    std::fs::write(dir.join("refs").join("main"), COMMIT).unwrap();
+    dir.join("snapshots").join(COMMIT)
+}
+
+/// openai/gsm8k, config main, split test: (question, answer).
+fn cache_gsm8k(home: &Path, rows: &[(&str, &str)]) {
+    let file = snapshot(home, "openai/gsm8k").join("main/test-00000-of-00001.parquet");
+    let schema =
+        "message schema { optional binary question (STRING); optional binary answer (STRING); }";
+    let q: Vec<&str> = rows.iter().map(|r| r.0).collect();
+    let a: Vec<&str> = rows.iter().map(|r| r.1).collect();
+    write_parquet(&file, schema, vec![texts(&q), texts(&a)]);
+}
+
+/// lighteval/mmlu, one subject's split: (question, four choices, gold index).
+fn cache_mmlu(home: &Path, subject: &str, split: &str, rows: &[(&str, [&str; 4], i64)]) {
+    let file = snapshot(home, "lighteval/mmlu")
+        .join(subject)
+        .join(format!("{split}-00000-of-00001.parquet"));
+    let schema = "message schema {
+        optional binary question (STRING);
+        optional binary subject (STRING);
+        optional group choices (LIST) { repeated group list { optional binary element (STRING); } }
+        optional int64 answer;
+    }";
+    let mut choices = (Vec::new(), Vec::new(), Vec::new());
+    for r in rows {
+        for (i, c) in r.1.iter().enumerate() {
+            choices.0.push(c.to_string());
+            choices.1.push(3);
+            choices.2.push(i16::from(i > 0));
+        }
+    }
+    write_parquet(
+        &file,
+        schema,
+        vec![
+            texts(&rows.iter().map(|r| r.0).collect::<Vec<_>>()),
+            texts(&vec![subject; rows.len()]),
+            Leaf::Text(choices.0, choices.1, Some(choices.2)),
+            Leaf::Int(rows.iter().map(|r| r.2).collect()),
+        ],
+    );
+}
+
+/// A chat server that answers each question by a phrase of its last user message.
+fn answering(table: &'static [(&'static str, &'static str)]) -> RawServer {
+    RawServer::start(move |req: &RawRequest| {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .or_else(|| body["prompt"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        let reply = table
+            .iter()
+            .find(|(key, _)| last.contains(key))
+            .map_or("no such question", |(_, reply)| reply);
+        let (content, text) = match body["prompt"].is_string() {
+            true => (Value::Null, json!(reply)),
+            false => (json!(reply), Value::Null),
+        };
+        let choice = match text {
+            Value::Null => {
+                json!({"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"})
+            }
+            t => json!({"index": 0, "text": t, "finish_reason": "stop"}),
+        };
+        json_reply(
+            "",
+            &json!({"id": "x", "object": "chat.completion", "choices": [choice]}),
+            After::KeepOpen,
+        )
+    })
+}
+
+fn profile(cwd: &Path, home: &Path, url: &str, extra: &[&str]) -> Output {
+    Command::new(common::BIN)
+        .args([
+            "profile",
+            "--model",
+            "m",
+            "--url",
+            url,
+            "--tokenizer",
+            "builtin",
+            "--artifact-dir",
+            "run",
+            "--ui-type",
+            "none",
+        ])
+        .args(extra)
+        .current_dir(cwd)
+        .env("HF_HOME", home)
+        .env("HF_HUB_OFFLINE", "1")
+        .env_remove("HF_ENDPOINT")
+        .output()
+        .unwrap()
+}
+
+fn bodies(server: &RawServer) -> Vec<Value> {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.head.starts_with("post"))
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect()
+}
+
+const GSM8K_ROWS: &[(&str, &str)] = &[
+    (
+        "Natalia sold clips to 48 friends",
+        "48/2 = 24\n48+24 = 72\n#### 72",
+    ),
+    (
+        "Weng earns $12 an hour",
+        "12/60 = 0.2\n0.2*50 = 10\n#### 10",
+    ),
+    ("Betty is saving money", "... #### 3,000"),
+    ("Julie is reading a 120-page book", "... #### 42"),
+];
+
+/// Right with the marker, right without it (unparsed), right with commas, and no number.
+const GSM8K_REPLIES: &[(&str, &str)] = &[
+    ("Natalia", "She sold 24 in May, 72 in all.\n#### 72"),
+    ("Weng", "Weng earned 10 dollars."),
+    ("Betty", "#### 3000"),
+    ("Julie", "I cannot work that out."),
+];
+
+#[test]
+fn gsm8k_replies_are_graded_and_timed() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hf");
+    cache_gsm8k(&home, GSM8K_ROWS);
+    let server = answering(GSM8K_REPLIES);
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &[
+            "--endpoint-type",
+            "chat",
+            "--accuracy-benchmark",
+            "gsm8k",
+            "--request-count",
+            "4",
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let run = dir.path().join("run");
+    assert_eq!(
+        std::fs::read_to_string(run.join("accuracy_results.csv")).unwrap(),
+        "task,correct,total,unparsed,accuracy\nOVERALL,3,4,2,0.7500\ngsm8k,3,4,2,0.7500\n"
+    );
+    // lighteval's prompt, and its generation size as the output limit.
+    let sent = bodies(&server);
+    assert_eq!(sent.len(), 4);
+    assert_eq!(
+        sent[0]["messages"],
+        json!([{"role": "user", "content": "Question: Natalia sold clips to 48 friends\nAnswer:"}])
+    );
+    assert_eq!(sent[0]["max_completion_tokens"], 256);
+    assert!(sent[0].get("stop").is_none());
+
+    let lines = read_jsonl(&run.join("accuracy_export.jsonl"));
+    let keys: Vec<&str> = lines[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected_keys = vec![
+        "session_num",
+        "conversation_id",
+        "x_request_id",
+        "worker_id",
+        "benchmark_phase",
+        "timestamp_ns",
+        "task",
+        "grader_name",
+        "passed",
+        "unparsed",
+        "confidence",
+        "expected",
+        "actual",
+        "explanation",
+        "model_output",
+        "model_thinking",
+    ];
+    expected_keys.sort();
+    let mut keys = keys;
+    keys.sort();
+    assert_eq!(keys, expected_keys);
+    let by_id = |id: &str| lines.iter().find(|l| l["conversation_id"] == id).unwrap();
+    let weng = by_id("gsm8k-1");
+    assert_eq!(
+        (
+            &weng["passed"],
+            &weng["unparsed"],
+            &weng["expected"],
+            &weng["actual"]
+        ),
+        (&json!(true), &json!(true), &json!("10"), &json!("10"))
+    );
+    assert_eq!(weng["grader_name"], "lighteval_gsm8k");
+    assert_eq!(weng["model_output"], "Weng earned 10 dollars.");
+    let julie = by_id("gsm8k-3");
+    assert_eq!(
+        (&julie["passed"], &julie["actual"]),
+        (&json!(false), &json!("[invalid]"))
+    );
+    assert_eq!(by_id("gsm8k-2")["expected"], "3000");
+
+    // The same requests are timed as usual: one record each, with its latency.
+    let records = read_jsonl(&run.join("profile_export.jsonl"));
+    assert_eq!(records.len(), 4);
+    let ids: Vec<&str> = records
+        .iter()
+        .map(|r| r["metadata"]["conversation_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["gsm8k-0", "gsm8k-1", "gsm8k-2", "gsm8k-3"]);
+    assert!(
+        records
+            .iter()
+            .all(|r| r["metrics"]["request_latency"]["value"].as_f64().unwrap() > 0.0)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Accuracy Benchmark Results"), "{stdout}");
+    assert!(
+        stdout.contains("75.00%") && stdout.contains("Latency (ms)"),
+        "{stdout}"
+    );
+}
+
+/// Five dev rows per subject (the few-shot pool) and two test questions.
+fn cache_two_subjects(home: &Path) {
+    for subject in ["anatomy", "astronomy"] {
+        let dev: Vec<(String, [&str; 4], i64)> = (0..5)
+            .map(|i| {
+                (
+                    format!("{subject} example {i}?"),
+                    ["w", "x", "y", "z"],
+                    i % 4,
+                )
+            })
+            .collect();
+        let dev: Vec<(&str, [&str; 4], i64)> =
+            dev.iter().map(|(q, c, a)| (q.as_str(), *c, *a)).collect();
+        cache_mmlu(home, subject, "dev", &dev);
+    }
+    cache_mmlu(
+        home,
+        "anatomy",
+        "test",
+        &[
+            (
+                "Which bone is longest?",
+                ["skull", "femur", "rib", "ulna"],
+                1,
+            ),
+            (
+                "Which organ pumps blood?",
+                ["lung", "liver", "skin", "heart"],
+                3,
+            ),
+        ],
+    );
+    cache_mmlu(
+        home,
+        "astronomy",
+        "test",
+        &[
+            (
+                "Which planet is largest?",
+                ["Jupiter", "Mars", "Venus", "Earth"],
+                0,
+            ),
+            ("Which is a star?", ["Moon", "Io", "Sun", "Ceres"], 2),
+        ],
+    );
+}
+
+/// A bare right letter, a right "Answer: D" (a fallback: unparsed), a wrong letter, and a
+/// reply with no letter (unparsed, wrong).
+const MMLU_REPLIES: &[(&str, &str)] = &[
+    ("longest", "B\n"),
+    ("pumps", "Let me see. Answer: D"),
+    ("largest", "C"),
+    ("a star", "hmm"),
+];
+
+#[test]
+fn mmlu_few_shot_replies_are_graded_per_subject() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hf");
+    cache_two_subjects(&home);
+    let server = answering(MMLU_REPLIES);
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &[
+            "--accuracy-benchmark",
+            "mmlu",
+            "--accuracy-tasks",
+            "anatomy,astronomy",
+            "--accuracy-system-prompt",
+            "Answer with one letter.",
+            "--request-count",
+            "4",
+            "--concurrency",
+            "2",
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let run = dir.path().join("run");
+    assert_eq!(
+        std::fs::read_to_string(run.join("accuracy_results.csv")).unwrap(),
+        "task,correct,total,unparsed,accuracy\nOVERALL,2,4,2,0.5000\nanatomy,2,2,1,1.0000\nastronomy,0,2,1,0.0000\n"
+    );
+    let sent = bodies(&server);
+    let first = sent
+        .iter()
+        .find(|b| b.to_string().contains("longest"))
+        .unwrap();
+    let messages = first["messages"].as_array().unwrap();
+    // The system prompt, five example pairs (the default n-shots), then the question.
+    assert_eq!(messages.len(), 12);
+    assert_eq!(
+        messages[0],
+        json!({"role": "system", "content": "Answer with one letter."})
+    );
+    let opening = messages[1]["content"].as_str().unwrap();
+    assert!(
+        opening.starts_with(
+            "The following are multiple choice questions (with answers) about anatomy.\n\nQuestion: anatomy example "
+        ),
+        "{opening}"
+    );
+    assert_eq!(messages[2]["role"], "assistant");
+    assert_eq!(
+        messages[11],
+        json!({"role": "user", "content": "Question: Which bone is longest?\nA. skull\nB. femur\nC. rib\nD. ulna\nAnswer:"})
+    );
+    assert_eq!(first["stop"], json!(["\n"]));
+    assert_eq!(first["max_completion_tokens"], 5);
+    let lines = read_jsonl(&run.join("accuracy_export.jsonl"));
+    let hmm = lines
+        .iter()
+        .find(|l| l["conversation_id"] == "astronomy-1")
+        .unwrap();
+    assert_eq!(
+        (&hmm["actual"], &hmm["expected"], &hmm["unparsed"]),
+        (&json!("hmm"), &json!("C"), &json!(true))
+    );
+    assert_eq!(hmm["task"], "astronomy");
+}
+
+#[test]
+fn an_empty_offline_cache_names_the_dataset_and_how_to_fetch_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("empty");
+    let out = profile(
+        dir.path(),
+        &home,
+        "http://127.0.0.1:9",
+        &["--accuracy-benchmark", "gsm8k"],
+    );
+    let stderr = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("HF_HUB_OFFLINE is set and dataset openai/gsm8k (config main, split test) is not in the Hugging Face cache"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("huggingface-cli download --repo-type dataset openai/gsm8k"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn accuracy_flags_are_checked() {
+    for (args, says) in [
+        (
+            &["--accuracy-benchmark", "aime24"][..],
+            "--accuracy-benchmark aime24: is an AIPerf benchmark that is not available in this build",
+        ),
+        (
+            &["--accuracy-benchmark", "mmlu", "--accuracy-n-shots", "33"],
+            "--accuracy-n-shots 33: at most 32",
+        ),
+        (
+            &["--accuracy-benchmark", "mmlu", "--accuracy-grader", "math"],
+            "--accuracy-grader math: is an AIPerf grader that is not available in this build",
+        ),
+        (
+            &["--accuracy-tasks", "anatomy"],
+            "--accuracy-tasks were set but --accuracy-benchmark is not",
+        ),
+        (
+            &["--accuracy-benchmark", "mmlu", "--accuracy-tasks", "botany"],
+            "--accuracy-tasks botany: not a task of mmlu",
+        ),
+        (
+            &[
+                "--accuracy-benchmark",
+                "gsm8k",
+                "--endpoint-type",
+                "embeddings",
+            ],
+            "chat or completions, not embeddings",
+        ),
+    ] {
+        let mut all = vec!["-m", "m", "--url", "http://127.0.0.1:9"];
+        all.extend_from_slice(args);
+        let out = common::run_profile(&all);
+        let stderr = stderr_text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
