@@ -26,13 +26,13 @@ use crate::tokenizer::{HubEnv, Tokenizer};
 pub enum Benchmark {
     Gsm8k,
     Mmlu,
+    MmluPro,
 }
 
-const BUILT: &[Benchmark] = &[Benchmark::Gsm8k, Benchmark::Mmlu];
+const BUILT: &[Benchmark] = &[Benchmark::Gsm8k, Benchmark::Mmlu, Benchmark::MmluPro];
 
 /// AIPerf 0.13's other benchmarks: refused, saying this build does not have them.
 const NOT_BUILT: &[&str] = &[
-    "mmlu_pro",
     "aime",
     "aime24",
     "aime25",
@@ -48,6 +48,7 @@ impl Benchmark {
         match self {
             Benchmark::Gsm8k => "gsm8k",
             Benchmark::Mmlu => "mmlu",
+            Benchmark::MmluPro => "mmlu_pro",
         }
     }
 
@@ -77,14 +78,20 @@ impl Benchmark {
         match self {
             Benchmark::Gsm8k => Grader::Gsm8k,
             Benchmark::Mmlu => Grader::MultipleChoice,
+            Benchmark::MmluPro => Grader::MmluPro,
         }
     }
 
     pub fn default_n_shots(self) -> usize {
         match self {
             Benchmark::Gsm8k => 0,
-            Benchmark::Mmlu => 5,
+            Benchmark::Mmlu | Benchmark::MmluPro => 5,
         }
+    }
+
+    /// Chain of thought unless told otherwise: MMLU-Pro only.
+    pub fn default_cot(self) -> bool {
+        self == Benchmark::MmluPro
     }
 
     /// Its tasks (subjects); one task named as the benchmark when it has none.
@@ -92,6 +99,7 @@ impl Benchmark {
         match self {
             Benchmark::Gsm8k => &["gsm8k"],
             Benchmark::Mmlu => prompts::MMLU_SUBJECTS,
+            Benchmark::MmluPro => prompts::MMLU_PRO_CATEGORIES,
         }
     }
 }
@@ -177,6 +185,19 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 all.extend(prompts::mmlu(subject, &test, &dev, opts.n_shots, opts.cot)?);
             }
             all
+        }
+        Benchmark::MmluPro => {
+            let src = |split| datasets::Source {
+                repo: "TIGER-Lab/MMLU-Pro",
+                config: "default",
+                split,
+            };
+            let test = datasets::read(env, src("test"), &flag)?;
+            let validation = match opts.n_shots {
+                0 => Vec::new(),
+                _ => datasets::read(env, src("validation"), &flag)?,
+            };
+            prompts::mmlu_pro(&test, &validation, &opts.tasks, opts.n_shots, opts.cot)?
         }
     };
     if problems.is_empty() {
@@ -264,7 +285,7 @@ mod tests {
         assert_eq!(Benchmark::lookup("GSM8K").unwrap(), Benchmark::Gsm8k);
         let e = Benchmark::lookup("aime24").unwrap_err();
         assert!(e.contains("not available in this build"), "{e}");
-        assert!(e.contains("gsm8k, mmlu"), "{e}");
+        assert!(e.contains("gsm8k, mmlu, mmlu_pro"), "{e}");
         assert!(
             Benchmark::lookup("mmlu2")
                 .unwrap_err()

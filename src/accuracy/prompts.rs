@@ -213,6 +213,129 @@ pub fn mmlu(
         .collect()
 }
 
+/// MMLU-Pro's output limit (TIGER-AI-Lab's evaluate_from_api.py).
+const MMLU_PRO_GENERATION: u64 = 4000;
+
+/// MMLU-Pro's 14 categories.
+pub const MMLU_PRO_CATEGORIES: &[&str] = &[
+    "biology",
+    "business",
+    "chemistry",
+    "computer science",
+    "economics",
+    "engineering",
+    "health",
+    "history",
+    "law",
+    "math",
+    "philosophy",
+    "physics",
+    "psychology",
+    "other",
+];
+
+/// One MMLU-Pro row: its options without the "N/A" fillers.
+struct ProRow<'a> {
+    question: &'a str,
+    options: Vec<String>,
+    answer: &'a str,
+    cot_content: &'a str,
+    category: &'a str,
+}
+
+fn pro_row<'a>(row: &'a Cell, at: &str) -> Result<ProRow<'a>, String> {
+    let options = match row.get("options") {
+        Some(Cell::List(items)) => items
+            .iter()
+            .filter_map(Cell::scalar)
+            .filter(|o| o != "N/A")
+            .collect(),
+        _ => return Err(format!("{at}: no list column 'options'")),
+    };
+    Ok(ProRow {
+        question: text(row, "question", at)?,
+        options,
+        answer: text(row, "answer", at)?,
+        cot_content: row.get("cot_content").and_then(Cell::as_text).unwrap_or(""),
+        category: text(row, "category", at)?,
+    })
+}
+
+/// `Question: ...\nOptions: A. x\nB. y\n...Answer: <answer>\n\n` (the reference's
+/// `format_example`: an empty answer is the step-by-step primer).
+fn pro_example(r: &ProRow, answer: &str) -> String {
+    let answer = match answer {
+        "" => "Let's think step by step.",
+        a => a.strip_prefix("A: ").unwrap_or(a),
+    };
+    format!("{}{answer}\n\n", pro_question(r))
+}
+
+fn pro_question(r: &ProRow) -> String {
+    let mut out = format!("Question: {}\nOptions: ", r.question);
+    for (i, o) in r.options.iter().take(10).enumerate() {
+        out.push_str(&format!("{}. {o}\n", letter(i)));
+    }
+    out.push_str("Answer: ");
+    out
+}
+
+/// TIGER-AI-Lab's MMLU-Pro prompt, as AIPerf builds it: the category's instruction, its
+/// first `n_shots` validation examples (with their reasoning under chain of thought, else
+/// the bare letter), then the question; one user message. Rows of the `categories` asked,
+/// in dataset order.
+pub fn mmlu_pro(
+    test: &[Cell],
+    validation: &[Cell],
+    categories: &[&str],
+    n_shots: usize,
+    cot: bool,
+) -> Result<Vec<Problem>, String> {
+    let mut shots: BTreeMap<&str, Vec<ProRow>> = BTreeMap::new();
+    for (i, row) in validation.iter().enumerate() {
+        let r = pro_row(row, &format!("TIGER-Lab/MMLU-Pro validation row {i}"))?;
+        shots.entry(r.category).or_default().push(r);
+    }
+    let mut out = Vec::new();
+    for (i, row) in test.iter().enumerate() {
+        let r = pro_row(row, &format!("TIGER-Lab/MMLU-Pro test row {i}"))?;
+        if !categories.contains(&r.category) {
+            continue;
+        }
+        let mut prompt = format!(
+            "The following are multiple choice questions (with answers) about {}.",
+            r.category
+        );
+        prompt.push_str(if cot {
+            " Think step by step and then output the answer in the format of \"The answer is (X)\" at the end.\n\n"
+        } else {
+            "\n\n"
+        });
+        for ex in shots.get(r.category).into_iter().flatten().take(n_shots) {
+            prompt.push_str(&pro_example(
+                ex,
+                if cot { ex.cot_content } else { ex.answer },
+            ));
+        }
+        if cot {
+            prompt.push_str(&pro_example(&r, ""));
+        } else {
+            prompt.push_str(&pro_question(&r));
+            prompt.push_str("\n\n");
+        }
+        out.push(Problem {
+            id: format!("{}-{i}", r.category.replace(' ', "_")),
+            task: r.category.to_string(),
+            ground_truth: r.answer.to_string(),
+            messages: vec![("user", prompt.clone())],
+            prompt,
+            max_tokens: MMLU_PRO_GENERATION,
+            stop: None,
+        });
+    }
+    Ok(out)
+}
+
 /// MMLU's 57 subjects (lighteval's list).
 pub const MMLU_SUBJECTS: &[&str] = &[
     "abstract_algebra",
@@ -338,6 +461,47 @@ mod tests {
             .collect();
         assert_eq!(balanced_few_shots(&dev, 4), vec![4, 1, 6, 3]);
         assert!(balanced_few_shots(&dev, 0).is_empty());
+    }
+
+    #[test]
+    fn mmlu_pro_prompt_is_the_references() {
+        let row = |q: &str, cat: &str, cot: &str| {
+            Cell::Group(vec![
+                ("question".into(), Cell::Text(q.into())),
+                (
+                    "options".into(),
+                    Cell::List(
+                        ["p", "N/A", "r"]
+                            .iter()
+                            .map(|o| Cell::Text(o.to_string()))
+                            .collect(),
+                    ),
+                ),
+                ("answer".into(), Cell::Text("B".into())),
+                ("cot_content".into(), Cell::Text(cot.into())),
+                ("category".into(), Cell::Text(cat.into())),
+            ])
+        };
+        let validation = [row("v?", "law", "A: Because. The answer is (B).")];
+        let test = [row("t?", "law", ""), row("x?", "math", "")];
+        let p = mmlu_pro(&test, &validation, &["law"], 5, true).unwrap();
+        assert_eq!(p.len(), 1);
+        assert_eq!(
+            p[0].prompt,
+            "The following are multiple choice questions (with answers) about law. Think step by step and then output the answer in the format of \"The answer is (X)\" at the end.\n\n\
+             Question: v?\nOptions: A. p\nB. r\nAnswer: Because. The answer is (B).\n\n\
+             Question: t?\nOptions: A. p\nB. r\nAnswer: Let's think step by step.\n\n"
+        );
+        assert_eq!(
+            (p[0].ground_truth.as_str(), p[0].id.as_str()),
+            ("B", "law-0")
+        );
+        let plain = mmlu_pro(&test, &validation, &["law"], 1, false).unwrap();
+        assert!(
+            plain[0]
+                .prompt
+                .ends_with("Answer: B\n\nQuestion: t?\nOptions: A. p\nB. r\nAnswer: \n\n")
+        );
     }
 
     #[test]

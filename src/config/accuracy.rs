@@ -43,7 +43,7 @@ pub(super) fn accuracy(
         }
         return Err(config_error(format!(
             "Accuracy options {} were set but --accuracy-benchmark is not; accuracy mode needs \
-             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu)",
+             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro)",
             given.join(", ")
         )));
     };
@@ -79,7 +79,7 @@ pub(super) fn accuracy(
     }
     let (n_shots, cot) = match benchmark {
         Benchmark::Gsm8k => (0, false),
-        Benchmark::Mmlu => (n_shots, enable_cot.unwrap_or(false)),
+        _ => (n_shots, enable_cot.unwrap_or(benchmark.default_cot())),
     };
     if !matches!(endpoint, EndpointType::Chat | EndpointType::Completions) {
         return Err(config_error(format!(

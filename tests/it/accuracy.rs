@@ -500,3 +500,120 @@ fn accuracy_flags_are_checked() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+/// TIGER-Lab/MMLU-Pro (default config: `data/<split>-*.parquet`): (question, options,
+/// answer letter, cot_content, category).
+fn cache_mmlu_pro(home: &Path, split: &str, rows: &[(&str, &[&str], &str, &str, &str)]) {
+    let file =
+        snapshot(home, "TIGER-Lab/MMLU-Pro").join(format!("data/{split}-00000-of-00001.parquet"));
+    let schema = "message schema {
+        optional binary question (STRING);
+        optional group options (LIST) { repeated group list { optional binary element (STRING); } }
+        optional binary answer (STRING);
+        optional binary cot_content (STRING);
+        optional binary category (STRING);
+    }";
+    let mut options = (Vec::new(), Vec::new(), Vec::new());
+    for r in rows {
+        for (i, o) in r.1.iter().enumerate() {
+            options.0.push(o.to_string());
+            options.1.push(3);
+            options.2.push(i16::from(i > 0));
+        }
+    }
+    write_parquet(
+        &file,
+        schema,
+        vec![
+            texts(&rows.iter().map(|r| r.0).collect::<Vec<_>>()),
+            Leaf::Text(options.0, options.1, Some(options.2)),
+            texts(&rows.iter().map(|r| r.2).collect::<Vec<_>>()),
+            texts(&rows.iter().map(|r| r.3).collect::<Vec<_>>()),
+            texts(&rows.iter().map(|r| r.4).collect::<Vec<_>>()),
+        ],
+    );
+}
+
+/// The stated answer (right), a bare letter (right), and a guess with no stated answer
+/// (its last lone letter, wrong: unparsed).
+const MMLU_PRO_REPLIES: &[(&str, &str)] = &[
+    ("contract", "Offer and acceptance... The answer is (C)."),
+    ("integral", "J"),
+    ("tort", "I think it's B or maybe E"),
+];
+
+#[test]
+fn mmlu_pro_chain_of_thought_replies_are_graded() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hf");
+    let ten: &[&str] = &["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+    cache_mmlu_pro(
+        &home,
+        "validation",
+        &[(
+            "A law example?",
+            &["x", "y", "N/A"],
+            "B",
+            "A: Because y. The answer is (B).",
+            "law",
+        )],
+    );
+    cache_mmlu_pro(
+        &home,
+        "test",
+        &[
+            ("Is this contract valid?", ten, "C", "", "law"),
+            ("What is this integral?", ten, "J", "", "math"),
+            ("Who is liable in this tort?", ten, "A", "", "law"),
+            ("An unasked chemistry question?", ten, "A", "", "chemistry"),
+        ],
+    );
+    let server = answering(MMLU_PRO_REPLIES);
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &[
+            "--accuracy-benchmark",
+            "mmlu_pro",
+            "--accuracy-tasks",
+            "law,math",
+            "--request-count",
+            "3",
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let run = dir.path().join("run");
+    assert_eq!(
+        std::fs::read_to_string(run.join("accuracy_results.csv")).unwrap(),
+        "task,correct,total,unparsed,accuracy\nOVERALL,2,3,1,0.6667\nlaw,1,2,1,0.5000\nmath,1,1,0,1.0000\n"
+    );
+    let sent = bodies(&server);
+    let contract = sent
+        .iter()
+        .find(|b| b.to_string().contains("contract"))
+        .unwrap();
+    // One user message: the law instruction (chain of thought by default), the law example
+    // with its reasoning, then the question with the step-by-step primer.
+    let prompt = contract["messages"][0]["content"].as_str().unwrap();
+    assert!(prompt.starts_with("The following are multiple choice questions (with answers) about law. Think step by step"), "{prompt}");
+    assert!(
+        prompt.contains("Options: A. x\nB. y\nAnswer: Because y. The answer is (B).\n\n"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.ends_with("J. j\nAnswer: Let's think step by step.\n\n"),
+        "{prompt}"
+    );
+    assert_eq!(contract["max_completion_tokens"], 4000);
+    let lines = read_jsonl(&run.join("accuracy_export.jsonl"));
+    let tort = lines
+        .iter()
+        .find(|l| l["conversation_id"] == "law-2")
+        .unwrap();
+    assert_eq!(
+        (&tort["actual"], &tort["unparsed"], &tort["grader_name"]),
+        (&json!("E"), &json!(true), &json!("mmlu_pro"))
+    );
+}
