@@ -425,6 +425,20 @@ mod tests {
     }
 
     #[test]
+    fn mmlu_chain_of_thought_asks_for_the_answer_line() {
+        let test = [row("1+1?", &["1", "2", "3", "4"], 1)];
+        let p = &mmlu("anatomy", &test, &[], 0, true).unwrap()[0];
+        assert!(p.prompt.contains(
+            "about anatomy. Think step by step and then output the answer in the format of \"The answer is (X)\" at the end.\n\n"
+        ));
+        assert!(
+            p.prompt
+                .ends_with("D. 4\nLet's think step by step.\nAnswer:")
+        );
+        assert_eq!((p.max_tokens, p.stop.clone()), (4000, None));
+    }
+
+    #[test]
     fn mmlu_few_shots_are_user_assistant_pairs() {
         let dev: Vec<Cell> = (0..5)
             .map(|i| row(&format!("d{i}"), &["w", "x", "y", "z"], i % 4))
