@@ -18,10 +18,11 @@ pub struct Source<'a> {
 
 /// Whether `name` (a path in the repository) is a Parquet file of `config`'s `split`:
 /// `<config>/<split>-NNNNN-of-NNNNN.parquet`, `<config>/<split>/*.parquet`, or for the
-/// `default` config `data/<split>-*.parquet`.
+/// `default` config `data/<split>-*.parquet` (and, for its `train` split, a Parquet file at
+/// the top of the repository, which `datasets` takes as the train split).
 fn is_split_file(name: &str, config: &str, split: &str) -> bool {
     let Some((dir, file)) = name.rsplit_once('/') else {
-        return false;
+        return config == "default" && split == "train" && name.ends_with(".parquet");
     };
     if !file.ends_with(".parquet") {
         return false;
@@ -43,12 +44,12 @@ pub fn read(env: &HubEnv, src: Source, flag: &str) -> Result<Vec<Cell>, String> 
     if files.offline_and_missing() {
         return Err(format!(
             "{flag}: HF_HUB_OFFLINE is set and {what} is not in the Hugging Face cache: looked in {} \
-             for {}/{}-*.parquet (revision main); run once without HF_HUB_OFFLINE to download it \
+             for the {} split's Parquet files (config {}, revision main); run once without HF_HUB_OFFLINE to download it \
              (or `huggingface-cli download --repo-type dataset {}`), or set HF_HOME to the cache \
              that holds it",
             files.cache_dir().display(),
-            src.config,
             src.split,
+            src.config,
             src.repo
         ));
     }
@@ -118,5 +119,15 @@ mod tests {
         ));
         assert!(!is_split_file("socratic/test-0.parquet", "main", "test"));
         assert!(!is_split_file("main/test-0.json", "main", "test"));
+        assert!(is_split_file(
+            "aime_2024_problems.parquet",
+            "default",
+            "train"
+        ));
+        assert!(!is_split_file(
+            "aime_2024_problems.parquet",
+            "default",
+            "test"
+        ));
     }
 }

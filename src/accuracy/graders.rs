@@ -18,11 +18,12 @@ pub enum Grader {
     MmluPro,
     /// DeepEval's `exact_match_score`: stripped strings equal, case-sensitive.
     ExactMatch,
+    /// AIPerf's `math` grader without sympy: `\boxed{}` answers, MATH normalisation.
+    Math,
 }
 
 /// AIPerf's graders this build does not have (they need lighteval, sympy or a sandbox).
 const NOT_BUILT: &[&str] = &[
-    "math",
     "code_execution",
     "lighteval_expr",
     "lighteval_latex",
@@ -34,6 +35,7 @@ const BUILT: &[Grader] = &[
     Grader::MultipleChoice,
     Grader::MmluPro,
     Grader::ExactMatch,
+    Grader::Math,
 ];
 
 /// One graded reply.
@@ -56,6 +58,7 @@ impl Grader {
             Grader::MultipleChoice => "multiple_choice",
             Grader::MmluPro => "mmlu_pro",
             Grader::ExactMatch => "exact_match",
+            Grader::Math => "math",
         }
     }
 
@@ -86,6 +89,7 @@ impl Grader {
             Grader::MultipleChoice => multiple_choice(reply, gold),
             Grader::MmluPro => mmlu_pro(reply, gold),
             Grader::ExactMatch => exact_match(reply, gold),
+            Grader::Math => super::math::grade(reply, gold),
         }
     }
 }
@@ -334,7 +338,7 @@ mod tests {
             Grader::MultipleChoice
         );
         assert!(
-            Grader::lookup("math")
+            Grader::lookup("code_execution")
                 .unwrap_err()
                 .contains("not available in this build")
         );

@@ -10,6 +10,7 @@
 pub mod datasets;
 pub mod export;
 pub mod graders;
+mod math;
 pub mod prompts;
 mod pyrandom;
 
@@ -27,13 +28,18 @@ pub enum Benchmark {
     Gsm8k,
     Mmlu,
     MmluPro,
+    Aime,
 }
 
-const BUILT: &[Benchmark] = &[Benchmark::Gsm8k, Benchmark::Mmlu, Benchmark::MmluPro];
+const BUILT: &[Benchmark] = &[
+    Benchmark::Gsm8k,
+    Benchmark::Mmlu,
+    Benchmark::MmluPro,
+    Benchmark::Aime,
+];
 
 /// AIPerf 0.13's other benchmarks: refused, saying this build does not have them.
 const NOT_BUILT: &[&str] = &[
-    "aime",
     "aime24",
     "aime25",
     "hellaswag",
@@ -49,6 +55,7 @@ impl Benchmark {
             Benchmark::Gsm8k => "gsm8k",
             Benchmark::Mmlu => "mmlu",
             Benchmark::MmluPro => "mmlu_pro",
+            Benchmark::Aime => "aime",
         }
     }
 
@@ -79,6 +86,7 @@ impl Benchmark {
             Benchmark::Gsm8k => Grader::Gsm8k,
             Benchmark::Mmlu => Grader::MultipleChoice,
             Benchmark::MmluPro => Grader::MmluPro,
+            Benchmark::Aime => Grader::Math,
         }
     }
 
@@ -86,12 +94,31 @@ impl Benchmark {
         match self {
             Benchmark::Gsm8k => 0,
             Benchmark::Mmlu | Benchmark::MmluPro => 5,
+            Benchmark::Aime => 8,
         }
     }
 
-    /// Chain of thought unless told otherwise: MMLU-Pro only.
+    /// The most few-shot examples it takes (AIME: the recipe's 8).
+    pub fn max_n_shots(self) -> usize {
+        match self {
+            Benchmark::Aime => 8,
+            _ => 32,
+        }
+    }
+
+    /// Chain of thought unless told otherwise: MMLU-Pro and AIME.
     pub fn default_cot(self) -> bool {
-        self == Benchmark::MmluPro
+        matches!(self, Benchmark::MmluPro | Benchmark::Aime)
+    }
+
+    /// The system prompt sent when none is given (AIPerf's plugin metadata).
+    pub fn default_system_prompt(self) -> Option<&'static str> {
+        match self {
+            Benchmark::Aime => {
+                Some("Please reason step by step, and put your final answer within \\boxed{}.")
+            }
+            _ => None,
+        }
     }
 
     /// Its tasks (subjects); one task named as the benchmark when it has none.
@@ -100,6 +127,7 @@ impl Benchmark {
             Benchmark::Gsm8k => &["gsm8k"],
             Benchmark::Mmlu => prompts::MMLU_SUBJECTS,
             Benchmark::MmluPro => prompts::MMLU_PRO_CATEGORIES,
+            Benchmark::Aime => &["aime"],
         }
     }
 }
@@ -113,7 +141,7 @@ pub struct AccuracyOptions {
     pub n_shots: usize,
     pub cot: bool,
     pub grader: Grader,
-    /// Sent as the first message (AIPerf: the user's, else the benchmark's; these have none).
+    /// Sent as the first message: the user's, else the benchmark's.
     pub system_prompt: Option<String>,
     pub verbose: bool,
 }
@@ -198,6 +226,14 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 _ => datasets::read(env, src("validation"), &flag)?,
             };
             prompts::mmlu_pro(&test, &validation, &opts.tasks, opts.n_shots, opts.cot)?
+        }
+        Benchmark::Aime => {
+            let src = datasets::Source {
+                repo: "Maxwell-Jia/AIME_2024",
+                config: "default",
+                split: "train",
+            };
+            prompts::aime(&datasets::read(env, src, &flag)?, opts.n_shots, opts.cot)?
         }
     };
     if problems.is_empty() {
@@ -285,7 +321,7 @@ mod tests {
         assert_eq!(Benchmark::lookup("GSM8K").unwrap(), Benchmark::Gsm8k);
         let e = Benchmark::lookup("aime24").unwrap_err();
         assert!(e.contains("not available in this build"), "{e}");
-        assert!(e.contains("gsm8k, mmlu, mmlu_pro"), "{e}");
+        assert!(e.contains("gsm8k, mmlu, mmlu_pro, aime"), "{e}");
         assert!(
             Benchmark::lookup("mmlu2")
                 .unwrap_err()

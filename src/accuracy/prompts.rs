@@ -213,6 +213,63 @@ pub fn mmlu(
         .collect()
 }
 
+/// The recipe's AIME output limit.
+const AIME_GENERATION: u64 = 32768;
+
+/// The trt-llm recipe's `AIMETemplate` (AIPerf's `aime`): with examples, a header and the
+/// first `n_shots` problems of the set (with their solutions under chain of thought), then
+/// `**Problem**: ...\n**Answer**: \n\n` and the step-by-step (or number-only) line.
+pub fn aime(rows: &[Cell], n_shots: usize, cot: bool) -> Result<Vec<Problem>, String> {
+    let field = |row: &Cell, name: &str, i: usize| -> Result<String, String> {
+        row.get(name).and_then(Cell::scalar).ok_or_else(|| {
+            format!(
+                "Maxwell-Jia/AIME_2024 row {i}: no column '{name}' (columns: {})",
+                row.field_names().join(", ")
+            )
+        })
+    };
+    let mut shots = String::new();
+    for (i, row) in rows.iter().take(n_shots).enumerate() {
+        if i == 0 {
+            shots.push_str(
+                "The following are problems from the American Invitational Mathematics Examination (AIME) 2024. AIME is a prestigious high school mathematics competition known for its challenging mathematical problems.\n\n",
+            );
+        }
+        shots.push_str(&format!("**Problem**: {}\n", field(row, "Problem", i)?));
+        if cot {
+            let solution = row
+                .get("Solution")
+                .and_then(Cell::scalar)
+                .unwrap_or_default();
+            shots.push_str(&format!("**Solution**: {solution}\n"));
+        }
+        shots.push_str(&format!("**Answer**: {}\n\n", field(row, "Answer", i)?));
+    }
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let prompt = format!(
+                "{shots}**Problem**: {}\n**Answer**: \n\n{}",
+                field(row, "Problem", i)?,
+                if cot {
+                    "Let's think step-by-step."
+                } else {
+                    "No explanation needed. Just return a number."
+                }
+            );
+            Ok(Problem {
+                id: format!("aime-{i}"),
+                task: "aime".into(),
+                ground_truth: field(row, "Answer", i)?,
+                messages: vec![("user", prompt.clone())],
+                prompt,
+                max_tokens: AIME_GENERATION,
+                stop: None,
+            })
+        })
+        .collect()
+}
+
 /// MMLU-Pro's output limit (TIGER-AI-Lab's evaluate_from_api.py).
 const MMLU_PRO_GENERATION: u64 = 4000;
 
@@ -515,6 +572,31 @@ mod tests {
             plain[0]
                 .prompt
                 .ends_with("Answer: B\n\nQuestion: t?\nOptions: A. p\nB. r\nAnswer: \n\n")
+        );
+    }
+
+    #[test]
+    fn aime_prompt_is_the_recipes() {
+        let row = |p: &str, s: &str, a: i64| {
+            Cell::Group(vec![
+                ("ID".into(), Cell::Text("2024-I-1".into())),
+                ("Problem".into(), Cell::Text(p.into())),
+                ("Solution".into(), Cell::Text(s.into())),
+                ("Answer".into(), Cell::Number(a.to_string())),
+            ])
+        };
+        let rows = [row("P1", "S1", 204), row("P2", "S2", 25)];
+        let p = aime(&rows, 1, true).unwrap();
+        assert_eq!(
+            p[1].prompt,
+            "The following are problems from the American Invitational Mathematics Examination (AIME) 2024. AIME is a prestigious high school mathematics competition known for its challenging mathematical problems.\n\n\
+             **Problem**: P1\n**Solution**: S1\n**Answer**: 204\n\n**Problem**: P2\n**Answer**: \n\nLet's think step-by-step."
+        );
+        assert_eq!((p[1].ground_truth.as_str(), p[1].max_tokens), ("25", 32768));
+        let plain = aime(&rows, 0, false).unwrap();
+        assert_eq!(
+            plain[0].prompt,
+            "**Problem**: P1\n**Answer**: \n\nNo explanation needed. Just return a number."
         );
     }
 

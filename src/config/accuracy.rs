@@ -43,7 +43,7 @@ pub(super) fn accuracy(
         }
         return Err(config_error(format!(
             "Accuracy options {} were set but --accuracy-benchmark is not; accuracy mode needs \
-             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro)",
+             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro, aime)",
             given.join(", ")
         )));
     };
@@ -58,6 +58,14 @@ pub(super) fn accuracy(
     {
         return Err(config_error(format!(
             "--accuracy-n-shots {n}: at most {MAX_SHOTS} few-shot examples"
+        )));
+    }
+    if let Some(n) = acc.accuracy_n_shots
+        && n as usize > benchmark.max_n_shots()
+    {
+        return Err(config_error(format!(
+            "--accuracy-n-shots {n}: {flag} takes at most {} few-shot examples",
+            benchmark.max_n_shots()
         )));
     }
     let tasks = tasks(benchmark, &acc.accuracy_tasks)?;
@@ -127,7 +135,10 @@ pub(super) fn accuracy(
         n_shots,
         cot,
         grader,
-        system_prompt: acc.accuracy_system_prompt.clone(),
+        system_prompt: acc
+            .accuracy_system_prompt
+            .clone()
+            .or_else(|| benchmark.default_system_prompt().map(String::from)),
         verbose: acc.accuracy_verbose,
     }))
 }

@@ -471,8 +471,13 @@ fn accuracy_flags_are_checked() {
             "--accuracy-n-shots 33: at most 32",
         ),
         (
-            &["--accuracy-benchmark", "mmlu", "--accuracy-grader", "math"],
-            "--accuracy-grader math: is an AIPerf grader that is not available in this build",
+            &[
+                "--accuracy-benchmark",
+                "mmlu",
+                "--accuracy-grader",
+                "code_execution",
+            ],
+            "--accuracy-grader code_execution: is an AIPerf grader that is not available in this build",
         ),
         (
             &["--accuracy-tasks", "anatomy"],
@@ -615,5 +620,127 @@ fn mmlu_pro_chain_of_thought_replies_are_graded() {
     assert_eq!(
         (&tort["actual"], &tort["unparsed"], &tort["grader_name"]),
         (&json!("E"), &json!(true), &json!("mmlu_pro"))
+    );
+}
+
+/// Maxwell-Jia/AIME_2024: one Parquet file at the top of the repository (the train split).
+fn cache_aime(home: &Path, rows: &[(&str, &str, i64)]) {
+    let file = snapshot(home, "Maxwell-Jia/AIME_2024").join("aime_2024_problems.parquet");
+    let schema = "message schema {
+        optional binary ID (STRING);
+        optional binary Problem (STRING);
+        optional binary Solution (STRING);
+        optional int64 Answer;
+    }";
+    let ids: Vec<String> = (1..=rows.len()).map(|i| format!("2024-I-{i}")).collect();
+    write_parquet(
+        &file,
+        schema,
+        vec![
+            texts(&ids.iter().map(String::as_str).collect::<Vec<_>>()),
+            texts(&rows.iter().map(|r| r.0).collect::<Vec<_>>()),
+            texts(&rows.iter().map(|r| r.1).collect::<Vec<_>>()),
+            Leaf::Int(rows.iter().map(|r| r.2).collect()),
+        ],
+    );
+}
+
+/// A boxed right answer, a right "answer is" without a box (unparsed), a boxed wrong one,
+/// and no answer at all (unparsed). The first problem is also every prompt's example, so it
+/// is looked up last.
+const AIME_REPLIES: &[(&str, &str)] = &[
+    ("Alice and Bob", "The answer is 25."),
+    ("tetrahedron", "\\boxed{\\frac{1}{2}}"),
+    ("torus", "I do not know."),
+    (
+        "Aya walks",
+        "So s = 3 and the walk takes \\boxed{204} minutes.",
+    ),
+];
+
+#[test]
+fn aime_boxed_answers_are_graded_as_math() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hf");
+    cache_aime(
+        &home,
+        &[
+            ("Every morning Aya walks 9 km.", "Solve for s.", 204),
+            ("Alice and Bob play a game.", "Count positions.", 25),
+            ("Let ABCD be a tetrahedron.", "Use volumes.", 113),
+            (
+                "A torus is made by revolving a circle.",
+                "Subtract radii.",
+                127,
+            ),
+        ],
+    );
+    let server = answering(AIME_REPLIES);
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &[
+            "--accuracy-benchmark",
+            "aime",
+            "--accuracy-n-shots",
+            "1",
+            "--request-count",
+            "4",
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let run = dir.path().join("run");
+    assert_eq!(
+        std::fs::read_to_string(run.join("accuracy_results.csv")).unwrap(),
+        "task,correct,total,unparsed,accuracy\nOVERALL,2,4,2,0.5000\naime,2,4,2,0.5000\n"
+    );
+    let sent = bodies(&server);
+    let alice = sent
+        .iter()
+        .find(|b| b.to_string().contains("Alice and Bob"))
+        .unwrap();
+    // AIPerf's default system prompt for aime, then the recipe's prompt (one example with
+    // its solution: chain of thought is on by default).
+    assert_eq!(
+        alice["messages"][0],
+        json!({"role": "system", "content": "Please reason step by step, and put your final answer within \\boxed{}."})
+    );
+    let prompt = alice["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.ends_with("**Problem**: Every morning Aya walks 9 km.\n**Solution**: Solve for s.\n**Answer**: 204\n\n**Problem**: Alice and Bob play a game.\n**Answer**: \n\nLet's think step-by-step."),
+        "{prompt}"
+    );
+    assert_eq!(alice["max_completion_tokens"], 32768);
+    let lines = read_jsonl(&run.join("accuracy_export.jsonl"));
+    let tetra = lines
+        .iter()
+        .find(|l| l["conversation_id"] == "aime-2")
+        .unwrap();
+    assert_eq!(
+        (
+            &tetra["actual"],
+            &tetra["passed"],
+            &tetra["unparsed"],
+            &tetra["grader_name"]
+        ),
+        (
+            &json!("\\frac{1}{2}"),
+            &json!(false),
+            &json!(false),
+            &json!("math")
+        )
+    );
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &["--accuracy-benchmark", "aime", "--accuracy-n-shots", "9"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out)
+            .contains("--accuracy-n-shots 9: --accuracy-benchmark aime takes at most 8")
     );
 }
