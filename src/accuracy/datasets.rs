@@ -14,6 +14,9 @@ pub struct Source<'a> {
     pub repo: &'a str,
     pub config: &'a str,
     pub split: &'a str,
+    /// The split's one file, when the repository names it in its card rather than by the
+    /// split (MMStar's `mmstar.parquet`).
+    pub file: Option<&'a str>,
 }
 
 /// Whether `name` (a path in the repository) is a Parquet file of `config`'s `split`:
@@ -35,7 +38,10 @@ fn is_split_file(name: &str, config: &str, split: &str) -> bool {
 
 /// Every row of the split, in file order. `flag` names what asked for it in errors.
 pub fn read(env: &HubEnv, src: Source, flag: &str) -> Result<Vec<Cell>, String> {
-    let wanted = |name: &str| is_split_file(name, src.config, src.split);
+    let wanted = |name: &str| match src.file {
+        Some(file) => name == file,
+        None => is_split_file(name, src.config, src.split),
+    };
     let mut files = hub::Files::new(env, src.repo, "main", &wanted);
     let what = format!(
         "dataset {} (config {}, split {})",

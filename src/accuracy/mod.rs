@@ -19,7 +19,9 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 pub use self::graders::Grader;
-use crate::dataset::{ChatMessages, Conversation, Dataset, DatasetSampling, Entry, OwnRequest};
+use crate::dataset::{
+    ChatMessages, Conversation, Dataset, DatasetSampling, EncodedImage, Entry, OwnRequest,
+};
 use crate::tokenizer::{HubEnv, Tokenizer};
 
 /// A benchmark this build grades.
@@ -29,6 +31,8 @@ pub enum Benchmark {
     Mmlu,
     MmluPro,
     Aime,
+    /// Vision (not in AIPerf): MMStar's multiple-choice questions about an image.
+    Mmstar,
 }
 
 const BUILT: &[Benchmark] = &[
@@ -36,6 +40,7 @@ const BUILT: &[Benchmark] = &[
     Benchmark::Mmlu,
     Benchmark::MmluPro,
     Benchmark::Aime,
+    Benchmark::Mmstar,
 ];
 
 /// AIPerf 0.13's other benchmarks: refused, saying this build does not have them.
@@ -56,6 +61,7 @@ impl Benchmark {
             Benchmark::Mmlu => "mmlu",
             Benchmark::MmluPro => "mmlu_pro",
             Benchmark::Aime => "aime",
+            Benchmark::Mmstar => "mmstar",
         }
     }
 
@@ -87,6 +93,7 @@ impl Benchmark {
             Benchmark::Mmlu => Grader::MultipleChoice,
             Benchmark::MmluPro => Grader::MmluPro,
             Benchmark::Aime => Grader::Math,
+            Benchmark::Mmstar => Grader::MultipleChoice,
         }
     }
 
@@ -95,6 +102,7 @@ impl Benchmark {
             Benchmark::Gsm8k => 0,
             Benchmark::Mmlu | Benchmark::MmluPro => 5,
             Benchmark::Aime => 8,
+            Benchmark::Mmstar => 0,
         }
     }
 
@@ -102,6 +110,8 @@ impl Benchmark {
     pub fn max_n_shots(self) -> usize {
         match self {
             Benchmark::Aime => 8,
+            // Each question has its own image: no examples.
+            Benchmark::Mmstar => 0,
             _ => 32,
         }
     }
@@ -128,6 +138,7 @@ impl Benchmark {
             Benchmark::Mmlu => prompts::MMLU_SUBJECTS,
             Benchmark::MmluPro => prompts::MMLU_PRO_CATEGORIES,
             Benchmark::Aime => &["aime"],
+            Benchmark::Mmstar => prompts::MMSTAR_CATEGORIES,
         }
     }
 }
@@ -147,7 +158,7 @@ pub struct AccuracyOptions {
 }
 
 /// One question, as sent and as graded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Problem {
     /// The question's id, sent as the conversation id (`<task>-<row>`).
     pub id: String,
@@ -160,6 +171,8 @@ pub struct Problem {
     pub max_tokens: u64,
     /// Stop sequences (MMLU without chain of thought stops at the first newline).
     pub stop: Option<Vec<String>>,
+    /// The question's images, sent after its text as the chat message's image parts.
+    pub images: Vec<EncodedImage>,
 }
 
 /// The run's questions, found by the id each request carries.
@@ -194,6 +207,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 repo: "openai/gsm8k",
                 config: "main",
                 split: "test",
+                file: None,
             };
             prompts::gsm8k(&datasets::read(env, src, &flag)?)?
         }
@@ -204,6 +218,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                     repo: "lighteval/mmlu",
                     config: subject,
                     split,
+                    file: None,
                 };
                 let test = datasets::read(env, src("test"), &flag)?;
                 let dev = match opts.n_shots {
@@ -219,6 +234,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 repo: "TIGER-Lab/MMLU-Pro",
                 config: "default",
                 split,
+                file: None,
             };
             let test = datasets::read(env, src("test"), &flag)?;
             let validation = match opts.n_shots {
@@ -232,8 +248,18 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 repo: "Maxwell-Jia/AIME_2024",
                 config: "default",
                 split: "train",
+                file: None,
             };
             prompts::aime(&datasets::read(env, src, &flag)?, opts.n_shots, opts.cot)?
+        }
+        Benchmark::Mmstar => {
+            let src = datasets::Source {
+                repo: "Lin-Chen/MMStar",
+                config: "val",
+                split: "val",
+                file: Some("mmstar.parquet"),
+            };
+            prompts::mmstar(&datasets::read(env, src, &flag)?, &opts.tasks)?
         }
     };
     if problems.is_empty() {
@@ -262,7 +288,10 @@ pub fn dataset(
             if let Some(stop) = &p.stop {
                 extra.insert("stop".into(), json!(stop));
             }
-            let (text, own) = if chat {
+            let (text, own) = if !p.images.is_empty() {
+                // One user message of text and image parts, built as for synthetic images.
+                (p.prompt.clone(), None)
+            } else if chat {
                 let list: Vec<Value> = system
                     .map(|s| ("system", s))
                     .into_iter()
@@ -286,12 +315,12 @@ pub fn dataset(
             let input_tokens = tokenizer.count(&text) as u64;
             Conversation {
                 session_id: Some(p.id.clone()),
-                system: None,
+                system: system.filter(|_| !p.images.is_empty()).map(String::from),
                 context: None,
                 turns: vec![Entry {
                     text,
                     input_tokens,
-                    images: Vec::new(),
+                    images: p.images.clone(),
                     audios: Vec::new(),
                     videos: Vec::new(),
                     max_output_tokens: Some(p.max_tokens),
@@ -321,7 +350,7 @@ mod tests {
         assert_eq!(Benchmark::lookup("GSM8K").unwrap(), Benchmark::Gsm8k);
         let e = Benchmark::lookup("aime24").unwrap_err();
         assert!(e.contains("not available in this build"), "{e}");
-        assert!(e.contains("gsm8k, mmlu, mmlu_pro, aime"), "{e}");
+        assert!(e.contains("gsm8k, mmlu, mmlu_pro, aime, mmstar"), "{e}");
         assert!(
             Benchmark::lookup("mmlu2")
                 .unwrap_err()

@@ -30,6 +30,7 @@ pub fn gsm8k(rows: &[Cell]) -> Result<Vec<Problem>, String> {
                 prompt,
                 max_tokens: GSM8K_GENERATION,
                 stop: None,
+                images: Vec::new(),
             })
         })
         .collect()
@@ -208,6 +209,7 @@ pub fn mmlu(
                     MMLU_GENERATION
                 },
                 stop: (!cot).then(|| vec!["\n".to_string()]),
+                images: Vec::new(),
             })
         })
         .collect()
@@ -265,9 +267,54 @@ pub fn aime(rows: &[Cell], n_shots: usize, cot: bool) -> Result<Vec<Problem>, St
                 prompt,
                 max_tokens: AIME_GENERATION,
                 stop: None,
+                images: Vec::new(),
             })
         })
         .collect()
+}
+
+/// MMStar's six categories.
+pub const MMSTAR_CATEGORIES: &[&str] = &[
+    "coarse perception",
+    "fine-grained perception",
+    "instance reasoning",
+    "logical reasoning",
+    "math",
+    "science & technology",
+];
+
+/// The multiple-choice instruction LLaVA and lmms-eval append to MMStar's question.
+const MMSTAR_SUFFIX: &str = "Answer with the option's letter from the given choices directly.";
+/// A letter, with room for a model that adds a word or two.
+const MMSTAR_GENERATION: u64 = 16;
+
+/// MMStar (a vision set, beyond AIPerf): the row's question (which lists its options
+/// `A: ...`) and lmms-eval's instruction, the row's image as an image part; the answer is
+/// its letter. Rows of the `categories` asked, in dataset order.
+pub fn mmstar(rows: &[Cell], categories: &[&str]) -> Result<Vec<Problem>, String> {
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let at = format!("Lin-Chen/MMStar row {i}");
+        let category = text(row, "category", &at)?;
+        if !categories.contains(&category) {
+            continue;
+        }
+        let image = crate::dataset::public::image_of(row, Some("image"))
+            .map_err(|e| format!("{at}: {e}"))?
+            .ok_or_else(|| format!("{at}: no image"))?;
+        let prompt = format!("{}\n{MMSTAR_SUFFIX}", text(row, "question", &at)?.trim());
+        out.push(Problem {
+            id: format!("{}-{i}", category.replace([' ', '&'], "_")),
+            task: category.to_string(),
+            ground_truth: text(row, "answer", &at)?.trim().to_string(),
+            messages: vec![("user", prompt.clone())],
+            prompt,
+            max_tokens: MMSTAR_GENERATION,
+            stop: None,
+            images: vec![image],
+        });
+    }
+    Ok(out)
 }
 
 /// MMLU-Pro's output limit (TIGER-AI-Lab's evaluate_from_api.py).
@@ -388,6 +435,7 @@ pub fn mmlu_pro(
             prompt,
             max_tokens: MMLU_PRO_GENERATION,
             stop: None,
+            images: Vec::new(),
         });
     }
     Ok(out)

@@ -6,7 +6,8 @@ use clap::Args;
 pub struct AccuracyArgs {
     /// Grade the model on a benchmark while profiling: the benchmark's questions are the
     /// run's requests (in dataset order) and each reply is graded. This build has gsm8k, mmlu,
-    /// mmlu_pro and aime; AIPerf's other names (aime24, aime25, hellaswag, bigbench,
+    /// mmlu_pro, aime and the vision set mmstar (its image sent as an image part, chat
+    /// only; not in AIPerf); AIPerf's other names (aime24, aime25, hellaswag, bigbench,
     /// math_500, gpqa_diamond, lcb_codegeneration) exit 2. Datasets are read from the
     /// Hugging Face cache ($HF_HOME/hub), downloaded the first time.
     #[arg(long, value_name = "NAME", help_heading = "Accuracy")]

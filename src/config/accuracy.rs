@@ -43,7 +43,7 @@ pub(super) fn accuracy(
         }
         return Err(config_error(format!(
             "Accuracy options {} were set but --accuracy-benchmark is not; accuracy mode needs \
-             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro, aime)",
+             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro, aime, mmstar)",
             given.join(", ")
         )));
     };
@@ -63,9 +63,16 @@ pub(super) fn accuracy(
     if let Some(n) = acc.accuracy_n_shots
         && n as usize > benchmark.max_n_shots()
     {
+        return Err(config_error(match benchmark.max_n_shots() {
+            0 => format!(
+                "--accuracy-n-shots {n}: {flag} is zero-shot (each question has its own image)"
+            ),
+            max => format!("--accuracy-n-shots {n}: {flag} takes at most {max} few-shot examples"),
+        }));
+    }
+    if benchmark == Benchmark::Mmstar && enable_cot == Some(true) {
         return Err(config_error(format!(
-            "--accuracy-n-shots {n}: {flag} takes at most {} few-shot examples",
-            benchmark.max_n_shots()
+            "--accuracy-enable-cot: {flag} asks for the letter directly; ask for reasoning with --accuracy-system-prompt and --accuracy-grader mmlu_pro"
         )));
     }
     let tasks = tasks(benchmark, &acc.accuracy_tasks)?;
@@ -89,6 +96,12 @@ pub(super) fn accuracy(
         Benchmark::Gsm8k => (0, false),
         _ => (n_shots, enable_cot.unwrap_or(benchmark.default_cot())),
     };
+    if benchmark == Benchmark::Mmstar && endpoint != EndpointType::Chat {
+        return Err(config_error(format!(
+            "{flag}: its questions carry images, which need --endpoint-type chat, not {}",
+            endpoint.as_str()
+        )));
+    }
     if !matches!(endpoint, EndpointType::Chat | EndpointType::Completions) {
         return Err(config_error(format!(
             "{flag}: accuracy mode sends the questions to --endpoint-type chat or completions, not {}",

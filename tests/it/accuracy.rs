@@ -23,6 +23,7 @@ const COMMIT: &str = "89abcdef0123456789abcdef0123456789abcdef";
 /// One leaf column: values with definition and repetition levels.
 enum Leaf {
     Text(Vec<String>, Vec<i16>, Option<Vec<i16>>),
+    Bytes(Vec<Vec<u8>>, Vec<i16>),
     Int(Vec<i64>),
 }
 
@@ -44,6 +45,13 @@ fn write_parquet(path: &Path, schema: &str, leaves: Vec<Leaf>) {
                 column
                     .typed::<ByteArrayType>()
                     .write_batch(&values, Some(&defs), reps.as_deref())
+                    .unwrap();
+            }
+            Leaf::Bytes(values, defs) => {
+                let values: Vec<ByteArray> = values.into_iter().map(ByteArray::from).collect();
+                column
+                    .typed::<ByteArrayType>()
+                    .write_batch(&values, Some(&defs), None)
                     .unwrap();
             }
             Leaf::Int(values) => {
@@ -123,13 +131,18 @@ fn cache_mmlu(home: &Path, subject: &str, split: &str, rows: &[(&str, [&str; 4],
 fn answering(table: &'static [(&'static str, &'static str)]) -> RawServer {
     RawServer::start(move |req: &RawRequest| {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let last = body["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .and_then(|m| m["content"].as_str())
-            .or_else(|| body["prompt"].as_str())
-            .unwrap_or_default()
-            .to_string();
+        // A string content, the text parts of a list, or a completions prompt.
+        let last = match body["messages"].as_array().and_then(|m| m.last()) {
+            Some(m) => match &m["content"] {
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                c => c.as_str().unwrap_or_default().to_string(),
+            },
+            None => body["prompt"].as_str().unwrap_or_default().to_string(),
+        };
         let reply = table
             .iter()
             .find(|(key, _)| last.contains(key))
@@ -742,5 +755,155 @@ fn aime_boxed_answers_are_graded_as_math() {
     assert!(
         stderr_text(&out)
             .contains("--accuracy-n-shots 9: --accuracy-benchmark aime takes at most 8")
+    );
+}
+
+fn png(w: u32, h: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([x as u8 * 9, y as u8 * 7, 99]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// Lin-Chen/MMStar (config val: `mmstar.parquet`): (question, answer, category, image).
+fn cache_mmstar(home: &Path, rows: &[(&str, &str, &str, Vec<u8>)]) {
+    let file = snapshot(home, "Lin-Chen/MMStar").join("mmstar.parquet");
+    let schema = "message schema {
+        optional int64 index;
+        optional binary question (STRING);
+        optional group image { optional binary bytes; optional binary path (STRING); }
+        optional binary answer (STRING);
+        optional binary category (STRING);
+    }";
+    let n = rows.len();
+    write_parquet(
+        &file,
+        schema,
+        vec![
+            Leaf::Int((0..n as i64).collect()),
+            texts(&rows.iter().map(|r| r.0).collect::<Vec<_>>()),
+            Leaf::Bytes(rows.iter().map(|r| r.3.clone()).collect(), vec![2; n]),
+            Leaf::Text(vec!["x.png".to_string(); n], vec![2; n], None),
+            texts(&rows.iter().map(|r| r.1).collect::<Vec<_>>()),
+            texts(&rows.iter().map(|r| r.2).collect::<Vec<_>>()),
+        ],
+    );
+}
+
+/// A bare right letter, a right "The answer is C." and a wrong letter.
+const MMSTAR_REPLIES: &[(&str, &str)] = &[
+    ("Which animal", "A"),
+    ("How many blocks", "The answer is C."),
+    ("What color", "D"),
+];
+
+#[test]
+fn mmstar_images_go_as_image_parts_and_letters_are_graded() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hf");
+    let (cat, blocks) = (png(20, 10), png(16, 24));
+    cache_mmstar(
+        &home,
+        &[
+            (
+                "Which animal is shown?\nOptions: A: cat, B: dog, C: cow, D: fox",
+                "A",
+                "coarse perception",
+                cat.clone(),
+            ),
+            (
+                "How many blocks are stacked?\nOptions: A: 1, B: 2, C: 3, D: 4",
+                "C",
+                "instance reasoning",
+                blocks,
+            ),
+            (
+                "What color is the sky?\nOptions: A: red, B: blue, C: green, D: black",
+                "B",
+                "coarse perception",
+                png(8, 8),
+            ),
+            (
+                "Which shape has 5 sides?\nOptions: A: square, B: circle, C: line, D: pentagon",
+                "D",
+                "math",
+                png(9, 9),
+            ),
+        ],
+    );
+    let server = answering(MMSTAR_REPLIES);
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &[
+            "--accuracy-benchmark",
+            "mmstar",
+            "--accuracy-tasks",
+            "coarse perception,instance reasoning",
+            "--accuracy-system-prompt",
+            "Look carefully.",
+            "--request-count",
+            "3",
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let run = dir.path().join("run");
+    assert_eq!(
+        std::fs::read_to_string(run.join("accuracy_results.csv")).unwrap(),
+        "task,correct,total,unparsed,accuracy\nOVERALL,2,3,0,0.6667\ncoarse perception,1,2,0,0.5000\ninstance reasoning,1,1,0,1.0000\n"
+    );
+    let sent = bodies(&server);
+    // The system prompt, then the question's text part and its image as a data URL of the
+    // stored bytes: the parts synthetic images are sent as. (The Image Token Count probe
+    // sends the same question without its image first.)
+    use base64::Engine;
+    let url = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(&cat)
+    );
+    let expected = json!([
+        {"role": "system", "content": "Look carefully."},
+        {"role": "user", "content": [
+            {"type": "text", "text": "Which animal is shown?\nOptions: A: cat, B: dog, C: cow, D: fox\nAnswer with the option's letter from the given choices directly."},
+            {"type": "image_url", "image_url": {"url": url}}
+        ]}
+    ]);
+    let with_image: Vec<&Value> = sent
+        .iter()
+        .filter(|b| b.to_string().contains("data:image/png"))
+        .collect();
+    assert_eq!(with_image.len(), 3);
+    assert!(
+        with_image.iter().any(|b| b["messages"] == expected),
+        "{with_image:?}"
+    );
+    let lines = read_jsonl(&run.join("accuracy_export.jsonl"));
+    let sky = lines
+        .iter()
+        .find(|l| l["conversation_id"] == "coarse_perception-2")
+        .unwrap();
+    assert_eq!(
+        (&sky["actual"], &sky["expected"], &sky["passed"]),
+        (&json!("D"), &json!("B"), &json!(false))
+    );
+    let records = read_jsonl(&run.join("profile_export.jsonl"));
+    assert_eq!(records.len(), 3);
+
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &[
+            "--accuracy-benchmark",
+            "mmstar",
+            "--endpoint-type",
+            "completions",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out).contains("its questions carry images, which need --endpoint-type chat")
     );
 }
