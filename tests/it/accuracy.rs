@@ -907,3 +907,38 @@ fn mmstar_images_go_as_image_parts_and_letters_are_graded() {
         stderr_text(&out).contains("its questions carry images, which need --endpoint-type chat")
     );
 }
+
+#[test]
+fn completions_get_one_prompt_with_the_system_prompt_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hf");
+    cache_gsm8k(&home, GSM8K_ROWS);
+    let server = answering(GSM8K_REPLIES);
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &[
+            "--endpoint-type",
+            "completions",
+            "--accuracy-benchmark",
+            "gsm8k",
+            "--accuracy-system-prompt",
+            "Solve it.",
+            "--request-count",
+            "4",
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let sent = bodies(&server);
+    assert_eq!(
+        sent[0]["prompt"],
+        "Solve it.\n\nQuestion: Natalia sold clips to 48 friends\nAnswer:"
+    );
+    assert!(sent[0].get("messages").is_none());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("run/accuracy_results.csv")).unwrap(),
+        "task,correct,total,unparsed,accuracy\nOVERALL,3,4,2,0.7500\ngsm8k,3,4,2,0.7500\n"
+    );
+}
