@@ -166,27 +166,34 @@ fn answering(table: &'static [(&'static str, &'static str)]) -> RawServer {
 }
 
 fn profile(cwd: &Path, home: &Path, url: &str, extra: &[&str]) -> Output {
-    Command::new(common::BIN)
-        .args([
-            "profile",
-            "--model",
-            "m",
-            "--url",
-            url,
-            "--tokenizer",
-            "builtin",
-            "--artifact-dir",
-            "run",
-            "--ui-type",
-            "none",
-        ])
-        .args(extra)
-        .current_dir(cwd)
-        .env("HF_HOME", home)
-        .env("HF_HUB_OFFLINE", "1")
-        .env_remove("HF_ENDPOINT")
-        .output()
-        .unwrap()
+    profile_env(cwd, url, extra, &[("HF_HOME", home)])
+}
+
+/// `aiperf profile` offline, with these Hugging Face variables (HF_HOME, HF_HUB_CACHE).
+fn profile_env(cwd: &Path, url: &str, extra: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(common::BIN);
+    cmd.args([
+        "profile",
+        "--model",
+        "m",
+        "--url",
+        url,
+        "--tokenizer",
+        "builtin",
+        "--artifact-dir",
+        "run",
+        "--ui-type",
+        "none",
+    ])
+    .args(extra)
+    .current_dir(cwd)
+    .env("HF_HUB_OFFLINE", "1")
+    .env_remove("HF_ENDPOINT")
+    .env_remove("HF_HUB_CACHE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
 }
 
 fn bodies(server: &RawServer) -> Vec<Value> {
@@ -909,14 +916,14 @@ fn mmstar_images_go_as_image_parts_and_letters_are_graded() {
 }
 
 #[test]
-fn completions_get_one_prompt_with_the_system_prompt_first() {
+fn completions_get_one_prompt_and_hf_hub_cache_is_the_cache() {
+    // The cache named by HF_HUB_CACHE (a `hub` directory elsewhere), HF_HOME empty.
     let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("hf");
-    cache_gsm8k(&home, GSM8K_ROWS);
+    let elsewhere = dir.path().join("elsewhere");
+    cache_gsm8k(&elsewhere, GSM8K_ROWS);
     let server = answering(GSM8K_REPLIES);
-    let out = profile(
+    let out = profile_env(
         dir.path(),
-        &home,
         &server.url,
         &[
             "--endpoint-type",
@@ -927,6 +934,10 @@ fn completions_get_one_prompt_with_the_system_prompt_first() {
             "Solve it.",
             "--request-count",
             "4",
+        ],
+        &[
+            ("HF_HOME", &dir.path().join("empty")),
+            ("HF_HUB_CACHE", &elsewhere.join("hub")),
         ],
     );
     let stderr = stderr_text(&out);
