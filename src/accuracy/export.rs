@@ -175,8 +175,8 @@ impl RecordSink for GradingSink {
             info!(
                 "[accuracy] session={} correct={} unparsed={} reason={:?} extracted={:?} response_len={} response_preview={:?}",
                 record.input.session_num,
-                grade.correct,
-                grade.unparsed,
+                super::graders::py_bool(grade.correct),
+                super::graders::py_bool(grade.unparsed),
                 grade.explanation,
                 grade.extracted.chars().take(120).collect::<String>(),
                 output.len(),

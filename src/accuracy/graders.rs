@@ -155,7 +155,8 @@ fn gsm8k(reply: &str, gold: &str) -> Grade {
     }
 }
 
-fn py_bool(b: bool) -> &'static str {
+/// Python's `str(bool)`, as AIPerf's explanations and log lines show it.
+pub(super) fn py_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
 }
 

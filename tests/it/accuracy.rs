@@ -410,10 +410,23 @@ fn mmlu_few_shot_replies_are_graded_per_subject() {
             "4",
             "--concurrency",
             "2",
+            "--accuracy-verbose",
         ],
     );
     let stderr = stderr_text(&out);
     assert!(out.status.success(), "{stderr}");
+    // --accuracy-verbose: one line per graded reply, with the grader's reason.
+    let graded: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("[accuracy] session="))
+        .collect();
+    assert_eq!(graded.len(), 4, "{stderr}");
+    assert!(
+        graded
+            .iter()
+            .any(|l| l.contains("correct=True unparsed=True") && l.contains("(regex fallback)")),
+        "{stderr}"
+    );
     let run = dir.path().join("run");
     assert_eq!(
         std::fs::read_to_string(run.join("accuracy_results.csv")).unwrap(),
