@@ -17,6 +17,9 @@ pub struct Source<'a> {
     /// The split's one file, when the repository names it in its card rather than by the
     /// split (MMStar's `mmstar.parquet`).
     pub file: Option<&'a str>,
+    /// `main`, or `refs/convert/parquet` (the hub's Parquet conversion of a repository that
+    /// holds other formats).
+    pub revision: &'a str,
 }
 
 /// Whether `name` (a path in the repository) is a Parquet file of `config`'s `split`:
@@ -42,7 +45,7 @@ pub fn read(env: &HubEnv, src: Source, flag: &str) -> Result<Vec<Cell>, String> 
         Some(file) => name == file,
         None => is_split_file(name, src.config, src.split),
     };
-    let mut files = hub::Files::new(env, src.repo, "main", &wanted);
+    let mut files = hub::Files::new(env, src.repo, src.revision, &wanted);
     let what = format!(
         "dataset {} (config {}, split {})",
         src.repo, src.config, src.split
@@ -50,13 +53,18 @@ pub fn read(env: &HubEnv, src: Source, flag: &str) -> Result<Vec<Cell>, String> 
     if files.offline_and_missing() {
         return Err(format!(
             "{flag}: HF_HUB_OFFLINE is set and {what} is not in the Hugging Face cache: looked in {} \
-             for the {} split's Parquet files (config {}, revision main); run once without HF_HUB_OFFLINE to download it \
-             (or `huggingface-cli download --repo-type dataset {}`), or set HF_HOME to the cache \
+             for the {} split's Parquet files (config {}, revision {}); run once without HF_HUB_OFFLINE to download it \
+             (or `huggingface-cli download --repo-type dataset {}{}`), or set HF_HOME to the cache \
              that holds it",
             files.cache_dir().display(),
             src.split,
             src.config,
-            src.repo
+            src.revision,
+            src.repo,
+            match src.revision {
+                "main" => String::new(),
+                r => format!(" --revision {r}"),
+            }
         ));
     }
     let mut out = Vec::new();

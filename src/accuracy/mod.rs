@@ -31,6 +31,7 @@ pub enum Benchmark {
     Mmlu,
     MmluPro,
     Aime,
+    GpqaDiamond,
     /// Vision (not in AIPerf): MMStar's multiple-choice questions about an image.
     Mmstar,
 }
@@ -40,6 +41,7 @@ const BUILT: &[Benchmark] = &[
     Benchmark::Mmlu,
     Benchmark::MmluPro,
     Benchmark::Aime,
+    Benchmark::GpqaDiamond,
     Benchmark::Mmstar,
 ];
 
@@ -50,7 +52,6 @@ const NOT_BUILT: &[&str] = &[
     "hellaswag",
     "bigbench",
     "math_500",
-    "gpqa_diamond",
     "lcb_codegeneration",
 ];
 
@@ -61,6 +62,7 @@ impl Benchmark {
             Benchmark::Mmlu => "mmlu",
             Benchmark::MmluPro => "mmlu_pro",
             Benchmark::Aime => "aime",
+            Benchmark::GpqaDiamond => "gpqa_diamond",
             Benchmark::Mmstar => "mmstar",
         }
     }
@@ -86,20 +88,21 @@ impl Benchmark {
         ))
     }
 
-    /// AIPerf's defaults for the benchmark (its plugin metadata).
-    pub fn default_grader(self) -> Grader {
+    /// AIPerf's defaults for the benchmark (its plugin metadata); None when AIPerf's grader
+    /// for it is not in this build (gpqa_diamond's lighteval_gpqa).
+    pub fn default_grader(self) -> Option<Grader> {
         match self {
-            Benchmark::Gsm8k => Grader::Gsm8k,
-            Benchmark::Mmlu => Grader::MultipleChoice,
-            Benchmark::MmluPro => Grader::MmluPro,
-            Benchmark::Aime => Grader::Math,
-            Benchmark::Mmstar => Grader::MultipleChoice,
+            Benchmark::Gsm8k => Some(Grader::Gsm8k),
+            Benchmark::Mmlu | Benchmark::Mmstar => Some(Grader::MultipleChoice),
+            Benchmark::MmluPro => Some(Grader::MmluPro),
+            Benchmark::Aime => Some(Grader::Math),
+            Benchmark::GpqaDiamond => None,
         }
     }
 
     pub fn default_n_shots(self) -> usize {
         match self {
-            Benchmark::Gsm8k => 0,
+            Benchmark::Gsm8k | Benchmark::GpqaDiamond => 0,
             Benchmark::Mmlu | Benchmark::MmluPro => 5,
             Benchmark::Aime => 8,
             Benchmark::Mmstar => 0,
@@ -138,6 +141,7 @@ impl Benchmark {
             Benchmark::Mmlu => prompts::MMLU_SUBJECTS,
             Benchmark::MmluPro => prompts::MMLU_PRO_CATEGORIES,
             Benchmark::Aime => &["aime"],
+            Benchmark::GpqaDiamond => &["gpqa_diamond"],
             Benchmark::Mmstar => prompts::MMSTAR_CATEGORIES,
         }
     }
@@ -208,6 +212,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 config: "main",
                 split: "test",
                 file: None,
+                revision: "main",
             };
             prompts::gsm8k(&datasets::read(env, src, &flag)?)?
         }
@@ -219,6 +224,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                     config: subject,
                     split,
                     file: None,
+                    revision: "main",
                 };
                 let test = datasets::read(env, src("test"), &flag)?;
                 let dev = match opts.n_shots {
@@ -235,6 +241,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 config: "default",
                 split,
                 file: None,
+                revision: "main",
             };
             let test = datasets::read(env, src("test"), &flag)?;
             let validation = match opts.n_shots {
@@ -249,8 +256,20 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 config: "default",
                 split: "train",
                 file: None,
+                revision: "main",
             };
             prompts::aime(&datasets::read(env, src, &flag)?, opts.n_shots, opts.cot)?
+        }
+        Benchmark::GpqaDiamond => {
+            // The repository holds CSV files: its Parquet conversion is read.
+            let src = datasets::Source {
+                repo: "Idavidrein/gpqa",
+                config: "gpqa_diamond",
+                split: "train",
+                file: None,
+                revision: "refs/convert/parquet",
+            };
+            prompts::gpqa_diamond(&datasets::read(env, src, &flag)?)?
         }
         Benchmark::Mmstar => {
             let src = datasets::Source {
@@ -258,6 +277,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 config: "val",
                 split: "val",
                 file: Some("mmstar.parquet"),
+                revision: "main",
             };
             prompts::mmstar(&datasets::read(env, src, &flag)?, &opts.tasks)?
         }
@@ -350,7 +370,10 @@ mod tests {
         assert_eq!(Benchmark::lookup("GSM8K").unwrap(), Benchmark::Gsm8k);
         let e = Benchmark::lookup("aime24").unwrap_err();
         assert!(e.contains("not available in this build"), "{e}");
-        assert!(e.contains("gsm8k, mmlu, mmlu_pro, aime, mmstar"), "{e}");
+        assert!(
+            e.contains("gsm8k, mmlu, mmlu_pro, aime, gpqa_diamond, mmstar"),
+            "{e}"
+        );
         assert!(
             Benchmark::lookup("mmlu2")
                 .unwrap_err()

@@ -273,6 +273,54 @@ pub fn aime(rows: &[Cell], n_shots: usize, cot: bool) -> Result<Vec<Problem>, St
         .collect()
 }
 
+/// lighteval's gpqa:diamond output limit.
+const GPQA_GENERATION: u64 = 32768;
+
+/// The positions of the four answers: Python's `random.Random(seed).shuffle` of 0..4, the
+/// seed the last 32 bits of SHA-256(question) (AIPerf's deterministic shuffle).
+fn gpqa_order(question: &str) -> Vec<usize> {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(question.as_bytes());
+    let seed = u32::from_be_bytes(digest[28..32].try_into().expect("4 bytes"));
+    let mut order: Vec<usize> = (0..4).collect();
+    PyRandom::new(seed).shuffle(&mut order);
+    order
+}
+
+/// simple-evals' GPQA template (lighteval's `gpqa_prompt_fn`) with AIPerf's seeded
+/// shuffle of the correct and three incorrect answers; the gold is the correct one's letter.
+pub fn gpqa_diamond(rows: &[Cell]) -> Result<Vec<Problem>, String> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let at = format!("Idavidrein/gpqa gpqa_diamond row {i}");
+            let question = text(row, "Question", &at)?;
+            let raw = [
+                text(row, "Correct Answer", &at)?,
+                text(row, "Incorrect Answer 1", &at)?,
+                text(row, "Incorrect Answer 2", &at)?,
+                text(row, "Incorrect Answer 3", &at)?,
+            ];
+            let order = gpqa_order(question);
+            let gold = order.iter().position(|&k| k == 0).expect("a permutation of 0..4");
+            let prompt = format!(
+                "Answer the following multiple choice question. The last line of your response should be of the following format: 'Answer: $LETTER' (without quotes) where LETTER is one of ABCD. Think step by step before answering.\n\n{question}\n\nA) {}\nB) {}\nC) {}\nD) {}",
+                raw[order[0]], raw[order[1]], raw[order[2]], raw[order[3]]
+            );
+            Ok(Problem {
+                id: format!("gpqa_diamond-{i}"),
+                task: "gpqa_diamond".into(),
+                ground_truth: letter(gold).to_string(),
+                messages: vec![("user", prompt.clone())],
+                prompt,
+                max_tokens: GPQA_GENERATION,
+                stop: None,
+                images: Vec::new(),
+            })
+        })
+        .collect()
+}
+
 /// MMStar's six categories.
 pub const MMSTAR_CATEGORIES: &[&str] = &[
     "coarse perception",
@@ -646,6 +694,33 @@ mod tests {
             plain[0].prompt,
             "**Problem**: P1\n**Answer**: \n\nNo explanation needed. Just return a number."
         );
+    }
+
+    #[test]
+    fn gpqa_shuffle_is_aiperfs() {
+        // python3: seed = int(sha256(q).hexdigest(), 16) % 2**32 (1560464524);
+        // random.Random(seed).shuffle([0, 1, 2, 3]) gives [1, 2, 3, 0].
+        assert_eq!(
+            gpqa_order("What is the charge of an electron?"),
+            vec![1, 2, 3, 0]
+        );
+        let row = Cell::Group(vec![
+            (
+                "Question".into(),
+                Cell::Text("What is the charge of an electron?".into()),
+            ),
+            ("Correct Answer".into(), Cell::Text("-e".into())),
+            ("Incorrect Answer 1".into(), Cell::Text("+e".into())),
+            ("Incorrect Answer 2".into(), Cell::Text("0".into())),
+            ("Incorrect Answer 3".into(), Cell::Text("2e".into())),
+        ]);
+        let p = &gpqa_diamond(&[row]).unwrap()[0];
+        assert!(
+            p.prompt.ends_with("electron?\n\nA) +e\nB) 0\nC) 2e\nD) -e"),
+            "{}",
+            p.prompt
+        );
+        assert_eq!(p.ground_truth, "D");
     }
 
     #[test]

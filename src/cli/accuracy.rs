@@ -5,11 +5,12 @@ use clap::Args;
 #[derive(Debug, Clone, Default, Args)]
 pub struct AccuracyArgs {
     /// Grade the model on a benchmark while profiling: the benchmark's questions are the
-    /// run's requests (in dataset order) and each reply is graded. This build has gsm8k, mmlu,
-    /// mmlu_pro, aime and the vision set mmstar (its image sent as an image part, chat
-    /// only; not in AIPerf); AIPerf's other names (aime24, aime25, hellaswag, bigbench,
-    /// math_500, gpqa_diamond, lcb_codegeneration) exit 2. Datasets are read from the
-    /// Hugging Face cache ($HF_HOME/hub), downloaded the first time.
+    /// run's requests (in dataset order) and each reply is graded. This build has gsm8k,
+    /// mmlu, mmlu_pro, aime, gpqa_diamond (with --accuracy-grader multiple_choice or
+    /// mmlu_pro: AIPerf's lighteval_gpqa is not in this build) and the vision set mmstar (its
+    /// image sent as an image part, chat only; not in AIPerf); AIPerf's other names (aime24,
+    /// aime25, hellaswag, bigbench, math_500, lcb_codegeneration) exit 2. Datasets are read
+    /// from the Hugging Face cache ($HF_HOME/hub or $HF_HUB_CACHE), downloaded the first time.
     #[arg(long, value_name = "NAME", help_heading = "Accuracy")]
     pub accuracy_benchmark: Option<String>,
 

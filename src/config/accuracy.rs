@@ -43,7 +43,7 @@ pub(super) fn accuracy(
         }
         return Err(config_error(format!(
             "Accuracy options {} were set but --accuracy-benchmark is not; accuracy mode needs \
-             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro, aime, mmstar)",
+             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro, aime, gpqa_diamond, mmstar)",
             given.join(", ")
         )));
     };
@@ -51,7 +51,11 @@ pub(super) fn accuracy(
     let flag = format!("--accuracy-benchmark {}", benchmark.name());
     let grader = match &acc.accuracy_grader {
         Some(g) => Grader::lookup(g).map_err(config_error)?,
-        None => benchmark.default_grader(),
+        None => benchmark.default_grader().ok_or_else(|| {
+            config_error(format!(
+                "{flag}: its grader in AIPerf, lighteval_gpqa (lighteval's letter extraction), is not available in this build; give --accuracy-grader multiple_choice (or mmlu_pro) to grade the reply's letter"
+            ))
+        })?,
     };
     if let Some(n) = acc.accuracy_n_shots
         && n > MAX_SHOTS
@@ -79,22 +83,24 @@ pub(super) fn accuracy(
     let n_shots = acc
         .accuracy_n_shots
         .map_or(benchmark.default_n_shots(), |n| n as usize);
-    if benchmark == Benchmark::Gsm8k {
-        // lighteval's gsm8k task is zero-shot and plain: AIPerf ignores these; say so.
+    let fixed_prompt = matches!(benchmark, Benchmark::Gsm8k | Benchmark::GpqaDiamond);
+    if fixed_prompt {
+        // lighteval's gsm8k and gpqa:diamond tasks are zero-shot with one prompt: AIPerf
+        // ignores these; say so.
         if n_shots > 0 {
             warnings.push(format!(
-                "--accuracy-n-shots {n_shots} is ignored: {flag} is zero-shot (lighteval's gsm8k task has no few-shot examples)"
+                "--accuracy-n-shots {n_shots} is ignored: {flag} is zero-shot (lighteval's task has no few-shot examples)"
             ));
         }
         if enable_cot == Some(true) {
             warnings.push(format!(
-                "--accuracy-enable-cot is ignored: {flag} asks \"Question: ...\\nAnswer:\" as lighteval does; ask for reasoning with --accuracy-system-prompt"
+                "--accuracy-enable-cot is ignored: {flag} has one prompt, as lighteval's; ask for reasoning with --accuracy-system-prompt"
             ));
         }
     }
-    let (n_shots, cot) = match benchmark {
-        Benchmark::Gsm8k => (0, false),
-        _ => (n_shots, enable_cot.unwrap_or(benchmark.default_cot())),
+    let (n_shots, cot) = match fixed_prompt {
+        true => (0, false),
+        false => (n_shots, enable_cot.unwrap_or(benchmark.default_cot())),
     };
     if benchmark == Benchmark::Mmstar && endpoint != EndpointType::Chat {
         return Err(config_error(format!(

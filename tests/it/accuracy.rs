@@ -28,8 +28,34 @@ enum Leaf {
 }
 
 fn write_parquet(path: &Path, schema: &str, leaves: Vec<Leaf>) {
+    write_parquet_schema(path, parse_message_type(schema).unwrap(), leaves);
+}
+
+/// Optional text columns named `names` (which the schema parser cannot spell with spaces).
+fn text_schema(names: &[&str]) -> parquet::schema::types::Type {
+    use parquet::basic::{LogicalType, Repetition, Type as Physical};
+    use parquet::schema::types::Type;
+    let fields = names
+        .iter()
+        .map(|n| {
+            Arc::new(
+                Type::primitive_type_builder(n, Physical::BYTE_ARRAY)
+                    .with_repetition(Repetition::OPTIONAL)
+                    .with_logical_type(Some(LogicalType::String))
+                    .build()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    Type::group_type_builder("schema")
+        .with_fields(fields)
+        .build()
+        .unwrap()
+}
+
+fn write_parquet_schema(path: &Path, schema: parquet::schema::types::Type, leaves: Vec<Leaf>) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let schema = Arc::new(parse_message_type(schema).unwrap());
+    let schema = Arc::new(schema);
     let props = Arc::new(WriterProperties::builder().build());
     let file = std::fs::File::create(path).unwrap();
     let mut writer = SerializedFileWriter::new(file, schema, props).unwrap();
@@ -327,7 +353,7 @@ fn gsm8k_replies_are_graded_and_timed() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("Accuracy Benchmark Results"), "{stdout}");
     assert!(
-        stdout.contains("75.00%") && stdout.contains("Latency (ms)"),
+        stdout.contains("75.00%") && stdout.contains("NVIDIA AIPerf | LLM Metrics"),
         "{stdout}"
     );
 }
@@ -965,4 +991,91 @@ fn completions_get_one_prompt_and_hf_hub_cache_is_the_cache() {
         std::fs::read_to_string(dir.path().join("run/accuracy_results.csv")).unwrap(),
         "task,correct,total,unparsed,accuracy\nOVERALL,3,4,2,0.7500\ngsm8k,3,4,2,0.7500\n"
     );
+}
+
+/// Idavidrein/gpqa keeps CSV files: its Parquet conversion (`refs/convert/parquet`,
+/// `gpqa_diamond/train/0000.parquet`).
+fn cache_gpqa(home: &Path, rows: &[[&str; 5]]) {
+    let dir = home.join("hub").join("datasets--Idavidrein--gpqa");
+    // huggingface_hub keeps the ref `refs/convert/parquet` at `refs/refs/convert/parquet`.
+    let ref_file = dir.join("refs/refs/convert/parquet");
+    std::fs::create_dir_all(ref_file.parent().unwrap()).unwrap();
+    std::fs::write(&ref_file, COMMIT).unwrap();
+    let file = dir
+        .join("snapshots")
+        .join(COMMIT)
+        .join("gpqa_diamond/train/0000.parquet");
+    let schema = text_schema(&[
+        "Question",
+        "Correct Answer",
+        "Incorrect Answer 1",
+        "Incorrect Answer 2",
+        "Incorrect Answer 3",
+    ]);
+    let column = |k: usize| texts(&rows.iter().map(|r| r[k]).collect::<Vec<_>>());
+    write_parquet_schema(&file, schema, (0..5).map(column).collect());
+}
+
+/// The electron's answer lands on D and the gas's on A (AIPerf's seeded shuffle): one
+/// right "Answer: D" (a fallback for multiple_choice: unparsed) and one wrong letter.
+const GPQA_REPLIES: &[(&str, &str)] = &[
+    ("electron", "It is negative.\nAnswer: D"),
+    ("plants absorb", "B"),
+];
+
+#[test]
+fn gpqa_diamond_needs_a_grader_of_this_build_and_shuffles_as_aiperf() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("hf");
+    cache_gpqa(
+        &home,
+        &[
+            ["What is the charge of an electron?", "-e", "+e", "0", "2e"],
+            ["Which gas do plants absorb?", "CO2", "O2", "N2", "He"],
+        ],
+    );
+    let server = answering(GPQA_REPLIES);
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &["--accuracy-benchmark", "gpqa_diamond"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out).contains("its grader in AIPerf, lighteval_gpqa (lighteval's letter extraction), is not available in this build"),
+        "{}",
+        stderr_text(&out)
+    );
+    let out = profile(
+        dir.path(),
+        &home,
+        &server.url,
+        &[
+            "--accuracy-benchmark",
+            "gpqa_diamond",
+            "--accuracy-grader",
+            "multiple_choice",
+            "--request-count",
+            "2",
+        ],
+    );
+    let stderr = stderr_text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("run/accuracy_results.csv")).unwrap(),
+        "task,correct,total,unparsed,accuracy\nOVERALL,1,2,1,0.5000\ngpqa_diamond,1,2,1,0.5000\n"
+    );
+    let sent = bodies(&server);
+    let electron = sent
+        .iter()
+        .find(|b| b.to_string().contains("electron"))
+        .unwrap();
+    assert!(
+        electron["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("electron?\n\nA) +e\nB) 0\nC) 2e\nD) -e")
+    );
+    assert_eq!(electron["max_completion_tokens"], 32768);
 }
