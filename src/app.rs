@@ -1,5 +1,6 @@
 //! The `aiperf` command: parse the command line, run the subcommand, map the result to an
-//! exit code (0 ok, 1 run failed, 2 bad command line or input, 130 interrupted, 143 terminated).
+//! exit code (0 ok, 1 run failed, 2 bad command line or input, 3 the run succeeded but its
+//! upload to MLflow or W&B failed, 130 interrupted, 143 terminated).
 
 use std::process::ExitCode;
 
@@ -18,6 +19,9 @@ const PROCESS_PLUMBING: [(&str, &str); 3] = [
     ),
     ("plugins", "manages AIPerf's plugin packages"),
 ];
+
+/// The run's results are written but `--mlflow-*` / `--wandb-*` could not log them.
+const PUBLISH_FAILED: u8 = 3;
 
 /// Runs `aiperf` with `argv` (the program name first) and gives its exit code.
 pub fn run(argv: Vec<String>) -> ExitCode {
@@ -92,15 +96,24 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             if let Some(c) = &copy {
                 args.input_file = Some(c.path.clone());
             }
-            let result = crate::sweep::run(&argv, lists, &args);
+            let mut ran = crate::sweep::Ran::default();
+            let result = crate::sweep::run(&argv, lists, &args, &mut ran);
             let result = crate::profile::auto_plot::after_run(&args, result);
+            // After the plots, so that they are uploaded too.
+            let published = crate::publish::after_run(&args, &ran, &result);
             // Every other end writes its results, and the ready marker last.
             let no_results = matches!(result, Err(_) | Ok(Outcome::WriteFailed));
-            let (code, line) = profile_exit(result);
+            let (mut code, line) = profile_exit(result);
             if let Some(line) = &line {
                 eprintln!("{line}");
                 if no_results {
                     mark_failed_shard(&args, code, line);
+                }
+            }
+            if let Err(e) = published {
+                eprintln!("error: {e}");
+                if code == 0 {
+                    code = PUBLISH_FAILED;
                 }
             }
             ExitCode::from(code)
@@ -139,7 +152,8 @@ pub fn run(argv: Vec<String>) -> ExitCode {
 
 /// `aiperf plot`: the charts written, warnings on stderr; bad input exits 2.
 fn plot_exit(args: &crate::cli::plot::PlotArgs) -> ExitCode {
-    let result = crate::plot::Options::from_args(args).and_then(|opts| crate::plot::run(&opts));
+    let result = crate::plot::Options::from_args(args)
+        .and_then(|opts| crate::plot::run(&opts, crate::report::write_runs_page));
     match result {
         Ok(w) => {
             for line in &w.warnings {

@@ -2,7 +2,8 @@
 //! NVIDIA AIPerf's `aiperf profile`, with a built-in mock server.
 //!
 //! Layers only look down: `cli` (flags) -> `config` (checks them into each stage's
-//! options) -> `profile` (the pipeline; `sweep` runs it per point and trial) -> the stages (`dataset`, `endpoint`, `load`,
+//! options) -> `profile` (the pipeline; `sweep` runs it per point and trial; `publish` logs
+//! the finished runs to MLflow and W&B) -> the stages (`dataset`, `endpoint`, `load`,
 //! `transport`, `metrics`, `export`) -> the foundations (`clock`, `timer`, `record`,
 //! `stats`, `tokenizer`, `ids`). `.ci/module_cycles.py` fails the build on an import cycle.
 
@@ -16,6 +17,7 @@ mod kube;
 mod merge;
 mod plot;
 mod profile;
+mod publish;
 mod sweep;
 
 mod accuracy;

@@ -476,6 +476,16 @@ pub const FLAGS: &[Flag] = &[
     // This build's: the live Prometheus endpoint.
     cli_only("prometheus_port", Int),
     cli_only("prometheus_host", Text),
+    row("mlflow_tracking_uri", "mlflow.tracking_uri", Text),
+    row("mlflow_experiment", "mlflow.experiment", Text),
+    row("mlflow_run_name", "mlflow.run_name", Text),
+    row("mlflow_tags", "mlflow.tags", List),
+    row("mlflow_parent_run_id", "mlflow.parent_run_id", Text),
+    row("mlflow_artifact_globs", "mlflow.artifact_globs", List),
+    row("wandb_project", "wandb.project", Text),
+    row("wandb_entity", "wandb.entity", Text),
+    row("wandb_run_name", "wandb.run_name", Text),
+    row("wandb_tags", "wandb.tags", List),
     row("ui_type", "runtime.ui", Text),
     row("log_level", "logging.level", Text),
     // AIPerf: `logging.level: DEBUG` / `TRACE`.

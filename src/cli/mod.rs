@@ -23,6 +23,7 @@ pub mod output;
 pub mod plot;
 pub mod prompt;
 pub mod public_dataset;
+pub mod publish;
 pub mod rankings;
 pub mod service;
 pub mod shard;
@@ -238,7 +239,7 @@ impl ValueEnum for EndpointType {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum UiType {
-    /// Live dashboard (not built yet: shows the progress bar).
+    /// A full-screen live dashboard (the default in a terminal).
     Dashboard,
     /// A progress bar.
     Simple,
@@ -622,6 +623,10 @@ pub struct ProfileArgs {
     /// `--accuracy-*`: grading the replies to a benchmark's questions.
     #[command(flatten)]
     pub accuracy: accuracy::AccuracyArgs,
+
+    /// `--mlflow-*` and `--wandb-*`: where the finished run is logged.
+    #[command(flatten)]
+    pub publish: publish::PublishArgs,
 
     /// After the run (after the whole sweep), draw `aiperf plot`'s charts into
     /// `<artifact dir>/plots`. A plotting failure only warns (see --plot-required).

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 pub use self::control_hooks::{ControlHooks, Posts};
 pub use self::gpu_telemetry::GpuTelemetryOptions;
 use self::limits::Zero;
+pub use self::publish::{DEFAULT_ARTIFACT_GLOBS, MlflowOptions, PublishOptions, WandbOptions};
 use crate::cli::ProfileArgs;
 use crate::dataset::InputOptions;
 use crate::dataset::{MAX_INPUT_TOKENS, MAX_OUTPUT_TOKENS, SyntheticOptions};
@@ -34,6 +35,7 @@ mod non_chat;
 mod output;
 mod prompt;
 mod public_dataset;
+mod publish;
 mod redact;
 mod shard;
 
@@ -260,8 +262,19 @@ impl ProfileConfig {
         let Credentials {
             api_key,
             headers,
-            secrets,
+            mut secrets,
         } = credentials(a, userinfo.as_ref(), &mut warnings)?;
+        // `--mlflow-*` / `--wandb-*` are used after the run (`publish`), checked here so a bad
+        // flag stops the run before it starts. The tracking server's password is hidden
+        // wherever the command line is shown.
+        let publish = PublishOptions::from_args(&a.publish)?;
+        if let Some(ui) = publish.mlflow.as_ref().and_then(|m| m.userinfo.as_ref()) {
+            secrets.extend(
+                ui.split_once(':')
+                    .map(|(_, p)| p.to_string())
+                    .filter(|p| !p.is_empty()),
+            );
+        }
         let extra_inputs = parse_extra_inputs(&a.extra_inputs)?;
         let rankings = non_chat::check(a, endpoint_type, &extra_inputs)?;
         let goodput_slos = goodput_slos(a)?;

@@ -2,34 +2,10 @@
 //! the few gauges a user watches live, under the names vLLM, SGLang and llama.cpp give them.
 
 use crate::scrape::dcgm::{self, GPU_METRICS};
+use crate::scrape::engines::{KV_CACHE, RUNNING, TTFT, WAITING};
 use crate::scrape::{Family, Value};
 
 use super::view::{GpuView, ServerView};
-
-/// Requests the engine is running now.
-const RUNNING: &[&str] = &[
-    "vllm:num_requests_running",
-    "sglang:num_running_reqs",
-    "llamacpp:requests_processing",
-];
-/// Requests queued.
-const WAITING: &[&str] = &[
-    "vllm:num_requests_waiting",
-    "sglang:num_queue_reqs",
-    "llamacpp:requests_deferred",
-];
-/// KV-cache use as a fraction (vLLM's name changed in 0.10; both are read).
-const KV_CACHE: &[&str] = &[
-    "vllm:kv_cache_usage_perc",
-    "vllm:gpu_cache_usage_perc",
-    "sglang:token_usage",
-    "llamacpp:kv_cache_usage_ratio",
-];
-/// The server's TTFT histogram, in seconds.
-const TTFT: &[&str] = &[
-    "vllm:time_to_first_token_seconds",
-    "sglang:time_to_first_token_seconds",
-];
 
 fn family<'a>(families: &'a [Family], names: &[&str]) -> Option<&'a Family> {
     names

@@ -9,6 +9,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Gauge, Paragraph, Row, Sparkline, Table};
 
+use crate::export::console::format_count as count;
 use crate::metrics::live::{LiveMetric, LivePhase, LiveSnapshot, Quantiles, WINDOW_SECS};
 
 /// The panels; keys 2-6 maximise one (as AIPerf's, with the client panel where AIPerf has
@@ -201,19 +202,6 @@ fn clock(secs: f64) -> String {
     } else {
         format!("{:02}:{:02}", t / 60, t % 60)
     }
-}
-
-/// A count with thousands separators.
-fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn ms(ns: f64) -> String {
@@ -691,9 +679,7 @@ mod tests {
     }
 
     #[test]
-    fn counts_have_thousands_separators_and_clocks_hours() {
-        assert_eq!(count(0), "0");
-        assert_eq!(count(1_234_567), "1,234,567");
+    fn clocks_show_hours_past_an_hour() {
         assert_eq!(clock(59.9), "00:59");
         assert_eq!(clock(3725.0), "1:02:05");
     }

@@ -122,7 +122,7 @@ fn group_thousands(digits: &str) -> String {
 }
 
 /// Python's `f"{n:,}"` for a count.
-fn format_count(n: u64) -> String {
+pub fn format_count(n: u64) -> String {
     group_thousands(&n.to_string())
 }
 

@@ -202,9 +202,13 @@ pub const LOG_FILE: &str = "aiperf_plot.log";
 /// A plot config kept with the artifacts, read when `--config` is not given.
 pub const LOCAL_CONFIG_FILE: &str = ".aiperf-plot-config.yaml";
 
+/// Writes the page comparing several runs (report.html) from their charts; given by the
+/// caller, since the page is the report's (which draws with this module).
+pub type RunsPage = fn(&Path, &[RunArtifacts], Vec<Chart>) -> Result<PathBuf, String>;
+
 /// Finds the runs, draws the chosen charts into the output directory, and writes
-/// `summary.txt` and `aiperf_plot.log` there.
-pub fn run(opts: &Options) -> Result<Written, PlotError> {
+/// `summary.txt` and `aiperf_plot.log` there; with several runs, `runs_page` too.
+pub fn run(opts: &Options, runs_page: RunsPage) -> Result<Written, PlotError> {
     // As AIPerf: --config, else a `.aiperf-plot-config.yaml` in the first artifact directory.
     let config_path = opts.config.clone().or_else(|| {
         let beside = opts.paths.first()?.join(LOCAL_CONFIG_FILE);
@@ -251,11 +255,9 @@ pub fn run(opts: &Options) -> Result<Written, PlotError> {
     let page = if runs.len() > 1 {
         let mut page_charts = compared::distributions(&runs);
         page_charts.extend(charts);
-        let path = crate::report::write_runs_page(&output, &runs, page_charts).map_err(|e| {
-            PlotError::Render {
-                name: crate::export::REPORT_HTML_FILE.into(),
-                what: e.to_string(),
-            }
+        let path = runs_page(&output, &runs, page_charts).map_err(|what| PlotError::Render {
+            name: crate::export::REPORT_HTML_FILE.into(),
+            what,
         })?;
         Some(path)
     } else {

@@ -3,6 +3,7 @@
 
 use super::artifacts::{MetricKey, RecordRow, RunArtifacts, ServerSample};
 use super::chart::{Axis, Chart, Mark, Series, SeriesKind};
+use crate::scrape::engines::{KV_CACHE, RUNNING, WAITING};
 
 /// What the per-request charts show of a run's records, worked out from them: from every
 /// record in memory (`PerRecord::of`), or read as a stream with each series already thinned
@@ -584,23 +585,6 @@ fn family<'a>(run: &'a RunArtifacts, names: &[&str]) -> Option<&'a [ServerSample
         .iter()
         .find_map(|n| run.server.get(*n).map(Vec::as_slice))
 }
-
-const RUNNING: &[&str] = &[
-    "vllm:num_requests_running",
-    "sglang:num_running_reqs",
-    "llamacpp:requests_processing",
-];
-const WAITING: &[&str] = &[
-    "vllm:num_requests_waiting",
-    "sglang:num_queue_reqs",
-    "llamacpp:requests_deferred",
-];
-const KV_CACHE: &[&str] = &[
-    "vllm:kv_cache_usage_perc",
-    "vllm:gpu_cache_usage_perc",
-    "sglang:token_usage",
-    "llamacpp:kv_cache_usage_ratio",
-];
 
 /// The server's requests running and waiting, with `client_ttft` (the client's TTFT by
 /// send time; there are records).

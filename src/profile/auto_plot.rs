@@ -43,7 +43,8 @@ fn plot(args: &ProfileArgs) -> Result<(), String> {
         theme: crate::plot::Theme::default(),
         config: None,
     };
-    let w = crate::plot::run(&opts).map_err(|e| format!("plotting failed: {e}"))?;
+    let w = crate::plot::run(&opts, crate::report::write_runs_page)
+        .map_err(|e| format!("plotting failed: {e}"))?;
     for line in &w.warnings {
         warn!("plot: {line}");
     }

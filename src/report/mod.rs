@@ -17,7 +17,14 @@ use crate::plot;
 use crate::plot::artifacts::RecordRow;
 use crate::plot::streamed::Rows;
 use page::Page;
-pub use runs_page::write as write_runs_page;
+/// The page comparing several runs, for `plot::run`.
+pub fn write_runs_page(
+    dir: &Path,
+    runs: &[plot::artifacts::RunArtifacts],
+    charts: Vec<plot::Chart>,
+) -> Result<PathBuf, String> {
+    runs_page::write(dir, runs, charts).map_err(|e| e.to_string())
+}
 
 /// Why a report could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -10,6 +10,7 @@
 //! delays that endpoint's next scrape rather than queueing them.
 
 pub mod dcgm;
+pub mod engines;
 pub mod parse;
 
 pub use parse::{Family, Kind, Value};

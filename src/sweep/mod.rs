@@ -29,18 +29,40 @@ use crate::export::sweep_files::{RUN_CONFIG_FILE, write_json_file};
 use crate::metrics::confidence;
 use crate::profile::{self, Outcome, ProfileError, Reuse};
 
+/// The run directories a `profile` command wrote, in the order they ran, for what is done
+/// after the runs (`publish`).
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// The artifact directory given (a sweep's base, or the one run's directory).
+    pub base: PathBuf,
+    pub dirs: Vec<PathBuf>,
+    /// A sweep or repeated run.
+    pub multi: bool,
+}
+
 /// Runs `aiperf profile`: a single run as before, or a sweep / repeated run / search.
 /// `argv` is the command line as typed; `lists` what [`find_lists`] found in it; `args` the
 /// flags parsed from the command line with each list's first value.
-pub fn run(argv: &[String], lists: Lists, args: &ProfileArgs) -> Result<Outcome, ProfileError> {
+/// `ran` gets the directory of each run that started, for what is done after the runs.
+pub fn run(
+    argv: &[String],
+    lists: Lists,
+    args: &ProfileArgs,
+    ran: &mut Ran,
+) -> Result<Outcome, ProfileError> {
     let opts = MultiRunOptions::from_args(args, lists.is_sweep())?;
     if !lists.is_sweep() && !opts.is_multi_run() {
+        let dir = profile::run_files(args)?.artifact_dir;
+        ran.base = dir.clone();
+        ran.dirs.push(dir);
         return profile::run(args, argv);
     }
     let mut sweep = Sweep::new(&lists, args, opts)?;
     sweep.command = crate::config::ProfileConfig::from_args(args, false)
         .map(|cfg| crate::config::redacted_command_line(argv, &cfg.secrets))?;
-    sweep.run_all()?;
+    ran.base = sweep.base.clone();
+    ran.multi = true;
+    sweep.run_all(ran)?;
     sweep.finish()
 }
 
@@ -185,7 +207,7 @@ impl Sweep {
         })
     }
 
-    fn run_all(&mut self) -> Result<(), ProfileError> {
+    fn run_all(&mut self, ran: &mut Ran) -> Result<(), ProfileError> {
         let total = self.points.len() as u32 * self.opts.runs;
         if self.search.is_none() {
             info!(
@@ -201,7 +223,7 @@ impl Sweep {
                 if self.points[p].converged {
                     continue;
                 }
-                self.run_one(p, t)?;
+                self.run_one(p, t, ran)?;
                 self.check_convergence(p);
                 if self.point_done(p) {
                     self.print_live_table();
@@ -234,7 +256,7 @@ impl Sweep {
                 if self.stopped.is_some() || self.points[index].converged {
                     break;
                 }
-                self.run_one(index, t)?;
+                self.run_one(index, t, ran)?;
                 self.check_convergence(index);
             }
             if self.stopped.is_some() {
@@ -252,7 +274,7 @@ impl Sweep {
     }
 
     /// Runs trial `trial0` of point `p`, after the pause the plan asks for.
-    fn run_one(&mut self, p: usize, trial0: u32) -> Result<(), ProfileError> {
+    fn run_one(&mut self, p: usize, trial0: u32, ran: &mut Ran) -> Result<(), ProfileError> {
         if let Some(prev) = self.last {
             let pause = plan::pause(&self.opts, prev, (p, trial0));
             if !pause.is_zero() {
@@ -300,6 +322,7 @@ impl Sweep {
             },
             dir.display()
         );
+        ran.dirs.push(dir.clone());
         let t0 = Instant::now();
         let outcome = profile::run_reusing(&args, &point.variation.argv, &mut self.reuse);
         self.in_runs += t0.elapsed();

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::common::raw_server::{After, RawServer, Reply};
 use crate::common::{BIN, MockChild};
 
 /// A tmux server of the test's own (its socket name), killed when dropped.
@@ -65,6 +66,23 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The pid of the `aiperf` the pane's shell runs.
+    fn aiperf_pid(&self) -> String {
+        let out = self
+            .cmd()
+            .args(["list-panes", "-F", "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let shell = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let out = Command::new("pgrep")
+            .args(["-P", &shell, "aiperf"])
+            .output()
+            .expect("pgrep");
+        let pid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(!pid.is_empty(), "no aiperf under the pane's shell {shell}");
+        pid
+    }
+
     fn keys(&self, keys: &str) {
         assert!(
             self.cmd()
@@ -102,6 +120,26 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd().arg("kill-server").status();
     }
+}
+
+/// A DCGM exporter with one GPU: 250 W, 93% busy, 10,240 MiB used, 61 °C.
+fn dcgm_exporter() -> RawServer {
+    RawServer::start(|_| {
+        let labels = "gpu=\"0\",UUID=\"GPU-1\",modelName=\"NVIDIA H100\",Hostname=\"n1\"";
+        let body = [
+            ("DCGM_FI_DEV_POWER_USAGE", 250.0),
+            ("DCGM_FI_DEV_GPU_UTIL", 93.0),
+            ("DCGM_FI_DEV_FB_USED", 10240.0),
+            ("DCGM_FI_DEV_GPU_TEMP", 61.0),
+        ]
+        .map(|(name, v)| format!("# TYPE {name} gauge\n{name}{{{labels}}} {v}\n"))
+        .concat();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        Reply::new(vec![head.into_bytes(), body.into_bytes()], After::KeepOpen)
+    })
 }
 
 /// The profile command line, run in `dir`, that writes its exit code to `dir/exit`.
@@ -147,11 +185,15 @@ fn a_run_in_a_terminal_shows_the_dashboard_then_its_tables() {
     // 40 tokens at 5 ms each after a 20 ms TTFT: ~0.22 s a request, 2 at a time, 120
     // requests: a run of ~13 s, and 3% of requests fail.
     let mock = MockChild::spawn(&["--ttft", "20", "--itl", "5", "--error-rate", "3"]);
+    let gpu = dcgm_exporter();
     let dir = tempfile::tempdir().unwrap();
     let command = shell_command(
         dir.path(),
         &mock.url,
-        "--request-count 120 --concurrency 2 --warmup-request-count 4",
+        &format!(
+            "--request-count 120 --concurrency 2 --warmup-request-count 4 --gpu-telemetry {}/metrics",
+            gpu.url
+        ),
     );
     let Some(tmux) = Tmux::start("run", &command) else {
         return;
@@ -182,6 +224,19 @@ fn a_run_in_a_terminal_shows_the_dashboard_then_its_tables() {
         "{screen}"
     );
     assert!(screen.contains("client CPU"), "{screen}");
+    // The DCGM exporter's GPU, as scraped.
+    let gpu_line = screen
+        .lines()
+        .find(|l| l.contains("GPU0 NVIDIA H100"))
+        .unwrap_or_else(|| panic!("no GPU line in\n{screen}"));
+    for figure in [
+        "power 250 W",
+        "utilization 93%",
+        "memory used 10.7 GB",
+        "61 °C",
+    ] {
+        assert!(gpu_line.contains(figure), "{figure} in {gpu_line}");
+    }
     assert!(
         screen.contains("Profiling: 120 requests"),
         "the log panel: {screen}"
@@ -194,6 +249,21 @@ fn a_run_in_a_terminal_shows_the_dashboard_then_its_tables() {
     });
     tmux.keys("Escape");
     tmux.wait_for("the overview again", |s| s.contains("Profile Progress"));
+
+    // A smaller window: the panels are laid out again within it.
+    assert!(
+        tmux.cmd()
+            .args(["resize-window", "-x", "100", "-y", "30"])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let small = tmux.wait_for("the panels in 100 columns", |s| {
+        s.lines()
+            .any(|l| l.starts_with('└') && l.chars().count() == 100)
+    });
+    assert!(small.contains("Profile Progress"), "{small}");
+    assert!(small.lines().all(|l| l.chars().count() <= 100), "{small}");
 
     // Failed requests show by type once some came (3% of 120).
     let failed = tmux.wait_for("an error count", |s| s.contains("Internal Server Error:"));
@@ -232,18 +302,41 @@ fn stop_with(key: &str) {
         s.lines()
             .any(|l| l.contains("Completed ") && !l.contains("Completed 0 "))
     });
-    tmux.keys(key);
-    assert_eq!(exit_code(dir.path()), 130);
+    let (code, line) = match key {
+        // `timeout`, docker and Kubernetes stop a run with SIGTERM.
+        "SIGTERM" => {
+            let aiperf = tmux.aiperf_pid();
+            assert!(
+                Command::new("kill")
+                    .args(["-TERM", &aiperf])
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+            (143, "Terminated: the results written are partial")
+        }
+        _ => {
+            tmux.keys(key);
+            (130, "Interrupted: the results written are partial")
+        }
+    };
+    assert_eq!(exit_code(dir.path()), code);
     let after = tmux.wait_for_in("the results table", Tmux::scrollback, |s| {
         s.contains("NVIDIA AIPerf | LLM Metrics")
     });
+    assert!(after.contains(line), "{after}");
     assert!(
-        after.contains("Interrupted: the results written are partial"),
-        "{after}"
+        !after.contains("Real-Time Metrics"),
+        "the terminal is restored: {after}"
     );
     let summary = crate::common::read_json(&dir.path().join("out/profile_export_aiperf.json"));
     let done = summary["request_count"]["avg"].as_f64().unwrap();
     assert!((1.0..100_000.0).contains(&done), "{done}");
+}
+
+#[test]
+fn sigterm_ends_the_run_and_gives_the_terminal_back() {
+    stop_with("SIGTERM");
 }
 
 #[test]
