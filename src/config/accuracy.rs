@@ -5,6 +5,7 @@ use super::{ConfigError, config_error};
 use crate::accuracy::{AccuracyOptions, Benchmark, Grader};
 use crate::cli::ProfileArgs;
 use crate::cli::dataset::DatasetSamplingStrategy;
+use crate::dataset::{SyntheticOptions, TurnOptions};
 use crate::endpoint::EndpointType;
 
 /// AIPerf's limit on `--accuracy-n-shots`.
@@ -12,6 +13,7 @@ const MAX_SHOTS: u32 = 32;
 
 pub(super) fn accuracy(
     a: &ProfileArgs,
+    synthetic: &SyntheticOptions,
     endpoint: EndpointType,
     fixed_schedule: bool,
     warnings: &mut Vec<String>,
@@ -123,6 +125,19 @@ pub(super) fn accuracy(
                 "{flag} and {other} both give the requests; use one of them"
             )));
         }
+    }
+    let media = synthetic.images_enabled()
+        || synthetic.media.audio.is_some()
+        || synthetic.media.video.is_some();
+    if media {
+        return Err(config_error(format!(
+            "--image-*/--audio-*/--video-*: synthetic media cannot be sent with {flag}; its questions are sent as the benchmark has them"
+        )));
+    }
+    if synthetic.turns != TurnOptions::default() {
+        return Err(config_error(format!(
+            "--conversation-turn-*: these shape synthetic conversations; {flag} sends one turn per question"
+        )));
     }
     if fixed_schedule {
         return Err(config_error(format!(

@@ -329,7 +329,13 @@ impl ProfileConfig {
             &mut warnings,
         )?;
 
-        let accuracy = accuracy::accuracy(a, endpoint_type, load.fixed_schedule, &mut warnings)?;
+        let accuracy = accuracy::accuracy(
+            a,
+            &synthetic,
+            endpoint_type,
+            load.fixed_schedule,
+            &mut warnings,
+        )?;
         let artifact_dir = artifact_dir(a, &model, servers.models.len(), &load, concurrency);
 
         // As AIPerf: the dashboard in a terminal unless -v/-vv ask for log lines.

@@ -484,6 +484,12 @@ fn mmlu_few_shot_replies_are_graded_per_subject() {
     );
     assert_eq!(first["stop"], json!(["\n"]));
     assert_eq!(first["max_completion_tokens"], 5);
+    let summary = common::read_json(&run.join("profile_export_aiperf.json"));
+    // The typed accuracy flags are echoed in the run's config, at AIPerf's paths.
+    assert_eq!(
+        summary["input_config"]["accuracy"],
+        json!({"benchmark": "mmlu", "system_prompt": "Answer with one letter.", "tasks": ["anatomy", "astronomy"], "verbose": true})
+    );
     let lines = read_jsonl(&run.join("accuracy_export.jsonl"));
     let hmm = lines
         .iter()
@@ -554,6 +560,17 @@ fn accuracy_flags_are_checked() {
                 "embeddings",
             ],
             "chat or completions, not embeddings",
+        ),
+        (
+            &[
+                "--accuracy-benchmark",
+                "gsm8k",
+                "--image-width-mean",
+                "64",
+                "--image-height-mean",
+                "64",
+            ],
+            "synthetic media cannot be sent with --accuracy-benchmark gsm8k",
         ),
     ] {
         let mut all = vec!["-m", "m", "--url", "http://127.0.0.1:9"];
