@@ -20,6 +20,7 @@ mod profile;
 mod publish;
 mod sweep;
 
+mod accuracy;
 mod clock;
 mod config;
 mod dashboard;

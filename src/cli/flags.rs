@@ -226,6 +226,15 @@ pub const FLAGS: &[Flag] = &[
         "datasets.main.prompts.cache_bust.target",
         Text,
     ),
+    // Accuracy
+    row("accuracy_benchmark", "accuracy.benchmark", Text),
+    row("accuracy_tasks", "accuracy.tasks", List),
+    row("accuracy_n_shots", "accuracy.n_shots", Int),
+    row("accuracy_enable_cot", "accuracy.enable_cot", Switch),
+    cli_only("accuracy_no_enable_cot", Switch),
+    row("accuracy_grader", "accuracy.grader", Text),
+    row("accuracy_system_prompt", "accuracy.system_prompt", Text),
+    row("accuracy_verbose", "accuracy.verbose", Switch),
     row(
         "shared_system_prompt_length",
         "datasets.main.prefix_prompts.shared_system_length",

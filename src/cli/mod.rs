@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 pub use crate::endpoint::EndpointType;
 
+pub mod accuracy;
 pub mod cache_bust;
 pub mod collectors;
 pub mod compare;
@@ -622,6 +623,10 @@ pub struct ProfileArgs {
     /// `--cache-bust`: per-conversation prefix-cache markers.
     #[command(flatten)]
     pub cache_bust: cache_bust::CacheBustArgs,
+
+    /// `--accuracy-*`: grading the replies to a benchmark's questions.
+    #[command(flatten)]
+    pub accuracy: accuracy::AccuracyArgs,
 
     /// `--mlflow-*` and `--wandb-*`: where the finished run is logged.
     #[command(flatten)]

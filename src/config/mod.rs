@@ -18,6 +18,7 @@ use crate::endpoint::{EndpointType, ModelSelection};
 use crate::transport::ConnectionReuse;
 use crate::ui::{LogDetail, UiType};
 
+mod accuracy;
 mod cache_bust;
 mod collectors;
 mod control_hooks;
@@ -107,6 +108,8 @@ pub struct ProfileConfig {
     pub typed_settings: Vec<(&'static crate::cli::flags::Flag, Vec<String>)>,
     /// Image source, input file and their options.
     pub inputs: InputOptions,
+    /// `--accuracy-benchmark`: the benchmark whose questions are sent and graded.
+    pub accuracy: Option<crate::accuracy::AccuracyOptions>,
 
     /// How to handle failures, interruption and an unready server.
     pub failures: FailureOptions,
@@ -332,6 +335,13 @@ impl ProfileConfig {
             &mut warnings,
         )?;
 
+        let accuracy = accuracy::accuracy(
+            a,
+            &synthetic,
+            endpoint_type,
+            load.fixed_schedule,
+            &mut warnings,
+        )?;
         let artifact_dir = artifact_dir(a, &model, servers.models.len(), &load, concurrency);
 
         // As AIPerf: the dashboard in a terminal unless -v/-vv ask for log lines.
@@ -420,6 +430,7 @@ impl ProfileConfig {
                 cache_bust: cache_bust::cache_bust(a, endpoint_type)?,
                 ..input_options(a)?
             },
+            accuracy,
 
             failures,
             load,

@@ -43,7 +43,11 @@ fn prepare_one(
     let num_images = entry.images.len() as u32;
     let max_output_tokens = entry.max_output_tokens;
     let audio_seconds = first_audio_seconds(&entry);
-    if let Some(OwnRequest::Payload(payload)) = entry.own.take() {
+    // `take_if`: a row's own messages stay on the entry for the chat body below.
+    if let Some(OwnRequest::Payload(payload)) = entry
+        .own
+        .take_if(|own| matches!(own, OwnRequest::Payload(_)))
+    {
         return Ok(PreparedRequest {
             body: payload_body(payload, entry.extra),
             input_tokens,

@@ -44,6 +44,14 @@ pub(super) struct Collection {
     chart_rows: Option<Arc<Mutex<ChartColumns>>>,
 }
 
+/// What else reads each finished record on the collector thread.
+pub(super) struct RecordReaders<'a> {
+    /// The live OpenTelemetry export (`--otel-url`).
+    pub tap: Option<Box<dyn RecordTap>>,
+    /// Accuracy mode's grader, beside the per-record files.
+    pub grading: Option<&'a crate::accuracy::export::Grading>,
+}
+
 impl Collection {
     /// Starts the thread, writing `profile_export.jsonl`. It ends when every sender of
     /// `records` is dropped.
@@ -54,8 +62,9 @@ impl Collection {
         tokenizer: Arc<Tokenizer>,
         control: &Arc<RunControl>,
         warmup_requests: u64,
-        tap: Option<Box<dyn RecordTap>>,
+        readers: RecordReaders,
     ) -> anyhow::Result<Collection> {
+        let RecordReaders { tap, grading } = readers;
         let clock = control.ctx.clock;
         let layout = export::LineLayout {
             has_warmup: cfg.warmup_request_count > 0
@@ -77,6 +86,12 @@ impl Collection {
                 })
             });
             chart_rows = Some(rows);
+        }
+        if let Some(g) = grading {
+            files = Some(
+                g.sink(&cfg.artifact_dir, files)
+                    .context("cannot create accuracy_export.jsonl")?,
+            );
         }
         let options = CollectorOptions {
             streaming: cfg.streaming,

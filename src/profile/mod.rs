@@ -163,6 +163,10 @@ pub fn run_reusing(
         .context("cannot start the async runtime")?;
     let _guard = runtime.enter();
     let mock_server = start_mock_server(&mut cfg)?;
+    let grading = prepared
+        .questions
+        .zip(cfg.accuracy.as_ref())
+        .map(|(q, opts)| crate::accuracy::export::Grading::new(q, opts));
     let ctx = load_context(&cfg, prepared.plan)?;
     let control = RunControl::start(
         ctx.clone(),
@@ -203,7 +207,10 @@ pub fn run_reusing(
         tokenizer.clone(),
         &control,
         prepared.warmup_requests,
-        tap.map(|t| Box::new(t) as Box<dyn crate::metrics::RecordTap>),
+        collect::RecordReaders {
+            tap: tap.map(|t| Box::new(t) as Box<dyn crate::metrics::RecordTap>),
+            grading: grading.as_ref(),
+        },
     )?;
     // Serves until the run's results are written (dropped at the end of this function).
     let _prometheus = match (&collection.live, prometheus_listener) {
@@ -284,6 +291,7 @@ pub fn run_reusing(
         clock: ctx.clock,
         start,
         chart_rows,
+        accuracy: grading,
     };
     let outcome = report::finish(finished, collector)?;
     if let Some(mock) = mock_server {

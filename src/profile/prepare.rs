@@ -22,6 +22,8 @@ pub(super) struct Prepared {
     pub schedule: Option<Arc<[u64]>>,
     /// Requests of the warmup phase (its turns, when counted in conversations).
     pub warmup_requests: u64,
+    /// `--accuracy-benchmark`: the questions sent, to grade the replies against.
+    pub questions: Option<Arc<crate::accuracy::Questions>>,
 }
 
 /// Builds what the run sends. Counts that depend on the drawn plan (conversations counted
@@ -82,7 +84,13 @@ pub(super) fn prepare(
             &cfg.rankings
         )
     });
+    let mut questions = None;
     let (conversations, sampling) = match (&key, &reuse.dataset) {
+        _ if cfg.accuracy.is_some() => {
+            let (built, q) = accuracy_conversations(cfg, &tokenizer, &body_opts)?;
+            questions = Some(q);
+            built
+        }
         (Some(k), Some((built, conversations, sampling))) if k == built => {
             info!("Reusing the dataset of an earlier run (same options and seed)");
             (conversations.clone(), *sampling)
@@ -159,7 +167,52 @@ pub(super) fn prepare(
         plan,
         schedule,
         warmup_requests,
+        questions,
     })
+}
+
+/// Request bodies and the order they are drawn in.
+type Built = (Vec<PreparedConversation>, DatasetSampling);
+
+/// `--accuracy-benchmark`: the benchmark's questions as the dataset, in order.
+fn accuracy_conversations(
+    cfg: &ProfileConfig,
+    tokenizer: &Arc<Tokenizer>,
+    body_opts: &BodyOptions,
+) -> Result<(Built, Arc<crate::accuracy::Questions>), ProfileError> {
+    let opts = cfg.accuracy.as_ref().expect("accuracy mode");
+    let env = tokenizer::HubEnv::from_process_env();
+    let problems = crate::accuracy::load(opts, &env).map_err(ConfigError)?;
+    let n = problems.len() as u64;
+    info!(
+        "Accuracy benchmark {}: {n} questions ({} tasks, {} shots, chain of thought {}), graded by {}",
+        opts.benchmark.name(),
+        opts.tasks.len(),
+        opts.n_shots,
+        if opts.cot { "on" } else { "off" },
+        opts.grader.name()
+    );
+    if cfg.load.duration.is_none() && cfg.request_count != n {
+        warn!(
+            "Accuracy: {} profiling requests for {n} questions: {}; --request-count {n} asks each once",
+            cfg.request_count,
+            if cfg.request_count < n {
+                "only the first ones are graded"
+            } else {
+                "questions are asked again from the first"
+            }
+        );
+    }
+    let chat = cfg.endpoint_type == endpoint::EndpointType::Chat;
+    let dataset = crate::accuracy::dataset(&problems, opts, chat, tokenizer);
+    let sampling = dataset.sampling;
+    let models = ModelPicker::new(cfg.models.clone(), cfg.model_selection, cfg.random_seed);
+    let conversations =
+        endpoint::prepare_dataset_with_models(cfg.endpoint_type, dataset, body_opts, models)?;
+    Ok((
+        (conversations, sampling),
+        Arc::new(crate::accuracy::Questions::new(problems)),
+    ))
 }
 
 /// Builds the dataset (prompts, images) and turns it into request bodies.

@@ -40,6 +40,8 @@ pub(super) struct Finished<'a> {
     pub start: Option<super::shard::Start>,
     /// What the HTML report charts of the profiling records, when it will be written.
     pub chart_rows: Option<super::collect::ChartColumns>,
+    /// `--accuracy-benchmark`: the grades, for the CSV and the console table.
+    pub accuracy: Option<crate::accuracy::export::Grading>,
 }
 
 /// Computes the statistics, writes `inputs.json` and the summary exports, prints the
@@ -60,6 +62,7 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         clock,
         start,
         chart_rows,
+        accuracy,
     } = run;
     let sent = ran.sent;
     match stop_reason {
@@ -120,6 +123,12 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         if let Some(t) = &gpu_telemetry {
             let output_tokens = summary.get("total_output_tokens").map(|r| r.display_avg());
             console_text.push_str(&export::render_gpu_telemetry(t, output_tokens));
+        }
+        if let Some(grading) = &accuracy {
+            let table = grading
+                .finish(&cfg.artifact_dir)
+                .context("cannot write accuracy_results.csv")?;
+            console_text.push_str(&table);
         }
         if let Some(line) = &resent_line {
             console_text.push_str(&format!("\n{line}\n"));
@@ -584,6 +593,14 @@ mod tests {
             "trace_session_sample_ratio",
             "allow_dataset_wrap",
             "system_prompt_file",
+            // A benchmark name first (tested in tests/it/accuracy.rs).
+            "accuracy_benchmark",
+            "accuracy_tasks",
+            "accuracy_n_shots",
+            "accuracy_enable_cot",
+            "accuracy_grader",
+            "accuracy_system_prompt",
+            "accuracy_verbose",
             "user_context_prompt_length",
             "seq_dist",
             "image_source",

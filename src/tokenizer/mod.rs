@@ -254,6 +254,8 @@ pub struct ResolvedTokenizer {
 pub struct HubEnv {
     /// `HF_HOME` (default `~/.cache/huggingface`); the cache is `<home>/hub`.
     pub home: PathBuf,
+    /// `HF_HUB_CACHE`: the cache itself, in place of `<home>/hub`.
+    pub hub_cache: Option<PathBuf>,
     /// `HF_TOKEN`, sent with downloads.
     pub token: Option<String>,
     /// `HF_HUB_OFFLINE` is set to a true value: never touch the network.
@@ -274,12 +276,23 @@ impl HubEnv {
         };
         let token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
         let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| is_truthy(&v));
+        let hub_cache = std::env::var_os("HF_HUB_CACHE")
+            .filter(|c| !c.is_empty())
+            .map(PathBuf::from);
         HubEnv {
             home,
+            hub_cache,
             token,
             offline,
             download_timeout: DOWNLOAD_TIMEOUT,
         }
+    }
+
+    /// The hub cache: `HF_HUB_CACHE`, else `<HF_HOME>/hub`.
+    pub fn hub_dir(&self) -> PathBuf {
+        self.hub_cache
+            .clone()
+            .unwrap_or_else(|| self.home.join("hub"))
     }
 
     /// `tokenizer.json` of `repo_id` at `revision` if the hub cache already holds it.
@@ -287,8 +300,7 @@ impl HubEnv {
     /// a revision that is itself a commit hash has no ref file.
     pub fn cached_tokenizer(&self, repo_id: &str, revision: &str) -> Option<PathBuf> {
         let repo_dir = self
-            .home
-            .join("hub")
+            .hub_dir()
             .join(format!("models--{}", repo_id.replace('/', "--")));
         let commit = match std::fs::read_to_string(repo_dir.join("refs").join(revision)) {
             Ok(commit) => commit.trim().to_string(),
@@ -520,6 +532,7 @@ mod tests {
     fn hub_env(home: &Path, offline: bool) -> HubEnv {
         HubEnv {
             home: home.to_path_buf(),
+            hub_cache: None,
             token: None,
             offline,
             download_timeout: Duration::from_secs(5),

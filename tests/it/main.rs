@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod accuracy;
 mod aggregate_files;
 mod aiperf_command_lines;
 mod aiperf_flags;

@@ -72,10 +72,9 @@ impl<'a> Files<'a> {
     }
 }
 
-/// `<HF_HOME>/hub/datasets--<org>--<name>`.
+/// `<HF_HOME>/hub/datasets--<org>--<name>` (`HF_HUB_CACHE` in place of `<HF_HOME>/hub`).
 pub fn repo_dir(env: &HubEnv, repo: &str) -> PathBuf {
-    env.home
-        .join("hub")
+    env.hub_dir()
         .join(format!("datasets--{}", repo.replace('/', "--")))
 }
 
@@ -135,9 +134,8 @@ fn cached_files(
 
 #[cfg(feature = "hf-download")]
 fn api(env: &HubEnv) -> Result<hf_hub::api::sync::Api, String> {
-    let mut builder =
-        hf_hub::api::sync::ApiBuilder::from_cache(hf_hub::Cache::new(env.home.join("hub")))
-            .with_progress(false);
+    let mut builder = hf_hub::api::sync::ApiBuilder::from_cache(hf_hub::Cache::new(env.hub_dir()))
+        .with_progress(false);
     if let Ok(endpoint) = std::env::var("HF_ENDPOINT")
         && !endpoint.trim().is_empty()
     {

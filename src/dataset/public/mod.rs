@@ -656,7 +656,7 @@ fn video_of(cell: Option<&Cell>) -> Option<super::video::EncodedVideo> {
 
 /// The row's image: a Hugging Face `Image` value (`{bytes, path}`), or the first of a
 /// list of them, sent as a data URL of the stored bytes; an http(s) URL as it is.
-fn image_of(row: &Cell, column: Option<&str>) -> Result<Option<EncodedImage>, String> {
+pub fn image_of(row: &Cell, column: Option<&str>) -> Result<Option<EncodedImage>, String> {
     let Some(column) = column else {
         return Ok(None);
     };

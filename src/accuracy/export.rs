@@ -1,0 +1,349 @@
+//! Grading as the records arrive, and the accuracy outputs: `accuracy_export.jsonl` (one
+//! line per graded reply), `accuracy_results.csv` (task, correct, total, unparsed,
+//! accuracy) and the console table, as AIPerf writes them.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tracing::{info, warn};
+
+use super::{AccuracyOptions, Grader, Questions};
+use crate::export::table::{Justify, Table};
+use crate::metrics::{RecordMetrics, RecordSink};
+use crate::record::{Phase, RequestRecord};
+
+pub const JSONL_FILE: &str = "accuracy_export.jsonl";
+pub const CSV_FILE: &str = "accuracy_results.csv";
+
+/// Replies graded right, in all, and with the answer found by a fallback.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub correct: u64,
+    pub total: u64,
+    pub unparsed: u64,
+}
+
+impl Counts {
+    fn add(&mut self, correct: bool, unparsed: bool) {
+        self.total += 1;
+        self.correct += u64::from(correct);
+        self.unparsed += u64::from(unparsed);
+    }
+
+    pub fn accuracy(&self) -> f64 {
+        match self.total {
+            0 => 0.0,
+            n => self.correct as f64 / n as f64,
+        }
+    }
+}
+
+/// The profiling phase's grades so far.
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    pub overall: Counts,
+    pub per_task: BTreeMap<String, Counts>,
+    /// Profiling requests that failed: no reply to grade.
+    pub failed: u64,
+}
+
+/// One line of `accuracy_export.jsonl`: AIPerf's `AccuracyRecordsData`, in its order.
+#[derive(Serialize)]
+struct Line<'a> {
+    session_num: u64,
+    conversation_id: &'a str,
+    x_request_id: &'a str,
+    worker_id: &'a str,
+    benchmark_phase: &'a str,
+    timestamp_ns: u64,
+    task: &'a str,
+    grader_name: &'a str,
+    passed: bool,
+    unparsed: bool,
+    confidence: f64,
+    expected: &'a str,
+    actual: &'a str,
+    explanation: &'a str,
+    model_output: &'a str,
+    model_thinking: Option<&'a str>,
+}
+
+/// The run's grading: the questions, the grader and the tally the sink fills.
+#[derive(Clone)]
+pub struct Grading {
+    questions: Arc<Questions>,
+    grader: Grader,
+    verbose: bool,
+    tally: Arc<Mutex<Tally>>,
+}
+
+impl Grading {
+    pub fn new(questions: Arc<Questions>, opts: &AccuracyOptions) -> Grading {
+        Grading {
+            questions,
+            grader: opts.grader,
+            verbose: opts.verbose,
+            tally: Arc::default(),
+        }
+    }
+
+    /// A sink that passes every record on to `inner` (the per-record export, if any) and
+    /// grades the profiling ones into `<dir>/accuracy_export.jsonl`.
+    pub fn sink(
+        &self,
+        dir: &Path,
+        inner: Option<Box<dyn RecordSink>>,
+    ) -> std::io::Result<Box<dyn RecordSink>> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(JSONL_FILE);
+        let file = File::create(&path)?;
+        Ok(Box::new(GradingSink {
+            inner,
+            out: BufWriter::new(file),
+            path,
+            grading: self.clone(),
+        }))
+    }
+
+    pub fn tally(&self) -> Tally {
+        self.tally.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Writes `accuracy_results.csv` into `dir` and gives the console table.
+    pub fn finish(&self, dir: &Path) -> std::io::Result<String> {
+        let tally = self.tally();
+        let path = dir.join(CSV_FILE);
+        std::fs::write(&path, csv(&tally))?;
+        info!("Accuracy results exported to {}", path.display());
+        Ok(console(&tally))
+    }
+}
+
+struct GradingSink {
+    inner: Option<Box<dyn RecordSink>>,
+    out: BufWriter<File>,
+    path: PathBuf,
+    grading: Grading,
+}
+
+impl RecordSink for GradingSink {
+    fn write(&mut self, record: &RequestRecord, metrics: &RecordMetrics) -> std::io::Result<()> {
+        if let Some(inner) = &mut self.inner {
+            inner.write(record, metrics)?;
+        }
+        // As AIPerf: warmup replies are not part of the accuracy results.
+        if record.phase != Phase::Profiling {
+            return Ok(());
+        }
+        let g = &self.grading;
+        let mut tally = g.tally.lock().unwrap_or_else(|e| e.into_inner());
+        if !record.is_valid() {
+            tally.failed += 1;
+            return Ok(());
+        }
+        let Some(problem) = g.questions.get(&record.input.conversation_id) else {
+            warn!(
+                "accuracy: request {} answers no known question ({}); not graded",
+                record.x_request_id, record.input.conversation_id
+            );
+            return Ok(());
+        };
+        // The answer channel is graded; a reply with only reasoning is graded on that.
+        let output = match record.output_text.is_empty() {
+            true => record.reasoning_text.as_str(),
+            false => record.output_text.as_str(),
+        };
+        let grade = g.grader.grade(output, &problem.ground_truth);
+        tally.overall.add(grade.correct, grade.unparsed);
+        tally
+            .per_task
+            .entry(problem.task.clone())
+            .or_default()
+            .add(grade.correct, grade.unparsed);
+        drop(tally);
+        if g.verbose {
+            let preview: String = output
+                .trim()
+                .replace('\n', "\\n")
+                .chars()
+                .take(200)
+                .collect();
+            info!(
+                "[accuracy] session={} correct={} unparsed={} reason={:?} extracted={:?} response_len={} response_preview={:?}",
+                record.input.session_num,
+                super::graders::py_bool(grade.correct),
+                super::graders::py_bool(grade.unparsed),
+                grade.explanation,
+                grade.extracted.chars().take(120).collect::<String>(),
+                output.len(),
+                preview
+            );
+        }
+        let line = Line {
+            session_num: record.input.session_num,
+            conversation_id: &record.input.conversation_id,
+            x_request_id: &record.x_request_id,
+            worker_id: crate::export::jsonl::WORKER_ID,
+            benchmark_phase: "profiling",
+            timestamp_ns: record.end_wall_ns,
+            task: &problem.task,
+            grader_name: g.grader.name(),
+            passed: grade.correct,
+            unparsed: grade.unparsed,
+            confidence: if grade.correct { 1.0 } else { 0.0 },
+            expected: &grade.expected,
+            actual: &grade.extracted,
+            explanation: &grade.explanation,
+            model_output: output,
+            model_thinking: Some(record.reasoning_text.as_str()).filter(|t| !t.is_empty()),
+        };
+        serde_json::to_writer(&mut self.out, &line)?;
+        self.out.write_all(b"\n")
+    }
+
+    fn finish(mut self: Box<Self>) -> std::io::Result<()> {
+        self.out.flush()?;
+        info!("Accuracy JSONL export: {}", self.path.display());
+        match self.inner {
+            Some(inner) => inner.finish(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// AIPerf's CSV: the OVERALL row, then each task (sorted), accuracy with 4 decimals.
+fn csv(t: &Tally) -> String {
+    let mut out = String::from("task,correct,total,unparsed,accuracy\n");
+    if t.overall.total == 0 {
+        return out;
+    }
+    let rows = std::iter::once(("OVERALL", &t.overall))
+        .chain(t.per_task.iter().map(|(k, c)| (k.as_str(), c)));
+    for (task, c) in rows {
+        out.push_str(&format!(
+            "{},{},{},{},{:.4}\n",
+            csv_field(task),
+            c.correct,
+            c.total,
+            c.unparsed,
+            c.accuracy()
+        ));
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// `0.75` as `75.00%` (Python's `:.2%`).
+fn percent(v: f64) -> String {
+    format!("{:.2}%", v * 100.0)
+}
+
+/// AIPerf's "Accuracy Benchmark Results" table: each task, then OVERALL; a warning when
+/// every reply was unparsed (most likely the server, not the model).
+fn console(t: &Tally) -> String {
+    let mut out = String::new();
+    if t.overall.total == 0 {
+        if t.failed > 0 {
+            out.push_str(&format!(
+                "\nAccuracy: no reply to grade ({} requests failed)\n",
+                t.failed
+            ));
+        }
+        return out;
+    }
+    // rich's min_width=30 for the task column.
+    let mut table = Table::new("Accuracy Benchmark Results")
+        .column(&format!("{:<30}", "Task"), Justify::Left)
+        .column("Correct", Justify::Right)
+        .column("Total", Justify::Right)
+        .column("Unparsed", Justify::Right)
+        .column("Accuracy", Justify::Right);
+    let rows = t
+        .per_task
+        .iter()
+        .map(|(k, c)| (k.as_str(), c))
+        .chain(std::iter::once(("OVERALL", &t.overall)));
+    for (task, c) in rows {
+        table.row(vec![
+            task.to_string(),
+            c.correct.to_string(),
+            c.total.to_string(),
+            c.unparsed.to_string(),
+            percent(c.accuracy()),
+        ]);
+    }
+    out.push('\n');
+    out.push_str(&table.render(crate::export::console::CONSOLE_WIDTH));
+    if t.overall.unparsed >= t.overall.total {
+        out.push_str(
+            "Warning: every accuracy response was unparsed (accuracy=0). The grader could not \
+             extract an answer from any model output. Verify the inference server returns valid \
+             completions for this benchmark before trusting the accuracy CSV.\n",
+        );
+    }
+    if t.failed > 0 {
+        out.push_str(&format!(
+            "Accuracy: {} failed requests had no reply and were not graded\n",
+            t.failed
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally() -> Tally {
+        let mut t = Tally::default();
+        for (task, correct, unparsed) in [
+            ("b_task", true, false),
+            ("a_task", true, false),
+            ("a_task", false, true),
+            ("a_task", true, true),
+        ] {
+            t.overall.add(correct, unparsed);
+            t.per_task
+                .entry(task.into())
+                .or_default()
+                .add(correct, unparsed);
+        }
+        t
+    }
+
+    #[test]
+    fn csv_rows_are_overall_then_sorted_tasks() {
+        assert_eq!(
+            csv(&tally()),
+            "task,correct,total,unparsed,accuracy\nOVERALL,3,4,2,0.7500\na_task,2,3,2,0.6667\nb_task,1,1,0,1.0000\n"
+        );
+        assert_eq!(
+            csv(&Tally::default()),
+            "task,correct,total,unparsed,accuracy\n"
+        );
+    }
+
+    #[test]
+    fn console_table_ends_with_overall() {
+        let text = console(&tally());
+        assert!(text.contains("Accuracy Benchmark Results"));
+        let a = text.find("a_task").unwrap();
+        let o = text.find("OVERALL").unwrap();
+        assert!(a < o && text.contains("75.00%") && text.contains("66.67%"));
+        assert!(!text.contains("Warning"));
+        let mut all_unparsed = Tally::default();
+        all_unparsed.overall.add(false, true);
+        assert!(console(&all_unparsed).contains("every accuracy response was unparsed"));
+    }
+}
