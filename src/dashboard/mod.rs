@@ -237,10 +237,7 @@ fn gather(sources: &Sources, started: Instant, cpu: &mut CpuMeter, colour: bool)
         in_flight: (sources.in_flight)(),
         plan: sources.plan,
         live: sources.board.snapshot(),
-        client: ClientUsage {
-            cpu_pct: cpu.percent(),
-            rss_bytes: rss_bytes(),
-        },
+        client: cpu.usage(),
         servers: (sources.servers)(),
         gpus: (sources.gpus)(),
         logs: ui::captured_log(200),
@@ -248,35 +245,41 @@ fn gather(sources: &Sources, started: Instant, cpu: &mut CpuMeter, colour: bool)
     }
 }
 
-/// The client's CPU use over the last second or so (the in-process mock left out).
+/// The client's CPU use and memory, read from `/proc` once a second (not every frame: those
+/// reads were most of what a frame cost).
 struct CpuMeter {
     last: Option<(Instant, u64)>,
-    percent: Option<f64>,
+    usage: ClientUsage,
 }
 
 impl CpuMeter {
     fn new() -> CpuMeter {
         CpuMeter {
             last: None,
-            percent: None,
+            usage: ClientUsage::default(),
         }
     }
 
-    fn percent(&mut self) -> Option<f64> {
+    fn usage(&mut self) -> ClientUsage {
         let now = Instant::now();
-        let used = crate::overhead::process_cpu_ns()?.saturating_sub(
-            crate::overhead::threads_cpu_ns(crate::overhead::MOCK_THREAD_NAME).unwrap_or(0),
-        );
-        match self.last {
-            Some((at, before)) if now.duration_since(at) >= Duration::from_secs(1) => {
-                let wall = now.duration_since(at).as_nanos() as f64;
-                self.percent = Some(used.saturating_sub(before) as f64 / wall * 100.0);
-                self.last = Some((now, used));
-            }
-            None => self.last = Some((now, used)),
-            _ => {}
+        if self
+            .last
+            .is_some_and(|(at, _)| now.duration_since(at) < Duration::from_secs(1))
+        {
+            return self.usage;
         }
-        self.percent
+        let Some(process) = crate::overhead::process_cpu_ns() else {
+            return self.usage;
+        };
+        let mock = crate::overhead::threads_cpu_ns(crate::overhead::MOCK_THREAD_NAME);
+        let used = process.saturating_sub(mock.unwrap_or(0));
+        if let Some((at, before)) = self.last {
+            let wall = now.duration_since(at).as_nanos() as f64;
+            self.usage.cpu_pct = Some(used.saturating_sub(before) as f64 / wall * 100.0);
+        }
+        self.usage.rss_bytes = rss_bytes();
+        self.last = Some((now, used));
+        self.usage
     }
 }
 
