@@ -205,16 +205,29 @@ fn multiple_choice_answer(reply: &str) -> (String, bool) {
 
 fn multiple_choice(reply: &str, gold: &str) -> Grade {
     let (pred, unparsed) = multiple_choice_answer(reply);
+    letter_grade(pred, unparsed, gold, |pred, gold, correct| {
+        format!(
+            "first-line-of-response extracted to '{pred}'{}; ground_truth stripped to '{gold}'; match={}",
+            if unparsed { " (regex fallback)" } else { "" },
+            py_bool(correct)
+        )
+    })
+}
+
+/// A letter answer against the gold letter: right when they are equal and not empty;
+/// `explain` words it as the grader does.
+fn letter_grade(
+    pred: String,
+    unparsed: bool,
+    gold: &str,
+    explain: impl Fn(&str, &str, bool) -> String,
+) -> Grade {
     let gold = gold.trim().to_string();
     let correct = pred == gold && !pred.is_empty();
     Grade {
         correct,
         unparsed,
-        explanation: format!(
-            "first-line-of-response extracted to '{pred}'{}; ground_truth stripped to '{gold}'; match={}",
-            if unparsed { " (regex fallback)" } else { "" },
-            py_bool(correct)
-        ),
+        explanation: explain(&pred, &gold, correct),
         extracted: pred,
         expected: gold,
     }
@@ -229,19 +242,13 @@ fn mmlu_pro(reply: &str, gold: &str) -> Grade {
         let (letter, tier) = choice_letter(reply, LETTERS);
         (letter, tier != 1)
     };
-    let gold = gold.trim().to_string();
-    let correct = pred == gold && !pred.is_empty();
-    Grade {
-        correct,
-        unparsed,
-        explanation: format!(
+    letter_grade(pred, unparsed, gold, |pred, gold, correct| {
+        format!(
             "extracted '{pred}'{}; ground_truth '{gold}'; match={}",
             if unparsed { " (fallback)" } else { "" },
             py_bool(correct)
-        ),
-        extracted: pred,
-        expected: gold,
-    }
+        )
+    })
 }
 
 fn exact_match(reply: &str, gold: &str) -> Grade {
