@@ -39,8 +39,23 @@ fn is_split_file(name: &str, config: &str, split: &str) -> bool {
         || config == "default" && dir == "data" && prefixed
 }
 
-/// Every row of the split, in file order. `flag` names what asked for it in errors.
+/// Every row of the split, in file order. `flag` names what asked for it in errors. A
+/// repository whose `main` holds no Parquet files for the split (JSON Lines, a loading
+/// script) is read from the hub's Parquet conversion of it instead.
 pub fn read(env: &HubEnv, src: Source, flag: &str) -> Result<Vec<Cell>, String> {
+    match read_at(env, src, flag) {
+        Err(e) if src.revision == "main" && src.file.is_none() => {
+            let converted = Source {
+                revision: "refs/convert/parquet",
+                ..src
+            };
+            read_at(env, converted, flag).map_err(|_| e)
+        }
+        other => other,
+    }
+}
+
+fn read_at(env: &HubEnv, src: Source, flag: &str) -> Result<Vec<Cell>, String> {
     let wanted = |name: &str| match src.file {
         Some(file) => name == file,
         None => is_split_file(name, src.config, src.split),

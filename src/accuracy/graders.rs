@@ -7,6 +7,8 @@ use std::sync::LazyLock;
 
 use fancy_regex::Regex;
 
+use super::extractive::{self, Metric};
+
 /// A grader by AIPerf's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Grader {
@@ -20,15 +22,16 @@ pub enum Grader {
     ExactMatch,
     /// AIPerf's `math` grader without sympy: `\boxed{}` answers, MATH normalisation.
     Math,
+    /// lighteval's `expr_gold_metric` (AIME 2024/2025).
+    LightevalExpr,
+    /// lighteval's `latex_gold_metric` (MATH-500).
+    LightevalLatex,
+    /// lighteval's `gpqa_metric` (GPQA Diamond).
+    LightevalGpqa,
 }
 
-/// AIPerf's graders this build does not have (they need lighteval, sympy or a sandbox).
-const NOT_BUILT: &[&str] = &[
-    "code_execution",
-    "lighteval_expr",
-    "lighteval_latex",
-    "lighteval_gpqa",
-];
+/// AIPerf's graders this build does not have (code execution needs a sandbox).
+const NOT_BUILT: &[&str] = &["code_execution"];
 
 const BUILT: &[Grader] = &[
     Grader::Gsm8k,
@@ -36,6 +39,9 @@ const BUILT: &[Grader] = &[
     Grader::MmluPro,
     Grader::ExactMatch,
     Grader::Math,
+    Grader::LightevalExpr,
+    Grader::LightevalLatex,
+    Grader::LightevalGpqa,
 ];
 
 /// One graded reply.
@@ -59,6 +65,9 @@ impl Grader {
             Grader::MmluPro => "mmlu_pro",
             Grader::ExactMatch => "exact_match",
             Grader::Math => "math",
+            Grader::LightevalExpr => "lighteval_expr",
+            Grader::LightevalLatex => "lighteval_latex",
+            Grader::LightevalGpqa => "lighteval_gpqa",
         }
     }
 
@@ -90,6 +99,9 @@ impl Grader {
             Grader::MmluPro => mmlu_pro(reply, gold),
             Grader::ExactMatch => exact_match(reply, gold),
             Grader::Math => super::math::grade(reply, gold),
+            Grader::LightevalExpr => extractive::grade(Metric::Expr, reply, gold),
+            Grader::LightevalLatex => extractive::grade(Metric::Latex, reply, gold),
+            Grader::LightevalGpqa => extractive::grade(Metric::Gpqa, reply, gold),
         }
     }
 }

@@ -9,8 +9,10 @@
 
 pub mod datasets;
 pub mod export;
+mod extractive;
 pub mod graders;
 mod math;
+mod mathexpr;
 pub mod prompts;
 mod pyrandom;
 
@@ -32,6 +34,10 @@ pub enum Benchmark {
     MmluPro,
     Aime,
     GpqaDiamond,
+    Aime24,
+    Aime25,
+    Math500,
+    Hellaswag,
     /// Vision (not in AIPerf): MMStar's multiple-choice questions about an image.
     Mmstar,
 }
@@ -42,18 +48,15 @@ const BUILT: &[Benchmark] = &[
     Benchmark::MmluPro,
     Benchmark::Aime,
     Benchmark::GpqaDiamond,
+    Benchmark::Aime24,
+    Benchmark::Aime25,
+    Benchmark::Math500,
+    Benchmark::Hellaswag,
     Benchmark::Mmstar,
 ];
 
 /// AIPerf 0.13's other benchmarks: refused, saying this build does not have them.
-const NOT_BUILT: &[&str] = &[
-    "aime24",
-    "aime25",
-    "hellaswag",
-    "bigbench",
-    "math_500",
-    "lcb_codegeneration",
-];
+const NOT_BUILT: &[&str] = &["bigbench", "lcb_codegeneration"];
 
 impl Benchmark {
     pub fn name(self) -> &'static str {
@@ -63,8 +66,21 @@ impl Benchmark {
             Benchmark::MmluPro => "mmlu_pro",
             Benchmark::Aime => "aime",
             Benchmark::GpqaDiamond => "gpqa_diamond",
+            Benchmark::Aime24 => "aime24",
+            Benchmark::Aime25 => "aime25",
+            Benchmark::Math500 => "math_500",
+            Benchmark::Hellaswag => "hellaswag",
             Benchmark::Mmstar => "mmstar",
         }
+    }
+
+    /// The names of the benchmarks this build has, comma-separated.
+    pub fn built_names() -> String {
+        BUILT
+            .iter()
+            .map(|b| b.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The benchmark called `name`, or why there is none.
@@ -73,11 +89,7 @@ impl Benchmark {
         if let Some(b) = BUILT.iter().find(|b| b.name().eq_ignore_ascii_case(name)) {
             return Ok(*b);
         }
-        let built = BUILT
-            .iter()
-            .map(|b| b.name())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let built = Benchmark::built_names();
         let what = if NOT_BUILT.contains(&name.to_ascii_lowercase().as_str()) {
             "is an AIPerf benchmark that is not available in this build"
         } else {
@@ -88,15 +100,17 @@ impl Benchmark {
         ))
     }
 
-    /// AIPerf's defaults for the benchmark (its plugin metadata); None when AIPerf's grader
-    /// for it is not in this build (gpqa_diamond's lighteval_gpqa).
-    pub fn default_grader(self) -> Option<Grader> {
+    /// AIPerf's grader for the benchmark (its plugin metadata).
+    pub fn default_grader(self) -> Grader {
         match self {
-            Benchmark::Gsm8k => Some(Grader::Gsm8k),
-            Benchmark::Mmlu | Benchmark::Mmstar => Some(Grader::MultipleChoice),
-            Benchmark::MmluPro => Some(Grader::MmluPro),
-            Benchmark::Aime => Some(Grader::Math),
-            Benchmark::GpqaDiamond => None,
+            Benchmark::Gsm8k => Grader::Gsm8k,
+            Benchmark::Mmlu | Benchmark::Mmstar => Grader::MultipleChoice,
+            Benchmark::MmluPro => Grader::MmluPro,
+            Benchmark::Aime => Grader::Math,
+            Benchmark::GpqaDiamond => Grader::LightevalGpqa,
+            Benchmark::Aime24 | Benchmark::Aime25 => Grader::LightevalExpr,
+            Benchmark::Math500 => Grader::LightevalLatex,
+            Benchmark::Hellaswag => Grader::ExactMatch,
         }
     }
 
@@ -105,7 +119,8 @@ impl Benchmark {
             Benchmark::Gsm8k | Benchmark::GpqaDiamond => 0,
             Benchmark::Mmlu | Benchmark::MmluPro => 5,
             Benchmark::Aime => 8,
-            Benchmark::Mmstar => 0,
+            Benchmark::Hellaswag => 10,
+            Benchmark::Aime24 | Benchmark::Aime25 | Benchmark::Math500 | Benchmark::Mmstar => 0,
         }
     }
 
@@ -113,10 +128,25 @@ impl Benchmark {
     pub fn max_n_shots(self) -> usize {
         match self {
             Benchmark::Aime => 8,
+            // DeepEval's limit.
+            Benchmark::Hellaswag => 15,
             // Each question has its own image: no examples.
             Benchmark::Mmstar => 0,
             _ => 32,
         }
+    }
+
+    /// Whether the benchmark has one fixed zero-shot prompt (lighteval's tasks), so that
+    /// `--accuracy-n-shots` and `--accuracy-enable-cot` change nothing (and are warned about).
+    pub fn fixed_prompt(self) -> bool {
+        matches!(
+            self,
+            Benchmark::Gsm8k
+                | Benchmark::GpqaDiamond
+                | Benchmark::Aime24
+                | Benchmark::Aime25
+                | Benchmark::Math500
+        )
     }
 
     /// Chain of thought unless told otherwise: MMLU-Pro and AIME.
@@ -134,7 +164,8 @@ impl Benchmark {
         }
     }
 
-    /// Its tasks (subjects); one task named as the benchmark when it has none.
+    /// Its tasks (subjects); one task named as the benchmark when it has none; empty when
+    /// they are read from the data (HellaSwag's activities, checked when it is loaded).
     pub fn tasks(self) -> &'static [&'static str] {
         match self {
             Benchmark::Gsm8k => &["gsm8k"],
@@ -142,6 +173,10 @@ impl Benchmark {
             Benchmark::MmluPro => prompts::MMLU_PRO_CATEGORIES,
             Benchmark::Aime => &["aime"],
             Benchmark::GpqaDiamond => &["gpqa_diamond"],
+            Benchmark::Aime24 => &["aime24"],
+            Benchmark::Aime25 => &["aime25"],
+            Benchmark::Math500 => prompts::MATH_SUBJECTS,
+            Benchmark::Hellaswag => &[],
             Benchmark::Mmstar => prompts::MMSTAR_CATEGORIES,
         }
     }
@@ -151,14 +186,21 @@ impl Benchmark {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AccuracyOptions {
     pub benchmark: Benchmark,
-    /// The tasks asked, in the benchmark's order.
-    pub tasks: Vec<&'static str>,
+    /// The tasks asked, in the benchmark's order; empty for all of a benchmark whose tasks
+    /// are read from the data.
+    pub tasks: Vec<String>,
     pub n_shots: usize,
     pub cot: bool,
     pub grader: Grader,
     /// Sent as the first message: the user's, else the benchmark's.
     pub system_prompt: Option<String>,
     pub verbose: bool,
+}
+
+impl AccuracyOptions {
+    pub fn task_names(&self) -> Vec<&str> {
+        self.tasks.iter().map(String::as_str).collect()
+    }
 }
 
 /// One question, as sent and as graded.
@@ -248,7 +290,13 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 0 => Vec::new(),
                 _ => datasets::read(env, src("validation"), &flag)?,
             };
-            prompts::mmlu_pro(&test, &validation, &opts.tasks, opts.n_shots, opts.cot)?
+            prompts::mmlu_pro(
+                &test,
+                &validation,
+                &opts.task_names(),
+                opts.n_shots,
+                opts.cot,
+            )?
         }
         Benchmark::Aime => {
             let src = datasets::Source {
@@ -271,6 +319,38 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
             };
             prompts::gpqa_diamond(&datasets::read(env, src, &flag)?)?
         }
+        Benchmark::Aime24 | Benchmark::Aime25 | Benchmark::Math500 => {
+            let (repo, split, gold, by_subject) = match opts.benchmark {
+                Benchmark::Aime24 => ("HuggingFaceH4/aime_2024", "train", "answer", false),
+                Benchmark::Aime25 => ("yentinglin/aime_2025", "train", "answer", false),
+                _ => ("HuggingFaceH4/MATH-500", "test", "solution", true),
+            };
+            let src = datasets::Source {
+                repo,
+                config: "default",
+                split,
+                file: None,
+                revision: "main",
+            };
+            let rows = datasets::read(env, src, &flag)?;
+            let tasks = if by_subject { &opts.tasks[..] } else { &[] };
+            prompts::bare_problems(&rows, repo, opts.benchmark.name(), gold, by_subject, tasks)?
+        }
+        Benchmark::Hellaswag => {
+            let src = |split| datasets::Source {
+                repo: "Rowan/hellaswag",
+                config: "default",
+                split,
+                file: None,
+                revision: "main",
+            };
+            let train = match opts.n_shots {
+                0 => Vec::new(),
+                _ => datasets::read(env, src("train"), &flag)?,
+            };
+            let validation = datasets::read(env, src("validation"), &flag)?;
+            prompts::hellaswag(&train, &validation, &opts.tasks, opts.n_shots)?
+        }
         Benchmark::Mmstar => {
             let src = datasets::Source {
                 repo: "Lin-Chen/MMStar",
@@ -279,7 +359,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
                 file: Some("mmstar.parquet"),
                 revision: "main",
             };
-            prompts::mmstar(&datasets::read(env, src, &flag)?, &opts.tasks)?
+            prompts::mmstar(&datasets::read(env, src, &flag)?, &opts.task_names())?
         }
     };
     if problems.is_empty() {
@@ -368,10 +448,10 @@ mod tests {
     #[test]
     fn benchmark_names() {
         assert_eq!(Benchmark::lookup("GSM8K").unwrap(), Benchmark::Gsm8k);
-        let e = Benchmark::lookup("aime24").unwrap_err();
+        let e = Benchmark::lookup("bigbench").unwrap_err();
         assert!(e.contains("not available in this build"), "{e}");
         assert!(
-            e.contains("gsm8k, mmlu, mmlu_pro, aime, gpqa_diamond, mmstar"),
+            e.contains(&Benchmark::built_names()) && e.contains("aime24, aime25, math_500"),
             "{e}"
         );
         assert!(

@@ -550,6 +550,198 @@ pub const MMLU_SUBJECTS: &[&str] = &[
     "world_religions",
 ];
 
+/// lighteval's zero-shot math tasks (aime24, aime25, math_500): the bare problem as one
+/// user message, 32768 tokens to answer in.
+const LIGHTEVAL_MATH_GENERATION: u64 = 32768;
+
+/// A lighteval zero-shot math set: each row's `problem`; the gold is `answer` (AIME) or the
+/// whole `solution` (MATH-500, whose boxed answer the grader finds). `task` names each row:
+/// the benchmark, or the row's `subject` when `by_subject` (MATH-500), kept when it is in
+/// `tasks` (all when `tasks` is empty).
+pub fn bare_problems(
+    rows: &[Cell],
+    repo: &str,
+    benchmark: &str,
+    gold_column: &str,
+    by_subject: bool,
+    tasks: &[String],
+) -> Result<Vec<Problem>, String> {
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let at = format!("{repo} row {i}");
+        let task = match by_subject {
+            true => text(row, "subject", &at)?.to_string(),
+            false => benchmark.to_string(),
+        };
+        if !tasks.is_empty() && !tasks.contains(&task) {
+            continue;
+        }
+        let prompt = text(row, "problem", &at)?.to_string();
+        let ground_truth = row.get(gold_column).and_then(Cell::scalar).ok_or_else(|| {
+            format!(
+                "{at}: no column '{gold_column}' (columns: {})",
+                row.field_names().join(", ")
+            )
+        })?;
+        out.push(Problem {
+            id: format!("{}-{i}", task.replace([' ', '&'], "_")),
+            task,
+            ground_truth,
+            messages: vec![("user", prompt.clone())],
+            prompt,
+            max_tokens: LIGHTEVAL_MATH_GENERATION,
+            stop: None,
+            images: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
+/// MATH-500's subjects (its `subject` column), the tasks `--accuracy-tasks` can pick.
+pub const MATH_SUBJECTS: &[&str] = &[
+    "Algebra",
+    "Counting & Probability",
+    "Geometry",
+    "Intermediate Algebra",
+    "Number Theory",
+    "Prealgebra",
+    "Precalculus",
+];
+
+/// HellaSwag's answer is one letter.
+const HELLASWAG_GENERATION: u64 = 5;
+/// DeepEval's instruction, added when the model cannot be given an output schema.
+const HELLASWAG_CONFINEMENT: &str = "Output 'A', 'B', 'C', or 'D'. Full answer not needed.";
+
+/// DeepEval's HellaSwag question: the context, the four endings lettered, `Answer:`, and
+/// for a few-shot example its letter and a blank line.
+fn hellaswag_question(row: &Cell, at: &str, with_answer: bool) -> Result<String, String> {
+    let mut q = text(row, "ctx", at)?.to_string();
+    let endings: Vec<String> = match row.get("endings") {
+        Some(Cell::List(items)) => items.iter().filter_map(Cell::scalar).collect(),
+        _ => Vec::new(),
+    };
+    if endings.len() != 4 {
+        return Err(format!(
+            "{at}: 'endings' should hold 4 endings, not {}",
+            endings.len()
+        ));
+    }
+    for (letter, ending) in ["A", "B", "C", "D"].iter().zip(&endings) {
+        q.push_str(&format!("\n{letter}. {ending}"));
+    }
+    q.push_str("\nAnswer:");
+    if with_answer {
+        q.push_str(&format!(
+            " {}\n\n",
+            hellaswag_letter(row, at)?.unwrap_or("")
+        ));
+    }
+    Ok(q)
+}
+
+/// The row's gold letter; None for an unlabelled row.
+fn hellaswag_letter(row: &Cell, at: &str) -> Result<Option<&'static str>, String> {
+    let Some(label) = row
+        .get("label")
+        .and_then(Cell::scalar)
+        .filter(|l| !l.is_empty())
+    else {
+        return Ok(None);
+    };
+    match label.trim().parse::<usize>() {
+        Ok(i) if i < 4 => Ok(Some(["A", "B", "C", "D"][i])),
+        _ => Err(format!("{at}: label '{label}' is not 0-3")),
+    }
+}
+
+/// Rowan/hellaswag as DeepEval asks it: the validation rows of each activity asked (all in
+/// the order they first appear when `tasks` is empty; names match case-insensitively), each
+/// after the first `n_shots` of the train split's first-row-per-activity examples.
+pub fn hellaswag(
+    train: &[Cell],
+    validation: &[Cell],
+    tasks: &[String],
+    n_shots: usize,
+) -> Result<Vec<Problem>, String> {
+    let mut shots = Vec::new();
+    let mut seen = Vec::new();
+    for (i, row) in train.iter().enumerate() {
+        let at = format!("Rowan/hellaswag train row {i}");
+        let label = text(row, "activity_label", &at)?;
+        if !seen.contains(&label) {
+            seen.push(label);
+            if shots.len() < n_shots {
+                shots.push(hellaswag_question(row, &at, true)?);
+            }
+        }
+    }
+    let mut by_label: Vec<(&str, Vec<(usize, &Cell)>)> = Vec::new();
+    for (i, row) in validation.iter().enumerate() {
+        let label = text(
+            row,
+            "activity_label",
+            &format!("Rowan/hellaswag validation row {i}"),
+        )?;
+        match by_label.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, rows)) => rows.push((i, row)),
+            None => by_label.push((label, vec![(i, row)])),
+        }
+    }
+    let chosen: Vec<&(&str, Vec<(usize, &Cell)>)> = if tasks.is_empty() {
+        by_label.iter().collect()
+    } else {
+        let mut chosen = Vec::new();
+        for t in tasks {
+            let found = by_label.iter().find(|(l, _)| {
+                l.eq_ignore_ascii_case(t) || l.replace(' ', "_").eq_ignore_ascii_case(t)
+            });
+            match found {
+                Some(f) => chosen.push(f),
+                None => {
+                    let mut known: Vec<&str> = by_label.iter().map(|(l, _)| *l).collect();
+                    known.sort_unstable();
+                    return Err(format!(
+                        "--accuracy-tasks {t}: not an activity of hellaswag's validation split; \
+                         its {} activities include: {}",
+                        known.len(),
+                        known.iter().take(8).copied().collect::<Vec<_>>().join(", ")
+                    ));
+                }
+            }
+        }
+        chosen
+    };
+    let mut out = Vec::new();
+    for (label, rows) in chosen {
+        let header = format!(
+            "The following are multiple choice questions (with answers) are sentence completion problems about {label}.\n\n{}",
+            shots.concat()
+        );
+        for (i, row) in rows {
+            let at = format!("Rowan/hellaswag validation row {i}");
+            let Some(letter) = hellaswag_letter(row, &at)? else {
+                continue;
+            };
+            let prompt = format!(
+                "{header}{}\n\n{HELLASWAG_CONFINEMENT}",
+                hellaswag_question(row, &at, false)?
+            );
+            out.push(Problem {
+                id: format!("{}-{i}", label.replace([' ', '&', ','], "_")),
+                task: label.to_string(),
+                ground_truth: letter.to_string(),
+                messages: vec![("user", prompt.clone())],
+                prompt,
+                max_tokens: HELLASWAG_GENERATION,
+                stop: None,
+                images: Vec::new(),
+            });
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,16 +6,15 @@ use clap::Args;
 pub struct AccuracyArgs {
     /// Grade the model on a benchmark while profiling: the benchmark's questions are the
     /// run's requests (in dataset order) and each reply is graded. This build has gsm8k,
-    /// mmlu, mmlu_pro, aime, gpqa_diamond (with --accuracy-grader multiple_choice or
-    /// mmlu_pro: AIPerf's lighteval_gpqa is not in this build) and the vision set mmstar (its
-    /// image sent as an image part, chat only; not in AIPerf); AIPerf's other names (aime24,
-    /// aime25, hellaswag, bigbench, math_500, lcb_codegeneration) exit 2. Datasets are read
-    /// from the Hugging Face cache ($HF_HOME/hub or $HF_HUB_CACHE), downloaded the first time.
+    /// mmlu, mmlu_pro, aime, aime24, aime25, math_500, gpqa_diamond, hellaswag and the vision
+    /// set mmstar (its image sent as an image part, chat only; not in AIPerf); AIPerf's
+    /// bigbench and lcb_codegeneration exit 2. Datasets are read from the Hugging Face cache
+    /// ($HF_HOME/hub or $HF_HUB_CACHE), downloaded the first time.
     #[arg(long, value_name = "NAME", help_heading = "Accuracy")]
     pub accuracy_benchmark: Option<String>,
 
     /// Only these tasks (subjects) of the benchmark, comma-separated or repeated, e.g.
-    /// `abstract_algebra,anatomy`; `all` (or none given) is every task.
+    /// `abstract_algebra,anatomy`; `all` alone (or none given) is every task.
     #[arg(
         long,
         value_name = "TASK",
@@ -25,7 +24,8 @@ pub struct AccuracyArgs {
     pub accuracy_tasks: Vec<String>,
 
     /// Few-shot examples in each prompt (0 to 32); the benchmark's default when not given
-    /// (mmlu and mmlu_pro 5, aime 8 at most 8, gsm8k 0).
+    /// (mmlu and mmlu_pro 5, aime 8 at most 8, hellaswag 10 at most 15; the lighteval sets
+    /// gsm8k, aime24, aime25, math_500 and gpqa_diamond are zero-shot).
     #[arg(long, value_name = "N", help_heading = "Accuracy")]
     pub accuracy_n_shots: Option<u32>,
 
@@ -47,8 +47,9 @@ pub struct AccuracyArgs {
     pub accuracy_no_enable_cot: bool,
 
     /// The grader, in place of the benchmark's own: lighteval_gsm8k, multiple_choice,
-    /// mmlu_pro, exact_match or math (without sympy's symbolic equivalence, as AIPerf runs
-    /// without sympy); AIPerf's code_execution and lighteval_* graders exit 2.
+    /// mmlu_pro, exact_match, math (AIPerf's, as it runs without sympy), lighteval_expr,
+    /// lighteval_latex or lighteval_gpqa (lighteval's extractive match, values compared by
+    /// this build's own parser, not sympy); AIPerf's code_execution exits 2.
     #[arg(long, value_name = "GRADER", help_heading = "Accuracy")]
     pub accuracy_grader: Option<String>,
 

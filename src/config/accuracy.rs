@@ -45,19 +45,16 @@ pub(super) fn accuracy(
         }
         return Err(config_error(format!(
             "Accuracy options {} were set but --accuracy-benchmark is not; accuracy mode needs \
-             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro, aime, gpqa_diamond, mmstar)",
-            given.join(", ")
+             --accuracy-benchmark to select a benchmark (this build has {})",
+            given.join(", "),
+            Benchmark::built_names()
         )));
     };
     let benchmark = Benchmark::lookup(name).map_err(config_error)?;
     let flag = format!("--accuracy-benchmark {}", benchmark.name());
     let grader = match &acc.accuracy_grader {
         Some(g) => Grader::lookup(g).map_err(config_error)?,
-        None => benchmark.default_grader().ok_or_else(|| {
-            config_error(format!(
-                "{flag}: its grader in AIPerf, lighteval_gpqa (lighteval's letter extraction), is not available in this build; give --accuracy-grader multiple_choice (or mmlu_pro) to grade the reply's letter"
-            ))
-        })?,
+        None => benchmark.default_grader(),
     };
     if let Some(n) = acc.accuracy_n_shots
         && n > MAX_SHOTS
@@ -85,10 +82,9 @@ pub(super) fn accuracy(
     let n_shots = acc
         .accuracy_n_shots
         .map_or(benchmark.default_n_shots(), |n| n as usize);
-    let fixed_prompt = matches!(benchmark, Benchmark::Gsm8k | Benchmark::GpqaDiamond);
+    let fixed_prompt = benchmark.fixed_prompt();
     if fixed_prompt {
-        // lighteval's gsm8k and gpqa:diamond tasks are zero-shot with one prompt: AIPerf
-        // ignores these; say so.
+        // lighteval's tasks are zero-shot with one prompt: AIPerf ignores these; say so.
         if n_shots > 0 {
             warnings.push(format!(
                 "--accuracy-n-shots {n_shots} is ignored: {flag} is zero-shot (lighteval's task has no few-shot examples)"
@@ -100,7 +96,13 @@ pub(super) fn accuracy(
             ));
         }
     }
-    let (n_shots, cot) = match fixed_prompt {
+    if benchmark == Benchmark::Hellaswag && enable_cot == Some(true) {
+        warnings.push(format!(
+            "--accuracy-enable-cot is ignored: {flag} has no chain-of-thought prompt (DeepEval's HellaSwag)"
+        ));
+    }
+    let (n_shots, cot) = match fixed_prompt || benchmark == Benchmark::Hellaswag {
+        true if benchmark == Benchmark::Hellaswag => (n_shots, false),
         true => (0, false),
         false => (n_shots, enable_cot.unwrap_or(benchmark.default_cot())),
     };
@@ -179,17 +181,28 @@ pub(super) fn accuracy(
 
 /// The tasks asked: all without `--accuracy-tasks` (or with `all`), else each one named,
 /// known to the benchmark, in the order given.
-fn tasks(benchmark: Benchmark, given: &[String]) -> Result<Vec<&'static str>, ConfigError> {
+fn tasks(benchmark: Benchmark, given: &[String]) -> Result<Vec<String>, ConfigError> {
     let known = benchmark.tasks();
     let given: Vec<&str> = given
         .iter()
         .map(|t| t.trim())
         .filter(|t| !t.is_empty())
         .collect();
-    if given.is_empty() || given.contains(&"all") {
-        return Ok(known.to_vec());
+    let all = given.iter().any(|t| t.eq_ignore_ascii_case("all"));
+    if all && given.len() > 1 {
+        return Err(config_error(format!(
+            "--accuracy-tasks {}: 'all' cannot be mixed with task names; give 'all' alone (or no --accuracy-tasks) for every task, or list the tasks",
+            given.join(",")
+        )));
     }
-    let mut out: Vec<&'static str> = Vec::new();
+    if given.is_empty() || all {
+        return Ok(known.iter().map(|t| t.to_string()).collect());
+    }
+    if known.is_empty() {
+        // Read from the data: checked when the benchmark is loaded.
+        return Ok(given.iter().map(|t| t.to_string()).collect());
+    }
+    let mut out: Vec<String> = Vec::new();
     for t in given {
         let Some(k) = known.iter().find(|k| **k == t) else {
             let list = if known.len() > 8 {
@@ -202,8 +215,8 @@ fn tasks(benchmark: Benchmark, given: &[String]) -> Result<Vec<&'static str>, Co
                 benchmark.name()
             )));
         };
-        if !out.contains(k) {
-            out.push(k);
+        if !out.iter().any(|o| o == k) {
+            out.push(k.to_string());
         }
     }
     Ok(out)
