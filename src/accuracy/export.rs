@@ -51,6 +51,60 @@ pub struct Tally {
     pub failed: u64,
 }
 
+impl Tally {
+    /// AIPerf's `accuracy.*` metrics for the summary JSON and CSV, in its order: overall,
+    /// each task (sorted), unparsed overall, unparsed per task.
+    pub fn metrics(&self) -> Vec<crate::export::ExtraMetric> {
+        if self.overall.total == 0 {
+            return Vec::new();
+        }
+        let metric = |tag: String, header: String, of: u64, c: &Counts| {
+            let value = match c.total {
+                0 => 0.0,
+                n => of as f64 / n as f64,
+            };
+            crate::export::ExtraMetric {
+                tag,
+                header,
+                unit: "ratio",
+                count: c.total,
+                sum: of,
+                value,
+            }
+        };
+        let tasks = || self.per_task.iter();
+        std::iter::once(metric(
+            "accuracy.overall".into(),
+            "Accuracy (Overall)".into(),
+            self.overall.correct,
+            &self.overall,
+        ))
+        .chain(tasks().map(|(t, c)| {
+            metric(
+                format!("accuracy.task.{t}"),
+                format!("Accuracy ({t})"),
+                c.correct,
+                c,
+            )
+        }))
+        .chain(std::iter::once(metric(
+            "accuracy.unparsed".into(),
+            "Accuracy Unparsed (Overall)".into(),
+            self.overall.unparsed,
+            &self.overall,
+        )))
+        .chain(tasks().map(|(t, c)| {
+            metric(
+                format!("accuracy.unparsed.task.{t}"),
+                format!("Accuracy Unparsed ({t})"),
+                c.unparsed,
+                c,
+            )
+        }))
+        .collect()
+    }
+}
+
 /// One line of `accuracy_export.jsonl`: AIPerf's `AccuracyRecordsData`, in its order.
 #[derive(Serialize)]
 struct Line<'a> {

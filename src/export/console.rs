@@ -185,13 +185,17 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo, width: usize) -> String 
         );
     }
     out.push_str(&failed_line(summary));
-    out.push_str(&osl_mismatch_warning(summary));
+    out.push_str(&osl_mismatch_warning(
+        summary,
+        info.output_limit_is_a_ceiling,
+    ));
     out
 }
 
 /// Says when responses missed the output length they asked for (`--osl`), with examples
-/// and what to do about it.
-pub fn osl_mismatch_warning(summary: &MetricsSummary) -> String {
+/// and what to do about it. When the limit is only a ceiling (accuracy mode), replies that
+/// stop early are expected and the advice to force the length would spoil the answers.
+pub fn osl_mismatch_warning(summary: &MetricsSummary, limit_is_a_ceiling: bool) -> String {
     let n = summary.osl_mismatch_count;
     if n == 0 {
         return String::new();
@@ -202,6 +206,12 @@ pub fn osl_mismatch_warning(summary: &MetricsSummary) -> String {
         .iter()
         .map(|m| m.describe())
         .collect();
+    if limit_is_a_ceiling {
+        return format!(
+            "Output lengths: {n} of {total} replies were not the length of their max_tokens, e.g. {}.              Expected here: max_tokens is each question's ceiling and the model stops when it has              answered (do not add ignore_eos or min_tokens, which would change the answers).\n",
+            examples.join("; ")
+        );
+    }
     format!(
         "OSL Mismatch Warning: {n} of {total} requests did not get the output length they asked for \
          (more than min(5%, 50 tokens) off), e.g. {}. A server that stops at an end-of-sequence token \
@@ -297,6 +307,8 @@ mod tests {
             load_pacing: None,
             client_overhead: None,
             gpu_telemetry: None,
+            output_limit_is_a_ceiling: false,
+            extra_metrics: Vec::new(),
             extra: Vec::new(),
         }
     }

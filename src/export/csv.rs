@@ -85,7 +85,7 @@ pub(super) fn stat_columns(r: &MetricResult) -> Option<[Option<f64>; 14]> {
     }
 }
 
-pub fn render(summary: &MetricsSummary) -> String {
+pub fn render(summary: &MetricsSummary, extra: &[super::ExtraMetric]) -> String {
     let mut records: Vec<&MetricResult> = Vec::new();
     let mut scalars: Vec<&MetricResult> = Vec::new();
     for r in &summary.results {
@@ -112,16 +112,29 @@ pub fn render(summary: &MetricsSummary) -> String {
             }
             out.push_str("\r\n");
         }
-        if !scalars.is_empty() {
+        if !scalars.is_empty() || !extra.is_empty() {
             out.push_str("\r\n");
         }
     }
-    if !scalars.is_empty() {
+    // Single values, the catalogue's and the run-level ones, sorted by tag together.
+    let mut singles: Vec<(&str, String, f64)> = scalars
+        .iter()
+        .map(|r| (r.def.tag, metric_name(r), r.display_avg()))
+        .chain(extra.iter().map(|m| {
+            (
+                m.tag.as_str(),
+                format!("{} ({})", m.header, m.unit),
+                m.value,
+            )
+        }))
+        .collect();
+    singles.sort_by(|a, b| a.0.cmp(b.0));
+    if !singles.is_empty() {
         out.push_str("Metric,Value\r\n");
-        for r in &scalars {
-            out.push_str(&field(&metric_name(r)));
+        for (_, name, value) in &singles {
+            out.push_str(&field(name));
             out.push(',');
-            out.push_str(&number(r.display_avg()));
+            out.push_str(&number(*value));
             out.push_str("\r\n");
         }
     }

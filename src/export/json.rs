@@ -1,5 +1,7 @@
 //! `profile_export_aiperf.json`: AIPerf's summary schema (version 1.5), keys in AIPerf's order.
 
+use std::borrow::Cow;
+
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
@@ -38,7 +40,7 @@ const DECLARED_METRICS: [&str; 23] = [
 ];
 
 /// A JSON object that keeps its keys in insertion order.
-pub(super) struct Object(Vec<(&'static str, Node)>);
+pub(super) struct Object(Vec<(Cow<'static, str>, Node)>);
 
 pub(super) enum Node {
     Value(Value),
@@ -72,11 +74,11 @@ impl Object {
     }
 
     pub(super) fn put_object(&mut self, key: &'static str, value: Object) {
-        self.0.push((key, Node::Object(value)));
+        self.0.push((key.into(), Node::Object(value)));
     }
 
     pub(super) fn put(&mut self, key: &'static str, value: Value) {
-        self.0.push((key, Node::Value(value)));
+        self.0.push((key.into(), Node::Value(value)));
     }
 }
 
@@ -141,13 +143,13 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo) -> String {
     doc.put("benchmark_id", json!(info.benchmark_id));
     for tag in DECLARED_METRICS {
         if let Some(r) = summary.get(tag) {
-            doc.0.push((r.def.tag, Node::Object(metric_object(r))));
+            doc.put_object(r.def.tag, metric_object(r));
         }
     }
     doc.put("input_config", info.input_config.clone());
     if let Some(t) = &info.gpu_telemetry {
         let data = super::gpu_telemetry::telemetry_data(t);
-        doc.0.push(("telemetry_data", Node::Telemetry(data)));
+        doc.0.push(("telemetry_data".into(), Node::Telemetry(data)));
     }
     doc.put("was_cancelled", json!(info.was_cancelled));
     doc.put("is_complete", json!(info.is_complete));
@@ -174,7 +176,12 @@ pub fn render(summary: &MetricsSummary, info: &RunInfo) -> String {
         .iter()
         .filter(|r| !DECLARED_METRICS.contains(&r.def.tag))
     {
-        doc.0.push((r.def.tag, Node::Object(metric_object(r))));
+        doc.put_object(r.def.tag, metric_object(r));
+    }
+    // Metrics outside the per-record catalogue (accuracy), as AIPerf appends them.
+    for m in &info.extra_metrics {
+        let value = json!({"unit": m.unit, "avg": m.value, "count": m.count, "sum": m.sum});
+        doc.0.push((m.tag.clone().into(), Node::Value(value)));
     }
     // Not in AIPerf's schema: which tokenizer counted the tokens, how the chat template's
     // tokens were taken out of Image Token Count, and how well the requests kept their

@@ -106,9 +106,28 @@ pub struct RunInfo {
     pub client_overhead: Option<crate::overhead::OverheadReport>,
     /// GPU telemetry, when any exporter gave data.
     pub gpu_telemetry: Option<std::sync::Arc<crate::metrics::gpu_telemetry::GpuTelemetry>>,
+    /// The requests' output limits are ceilings the replies are expected to stop before
+    /// (accuracy mode), not lengths asked for: missing them is no cause for a warning.
+    pub output_limit_is_a_ceiling: bool,
+    /// Run-level metrics outside the per-record catalogue (`accuracy.*`), written after the
+    /// others in the JSON and among the single values of the CSV.
+    pub extra_metrics: Vec<ExtraMetric>,
     /// Top-level keys outside AIPerf's schema, written last (a shard's `shard` block, a
     /// merge's `merged_shards`); AIPerf's parsers ignore them.
     pub extra: Vec<(&'static str, serde_json::Value)>,
+}
+
+/// A run-level metric made outside the per-record catalogue, e.g. `accuracy.overall`: a
+/// ratio of `sum` to `count`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtraMetric {
+    pub tag: String,
+    /// The CSV's name for it, before the unit (`Accuracy (Overall)`).
+    pub header: String,
+    pub unit: &'static str,
+    pub count: u64,
+    pub sum: u64,
+    pub value: f64,
 }
 
 /// Renders the console report (metrics table, then the error summary table when there
@@ -179,7 +198,7 @@ impl Exporter for SummaryCsv<'_> {
 
     fn export(&self, dir: &Path) -> std::io::Result<Vec<Written>> {
         let path = dir.join(&self.names.csv);
-        let mut text = csv::render(self.summary);
+        let mut text = csv::render(self.summary, &self.info.extra_metrics);
         if let Some(t) = &self.info.gpu_telemetry {
             text.push_str(&gpu_telemetry::render_csv(t));
         }
@@ -382,8 +401,51 @@ mod tests {
             load_pacing: None,
             client_overhead: None,
             gpu_telemetry: None,
+            output_limit_is_a_ceiling: false,
+            extra_metrics: Vec::new(),
             extra: Vec::new(),
         }
+    }
+
+    fn accuracy_metric(tag: &str, header: &str, sum: u64, count: u64) -> ExtraMetric {
+        ExtraMetric {
+            tag: tag.into(),
+            header: header.into(),
+            unit: "ratio",
+            count,
+            sum,
+            value: sum as f64 / count as f64,
+        }
+    }
+
+    #[test]
+    fn run_level_metrics_join_the_single_values_and_the_json() {
+        let extra = vec![
+            accuracy_metric("accuracy.overall", "Accuracy (Overall)", 3, 4),
+            accuracy_metric("accuracy.task.gsm8k", "Accuracy (gsm8k)", 3, 4),
+        ];
+        let text = csv::render(&summary(), &extra);
+        let lines: Vec<&str> = text.split("\r\n").collect();
+        let blank = lines.iter().position(|l| l.is_empty()).unwrap();
+        assert_eq!(
+            lines[blank + 1..blank + 5],
+            [
+                "Metric,Value",
+                "Accuracy (Overall) (ratio),0.75",
+                "Accuracy (gsm8k) (ratio),0.75",
+                "Benchmark Duration (sec),1.06",
+            ]
+        );
+        let info = RunInfo {
+            extra_metrics: extra,
+            ..run_info()
+        };
+        let doc: serde_json::Value =
+            serde_json::from_str(&json::render(&summary(), &info)).unwrap();
+        assert_eq!(
+            doc["accuracy.task.gsm8k"],
+            serde_json::json!({"unit": "ratio", "avg": 0.75, "count": 4, "sum": 3})
+        );
     }
 
     /// Two good requests (one with two images), one failure.
@@ -507,7 +569,7 @@ mod tests {
 
     #[test]
     fn summary_csv_has_aiperf_sections() {
-        let text = csv::render(&summary());
+        let text = csv::render(&summary(), &[]);
         let lines: Vec<&str> = text.split("\r\n").collect();
         assert_eq!(
             lines[0],

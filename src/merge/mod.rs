@@ -124,6 +124,8 @@ pub fn run(args: &MergeArgs) -> Result<(), MergeError> {
         load_pacing: pacing.as_ref().map(PacingReport::to_json),
         client_overhead: None,
         gpu_telemetry: None,
+        output_limit_is_a_ceiling: false,
+        extra_metrics: Vec::new(),
         extra: vec![
             (
                 "shard",

@@ -102,6 +102,10 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             load_pacing: ran.pacing.as_ref().map(|p| p.to_json()),
             client_overhead: Some(overhead),
             gpu_telemetry: gpu_telemetry.clone(),
+            output_limit_is_a_ceiling: cfg.accuracy.is_some(),
+            extra_metrics: accuracy
+                .as_ref()
+                .map_or(Vec::new(), |g| g.tally().metrics()),
             // Not in AIPerf's schema: requests that went out twice (see `resent_line`).
             extra: [("resent_requests", json!(resent))]
                 .into_iter()
@@ -205,7 +209,7 @@ fn warn_of_losses(
     resent: u64,
     found_closed: u64,
 ) -> Option<String> {
-    if summary.osl_mismatch_count > 0 {
+    if summary.osl_mismatch_count > 0 && cfg.accuracy.is_none() {
         let examples: Vec<String> = summary
             .osl_mismatch_examples
             .iter()

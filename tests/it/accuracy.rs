@@ -356,6 +356,41 @@ fn gsm8k_replies_are_graded_and_timed() {
         stdout.contains("75.00%") && stdout.contains("NVIDIA AIPerf | LLM Metrics"),
         "{stdout}"
     );
+    // Replies shorter than the 256-token ceiling are expected: no advice to force lengths.
+    assert!(
+        stdout.contains("Expected here: max_tokens is each question's ceiling"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("ignore_eos:true") && !stderr.contains("OSL mismatch"),
+        "{stdout}"
+    );
+
+    // AIPerf's accuracy.* metrics in the summary files: a ratio with its count and sum.
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("profile_export_aiperf.json")).unwrap(),
+    )
+    .unwrap();
+    for (tag, sum, avg) in [
+        ("accuracy.overall", 3, 0.75),
+        ("accuracy.task.gsm8k", 3, 0.75),
+        ("accuracy.unparsed", 2, 0.5),
+        ("accuracy.unparsed.task.gsm8k", 2, 0.5),
+    ] {
+        assert_eq!(
+            summary[tag],
+            json!({"unit": "ratio", "avg": avg, "count": 4, "sum": sum}),
+            "{tag}"
+        );
+    }
+    let csv = std::fs::read_to_string(run.join("profile_export_aiperf.csv")).unwrap();
+    for row in [
+        "Accuracy (Overall) (ratio),0.75",
+        "Accuracy (gsm8k) (ratio),0.75",
+        "Accuracy Unparsed (Overall) (ratio),0.50",
+    ] {
+        assert!(csv.contains(&format!("{row}\r\n")), "{row} in {csv}");
+    }
 }
 
 /// Five dev rows per subject (the few-shot pool) and two test questions.
