@@ -226,6 +226,34 @@ pub const FLAGS: &[Flag] = &[
         "datasets.main.prompts.cache_bust.target",
         Text,
     ),
+    // Synthesis
+    row(
+        "synthesis_speedup_ratio",
+        "datasets.main.synthesis.speedup_ratio",
+        Float,
+    ),
+    row(
+        "synthesis_prefix_len_multiplier",
+        "datasets.main.synthesis.prefix_len_multiplier",
+        Float,
+    ),
+    row(
+        "synthesis_prefix_root_multiplier",
+        "datasets.main.synthesis.prefix_root_multiplier",
+        Int,
+    ),
+    row(
+        "synthesis_prompt_len_multiplier",
+        "datasets.main.synthesis.prompt_len_multiplier",
+        Float,
+    ),
+    row(
+        "synthesis_output_len_multiplier",
+        "datasets.main.synthesis.output_len_multiplier",
+        Float,
+    ),
+    row("synthesis_max_isl", "datasets.main.synthesis.max_isl", Int),
+    row("synthesis_max_osl", "datasets.main.synthesis.max_osl", Int),
     // Accuracy
     row("accuracy_benchmark", "accuracy.benchmark", Text),
     row("accuracy_tasks", "accuracy.tasks", List),

@@ -29,6 +29,7 @@ pub mod rankings;
 pub mod service;
 pub mod shard;
 mod spellings;
+pub mod synthesis;
 
 pub use logging::LogLevel;
 pub mod load;
@@ -627,6 +628,10 @@ pub struct ProfileArgs {
     /// `--accuracy-*`: grading the replies to a benchmark's questions.
     #[command(flatten)]
     pub accuracy: accuracy::AccuracyArgs,
+
+    /// `--synthesis-*`: reshaping a mooncake trace before it is sent.
+    #[command(flatten)]
+    pub synthesis: synthesis::SynthesisArgs,
 
     /// `--mlflow-*` and `--wandb-*`: where the finished run is logged.
     #[command(flatten)]

@@ -172,10 +172,12 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
             Some((p.clone(), kind))
         }
     };
+    let synthesis = synthesis(a, input_file.as_ref().map(|(_, k)| *k))?;
     Ok(InputOptions {
         image_source,
         image_sampling,
         input_file,
+        synthesis,
         isl_block_size: a.isl_block_size,
         sampling: a
             .dataset
@@ -188,6 +190,63 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
         public: None,
         cache_bust: None,
     })
+}
+
+/// `--synthesis-*`, checked as AIPerf's bounds have them; they reshape a mooncake trace
+/// and are refused with any other input.
+fn synthesis(
+    a: &ProfileArgs,
+    kind: Option<CustomDatasetType>,
+) -> Result<crate::dataset::Synthesis, ConfigError> {
+    let f = &a.synthesis;
+    let out = crate::dataset::Synthesis {
+        speedup_ratio: f.synthesis_speedup_ratio,
+        prefix_len_multiplier: f.synthesis_prefix_len_multiplier,
+        prefix_root_multiplier: f.synthesis_prefix_root_multiplier,
+        prompt_len_multiplier: f.synthesis_prompt_len_multiplier,
+        output_len_multiplier: f.synthesis_output_len_multiplier,
+        max_isl: f.synthesis_max_isl,
+        max_osl: f.synthesis_max_osl,
+    };
+    for (flag, value) in [
+        ("--synthesis-speedup-ratio", out.speedup_ratio),
+        (
+            "--synthesis-prefix-len-multiplier",
+            out.prefix_len_multiplier,
+        ),
+        (
+            "--synthesis-prompt-len-multiplier",
+            out.prompt_len_multiplier,
+        ),
+        (
+            "--synthesis-output-len-multiplier",
+            out.output_len_multiplier,
+        ),
+    ] {
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(config_error(format!(
+                "{flag} {value}: give a number of 0 or more (1 changes nothing)"
+            )));
+        }
+    }
+    for (flag, value) in [
+        (
+            "--synthesis-prefix-root-multiplier",
+            Some(u64::from(out.prefix_root_multiplier)),
+        ),
+        ("--synthesis-max-isl", out.max_isl),
+        ("--synthesis-max-osl", out.max_osl),
+    ] {
+        if value == Some(0) {
+            return Err(config_error(format!("{flag} 0: give 1 or more")));
+        }
+    }
+    if out.is_set() && kind != Some(CustomDatasetType::MooncakeTrace) {
+        return Err(config_error(
+            "--synthesis-*: these reshape a trace; give --input-file with --custom-dataset-type mooncake_trace",
+        ));
+    }
+    Ok(out)
 }
 
 /// The failure-handling flags, and input combinations that would otherwise be silently

@@ -23,7 +23,9 @@ use super::{
 use crate::tokenizer::Tokenizer;
 
 mod fields;
+mod synthesis;
 use fields::*;
+pub use synthesis::Synthesis;
 
 /// `--custom-dataset-type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +70,8 @@ pub struct CustomOptions<'a> {
     /// Requests drawn up front from a directory of several random_pool files.
     pub pool_draws: usize,
     pub seed: u64,
+    /// `--synthesis-*`: how a mooncake trace is reshaped before it is sent.
+    pub synthesis: Synthesis,
 }
 
 /// A bad input file: `file:line: field: problem`.
@@ -346,7 +350,9 @@ impl Loader<'_> {
         let block_size = self.opts.block_size.unwrap_or(MOONCAKE_BLOCK_SIZE);
         let mut sessions = Sessions::default();
         let mut modes = SessionModes::default();
-        for (at, obj) in read_jsonl(file)? {
+        let rows = read_jsonl(file)?;
+        let rows = synthesis::apply(rows, &self.opts.synthesis, block_size, self.opts.seed);
+        for (at, obj) in rows {
             self.note_unknown(at, &obj, "", MOONCAKE_FIELDS);
             let session_id = str_field(at, &obj, "", "session_id")?;
             let mut extra = object_field(at, &obj, "", "extra")?;
@@ -1062,6 +1068,7 @@ mod tests {
             block_size: None,
             pool_draws: 10,
             seed: 5,
+            synthesis: Synthesis::default(),
         })
         .unwrap()
     }

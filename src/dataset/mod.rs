@@ -7,6 +7,7 @@ pub mod batch;
 pub mod cache_bust;
 pub mod coding;
 pub mod custom;
+pub use custom::Synthesis;
 pub mod data_url;
 pub mod image;
 pub mod input_lines;
@@ -233,6 +234,8 @@ pub struct InputOptions {
     pub image_sampling: ImageSampling,
     /// `--input-file` and its `--custom-dataset-type`.
     pub input_file: Option<(std::path::PathBuf, CustomDatasetType)>,
+    /// `--synthesis-*`: how a mooncake trace is reshaped.
+    pub synthesis: Synthesis,
     /// `--isl-block-size`.
     pub isl_block_size: Option<usize>,
     /// `--dataset-sampling-strategy`; None = the source's default.
@@ -301,6 +304,7 @@ pub fn build(
             block_size: inputs.isl_block_size,
             pool_draws: synthetic.num_entries,
             seed,
+            synthesis: inputs.synthesis.clone(),
         };
         let mut dataset = custom::load(&opts).map_err(BuildError::Input)?;
         dataset.sampling = inputs.sampling.unwrap_or(dataset.sampling);

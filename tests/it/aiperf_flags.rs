@@ -68,6 +68,7 @@ fn accepted_flags_per_section() {
     // Sections this build takes whole.
     for whole in [
         "Accuracy",
+        "Synthesis",
         "Goodput",
         "Output Sequence Length (OSL)",
         "Audio Input",

@@ -367,3 +367,91 @@ fn bad_input_is_reported_with_file_line_and_field_and_nothing_is_sent() {
     );
     assert!(server.finish().is_empty(), "nothing may be sent");
 }
+
+/// `--synthesis-*` reshape a mooncake trace: the shared prefix [7, 8] (40 tokens over
+/// 20-token blocks) doubled, each row's own part doubled, outputs doubled then capped, the
+/// clock four times faster, and the 500-token row dropped by the ISL cap.
+#[test]
+fn synthesis_flags_reshape_a_mooncake_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let long: Vec<String> = (100..125).map(|i| i.to_string()).collect();
+    std::fs::write(
+        tmp.path().join("trace.jsonl"),
+        format!(
+            "{{\"timestamp\": 0, \"input_length\": 50, \"output_length\": 3, \"hash_ids\": [7, 8, 9]}}\n\
+             {{\"timestamp\": 800, \"input_length\": 45, \"output_length\": 5, \"hash_ids\": [7, 8, 10]}}\n\
+             {{\"timestamp\": 1600, \"input_length\": 500, \"output_length\": 2, \"hash_ids\": [{}]}}\n",
+            long.join(", ")
+        ),
+    )
+    .unwrap();
+    let server = Recorded::start(tmp.path());
+    let out = profile_file(
+        tmp.path(),
+        &server.url(),
+        "trace.jsonl",
+        "mooncake_trace",
+        &[
+            "--isl-block-size",
+            "20",
+            "--synthesis-prefix-len-multiplier",
+            "2",
+            "--synthesis-prompt-len-multiplier",
+            "2",
+            "--synthesis-output-len-multiplier",
+            "2",
+            "--synthesis-max-osl",
+            "8",
+            "--synthesis-max-isl",
+            "100",
+            "--synthesis-speedup-ratio",
+            "4",
+        ],
+    );
+    let served = server.finish();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(served.len(), 2, "the 500-token row is dropped");
+    let records = read_jsonl(&tmp.path().join("run/profile_export.jsonl"));
+    let isl: Vec<u64> = records
+        .iter()
+        .map(|r| {
+            r["metrics"]["input_sequence_length"]["value"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    // 80 shared + 2 x 10 own, and 80 + 2 x 5.
+    assert_eq!(isl, [100, 90]);
+    let asked: Vec<u64> = served
+        .iter()
+        .map(|r| r["output_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(asked, [6, 8]);
+    // The rows were 800 ms apart in the trace: 200 ms at four times the speed.
+    let starts: Vec<f64> = records
+        .iter()
+        .map(|r| r["metadata"]["request_start_ns"].as_f64().unwrap())
+        .collect();
+    let gap_ms = (starts[1] - starts[0]) / 1e6;
+    assert!((150.0..600.0).contains(&gap_ms), "{gap_ms} ms");
+
+    // Without a trace they have nothing to reshape: refused.
+    let out = profile_file(
+        tmp.path(),
+        &server_url_unused(),
+        "trace.jsonl",
+        "single_turn",
+        &["--synthesis-max-osl", "8"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--synthesis-*: these reshape a trace; give --input-file with --custom-dataset-type mooncake_trace"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A URL nothing listens on: for runs refused before they send.
+fn server_url_unused() -> String {
+    "localhost:9".to_string()
+}
