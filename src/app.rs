@@ -173,6 +173,12 @@ fn plot_exit(args: &crate::cli::plot::PlotArgs) -> ExitCode {
             if let Some(page) = &w.page {
                 println!("Runs compared in {}", page.display());
             }
+            if args.dashboard
+                && let Err(e) = crate::plot::dashboard::serve(&w, &args.host, args.port)
+            {
+                eprintln!("error: {e:#}");
+                return ExitCode::FAILURE;
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

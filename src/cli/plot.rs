@@ -47,9 +47,18 @@ pub struct PlotArgs {
     #[arg(short, long)]
     pub verbose: bool,
 
-    /// AIPerf's interactive dashboard server: not supported (refused).
+    /// After drawing, serve the charts to a browser (a page of every chart, and the page
+    /// comparing the runs when there are several) until Ctrl-C.
     #[arg(long)]
     pub dashboard: bool,
+
+    /// Address the dashboard listens on (with --dashboard).
+    #[arg(long, default_value = "127.0.0.1", requires = "dashboard")]
+    pub host: String,
+
+    /// Port of the dashboard (with --dashboard; 0 picks a free one).
+    #[arg(long, default_value_t = 8050, requires = "dashboard")]
+    pub port: u16,
 
     /// AIPerf's upload of the charts to MLflow: not supported (refused).
     #[arg(long = "mlflow-upload")]

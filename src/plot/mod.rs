@@ -5,6 +5,7 @@ pub mod artifacts;
 pub mod chart;
 mod compared;
 mod config;
+pub mod dashboard;
 mod multi;
 pub mod render;
 mod scale;
@@ -326,13 +327,8 @@ fn interpolate(at_lo: f64, at_hi: f64, lo: usize, pos: f64) -> f64 {
 }
 
 impl Options {
-    /// `aiperf plot`'s flags; AIPerf's dashboard and MLflow upload are refused.
+    /// `aiperf plot`'s flags; AIPerf's MLflow upload is refused.
     pub fn from_args(a: &crate::cli::plot::PlotArgs) -> Result<Options, PlotError> {
-        if a.dashboard {
-            return Err(PlotError::Config(
-                "--dashboard: the interactive dashboard is not supported; drop the flag to write PNG and SVG files".into(),
-            ));
-        }
         if a.mlflow_upload {
             return Err(PlotError::Config(
                 "--mlflow-upload: uploading to MLflow is not supported; drop the flag and upload the files in --output yourself".into(),

@@ -712,12 +712,100 @@ fn bad_input_is_refused_with_what_to_do() {
         stderr_text(&empty)
     );
 
-    for flag in ["--dashboard", "--mlflow-upload"] {
-        let o = run_aiperf_in(cwd.path(), &["plot", "empty", flag]);
-        assert_eq!(o.status.code(), Some(2), "{flag}");
-        let err = stderr_text(&o);
-        assert!(err.contains(flag) && err.contains("not supported"), "{err}");
+    let o = run_aiperf_in(cwd.path(), &["plot", "empty", "--mlflow-upload"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr_text(&o);
+    assert!(
+        err.contains("--mlflow-upload") && err.contains("not supported"),
+        "{err}"
+    );
+    // The dashboard's address flags mean nothing without it.
+    let o = run_aiperf_in(cwd.path(), &["plot", "empty", "--port", "9000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr_text(&o).contains("--dashboard"),
+        "{}",
+        stderr_text(&o)
+    );
+}
+
+/// `GET path` on `addr`: the status line, the headers and the body.
+fn http_get(addr: &str, path: &str) -> (String, String, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let (status, headers) = head.split_once("\r\n").unwrap_or((&head, ""));
+    (
+        status.to_string(),
+        headers.to_lowercase(),
+        raw[split + 4..].to_vec(),
+    )
+}
+
+#[test]
+fn the_dashboard_serves_every_chart_until_stopped() {
+    use std::io::BufRead;
+    let f = fixtures();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = cwd.path().join("out");
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["plot", f.single.to_str().unwrap(), "--output"])
+        .arg(&out)
+        .args(["--dashboard", "--port", "0"])
+        .current_dir(cwd.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut addr = None;
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("Dashboard at http://") {
+            addr = Some(rest.split('/').next().unwrap().to_string());
+            break;
+        }
     }
+    let addr = addr.expect("the dashboard's address on stdout");
+    let (status, headers, body) = http_get(&addr, "/");
+    assert!(status.contains("200"), "{status}");
+    assert!(headers.contains("text/html"), "{headers}");
+    let page = String::from_utf8(body).unwrap();
+    let svgs = std::fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "svg")
+        })
+        .count();
+    assert!(svgs >= 5, "{svgs} charts");
+    // Every chart drawn is on the page, and each one is served.
+    assert_eq!(page.matches("<img src=\"/files/").count(), svgs, "{page}");
+    let first = page
+        .split("<img src=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let (status, headers, body) = http_get(&addr, first);
+    assert!(status.contains("200"), "{first}: {status}");
+    assert!(headers.contains("image/svg+xml"), "{headers}");
+    assert!(String::from_utf8_lossy(&body).contains("<svg"), "{first}");
+    // Nothing outside the output directory.
+    let (status, _, _) = http_get(&addr, "/files/..%2Fsingle");
+    assert!(status.contains("404"), "{status}");
+    // SIGTERM stops it cleanly.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let code = child.wait().unwrap();
+    assert!(code.success(), "{code:?}");
 }
 
 #[test]
