@@ -131,7 +131,7 @@ fn analyze_trace_reports_lengths_prefixes_and_hit_rates() {
             .lines()
             .find(|l| l.contains(name))
             .unwrap_or_else(|| panic!("no {name} row in\n{stdout}"));
-        line.split(|c: char| c == '│' || c == '┃')
+        line.split(['│', '┃'])
             .map(|c| c.trim().to_string())
             .filter(|c| !c.is_empty())
             .collect()
@@ -397,4 +397,61 @@ fn validate_whole_file_problems_and_bad_command_lines() {
     let out = aiperf(&["validate", "mooncake-trace"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_text(&out).contains("give the file to validate"));
+}
+
+/// `validate` and `aiperf profile --input-file` read a trace the same way: the file validate
+/// passes runs, and the one it fails is refused by profile with validate's first message.
+#[test]
+fn validate_agrees_with_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = write(tmp.path(), "trace.jsonl", TRACE);
+    let profile = |block: &str, run: &str| {
+        Command::new(BIN)
+            .args([
+                "profile",
+                "-m",
+                "m",
+                "--tokenizer",
+                "builtin",
+                "--mock-server",
+            ])
+            .args(["--custom-dataset-type", "mooncake_trace", "--ui", "none"])
+            .args(["--isl-block-size", block, "--input-file"])
+            .arg(&trace)
+            .arg("--artifact-dir")
+            .arg(tmp.path().join(run))
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .unwrap()
+    };
+    let path = trace.to_str().unwrap();
+    let passed = aiperf(&[
+        "validate",
+        "mooncake-trace",
+        "--input",
+        path,
+        "--isl-block-size",
+        "4",
+    ]);
+    assert_eq!(passed.status.code(), Some(0));
+    let out = profile("4", "good");
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let records = crate::common::read_jsonl(&tmp.path().join("good/profile_export.jsonl"));
+    assert_eq!(records.len(), 5);
+
+    let failed = aiperf(&["validate", "mooncake-trace", "--input", path]);
+    assert_eq!(failed.status.code(), Some(1));
+    let first = stdout_text(&failed)
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_string();
+    let out = profile("512", "bad");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out).contains(&format!("error: {first}")),
+        "{first}\n{}",
+        stderr_text(&out)
+    );
 }
