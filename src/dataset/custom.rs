@@ -346,12 +346,12 @@ impl Loader<'_> {
         let block_size = self.opts.block_size.unwrap_or(MOONCAKE_BLOCK_SIZE);
         let mut sessions = Sessions::default();
         let mut modes = SessionModes::default();
+        let blocks = Blocks {
+            size: block_size,
+            flag: "--isl-block-size",
+        };
         for (at, obj) in read_jsonl(file)? {
             self.note_unknown(at, &obj, "", MOONCAKE_FIELDS);
-            let blocks = Blocks {
-                size: block_size,
-                flag: "--isl-block-size",
-            };
             let row = trace_row(at, &obj, blocks, &mut modes)?;
             if let Some(t) = row.timestamp_ms {
                 self.timestamps.push((at.line, t));
