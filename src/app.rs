@@ -136,6 +136,22 @@ pub fn run(argv: Vec<String>) -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::AnalyzeTrace(args) => match crate::trace_tools::analyze_trace(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        // As AIPerf: 1 when the file fails validation, 2 for a bad command line.
+        Command::Validate(args) => match crate::trace_tools::validate(&args) {
+            Ok(crate::trace_tools::Validated::Passed) => ExitCode::SUCCESS,
+            Ok(crate::trace_tools::Validated::Failed) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::MockServer(args) => match crate::mock::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

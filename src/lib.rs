@@ -19,6 +19,7 @@ mod plot;
 mod profile;
 mod publish;
 mod sweep;
+mod trace_tools;
 
 mod accuracy;
 mod clock;

@@ -30,6 +30,7 @@ pub mod service;
 pub mod shard;
 mod spellings;
 pub mod synthesis;
+pub mod trace_tools;
 
 pub use logging::LogLevel;
 pub mod load;
@@ -224,6 +225,12 @@ pub enum Command {
     Plot(plot::PlotArgs),
     /// Compare two runs: each metric's change with a confidence interval and a verdict.
     Compare(compare::CompareArgs),
+    /// Analyze a mooncake trace: ISL/OSL distributions and theoretical prefix-cache hit
+    /// rates.
+    AnalyzeTrace(trace_tools::AnalyzeTraceArgs),
+    /// Validate a benchmark input file (`mooncake-trace`): every bad line with its
+    /// file:line.
+    Validate(trace_tools::ValidateArgs),
 }
 
 /// `--endpoint-type` takes the endpoint types' own list: their names and help come from

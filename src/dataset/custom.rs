@@ -350,106 +350,57 @@ impl Loader<'_> {
         let block_size = self.opts.block_size.unwrap_or(MOONCAKE_BLOCK_SIZE);
         let mut sessions = Sessions::default();
         let mut modes = SessionModes::default();
+        let blocks = Blocks {
+            size: block_size,
+            flag: "--isl-block-size",
+        };
         let rows = read_jsonl(file)?;
         let rows = synthesis::apply(rows, &self.opts.synthesis, block_size, self.opts.seed);
         for (at, obj) in rows {
             self.note_unknown(at, &obj, "", MOONCAKE_FIELDS);
-            let session_id = str_field(at, &obj, "", "session_id")?;
-            let mut extra = object_field(at, &obj, "", "extra")?;
-            let own = trace_own_request(at, &obj)?;
-            modes.check(at, session_id.as_deref(), own.as_ref(), &obj, &mut extra)?;
-            let text = match (obj.get("text_input"), obj.get("input_length")) {
-                _ if own.is_some() => {
-                    if let Some(other) = ["text_input", "input_length"]
-                        .into_iter()
-                        .find(|f| obj.contains_key(*f))
-                    {
-                        return Err(at.err(
-                            other,
-                            "give one of messages, payload or input_length/text_input",
-                        ));
-                    }
-                    own_text(own.as_ref().expect("checked"))
-                }
-                (Some(_), Some(_)) => {
-                    return Err(at.err(
-                        "text_input",
-                        "give either text_input or input_length, not both",
-                    ));
-                }
-                (Some(_), None) => str_field(at, &obj, "", "text_input")?.unwrap_or_default(),
-                (None, Some(_)) => {
-                    let len = u64_field(at, &obj, "", "input_length")?.unwrap_or(0) as usize;
-                    if len == 0 || len as u64 > super::MAX_INPUT_TOKENS {
-                        return Err(at.err(
-                            "input_length",
-                            format!(
-                                "{len} is not allowed; give 1 to {} tokens",
-                                super::MAX_INPUT_TOKENS
-                            ),
-                        ));
-                    }
-                    let hash_ids = u64_list_field(at, &obj, "hash_ids")?;
-                    self.trace_prompt(at, len, &hash_ids, block_size)?
-                }
-                (None, None) => {
-                    return Err(at.err(
-                        "",
-                        "no content; give input_length, text_input, messages or payload",
-                    ));
-                }
-            };
-            if text.is_empty() && own.is_none() {
-                return Err(at.err("text_input", "is empty"));
+            let row = trace_row(at, &obj, blocks, &mut modes)?;
+            if let Some(t) = row.timestamp_ms {
+                self.timestamps.push((at.line, t));
             }
+            let text = match (&row.own, row.input_length, row.text_input) {
+                (Some(own), _, _) => own_text(own),
+                (None, Some(len), _) => {
+                    self.trace_prompt(at, len as usize, &row.hash_ids, block_size)
+                }
+                (None, None, text) => text.unwrap_or_default(),
+            };
             let entry = Entry {
                 input_tokens: self.opts.tokenizer.count(&text) as u64,
                 text,
                 images: Vec::new(),
                 audios: Vec::new(),
                 videos: Vec::new(),
-                max_output_tokens: output_length_field(at, &obj, "")?
-                    .or(self.opts.default_output_tokens),
+                max_output_tokens: row.output_length.or(self.opts.default_output_tokens),
                 extra_texts: Vec::new(),
                 role: None,
-                extra,
-                timestamp_ms: self.timestamp_field(at, &obj, "")?,
-                delay: delay_field(at, &obj, "")?,
-                own,
+                extra: row.extra,
+                timestamp_ms: row.timestamp_ms,
+                delay: row.delay,
+                own: row.own,
             };
-            sessions.add(session_id, entry);
+            sessions.add(row.session_id, entry);
         }
         non_empty(file, sessions.conversations, DatasetSampling::Sequential)
     }
 
     /// A prompt of `len` tokens made of one cached block per hash id: every block but the
     /// last has `block_size` tokens, the last the remainder. Without hash ids, a fresh prompt.
-    fn trace_prompt(
-        &mut self,
-        at: At,
-        len: usize,
-        hash_ids: &[u64],
-        block_size: usize,
-    ) -> Result<String, InputError> {
+    fn trace_prompt(&mut self, at: At, len: usize, hash_ids: &[u64], block_size: usize) -> String {
         let builder = PromptBuilder::new(self.opts.tokenizer);
         if hash_ids.is_empty() {
             let seed = derive_seed(self.opts.seed, STREAM_TRACE_PROMPT, at.line as u64);
-            return Ok(builder
+            return builder
                 .build(len, &mut ChaCha8Rng::seed_from_u64(seed))
-                .text);
+                .text;
         }
+        // `trace_row` checked that the ids fit the length.
         let full_blocks = hash_ids.len() - 1;
-        let last = len as i64 - (full_blocks * block_size) as i64;
-        if last <= 0 || last as usize > block_size {
-            return Err(at.err(
-                "hash_ids",
-                format!(
-                    "{} ids do not fit input_length {len} with blocks of {block_size} tokens \
-                     (the last block would have {last}); check --isl-block-size",
-                    hash_ids.len()
-                ),
-            ));
-        }
+        let last = len - full_blocks * block_size;
         // Every block but the last is cached by hash id and ends with a newline, so words do
         // not merge across blocks and equal hash ids give an equal prefix. A block and its
         // newline take `block_size` tokens: the newline is one token of the block.
@@ -475,7 +426,7 @@ impl Loader<'_> {
         // (a newline can merge with the token before it, so the prefix may be a token short
         // or long): its target moves by the difference until the count matches.
         let last_id = hash_ids[full_blocks];
-        let mut target = last as usize;
+        let mut target = last;
         let mut best: Option<(usize, String)> = None;
         let mut tried = Vec::new();
         while !tried.contains(&target) && tried.len() < 8 {
@@ -491,7 +442,7 @@ impl Loader<'_> {
             let text = format!("{prefix}{block}");
             let got = self.opts.tokenizer.count(&text);
             if got == len {
-                return Ok(text);
+                return text;
             }
             if best.as_ref().is_none_or(|(d, _)| got.abs_diff(len) < *d) {
                 best = Some((got.abs_diff(len), text));
@@ -501,31 +452,17 @@ impl Loader<'_> {
                 _ => break,
             }
         }
-        let text = best.expect("one prompt was tried").1;
-        Ok(text)
+        best.expect("one prompt was tried").1
     }
 
-    /// `timestamp` in ms; values too large to be milliseconds are refused with a hint.
+    /// `timestamp` in ms, remembered for the schedule's span check.
     fn timestamp_field(
         &mut self,
         at: At,
         obj: &Map<String, Value>,
         prefix: &str,
     ) -> Result<Option<u64>, InputError> {
-        let field = format!("{prefix}timestamp");
-        if let Some(v) = obj.get("timestamp").and_then(Value::as_f64)
-            && v >= MAX_TIMESTAMP_MS as f64
-        {
-            return Err(at.err(
-                &field,
-                format!(
-                    "{v} is not a time in milliseconds (it would be after the year 2286); \
-                     give ms since the trace's start or since the epoch (epoch microseconds / 1000, nanoseconds / 1000000)"
-                ),
-            ));
-        }
-        // Kept to the millisecond, the schedule's unit.
-        let t = ms_field(at, obj, prefix, "timestamp")?.map(|ms| ms.round() as u64);
+        let t = timestamp_ms_field(at, obj, prefix)?;
         if let Some(t) = t {
             self.timestamps.push((at.line, t));
         }
@@ -758,12 +695,16 @@ fn non_empty(
     sampling: DatasetSampling,
 ) -> Result<Dataset, InputError> {
     if conversations.is_empty() {
-        return Err(format!("{}: no entries in the file", path.display()));
+        return Err(no_entries(path));
     }
     Ok(Dataset {
         conversations,
         sampling,
     })
+}
+
+fn no_entries(path: &Path) -> InputError {
+    format!("{}: no entries in the file", path.display())
 }
 
 /// Conversations in file order: rows of one session are its turns, in file order; a row
@@ -817,6 +758,183 @@ fn merge_entries(entries: impl Iterator<Item = Entry>) -> Entry {
         m.extra.extend(e.extra);
     }
     merged.expect("at least one pool")
+}
+
+/// A `mooncake_trace` row, checked as `--input-file` checks it.
+#[derive(Debug)]
+pub struct TraceRow {
+    pub session_id: Option<String>,
+    /// Tokens of a synthetic prompt; None for a `text_input`, `messages` or `payload` row.
+    pub input_length: Option<u64>,
+    pub hash_ids: Vec<u64>,
+    pub text_input: Option<String>,
+    pub output_length: Option<u64>,
+    pub timestamp_ms: Option<u64>,
+    pub delay: Option<Duration>,
+    pub extra: Map<String, Value>,
+    pub own: Option<OwnRequest>,
+}
+
+/// Checks one trace row: its fields' types and ranges, that it gives one kind of input, that
+/// its hash ids fit its input length in blocks of `block_size` tokens, and that its session's
+/// rows are all of one kind (`modes` holds what earlier rows said).
+fn trace_row(
+    at: At,
+    obj: &Map<String, Value>,
+    blocks: Blocks,
+    modes: &mut SessionModes,
+) -> Result<TraceRow, InputError> {
+    let session_id = str_field(at, obj, "", "session_id")?;
+    let mut extra = object_field(at, obj, "", "extra")?;
+    let own = trace_own_request(at, obj)?;
+    modes.check(at, session_id.as_deref(), own.as_ref(), obj, &mut extra)?;
+    let (mut input_length, mut hash_ids, mut text_input) = (None, Vec::new(), None);
+    match (obj.get("text_input"), obj.get("input_length")) {
+        _ if own.is_some() => {
+            if let Some(other) = ["text_input", "input_length"]
+                .into_iter()
+                .find(|f| obj.contains_key(*f))
+            {
+                return Err(at.err(
+                    other,
+                    "give one of messages, payload or input_length/text_input",
+                ));
+            }
+        }
+        (Some(_), Some(_)) => {
+            return Err(at.err(
+                "text_input",
+                "give either text_input or input_length, not both",
+            ));
+        }
+        (Some(_), None) => {
+            let text = str_field(at, obj, "", "text_input")?.unwrap_or_default();
+            if text.is_empty() {
+                return Err(at.err("text_input", "is empty"));
+            }
+            text_input = Some(text);
+        }
+        (None, Some(_)) => {
+            let len = u64_field(at, obj, "", "input_length")?.unwrap_or(0);
+            if len == 0 || len > super::MAX_INPUT_TOKENS {
+                return Err(at.err(
+                    "input_length",
+                    format!(
+                        "{len} is not allowed; give 1 to {} tokens",
+                        super::MAX_INPUT_TOKENS
+                    ),
+                ));
+            }
+            hash_ids = u64_list_field(at, obj, "hash_ids")?;
+            check_blocks_fit(at, len, hash_ids.len(), blocks)?;
+            input_length = Some(len);
+        }
+        (None, None) => {
+            return Err(at.err(
+                "",
+                "no content; give input_length, text_input, messages or payload",
+            ));
+        }
+    }
+    Ok(TraceRow {
+        session_id,
+        input_length,
+        hash_ids,
+        text_input,
+        output_length: output_length_field(at, obj, "")?,
+        timestamp_ms: timestamp_ms_field(at, obj, "")?,
+        delay: delay_field(at, obj, "")?,
+        extra,
+        own,
+    })
+}
+
+/// A trace's block size: tokens per hash id, and the flag that sets it.
+#[derive(Debug, Clone, Copy)]
+pub struct Blocks {
+    pub size: usize,
+    pub flag: &'static str,
+}
+
+/// Every hash id but the last stands for `blocks.size` tokens, the last for the rest: 1 to
+/// `blocks.size` of them.
+fn check_blocks_fit(at: At, len: u64, ids: usize, blocks: Blocks) -> Result<(), InputError> {
+    let Blocks {
+        size: block_size,
+        flag,
+    } = blocks;
+    if ids == 0 {
+        return Ok(());
+    }
+    let last = len as i64 - ((ids - 1) * block_size) as i64;
+    if last <= 0 || last as usize > block_size {
+        return Err(at.err(
+            "hash_ids",
+            format!(
+                "{ids} ids do not fit input_length {len} with blocks of {block_size} tokens \
+                 (the last block would have {last}); check {flag}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A whole `mooncake_trace` file checked row by row, going on past bad rows.
+#[derive(Debug, Default)]
+pub struct TraceCheck {
+    /// Non-blank lines.
+    pub lines: usize,
+    /// The good rows, in file order.
+    pub rows: Vec<TraceRow>,
+    /// Each bad line's first problem (`file:line: field 'f': what`), then the file's own
+    /// (no rows; a schedule longer than a year).
+    pub problems: Vec<InputError>,
+    /// Fields `--input-file` ignores, and the `file:line` of the first.
+    pub unknown_fields: Vec<String>,
+    pub first_unknown: Option<String>,
+}
+
+/// Reads a `mooncake_trace` file as `--input-file` with `--custom-dataset-type
+/// mooncake_trace` reads it, but reports every bad line instead of stopping at the first.
+/// Err when the file cannot be read at all (missing, not text).
+pub fn check_mooncake_file(file: &Path, blocks: Blocks) -> Result<TraceCheck, InputError> {
+    let mut check = TraceCheck::default();
+    let mut modes = SessionModes::default();
+    let mut unknown = BTreeSet::new();
+    let mut stamps = Vec::new();
+    for_each_jsonl(file, |at, parsed| {
+        check.lines += 1;
+        let row = parsed.and_then(|obj| {
+            for key in obj
+                .keys()
+                .filter(|k| !MOONCAKE_FIELDS.contains(&k.as_str()))
+            {
+                check
+                    .first_unknown
+                    .get_or_insert_with(|| format!("{}:{}", at.file.display(), at.line));
+                unknown.insert(key.clone());
+            }
+            trace_row(at, &obj, blocks, &mut modes)
+        });
+        match row {
+            Ok(row) => {
+                if let Some(t) = row.timestamp_ms {
+                    stamps.push((at.line, t));
+                }
+                check.rows.push(row);
+            }
+            Err(e) => check.problems.push(e),
+        }
+        Next::More
+    })?;
+    if check.lines == 0 {
+        check.problems.push(no_entries(file));
+    }
+    if let Err(e) = check_schedule_span(file, &stamps) {
+        check.problems.push(e);
+    }
+    check.unknown_fields = unknown.into_iter().collect();
+    Ok(check)
 }
 
 /// A trace row's `payload` (a whole request body, alone) or `messages`.

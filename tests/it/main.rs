@@ -53,6 +53,7 @@ mod summary_compat;
 mod sweeps;
 mod timeslices;
 mod tokenizer_byte_level;
+mod trace_tools;
 mod transport;
 mod url_forms;
 mod wandb;

@@ -7,22 +7,67 @@ use super::*;
 pub(super) type Line<'a> = (At<'a>, Map<String, Value>);
 
 /// Every non-blank line parsed as a JSON object, with its location (read as it comes; see
-/// `input_lines`).
+/// `input_lines`). Stops at the first line that is no JSON object.
 pub(super) fn read_jsonl(file: &Path) -> Result<Vec<Line<'_>>, InputError> {
     let mut out = Vec::new();
+    let mut first_bad = None;
+    for_each_jsonl(file, |at, parsed| match parsed {
+        Ok(obj) => {
+            out.push((at, obj));
+            Next::More
+        }
+        Err(e) => {
+            first_bad = Some(e);
+            Next::Stop
+        }
+    })?;
+    match first_bad {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// Calls `each` with every non-blank line parsed as a JSON object, or why it is not one,
+/// until it says `Stop`. Err only when the file cannot be read as text.
+pub(super) fn for_each_jsonl<'a>(
+    file: &'a Path,
+    mut each: impl FnMut(At<'a>, Result<Map<String, Value>, InputError>) -> Next,
+) -> Result<(), InputError> {
     for_each_line(file, |number, line| {
         let at = At { file, line: number };
         if line.trim().is_empty() {
             return Ok(Next::More);
         }
-        match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(obj)) => out.push((at, obj)),
-            Ok(_) => return Err(at.err("", "each line must be a JSON object")),
-            Err(e) => return Err(at.err("", format!("malformed JSON: {e}"))),
-        }
-        Ok(Next::More)
-    })?;
-    Ok(out)
+        Ok(each(
+            at,
+            match serde_json::from_str::<Value>(line) {
+                Ok(Value::Object(obj)) => Ok(obj),
+                Ok(_) => Err(at.err("", "each line must be a JSON object")),
+                Err(e) => Err(at.err("", format!("malformed JSON: {e}"))),
+            },
+        ))
+    })
+}
+
+/// `timestamp` in ms, kept to the millisecond (the schedule's unit); values too large to be
+/// milliseconds are refused with a hint.
+pub(super) fn timestamp_ms_field(
+    at: At,
+    obj: &Map<String, Value>,
+    prefix: &str,
+) -> Result<Option<u64>, InputError> {
+    if let Some(v) = obj.get("timestamp").and_then(Value::as_f64)
+        && v >= MAX_TIMESTAMP_MS as f64
+    {
+        return Err(at.err(
+            &format!("{prefix}timestamp"),
+            format!(
+                "{v} is not a time in milliseconds (it would be after the year 2286); \
+                 give ms since the trace's start or since the epoch (epoch microseconds / 1000, nanoseconds / 1000000)"
+            ),
+        ));
+    }
+    Ok(ms_field(at, obj, prefix, "timestamp")?.map(|ms| ms.round() as u64))
 }
 
 /// `text` (a string) or `texts` (a list of strings, or of `{"name", "contents": [...]}`
