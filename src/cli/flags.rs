@@ -432,6 +432,34 @@ pub const FLAGS: &[Flag] = &[
         "phases.profiling.prefill_concurrency",
         Int,
     ),
+    row(
+        "prefill_concurrency_ramp_duration",
+        "phases.profiling.prefill_ramp.duration",
+        Float,
+    ),
+    row("request_rate_series", "phases.profiling.rate_series", Text),
+    // Agentic and weka trace replay (refused: those datasets are not read here).
+    cli_only("trajectory_start_min_ratio", Float),
+    cli_only("trajectory_start_max_ratio", Float),
+    cli_only("burst_phase_starts", Switch),
+    cli_only("trace_idle_gap_cap_seconds", Float),
+    cli_only("system_idle_gap_cap_seconds", Float),
+    cli_only("agentic_cache_warmup_duration", Float),
+    cli_only("agentic_warmup_grace_period", Float),
+    row(
+        "inter_turn_delay_cap_seconds",
+        "datasets.main.inter_turn_delay_cap_seconds",
+        Float,
+    ),
+    // Baseten trace replay (refused: those datasets are not read here).
+    cli_only("max_idle_gap_cap_seconds", Float),
+    cli_only("replay_speedup", Float),
+    cli_only("open_loop_replay", Switch),
+    cli_only("no_open_loop_replay", Switch),
+    cli_only("open_loop_strict", Switch),
+    cli_only("omit_kv_hints", Switch),
+    cli_only("force_min_tokens", Switch),
+    cli_only("no_force_min_tokens", Switch),
     // AIPerf: `phases.profiling.rate` of a phase of type `user_centric`.
     cli_only("user_centric_rate", Float),
     sweep("num_users", "phases.profiling.users", Int),
@@ -481,6 +509,21 @@ pub const FLAGS: &[Flag] = &[
         "warmup_prefill_concurrency",
         "phases.warmup.prefill_concurrency",
         Int,
+    ),
+    row(
+        "warmup_concurrency_ramp_duration",
+        "phases.warmup.concurrency_ramp.duration",
+        Float,
+    ),
+    row(
+        "warmup_prefill_concurrency_ramp_duration",
+        "phases.warmup.prefill_ramp.duration",
+        Float,
+    ),
+    row(
+        "warmup_request_rate_ramp_duration",
+        "phases.warmup.rate_ramp.duration",
+        Float,
     ),
     // Goodput: `slos: {request_latency: 250}` is `--goodput "request_latency:250"`.
     row("goodput", "slos", Text),

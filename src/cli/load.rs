@@ -56,9 +56,117 @@ pub struct LoadArgs {
     #[arg(long, help_heading = "Load Generator")]
     pub num_users: Option<u64>,
 
+    /// Seconds over which --prefill-concurrency grows from 1 to its value, one more slot
+    /// at evenly spaced times.
+    #[arg(long, help_heading = "Load Generator")]
+    pub prefill_concurrency_ramp_duration: Option<f64>,
+
+    /// JSON file of request-rate points, `{"points": [{"time_s": 0, "qps": 10}, ...]}` (or
+    /// the bare list): the rate follows straight lines between them (after any
+    /// --request-rate-ramp-duration), holding the first rate before the first point and the
+    /// last after the last. Takes the place of --request-rate.
+    #[arg(long, value_name = "PATH", help_heading = "Load Generator")]
+    pub request_rate_series: Option<std::path::PathBuf>,
+
+    /// Agentic trace replay only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Load Generator")]
+    pub trajectory_start_min_ratio: Option<f64>,
+
+    /// Agentic trace replay only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Load Generator")]
+    pub trajectory_start_max_ratio: Option<f64>,
+
+    /// Agentic trace replay only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Load Generator")]
+    pub burst_phase_starts: bool,
+
+    /// Per-trace idle-gap cap of weka traces only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Load Generator")]
+    pub trace_idle_gap_cap_seconds: Option<f64>,
+
+    /// Agentic trace replay only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Load Generator")]
+    pub system_idle_gap_cap_seconds: Option<f64>,
+
     /// --prefill-concurrency for the warmup phase (default: the profiling value).
     #[arg(long, help_heading = "Warmup")]
     pub warmup_prefill_concurrency: Option<u64>,
+
+    /// --concurrency-ramp-duration for the warmup phase (default: the profiling value).
+    #[arg(long, help_heading = "Warmup")]
+    pub warmup_concurrency_ramp_duration: Option<f64>,
+
+    /// --prefill-concurrency-ramp-duration for the warmup phase (default: the profiling
+    /// value).
+    #[arg(long, help_heading = "Warmup")]
+    pub warmup_prefill_concurrency_ramp_duration: Option<f64>,
+
+    /// --request-rate-ramp-duration for the warmup phase (default: the profiling value).
+    /// Needs a warmup rate.
+    #[arg(long, help_heading = "Warmup")]
+    pub warmup_request_rate_ramp_duration: Option<f64>,
+
+    /// Agentic trace replay only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Warmup")]
+    pub agentic_cache_warmup_duration: Option<f64>,
+
+    /// Agentic trace replay only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Warmup")]
+    pub agentic_warmup_grace_period: Option<f64>,
+
+    /// Seconds: every turn delay of the --input-file (`delay`, ms) longer than this is
+    /// cut to it, so one long recorded wait does not stall a conversation. The number cut
+    /// is logged.
+    #[arg(long, help_heading = "Conversation Input")]
+    pub inter_turn_delay_cap_seconds: Option<f64>,
+
+    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Conversation Input")]
+    pub max_idle_gap_cap_seconds: Option<f64>,
+
+    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Conversation Input")]
+    pub replay_speedup: Option<f64>,
+
+    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    #[arg(
+        long,
+        overrides_with = "no_open_loop_replay",
+        help_heading = "Conversation Input"
+    )]
+    pub open_loop_replay: bool,
+
+    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    #[arg(
+        long,
+        overrides_with = "open_loop_replay",
+        help_heading = "Conversation Input"
+    )]
+    pub no_open_loop_replay: bool,
+
+    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Conversation Input")]
+    pub open_loop_strict: bool,
+
+    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    #[arg(long, help_heading = "Conversation Input")]
+    pub omit_kv_hints: bool,
+
+    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    #[arg(
+        long,
+        overrides_with = "no_force_min_tokens",
+        help_heading = "Conversation Input"
+    )]
+    pub force_min_tokens: bool,
+
+    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    #[arg(
+        long,
+        overrides_with = "force_min_tokens",
+        help_heading = "Conversation Input"
+    )]
+    pub no_force_min_tokens: bool,
 
     /// Send requests at the input file's pace only when --fixed-schedule says so: a
     /// timestamped file is then sent with the chosen load mode (--concurrency,

@@ -3,6 +3,9 @@
 use crate::cli::{ArrivalMode, ProfileArgs};
 use crate::config::limits::{self as limits, Zero};
 use crate::endpoint::ModelSelection;
+use std::sync::Arc;
+
+use crate::load::ramp::RateSeries;
 use crate::load::schedule::ArrivalPattern;
 use crate::load::{Cancellation, Ramps, ScheduleWindow, UserCentric};
 use crate::transport::ConnectionReuse;
@@ -41,7 +44,23 @@ pub(super) fn check_load_modes(
     streaming: bool,
     warnings: &mut Vec<String>,
 ) -> Result<LoadOptions, ConfigError> {
-    let rate = match a.request_rate {
+    let series = a
+        .load
+        .request_rate_series
+        .as_deref()
+        .map(read_rate_series)
+        .transpose()?;
+    if series.is_some() && a.request_rate.is_some() {
+        return Err(config_error(
+            "--request-rate and --request-rate-series both set the request rate; give one (the series' first point is its starting rate)",
+        ));
+    }
+    // The name of the flag that set the rate, for the messages below.
+    let rate_flag = match series {
+        Some(_) => "--request-rate-series",
+        None => "--request-rate",
+    };
+    let rate = match series.as_ref().map(|s| s.points[0].1).or(a.request_rate) {
         None => None,
         Some(r) if !(r.is_finite() && r > 0.0) => {
             return Err(config_error(format!(
@@ -121,7 +140,7 @@ pub(super) fn check_load_modes(
         }
         if rate.is_some() {
             return Err(config_error(format!(
-                "--request-rate cannot be used with {why}: the file's timestamps set the send times"
+                "{rate_flag} cannot be used with {why}: the file's timestamps set the send times"
             )));
         }
     }
@@ -136,7 +155,7 @@ pub(super) fn check_load_modes(
             a.benchmark_grace_period
         )));
     }
-    let user_centric = check_user_centric(a, rate.is_some(), fixed_schedule)?;
+    let user_centric = check_user_centric(a, rate.map(|_| rate_flag), fixed_schedule)?;
     let grace = match user_centric {
         // AIPerf's default here: the users' replies are all waited for.
         Some(_) if !a.typed("benchmark_grace_period") => None,
@@ -198,8 +217,14 @@ pub(super) fn check_load_modes(
             "--conversation-num cannot be used with {why}: the schedule sends every conversation in its window"
         )));
     }
-    let warmup = check_warmup(a, rate.map(|r| (r, pattern)), streaming, warnings)?;
-    if fixed_schedule && warmup != WarmupOptions::default() {
+    let ramps = check_ramps(a, rate.is_some(), series)?;
+    let warmup = check_warmup(a, rate.map(|r| (r, pattern)), &ramps, streaming, warnings)?;
+    // The warmup's ramps follow the profiling ones unless its own were given.
+    let own_warmup = WarmupOptions {
+        ramps: Ramps::default(),
+        ..warmup.clone()
+    };
+    if fixed_schedule && own_warmup != WarmupOptions::default() {
         return Err(config_error(format!(
             "--num-warmup-sessions/--warmup-*: cannot be used with {why}: a replayed trace has no warmup"
         )));
@@ -219,7 +244,8 @@ pub(super) fn check_load_modes(
         sessions: a.conversation_num,
         warmup,
         ignore_trace_delays: a.load.ignore_trace_delays,
-        ramps: check_ramps(a, rate.is_some())?,
+        turn_delay_cap: check_turn_delay_cap(a)?,
+        ramps,
         prefill_concurrency: check_prefill(
             "--prefill-concurrency",
             a.load.prefill_concurrency,
@@ -231,6 +257,92 @@ pub(super) fn check_load_modes(
         )?,
         user_centric,
     })
+}
+
+/// `--request-rate-series PATH`, read and checked as AIPerf does: a JSON list of points or
+/// `{"points": [...]}`, each exactly `{"time_s": >= 0, "qps": > 0}`, two or more, with
+/// strictly increasing times.
+fn read_rate_series(path: &std::path::Path) -> Result<Arc<RateSeries>, ConfigError> {
+    let flag = format!("--request-rate-series {}", path.display());
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| config_error(format!("{flag}: cannot read the file: {e}")))?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| config_error(format!("{flag}: not valid JSON: {e}")))?;
+    let shape = "give a JSON list of points or {\"points\": [...]}, each {\"time_s\": seconds, \"qps\": rate}";
+    let points = match &doc {
+        serde_json::Value::Array(p) => p,
+        serde_json::Value::Object(o) if o.len() == 1 => match o.get("points") {
+            Some(serde_json::Value::Array(p)) => p,
+            Some(_) => {
+                return Err(config_error(format!(
+                    "{flag}: points must be a list; {shape}"
+                )));
+            }
+            None => {
+                return Err(config_error(format!(
+                    "{flag}: the one top-level key must be points; {shape}"
+                )));
+            }
+        },
+        _ => return Err(config_error(format!("{flag}: {shape}"))),
+    };
+    let mut out = Vec::with_capacity(points.len());
+    for (i, p) in points.iter().enumerate() {
+        let bad = |why: &str| config_error(format!("{flag}: point {i}: {why}; {shape}"));
+        let obj = p.as_object().ok_or_else(|| bad("not an object"))?;
+        if let Some(k) = obj.keys().find(|k| !matches!(k.as_str(), "time_s" | "qps")) {
+            return Err(bad(&format!("unknown key {k:?}")));
+        }
+        let num = |k: &str| {
+            obj.get(k)
+                .and_then(serde_json::Value::as_f64)
+                .ok_or_else(|| bad(&format!("{k} must be a number")))
+        };
+        let (t, q) = (num("time_s")?, num("qps")?);
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(bad(&format!("time_s {t} must be >= 0")));
+        }
+        if !(q.is_finite() && q > 0.0) {
+            return Err(bad(&format!("qps {q} must be > 0")));
+        }
+        if t > limits::MAX_SECONDS {
+            return Err(bad(&format!("time_s {t} is more than one year")));
+        }
+        if let Some(&(prev, _)) = out.last()
+            && t <= prev
+        {
+            return Err(bad(&format!(
+                "time_s {t} is not after the previous point's {prev}: times must be strictly increasing"
+            )));
+        }
+        out.push((t, q));
+    }
+    if out.len() < 2 {
+        return Err(config_error(format!(
+            "{flag}: {} point(s); a series needs at least two",
+            out.len()
+        )));
+    }
+    Ok(Arc::new(RateSeries { points: out }))
+}
+
+/// `--inter-turn-delay-cap-seconds`: the input file's turn delays, cut to the cap.
+fn check_turn_delay_cap(a: &ProfileArgs) -> Result<Option<std::time::Duration>, ConfigError> {
+    let Some(cap) = a.load.inter_turn_delay_cap_seconds else {
+        return Ok(None);
+    };
+    let cap = limits::seconds("--inter-turn-delay-cap-seconds", cap, Zero::Allowed)?;
+    if a.input_file.is_none() {
+        return Err(config_error(
+            "--inter-turn-delay-cap-seconds caps the turn delays of an --input-file (synthetic conversations draw theirs from --conversation-turn-delay-*); add --input-file or drop it",
+        ));
+    }
+    if a.load.ignore_trace_delays {
+        return Err(config_error(
+            "--inter-turn-delay-cap-seconds changes nothing with --ignore-trace-delays, which drops every turn delay; give one",
+        ));
+    }
+    Ok(Some(cap))
 }
 
 /// A planned run longer than this is announced with its expected length.
@@ -248,7 +360,9 @@ pub(super) fn check_rate_span(
     let (Some((rate, _)), None, false) = (load.rate, load.duration, load.fixed_schedule) else {
         return Ok(());
     };
-    let span = count.saturating_sub(1) as f64 / rate;
+    // Where the last arrival falls once the ramp and any rate series have shaped the rate.
+    let full_rate_ns = (count.saturating_sub(1) as f64 / rate * 1e9).min(u64::MAX as f64);
+    let span = load.ramps.arrival_offset_ns(full_rate_ns as u64, rate) as f64 / 1e9;
     let what = format!(
         "--request-rate {rate:?}: {count} requests take about {} to send",
         limits::about(span)
@@ -270,6 +384,7 @@ pub(super) fn check_rate_span(
 pub(super) fn check_warmup(
     a: &ProfileArgs,
     rate: Option<(f64, ArrivalPattern)>,
+    ramps: &Ramps,
     streaming: bool,
     warnings: &mut Vec<String>,
 ) -> Result<WarmupOptions, ConfigError> {
@@ -319,19 +434,26 @@ pub(super) fn check_warmup(
             "--warmup-arrival-pattern needs a rate: give --warmup-request-rate or --request-rate",
         ));
     }
+    let prefill_concurrency = check_prefill(
+        "--warmup-prefill-concurrency",
+        a.load.warmup_prefill_concurrency,
+        a.warmup_concurrency.or(a.concurrency),
+        "--warmup-concurrency/--concurrency",
+        streaming,
+        warmup_rate.is_some(),
+        warnings,
+    )?;
+    let warmup_prefill = prefill_concurrency.or(a.load.prefill_concurrency).is_some();
+    let l = &a.load;
     Ok(WarmupOptions {
         sessions: a.num_warmup_sessions,
         grace,
         concurrency: a.warmup_concurrency,
-        prefill_concurrency: check_prefill(
-            "--warmup-prefill-concurrency",
-            a.load.warmup_prefill_concurrency,
-            a.warmup_concurrency.or(a.concurrency),
-            "--warmup-concurrency/--concurrency",
-            streaming,
-            warmup_rate.is_some(),
-            warnings,
-        )?,
+        prefill_concurrency,
+        ramps: check_warmup_ramps(a, ramps, warmup_rate.is_some(), warmup_prefill)?,
+        ramps_given: l.warmup_concurrency_ramp_duration.is_some()
+            || l.warmup_prefill_concurrency_ramp_duration.is_some()
+            || l.warmup_request_rate_ramp_duration.is_some(),
         rate: warmup_rate.map(|r| {
             let main = rate.map(|(_, p)| p).unwrap_or(ArrivalPattern::Poisson);
             (r, pattern.unwrap_or(main))
@@ -406,6 +528,9 @@ pub(super) fn check_servers_and_models(
     })
 }
 
+const AGENTIC: &str = "agentic trace replay (dag_jsonl)";
+const BASETEN: &str = "baseten_trace";
+
 /// Trace knobs of dataset types that are not read here (weka, baseten, agentic replay)
 /// are refused rather than ignored; `--ignore-trace-delays` and `--no-fixed-schedule`
 /// are checked against the schedule.
@@ -423,10 +548,55 @@ pub(super) fn check_trace_flags(a: &ProfileArgs) -> Result<(), ConfigError> {
             l.trace_session_sample_ratio.is_some(),
             "baseten_trace",
         ),
+        ("--allow-dataset-wrap", l.allow_dataset_wrap, AGENTIC),
         (
-            "--allow-dataset-wrap",
-            l.allow_dataset_wrap,
-            "agentic trace replay (dag_jsonl)",
+            "--trajectory-start-min-ratio",
+            l.trajectory_start_min_ratio.is_some(),
+            AGENTIC,
+        ),
+        (
+            "--trajectory-start-max-ratio",
+            l.trajectory_start_max_ratio.is_some(),
+            AGENTIC,
+        ),
+        ("--burst-phase-starts", l.burst_phase_starts, AGENTIC),
+        (
+            "--system-idle-gap-cap-seconds",
+            l.system_idle_gap_cap_seconds.is_some(),
+            AGENTIC,
+        ),
+        (
+            "--agentic-cache-warmup-duration",
+            l.agentic_cache_warmup_duration.is_some(),
+            AGENTIC,
+        ),
+        (
+            "--agentic-warmup-grace-period",
+            l.agentic_warmup_grace_period.is_some(),
+            AGENTIC,
+        ),
+        (
+            "--trace-idle-gap-cap-seconds",
+            l.trace_idle_gap_cap_seconds.is_some(),
+            "weka_trace",
+        ),
+        (
+            "--max-idle-gap-cap-seconds",
+            l.max_idle_gap_cap_seconds.is_some(),
+            BASETEN,
+        ),
+        ("--replay-speedup", l.replay_speedup.is_some(), BASETEN),
+        (
+            "--open-loop-replay/--no-open-loop-replay",
+            l.open_loop_replay || l.no_open_loop_replay,
+            BASETEN,
+        ),
+        ("--open-loop-strict", l.open_loop_strict, BASETEN),
+        ("--omit-kv-hints", l.omit_kv_hints, BASETEN),
+        (
+            "--force-min-tokens/--no-force-min-tokens",
+            l.force_min_tokens || l.no_force_min_tokens,
+            BASETEN,
         ),
     ];
     if let Some((flag, _, kind)) = foreign.iter().find(|(_, given, _)| *given) {
@@ -452,28 +622,93 @@ pub(super) fn check_trace_flags(a: &ProfileArgs) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `--concurrency-ramp-duration` needs `--concurrency`, `--request-rate-ramp-duration` a rate.
-pub(super) fn check_ramps(a: &ProfileArgs, rate_given: bool) -> Result<Ramps, ConfigError> {
+/// `--concurrency-ramp-duration` needs `--concurrency`, `--prefill-concurrency-ramp-duration`
+/// `--prefill-concurrency`, `--request-rate-ramp-duration` a rate; `series` is
+/// `--request-rate-series`, which takes over where the rate ramp ends.
+pub(super) fn check_ramps(
+    a: &ProfileArgs,
+    rate_given: bool,
+    series: Option<Arc<RateSeries>>,
+) -> Result<Ramps, ConfigError> {
     let l = &a.load;
-    let concurrency = l
-        .concurrency_ramp_duration
-        .map(|d| limits::seconds("--concurrency-ramp-duration", d, Zero::Refused))
-        .transpose()?;
-    if concurrency.is_some() && a.concurrency.is_none() {
+    let ramp = |flag: &str, v: Option<f64>, needs: Option<(bool, &str)>| {
+        let d = v
+            .map(|d| limits::seconds(flag, d, Zero::Refused))
+            .transpose()?;
+        match needs {
+            Some((false, what)) if d.is_some() => Err(config_error(format!(
+                "{flag} ramps {what} up to its value; add {what} or drop the ramp"
+            ))),
+            _ => Ok(d),
+        }
+    };
+    Ok(Ramps {
+        concurrency: ramp(
+            "--concurrency-ramp-duration",
+            l.concurrency_ramp_duration,
+            Some((a.concurrency.is_some(), "--concurrency")),
+        )?,
+        prefill: ramp(
+            "--prefill-concurrency-ramp-duration",
+            l.prefill_concurrency_ramp_duration,
+            Some((l.prefill_concurrency.is_some(), "--prefill-concurrency")),
+        )?,
+        rate: ramp(
+            "--request-rate-ramp-duration",
+            l.request_rate_ramp_duration,
+            Some((rate_given, "--request-rate")),
+        )?,
+        series,
+    })
+}
+
+/// The warmup's ramps: each `--warmup-*-ramp-duration`, else the profiling one, applied
+/// only where the warmup has what it ramps (a rate ramp given for the warmup itself needs
+/// a warmup rate).
+fn check_warmup_ramps(
+    a: &ProfileArgs,
+    profiling: &Ramps,
+    warmup_rate: bool,
+    warmup_prefill: bool,
+) -> Result<Ramps, ConfigError> {
+    let l = &a.load;
+    let own = |flag: &str, v: Option<f64>| {
+        v.map(|d| limits::seconds(flag, d, Zero::Refused))
+            .transpose()
+    };
+    let concurrency = own(
+        "--warmup-concurrency-ramp-duration",
+        l.warmup_concurrency_ramp_duration,
+    )?;
+    if concurrency.is_some() && a.warmup_concurrency.or(a.concurrency).is_none() {
         return Err(config_error(
-            "--concurrency-ramp-duration ramps --concurrency up to its value; add --concurrency N or drop the ramp",
+            "--warmup-concurrency-ramp-duration ramps the warmup's concurrency up to its value; add --warmup-concurrency N (or --concurrency N) or drop the ramp",
         ));
     }
-    let rate = l
-        .request_rate_ramp_duration
-        .map(|d| limits::seconds("--request-rate-ramp-duration", d, Zero::Refused))
-        .transpose()?;
-    if rate.is_some() && !rate_given {
+    let prefill = own(
+        "--warmup-prefill-concurrency-ramp-duration",
+        l.warmup_prefill_concurrency_ramp_duration,
+    )?;
+    if prefill.is_some() && !warmup_prefill {
         return Err(config_error(
-            "--request-rate-ramp-duration ramps --request-rate up to its value; add --request-rate R or drop the ramp",
+            "--warmup-prefill-concurrency-ramp-duration ramps the warmup's prefill concurrency up to its value; add --warmup-prefill-concurrency N (or --prefill-concurrency N) or drop the ramp",
         ));
     }
-    Ok(Ramps { concurrency, rate })
+    let rate = own(
+        "--warmup-request-rate-ramp-duration",
+        l.warmup_request_rate_ramp_duration,
+    )?;
+    if rate.is_some() && !warmup_rate {
+        return Err(config_error(
+            "--warmup-request-rate-ramp-duration needs a warmup paced by a rate; add --warmup-request-rate (or --request-rate), or drop the ramp",
+        ));
+    }
+    Ok(Ramps {
+        concurrency: concurrency.or(profiling.concurrency),
+        prefill: prefill.or(profiling.prefill.filter(|_| warmup_prefill)),
+        rate: rate.or(profiling.rate.filter(|_| warmup_rate)),
+        series: None,
+    })
 }
 
 /// `--prefill-concurrency N` (or its warmup twin): the first token is only seen in a
@@ -523,7 +758,7 @@ fn check_prefill(
 /// pacing, and conversations of two or more turns (one turn per user would just be a rate).
 fn check_user_centric(
     a: &ProfileArgs,
-    rate_given: bool,
+    rate_flag: Option<&str>,
     fixed_schedule: bool,
 ) -> Result<Option<UserCentric>, ConfigError> {
     let (qps, users) = match (a.load.user_centric_rate, a.load.num_users) {
@@ -550,10 +785,11 @@ fn check_user_centric(
             "--num-users: 0 is not allowed; give 1 or more users",
         ));
     }
-    if rate_given || a.typed("request_rate_mode") {
-        return Err(config_error(
-            "--user-centric-rate cannot be used with --request-rate or --request-rate-mode/--arrival-pattern: it sets its own send times; give one of them",
-        ));
+    if rate_flag.is_some() || a.typed("request_rate_mode") {
+        return Err(config_error(format!(
+            "--user-centric-rate cannot be used with {} or --request-rate-mode/--arrival-pattern: it sets its own send times; give one of them",
+            rate_flag.unwrap_or("--request-rate")
+        )));
     }
     if fixed_schedule {
         return Err(config_error(

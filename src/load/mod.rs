@@ -163,6 +163,21 @@ impl SendPlan {
         }
     }
 
+    /// `--inter-turn-delay-cap-seconds`: cuts every turn delay longer than `cap` to it;
+    /// returns how many were cut and the longest before the cut.
+    pub fn cap_delays(&mut self, cap: std::time::Duration) -> (usize, std::time::Duration) {
+        let mut cut = (0, std::time::Duration::ZERO);
+        for script in &mut self.scripts {
+            for d in script.turns.iter_mut().filter_map(|t| t.delay.as_mut()) {
+                if *d > cap {
+                    cut = (cut.0 + 1, cut.1.max(*d));
+                    *d = cap;
+                }
+            }
+        }
+        cut
+    }
+
     /// True when the input carried timestamps: it asks for a fixed schedule.
     pub fn has_timestamps(&self) -> bool {
         self.timestamps_ms.iter().any(Option::is_some)

@@ -29,8 +29,11 @@ pub struct LoadOptions {
     pub warmup: WarmupOptions,
     /// `--ignore-trace-delays`: the input's timestamps and turn delays are dropped.
     pub ignore_trace_delays: bool,
-    /// `--concurrency-ramp-duration`, `--request-rate-ramp-duration` (both phases).
+    /// `--concurrency-ramp-duration`, `--prefill-concurrency-ramp-duration`,
+    /// `--request-rate-ramp-duration` and `--request-rate-series` (profiling).
     pub ramps: super::Ramps,
+    /// `--inter-turn-delay-cap-seconds`: the input file's turn delays are cut to this.
+    pub turn_delay_cap: Option<Duration>,
     /// `--prefill-concurrency`: most requests waiting for their first token.
     pub prefill_concurrency: Option<u64>,
     /// `--user-centric-rate` and `--num-users`.
@@ -64,6 +67,11 @@ pub struct WarmupOptions {
     pub rate: Option<(f64, ArrivalPattern)>,
     /// `--warmup-prefill-concurrency`.
     pub prefill_concurrency: Option<u64>,
+    /// The warmup's ramps: each `--warmup-*-ramp-duration`, else the profiling one (no
+    /// rate series).
+    pub ramps: super::Ramps,
+    /// A `--warmup-*-ramp-duration` was given.
+    pub ramps_given: bool,
 }
 
 impl LoadOptions {

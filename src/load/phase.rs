@@ -129,14 +129,13 @@ pub async fn run_phase<E: Exchange>(
     let issue_until = spec.duration.map(|d| started + d);
     let open_loop = !matches!(spec.pacing, Pacing::ClosedLoop);
     let slots = match (open_loop, spec.concurrency) {
-        // With a ramp the cap starts at 1; `open_slots` adds the others on time.
-        (true, Some(n)) if spec.ramps.concurrency.is_some() => Some(Arc::new(Semaphore::new(1)))
-            .inspect(|s| open_slots(&ctx, s.clone(), n, spec.ramps.concurrency, started)),
-        (true, Some(n)) => Some(Arc::new(Semaphore::new(n as usize))),
+        // With a ramp the cap starts at 1; `ramped_slots` adds the others on time.
+        (true, Some(n)) => Some(ramped_slots(&ctx, n, spec.ramps.concurrency, started)),
         _ => None,
     };
     let target_rate = match &spec.pacing {
-        Pacing::Rate { rate, .. } => Some(*rate),
+        // A rate series has no one target.
+        Pacing::Rate { rate, .. } if spec.ramps.series.is_none() => Some(*rate),
         Pacing::Users(users) => Some(users.qps),
         _ => None,
     }
@@ -144,7 +143,7 @@ pub async fn run_phase<E: Exchange>(
     .map(|r| r / spec.shard.map_or(1.0, |s| s.count as f64));
     let prefill = spec
         .prefill_concurrency
-        .map(|n| Arc::new(Semaphore::new(n as usize)));
+        .map(|n| ramped_slots(&ctx, n, spec.ramps.prefill, started));
     let run = Arc::new(PhaseRun {
         ctx: ctx.clone(),
         spec,
@@ -620,7 +619,25 @@ pub(super) fn is_cancelled(seed: u64, share: f64, send: u64) -> bool {
     u < share
 }
 
-/// Adds the open loop's slots 2..=n at their ramp times (the first is open from the start).
+/// `n` slots; with a ramp only the first is open at the start, the others open at their
+/// ramp times.
+fn ramped_slots<E: Exchange>(
+    ctx: &Arc<LoadContext<E>>,
+    n: u64,
+    ramp: Option<Duration>,
+    started: Instant,
+) -> Arc<Semaphore> {
+    match ramp {
+        Some(_) => {
+            let slots = Arc::new(Semaphore::new(1));
+            open_slots(ctx, slots.clone(), n, ramp, started);
+            slots
+        }
+        None => Arc::new(Semaphore::new(n as usize)),
+    }
+}
+
+/// Adds slots 2..=n at their ramp times (the first is open from the start).
 fn open_slots<E: Exchange>(
     ctx: &Arc<LoadContext<E>>,
     slots: Arc<Semaphore>,
@@ -681,10 +698,9 @@ async fn run_open_loop<E: Exchange>(run: Arc<PhaseRun<E>>) {
     let offsets: Box<dyn Iterator<Item = u64> + Send> = match &run.spec.pacing {
         Pacing::Rate { rate, pattern } => {
             let arrivals = Arrivals::new(*pattern, *rate, run.spec.seed);
-            match run.spec.ramps.rate {
-                Some(d) => Box::new(arrivals.map(move |o| ramp::ramped_offset_ns(o, d))),
-                None => Box::new(arrivals),
-            }
+            let ramps = run.spec.ramps.clone();
+            let rate = *rate;
+            Box::new(arrivals.map(move |o| ramps.arrival_offset_ns(o, rate)))
         }
         Pacing::Fixed { offsets_ns } => {
             let offsets_ns = offsets_ns.clone();

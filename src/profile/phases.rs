@@ -104,7 +104,7 @@ pub(super) fn run(
         pacing,
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed,
-        ramps: cfg.load.ramps,
+        ramps: cfg.load.ramps.clone(),
         prefill_concurrency: cfg.load.prefill_concurrency.map(|c| shard_share(cfg, c)),
         shard,
         start,
@@ -159,9 +159,10 @@ fn warmup_spec(cfg: &ProfileConfig, pacing: &Pacing, requests: u64) -> Option<Ph
             || w.concurrency.is_some()
             || w.prefill_concurrency.is_some()
             || w.rate != cfg.load.rate
+            || w.ramps_given
         {
             warn!(
-                "--warmup-grace-period/--warmup-concurrency/--warmup-prefill-concurrency/--warmup-request-rate/--warmup-arrival-pattern apply to a warmup; none was asked for (--warmup-request-count, --warmup-duration or --num-warmup-sessions), so they are ignored"
+                "--warmup-grace-period/--warmup-concurrency/--warmup-prefill-concurrency/--warmup-request-rate/--warmup-arrival-pattern/--warmup-*-ramp-duration apply to a warmup; none was asked for (--warmup-request-count, --warmup-duration or --num-warmup-sessions), so they are ignored"
             );
         }
         return None;
@@ -195,7 +196,7 @@ fn warmup_spec(cfg: &ProfileConfig, pacing: &Pacing, requests: u64) -> Option<Ph
         pacing: warmup_pacing,
         cancellation: cfg.load.cancellation,
         seed: cfg.random_seed ^ 0x3a7e_0001,
-        ramps: cfg.load.ramps,
+        ramps: w.ramps.clone(),
         prefill_concurrency: w
             .prefill_concurrency
             .or(cfg.load.prefill_concurrency)
@@ -215,10 +216,21 @@ fn shard_share(cfg: &ProfileConfig, cap: u64) -> u64 {
 fn log_profiling(cfg: &ProfileConfig, ctx: &LoadContext, pacing: &Pacing, cap: Option<u64>) {
     let how = match pacing {
         Pacing::ClosedLoop => format!("at concurrency {}", cfg.concurrency),
-        Pacing::Rate { rate, pattern } => format!(
-            "at {rate} requests/sec ({pattern:?}){}",
-            cap.map_or(String::new(), |c| format!(", at most {c} in flight"))
-        ),
+        Pacing::Rate { rate, pattern } => {
+            let at = match &cfg.load.ramps.series {
+                Some(s) => format!(
+                    "on --request-rate-series ({} points, {} to {} requests/sec)",
+                    s.points.len(),
+                    s.points[0].1,
+                    s.points[s.points.len() - 1].1
+                ),
+                None => format!("at {rate} requests/sec"),
+            };
+            format!(
+                "{at} ({pattern:?}){}",
+                cap.map_or(String::new(), |c| format!(", at most {c} in flight"))
+            )
+        }
         Pacing::Fixed { .. } => "on the input file's fixed schedule".to_string(),
         Pacing::Users(u) => format!(
             "with {} users at {} requests/sec in all ({:.3} s between a user's turns){}",

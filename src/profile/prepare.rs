@@ -111,6 +111,16 @@ pub(super) fn prepare(
         plan.drop_delays();
         info!("--ignore-trace-delays: the input's timestamps and turn delays are not waited for");
     }
+    if let Some(cap) = cfg.load.turn_delay_cap {
+        let (cut, longest) = plan.cap_delays(cap);
+        if cut > 0 {
+            info!(
+                "--inter-turn-delay-cap-seconds {}: {cut} turn delays cut to the cap (the longest was {:.3} s)",
+                cap.as_secs_f64(),
+                longest.as_secs_f64()
+            );
+        }
+    }
     // Counted in conversations: the requests are every turn of the conversations drawn,
     // unless a request count ends profiling first.
     if let Some(n) = cfg.load.sessions {

@@ -34,6 +34,7 @@ mod kube_manifests;
 mod load_gates;
 mod load_knobs;
 mod load_modes;
+mod load_shapes;
 mod mlflow;
 mod mock_queueing;
 mod mock_server;

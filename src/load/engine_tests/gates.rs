@@ -153,3 +153,19 @@ async fn prefill_gating_delays_a_rate_but_keeps_its_schedule() {
         .collect();
     assert_eq!(scheduled, [1, 101, 201]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_prefill_ramp_opens_one_more_prefill_slot_at_each_step() {
+    // First tokens never come before the ramp ends: slot k opens at k x 100 ms.
+    let spec = PhaseSpec {
+        prefill_concurrency: Some(4),
+        ramps: Ramps {
+            prefill: Some(ms(300)),
+            ..Ramps::default()
+        },
+        ..closed(4, 4)
+    };
+    let out = run(streams(1000, 1500), single_plan(4, 4), spec).await;
+    assert_eq!(out.send_ms(), [0, 100, 200, 300]);
+    assert_eq!(out.seen.max_before_first_token, 4);
+}

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::fake::{Fake, reply_after};
 use super::*;
-use crate::load::ramp::ramped_offset_ns;
+use crate::load::ramp::{RateSeries, ramped_offset_ns};
 use crate::load::schedule::{ArrivalPattern, Arrivals};
 
 fn rate(per_s: f64, pattern: ArrivalPattern) -> PhaseSpec {
@@ -199,4 +199,27 @@ async fn stopping_ends_the_schedule_and_lets_requests_in_flight_finish() {
     assert_eq!(out.result.sent, 3);
     assert!(out.records.iter().all(|r| r.error.is_none()));
     assert!(out.seen.cancels.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_series_moves_the_arrivals_to_its_rates() {
+    // 10/s for the first second, then 40/s: gaps of 100 ms, then of 25 ms.
+    let series = RateSeries {
+        points: vec![(1.0, 10.0), (1.000_001, 40.0)],
+    };
+    let spec = PhaseSpec {
+        count: Some(15),
+        ramps: Ramps {
+            series: Some(std::sync::Arc::new(series)),
+            ..Ramps::default()
+        },
+        ..rate(10.0, ArrivalPattern::Constant)
+    };
+    let out = run(Fake::new(reply_after(ms(1))), single_plan(4, 15), spec).await;
+    let sends = out.send_ms();
+    let gaps: Vec<u64> = sends.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps[..10].iter().all(|&g| g == 100), "{gaps:?}");
+    assert!(gaps[10..].iter().all(|&g| g.abs_diff(25) <= 1), "{gaps:?}");
+    // No one target rate to report against.
+    assert_eq!(out.result.pacing.unwrap().target_rate, None);
 }
