@@ -119,6 +119,18 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             ExitCode::from(code)
         }
         Command::Plot(args) => plot_exit(&args),
+        Command::Chat(args) => match crate::chat::run(&args) {
+            Ok(crate::chat::Outcome::Done) => ExitCode::SUCCESS,
+            Ok(crate::chat::Outcome::TurnsFailed) => ExitCode::from(1),
+            Err(crate::chat::ChatError::Input(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            Err(crate::chat::ChatError::Other(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        },
         Command::Compare(args) => match crate::compare::run(&args) {
             Ok(crate::compare::Outcome::Done) => ExitCode::SUCCESS,
             Ok(crate::compare::Outcome::Regression) => {

@@ -10,6 +10,7 @@ pub use crate::endpoint::EndpointType;
 
 pub mod accuracy;
 pub mod cache_bust;
+pub mod chat;
 pub mod collectors;
 pub mod compare;
 mod config_file;
@@ -223,6 +224,9 @@ pub enum Command {
     Plot(plot::PlotArgs),
     /// Compare two runs: each metric's change with a confidence interval and a verdict.
     Compare(compare::CompareArgs),
+    /// Chat with a server one message at a time, printing each reply's TTFT, tokens/s,
+    /// output tokens and latency (a sanity check before `profile`).
+    Chat(chat::ChatArgs),
 }
 
 /// `--endpoint-type` takes the endpoint types' own list: their names and help come from

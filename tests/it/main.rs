@@ -12,6 +12,7 @@ mod audio_video;
 mod bad_files;
 mod bad_input;
 mod cache_bust;
+mod chat;
 mod client_overhead;
 mod compare;
 mod control_hooks;
