@@ -119,6 +119,14 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             ExitCode::from(code)
         }
         Command::Plot(args) => plot_exit(&args),
+        Command::Config(args) => match crate::scaffold::run(&args) {
+            Ok(crate::scaffold::Outcome::Done) => ExitCode::SUCCESS,
+            Ok(crate::scaffold::Outcome::Invalid) => ExitCode::from(1),
+            Err(crate::scaffold::ScaffoldError::Input(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Chat(args) => match crate::chat::run(&args) {
             Ok(crate::chat::Outcome::Done) => ExitCode::SUCCESS,
             Ok(crate::chat::Outcome::TurnsFailed) => ExitCode::from(1),

@@ -19,6 +19,7 @@ mod merge;
 mod plot;
 mod profile;
 mod publish;
+mod scaffold;
 mod sweep;
 
 mod accuracy;

@@ -15,6 +15,7 @@ mod cache_bust;
 mod chat;
 mod client_overhead;
 mod compare;
+mod config_cmd;
 mod control_hooks;
 mod conversations;
 mod custom_dataset;
