@@ -97,9 +97,12 @@ fn a_piped_session_prints_each_reply_and_its_stats() {
         let want = tokens / secs;
         assert!((rate - want).abs() <= want * 0.1 + 0.5, "{line}");
     }
+    // The mock sends token k at TTFT + k * ITL from the request: a first token read late
+    // (a busy machine) shortens the measured ITL, so only its range is checked.
     let itl = numbers_after(&stdout, "ITL:  ");
+    assert_eq!(itl.len(), 2, "{stdout}");
     for v in &itl {
-        assert!((1.5..1000.0).contains(v), "ITL {v} ms/token: {stdout}");
+        assert!(*v > 0.0 && *v < 1000.0, "ITL {v} ms/token: {stdout}");
     }
 }
 
