@@ -12,12 +12,18 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 /// AIPerf's subcommands that run its services as separate processes, which this
 /// single-process build does not have.
 const PROCESS_PLUMBING: [(&str, &str); 3] = [
-    ("proxy", "runs AIPerf's message proxy between its processes"),
+    (
+        "proxy",
+        "runs AIPerf's ZMQ event-bus proxy between its processes (a Kubernetes sidecar)",
+    ),
     (
         "service",
-        "runs one of AIPerf's services as its own process",
+        "runs one of AIPerf's services (a worker, a record processor, ...) as its own process",
     ),
-    ("plugins", "manages AIPerf's plugin packages"),
+    (
+        "plugins",
+        "lists and validates AIPerf's plugin registry (endpoint, transport and dataset types)",
+    ),
 ];
 
 /// The run's results are written but `--mlflow-*` / `--wandb-*` could not log them.
