@@ -12,12 +12,18 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 /// AIPerf's subcommands that run its services as separate processes, which this
 /// single-process build does not have.
 const PROCESS_PLUMBING: [(&str, &str); 3] = [
-    ("proxy", "runs AIPerf's message proxy between its processes"),
+    (
+        "proxy",
+        "runs AIPerf's ZMQ event-bus proxy between its processes (a Kubernetes sidecar)",
+    ),
     (
         "service",
-        "runs one of AIPerf's services as its own process",
+        "runs one of AIPerf's services (a worker, a record processor, ...) as its own process",
     ),
-    ("plugins", "manages AIPerf's plugin packages"),
+    (
+        "plugins",
+        "lists and validates AIPerf's plugin registry (endpoint, transport and dataset types)",
+    ),
 ];
 
 /// The run's results are written but `--mlflow-*` / `--wandb-*` could not log them.
@@ -119,6 +125,26 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             ExitCode::from(code)
         }
         Command::Plot(args) => plot_exit(&args),
+        Command::Config(args) => match crate::scaffold::run(&args) {
+            Ok(crate::scaffold::Outcome::Done) => ExitCode::SUCCESS,
+            Ok(crate::scaffold::Outcome::Invalid) => ExitCode::from(1),
+            Err(crate::scaffold::ScaffoldError::Input(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Chat(args) => match crate::chat::run(&args) {
+            Ok(crate::chat::Outcome::Done) => ExitCode::SUCCESS,
+            Ok(crate::chat::Outcome::TurnsFailed) => ExitCode::from(1),
+            Err(crate::chat::ChatError::Input(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            Err(crate::chat::ChatError::Other(e)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        },
         Command::Compare(args) => match crate::compare::run(&args) {
             Ok(crate::compare::Outcome::Done) => ExitCode::SUCCESS,
             Ok(crate::compare::Outcome::Regression) => {

@@ -11,6 +11,7 @@ pub mod api;
 mod app;
 pub use app::run;
 
+mod chat;
 mod cli;
 mod compare;
 mod kube;
@@ -18,6 +19,7 @@ mod merge;
 mod plot;
 mod profile;
 mod publish;
+mod scaffold;
 mod sweep;
 mod trace_tools;
 

@@ -11,23 +11,91 @@ use super::flags::{self, Flag, Kind};
 /// `--flag=value` arguments (or a bare `--flag` for a switch) for the file's settings;
 /// `profile` is the `profile` command, whose flags the rows name.
 pub fn arguments(path: &Path, profile: &clap::Command) -> Result<Vec<String>, String> {
+    let read = read(path, profile)?;
+    match read.errors.first() {
+        Some(e) => Err(format!("--config {}: {e}", path.display())),
+        None => Ok(read.settings.into_iter().map(|s| s.arg).collect()),
+    }
+}
+
+/// One setting of the file: the argument it becomes, and where it sits in the file.
+#[derive(Debug, Clone)]
+pub struct Setting {
+    pub arg: String,
+    /// The key's path in the file (`benchmark.phases.0.concurrency`).
+    pub at: String,
+    pub flag: &'static Flag,
+}
+
+/// What a file holds: its settings, and every key that could not be read (`path: why`).
+#[derive(Debug, Default)]
+pub struct Read {
+    pub settings: Vec<Setting>,
+    pub errors: Vec<String>,
+}
+
+/// Reads the file through every key, collecting each key's error rather than stopping at
+/// the first. `Err` when the file cannot be read or is not YAML.
+pub fn read(path: &Path, profile: &clap::Command) -> Result<Read, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("--config {}: cannot read it: {e}", path.display()))?;
     let root: Value = serde_saphyr::from_str(&text)
         .map_err(|e| format!("--config {}: not valid YAML: {e}", path.display()))?;
     let mut reader = Reader {
         profile,
-        out: Vec::new(),
+        out: Read::default(),
     };
-    reader
-        .root(&root)
-        .map_err(|e| format!("--config {}: {e}", path.display()))?;
+    let result = reader.root(&root);
+    reader.keep(result);
     Ok(reader.out)
+}
+
+/// Each setting's value checked as its flag's parser checks it, one setting at a time, so
+/// that every bad value is named by its path in the file (`benchmark.phases.0.concurrency:
+/// expected an integer, got "four"`). `cmd` is the `aiperf` command with `--model` optional.
+pub fn value_errors(settings: &[Setting], cmd: &clap::Command) -> Vec<String> {
+    let mut errors = Vec::new();
+    for s in settings {
+        let argv = vec!["aiperf".into(), "profile".into(), s.arg.clone().into()];
+        let argv = super::spellings::normalize(cmd, argv);
+        let Err(e) = cmd.clone().try_get_matches_from(argv) else {
+            continue;
+        };
+        use clap::error::ErrorKind;
+        if !matches!(
+            e.kind(),
+            ErrorKind::InvalidValue | ErrorKind::ValueValidation
+        ) {
+            continue;
+        }
+        let value = s.arg.split_once('=').map_or("", |(_, v)| v);
+        let expected = match s.flag.kind {
+            Kind::Int if value.trim().parse::<f64>().is_err() => Some("an integer"),
+            Kind::Float if value.trim().parse::<f64>().is_err() => Some("a number"),
+            _ => None,
+        };
+        errors.push(match expected {
+            Some(what) => format!("{}: expected {what}, got \"{value}\"", s.at),
+            None => format!("{}: {}", s.at, clap_reason(&e)),
+        });
+    }
+    errors
+}
+
+/// clap's message without its `error: ` and usage lines, on one line.
+fn clap_reason(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    text.lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Usage:"))
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 struct Reader<'c> {
     profile: &'c clap::Command,
-    out: Vec<String>,
+    out: Read,
 }
 
 /// A number or string as it would be typed; `${VAR}` and `{{ }}` templating is refused.
@@ -114,7 +182,10 @@ impl Reader<'_> {
                         ));
                     }
                 },
-                "benchmark" => self.benchmark(v, &at)?,
+                "benchmark" => {
+                    let r = self.benchmark(v, &at);
+                    self.keep(r);
+                }
                 _ => {
                     let top: Vec<&str> = flags::keys_under("")
                         .into_iter()
@@ -123,9 +194,11 @@ impl Reader<'_> {
                     if !top.contains(&key.as_str()) {
                         let mut known = vec!["schema_version", "benchmark"];
                         known.extend(top);
-                        return Err(unknown(&at, &known));
+                        self.out.errors.push(unknown(&at, &known));
+                        continue;
                     }
-                    self.walk(v, &at, &format!("^{key}"))?;
+                    let r = self.walk(v, &at, &format!("^{key}"));
+                    self.keep(r);
                 }
             }
         }
@@ -134,23 +207,24 @@ impl Reader<'_> {
 
     fn benchmark(&mut self, b: &Value, at: &str) -> Result<(), String> {
         for (key, at, v) in entries(b, at)? {
-            match key.as_str() {
-                "model" | "models" => self.models(v, &at)?,
-                "dataset" => self.dataset(v, &at)?,
+            let r = match key.as_str() {
+                "model" | "models" => self.models(v, &at),
+                "dataset" => self.dataset(v, &at),
                 "datasets" => match v.as_array().map(Vec::as_slice) {
-                    Some([one]) => self.dataset(one, &format!("{at}.0"))?,
-                    _ => return Err(format!("{at}: give a list of one dataset")),
+                    Some([one]) => self.dataset(one, &format!("{at}.0")),
+                    _ => Err(format!("{at}: give a list of one dataset")),
                 },
-                "phases" => self.phases(v, &at)?,
-                "warmup" | "profiling" => self.phase(v, &at, &key)?,
+                "phases" => self.phases(v, &at),
+                "warmup" | "profiling" => self.phase(v, &at, &key),
                 _ => self.key(
                     v,
                     &at,
                     "",
                     &key,
                     &["model", "dataset", "warmup", "profiling"],
-                )?,
-            }
+                ),
+            };
+            self.keep(r);
         }
         Ok(())
     }
@@ -161,10 +235,11 @@ impl Reader<'_> {
         match v {
             Value::Object(_) => {
                 for (key, at, v) in entries(v, at)? {
-                    match key.as_str() {
-                        "items" => self.models(v, &at)?,
-                        _ => self.key(v, &at, "models", &key, &[])?,
-                    }
+                    let r = match key.as_str() {
+                        "items" => self.models(v, &at),
+                        _ => self.key(v, &at, "models", &key, &[]),
+                    };
+                    self.keep(r);
                 }
                 Ok(())
             }
@@ -175,7 +250,7 @@ impl Reader<'_> {
                         Some(name) => scalar(name, &format!("{at}.name"))?,
                         None => scalar(item, &at)?,
                     };
-                    self.push(names, Some(&name));
+                    self.push(names, Some(&name), &at);
                 }
                 Ok(())
             }
@@ -195,7 +270,10 @@ impl Reader<'_> {
                         ));
                     }
                 },
-                _ => self.key(v, &at, "datasets.main", &key, &DATASET_KEYS)?,
+                _ => {
+                    let r = self.key(v, &at, "datasets.main", &key, &DATASET_KEYS);
+                    self.keep(r);
+                }
             }
         }
         Ok(())
@@ -211,14 +289,13 @@ impl Reader<'_> {
             let at = format!("{at}.{i}");
             let name = phase.get("name").and_then(Value::as_str).unwrap_or("");
             let kind = phase.get("kind").and_then(Value::as_str).unwrap_or(name);
-            match kind {
-                "warmup" | "profiling" => self.phase(phase, &at, kind)?,
-                _ => {
-                    return Err(format!(
-                        "{at}: this build runs one warmup and one profiling phase; name the phase warmup or profiling"
-                    ));
-                }
-            }
+            let r = match kind {
+                "warmup" | "profiling" => self.phase(phase, &at, kind),
+                _ => Err(format!(
+                    "{at}: this build runs one warmup and one profiling phase; name the phase warmup or profiling"
+                )),
+            };
+            self.keep(r);
         }
         Ok(())
     }
@@ -226,24 +303,25 @@ impl Reader<'_> {
     fn phase(&mut self, p: &Value, at: &str, name: &str) -> Result<(), String> {
         let prefix = format!("phases.{name}");
         for (key, at, v) in entries(p, at)? {
-            match key.as_str() {
-                "name" | "kind" | "exclude_from_results" => {}
-                // The phase type is its arrival pattern, or `concurrency` for none.
-                "type" => match scalar(v, &at)?.as_str() {
-                    "concurrency" => {}
-                    "poisson" | "constant" | "gamma" => {
-                        self.key(v, &at, &prefix, "type", &PHASE_KEYS)?
-                    }
-                    other => {
-                        return Err(format!(
-                            "{at}: phase type {other} is not supported; this build reads concurrency, poisson, constant or gamma"
-                        ));
-                    }
-                },
-                _ => self.key(v, &at, &prefix, &key, &PHASE_KEYS)?,
-            }
+            let r = self.phase_key(v, &at, &prefix, &key);
+            self.keep(r);
         }
         Ok(())
+    }
+
+    fn phase_key(&mut self, v: &Value, at: &str, prefix: &str, key: &str) -> Result<(), String> {
+        match key {
+            "name" | "kind" | "exclude_from_results" => Ok(()),
+            // The phase type is its arrival pattern, or `concurrency` for none.
+            "type" => match scalar(v, at)?.as_str() {
+                "concurrency" => Ok(()),
+                "poisson" | "constant" | "gamma" => self.key(v, at, prefix, "type", &PHASE_KEYS),
+                other => Err(format!(
+                    "{at}: phase type {other} is not supported; this build reads concurrency, poisson, constant or gamma"
+                )),
+            },
+            _ => self.key(v, at, prefix, key, &PHASE_KEYS),
+        }
     }
 
     /// Key `key` (at file path `at`) under config path `prefix`: a flag's row, or a mapping
@@ -289,9 +367,17 @@ impl Reader<'_> {
             return self.flag(f, v, at);
         }
         for (key, at, v) in entries(v, at)? {
-            self.key(v, &at, path, &key, &[])?;
+            let r = self.key(v, &at, path, &key, &[]);
+            self.keep(r);
         }
         Ok(())
+    }
+
+    /// A key's error is kept and the reading goes on with the next key.
+    fn keep(&mut self, result: Result<(), String>) {
+        if let Err(e) = result {
+            self.out.errors.push(e);
+        }
     }
 
     fn long(&self, f: &Flag) -> &str {
@@ -302,16 +388,21 @@ impl Reader<'_> {
             .expect("every row names a flag with a long name")
     }
 
-    /// `--flag=value`, or `--flag` alone.
-    fn push(&mut self, f: &Flag, value: Option<&str>) {
+    /// `--flag=value`, or `--flag` alone, from the key at `at`.
+    fn push(&mut self, f: &'static Flag, value: Option<&str>, at: &str) {
         let long = self.long(f).to_string();
-        self.out.push(match value {
+        let arg = match value {
             Some(value) => format!("--{long}={value}"),
             None => format!("--{long}"),
+        };
+        self.out.settings.push(Setting {
+            arg,
+            at: at.to_string(),
+            flag: f,
         });
     }
 
-    fn flag(&mut self, f: &Flag, v: &Value, at: &str) -> Result<(), String> {
+    fn flag(&mut self, f: &'static Flag, v: &Value, at: &str) -> Result<(), String> {
         match f.kind {
             Kind::Switch | Kind::Off => {
                 let Value::Bool(on) = v else {
@@ -319,25 +410,25 @@ impl Reader<'_> {
                 };
                 // `--x` when true; an off switch (`--no-x`) when false.
                 if *on == (f.kind == Kind::Switch) {
-                    self.push(f, None);
+                    self.push(f, None, at);
                 }
             }
             Kind::List => match v {
                 Value::Array(items) => {
                     for (i, item) in items.iter().enumerate() {
                         let item = scalar(item, &format!("{at}.{i}"))?;
-                        self.push(f, Some(&item));
+                        self.push(f, Some(&item), at);
                     }
                 }
                 Value::Object(_) => {
                     for (key, at, item) in entries(v, at)? {
                         let item = scalar(item, &at)?;
-                        self.push(f, Some(&format!("{key}:{item}")));
+                        self.push(f, Some(&format!("{key}:{item}")), &at);
                     }
                 }
                 _ => {
                     let item = scalar(v, at)?;
-                    self.push(f, Some(&item));
+                    self.push(f, Some(&item), at);
                 }
             },
             // `slos: {request_latency: 250, ...}`: `--goodput "request_latency:250 ..."`.
@@ -346,11 +437,11 @@ impl Reader<'_> {
                     .into_iter()
                     .map(|(key, at, item)| Ok(format!("{key}:{}", scalar(item, &at)?)))
                     .collect::<Result<Vec<_>, String>>()?;
-                self.push(f, Some(&pairs.join(" ")));
+                self.push(f, Some(&pairs.join(" ")), at);
             }
             Kind::Int | Kind::Float | Kind::Text => {
                 let value = scalar(v, at)?;
-                self.push(f, Some(&value));
+                self.push(f, Some(&value), at);
             }
         }
         Ok(())

@@ -10,8 +10,10 @@ pub use crate::endpoint::EndpointType;
 
 pub mod accuracy;
 pub mod cache_bust;
+pub mod chat;
 pub mod collectors;
 pub mod compare;
+pub mod config_cmd;
 mod config_file;
 pub mod control_hooks;
 pub mod dataset;
@@ -113,6 +115,48 @@ impl Cli {
         }
         Ok(cli)
     }
+}
+
+/// Every problem of an AIPerf YAML config file, each with its path in the file: keys this
+/// build cannot read and values their flags refuse. `Err` when the file cannot be read or is
+/// not YAML. Empty: the file's settings parse as `profile` flags.
+pub fn config_file_problems(path: &std::path::Path) -> Result<Vec<String>, String> {
+    let cmd = command_model_optional();
+    let profile = cmd
+        .find_subcommand("profile")
+        .expect("profile is a subcommand");
+    let read = config_file::read(path, profile)?;
+    let mut problems = read.errors;
+    problems.extend(config_file::value_errors(&read.settings, &cmd));
+    Ok(problems)
+}
+
+/// Where each flag the file sets sits in it: (`--long`, `benchmark.path.key`).
+pub fn config_file_places(path: &std::path::Path) -> Vec<(String, String)> {
+    let cmd = command_model_optional();
+    let profile = cmd
+        .find_subcommand("profile")
+        .expect("profile is a subcommand");
+    let Ok(read) = config_file::read(path, profile) else {
+        return Vec::new();
+    };
+    read.settings
+        .into_iter()
+        .map(|s| {
+            let long = s.arg.split('=').next().unwrap_or("").to_string();
+            (long, s.at)
+        })
+        .collect()
+}
+
+/// True when the file names the model (`benchmark.model` or `models`).
+pub fn config_file_names_model(path: &std::path::Path) -> bool {
+    let cmd = command_model_optional();
+    let profile = cmd
+        .find_subcommand("profile")
+        .expect("profile is a subcommand");
+    config_file::read(path, profile)
+        .is_ok_and(|r| r.settings.iter().any(|s| s.flag.id == "model_names"))
 }
 
 /// `profile -f FILE`: the file's settings as arguments right after `profile`, without those
@@ -231,6 +275,11 @@ pub enum Command {
     /// Validate a benchmark input file (`mooncake-trace`): every bad line with its
     /// file:line.
     Validate(trace_tools::ValidateArgs),
+    /// Chat with a server one message at a time, printing each reply's TTFT, tokens/s,
+    /// output tokens and latency (a sanity check before `profile`).
+    Chat(chat::ChatArgs),
+    /// Config files: a commented template (`init`), a file checked key by key (`validate`).
+    Config(config_cmd::ConfigArgs),
 }
 
 /// `--endpoint-type` takes the endpoint types' own list: their names and help come from

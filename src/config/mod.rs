@@ -20,6 +20,7 @@ use crate::ui::{LogDetail, UiType};
 
 mod accuracy;
 mod cache_bust;
+pub mod chat;
 mod collectors;
 mod control_hooks;
 mod endpoint;

@@ -6,8 +6,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Map, Value};
@@ -607,31 +605,7 @@ impl Loader<'_> {
         if !path.exists() {
             return Err(at.err(field, format!("image file '{value}' does not exist")));
         }
-        let bytes = std::fs::read(&path)
-            .map_err(|e| at.err(field, format!("cannot read image file '{value}': {e}")))?;
-        let unreadable = |e: &dyn std::fmt::Display| {
-            at.err(field, format!("cannot decode image file '{value}': {e}"))
-        };
-        let format = image::guess_format(&bytes).map_err(|e| unreadable(&e))?;
-        let decoded =
-            image::load_from_memory_with_format(&bytes, format).map_err(|e| unreadable(&e))?;
-        let name = match format {
-            image::ImageFormat::Png => "png",
-            image::ImageFormat::Jpeg => "jpeg",
-            image::ImageFormat::WebP => "webp",
-            image::ImageFormat::Gif => "gif",
-            image::ImageFormat::Bmp => "bmp",
-            other => return Err(unreadable(&format!("unsupported format {other:?}"))),
-        };
-        let mut data_url = format!("data:image/{name};base64,");
-        STANDARD.encode_string(&bytes, &mut data_url);
-        let img = EncodedImage {
-            data_url,
-            width: decoded.width(),
-            height: decoded.height(),
-            format: name,
-            uuid: None,
-        };
+        let img = super::image::file_image(&path, value).map_err(|e| at.err(field, e))?;
         self.image_cache.insert(path, img.clone());
         Ok(img)
     }

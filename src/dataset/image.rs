@@ -32,6 +32,35 @@ impl ImageEncoding {
     }
 }
 
+/// An image file sent as it is: its bytes in a base64 data URL of its own type (PNG, JPEG,
+/// WebP, GIF or BMP), as an input file's image paths are. The error names the file as
+/// `shown`.
+pub fn file_image(path: &std::path::Path, shown: &str) -> Result<EncodedImage, String> {
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read image file '{shown}': {e}"))?;
+    let unreadable = |e: &dyn std::fmt::Display| format!("cannot decode image file '{shown}': {e}");
+    let format = image::guess_format(&bytes).map_err(|e| unreadable(&e))?;
+    let decoded =
+        image::load_from_memory_with_format(&bytes, format).map_err(|e| unreadable(&e))?;
+    let name = match format {
+        image::ImageFormat::Png => "png",
+        image::ImageFormat::Jpeg => "jpeg",
+        image::ImageFormat::WebP => "webp",
+        image::ImageFormat::Gif => "gif",
+        image::ImageFormat::Bmp => "bmp",
+        other => return Err(unreadable(&format!("unsupported format {other:?}"))),
+    };
+    let mut data_url = format!("data:image/{name};base64,");
+    STANDARD.encode_string(&bytes, &mut data_url);
+    Ok(EncodedImage {
+        data_url,
+        width: decoded.width(),
+        height: decoded.height(),
+        format: name,
+        uuid: None,
+    })
+}
+
 /// `width * height` RGB pixels of noise from a generator seeded with `seed`.
 pub fn noise_rgb(width: u32, height: u32, seed: u64) -> Vec<u8> {
     let mut pixels = vec![0u8; width as usize * height as usize * 3];

@@ -117,7 +117,12 @@ pub struct HttpClient {
     cancel: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
     /// How response payloads are read (the endpoint type's shape).
     shape: Arc<ResponseShape>,
+    /// Given each streamed event's new text and reasoning as it arrives (`aiperf chat`).
+    live: Option<LiveText>,
 }
+
+/// A callback given the text and reasoning each streamed event adds.
+pub type LiveText = Arc<dyn Fn(&str, &str) + Send + Sync>;
 
 impl HttpClient {
     /// A client of `uri` whose requests carry `headers` (the API's, auth included: see
@@ -172,7 +177,14 @@ impl HttpClient {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             cancel: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
             shape: Arc::default(),
+            live: None,
         })
+    }
+
+    /// Hands each streamed event's new text and reasoning to `live` as it arrives.
+    pub fn with_live_text(mut self, live: LiveText) -> Self {
+        self.live = Some(live);
+        self
     }
 
     /// Reads responses as `shape` says instead of as OpenAI chat or completions.
@@ -617,7 +629,15 @@ impl HttpClient {
                                 record.error = Some(e.details());
                                 return None;
                             }
+                            let seen = (record.output_text.len(), record.reasoning_text.len());
                             framer.feed(data, arrival, |ev| state.on_event(ev, record));
+                            if let Some(live) = &self.live {
+                                let text = &record.output_text[seen.0..];
+                                let reasoning = &record.reasoning_text[seen.1..];
+                                if !text.is_empty() || !reasoning.is_empty() {
+                                    live(text, reasoning);
+                                }
+                            }
                             if !record.responses.is_empty() {
                                 // The first token is here: the prefill slot goes back.
                                 until_first_token.take();
