@@ -20,15 +20,13 @@ pub enum Grader {
     ExactMatch,
     /// AIPerf's `math` grader without sympy: `\boxed{}` answers, MATH normalisation.
     Math,
+    /// lighteval's `codegen_metrics` (LiveCodeBench): the reply's code run on every test
+    /// case in a sandboxed `python3`.
+    CodeExecution,
 }
 
-/// AIPerf's graders this build does not have (they need lighteval, sympy or a sandbox).
-const NOT_BUILT: &[&str] = &[
-    "code_execution",
-    "lighteval_expr",
-    "lighteval_latex",
-    "lighteval_gpqa",
-];
+/// AIPerf's graders this build does not have (they need lighteval or sympy).
+const NOT_BUILT: &[&str] = &["lighteval_expr", "lighteval_latex", "lighteval_gpqa"];
 
 const BUILT: &[Grader] = &[
     Grader::Gsm8k,
@@ -36,6 +34,7 @@ const BUILT: &[Grader] = &[
     Grader::MmluPro,
     Grader::ExactMatch,
     Grader::Math,
+    Grader::CodeExecution,
 ];
 
 /// One graded reply.
@@ -59,6 +58,7 @@ impl Grader {
             Grader::MmluPro => "mmlu_pro",
             Grader::ExactMatch => "exact_match",
             Grader::Math => "math",
+            Grader::CodeExecution => "code_execution",
         }
     }
 
@@ -90,6 +90,7 @@ impl Grader {
             Grader::MmluPro => mmlu_pro(reply, gold),
             Grader::ExactMatch => exact_match(reply, gold),
             Grader::Math => super::math::grade(reply, gold),
+            Grader::CodeExecution => super::codegen::grade(reply, gold),
         }
     }
 }
@@ -346,7 +347,7 @@ mod tests {
             Grader::MultipleChoice
         );
         assert!(
-            Grader::lookup("code_execution")
+            Grader::lookup("lighteval_gpqa")
                 .unwrap_err()
                 .contains("not available in this build")
         );

@@ -7,6 +7,7 @@
 //! as they arrive and writes `accuracy_export.jsonl`, `accuracy_results.csv` and the
 //! console table.
 
+pub mod codegen;
 pub mod datasets;
 pub mod export;
 pub mod graders;
@@ -34,6 +35,8 @@ pub enum Benchmark {
     GpqaDiamond,
     /// Vision (not in AIPerf): MMStar's multiple-choice questions about an image.
     Mmstar,
+    /// LiveCodeBench code generation, graded by running the code.
+    LcbCodegeneration,
 }
 
 const BUILT: &[Benchmark] = &[
@@ -43,17 +46,11 @@ const BUILT: &[Benchmark] = &[
     Benchmark::Aime,
     Benchmark::GpqaDiamond,
     Benchmark::Mmstar,
+    Benchmark::LcbCodegeneration,
 ];
 
 /// AIPerf 0.13's other benchmarks: refused, saying this build does not have them.
-const NOT_BUILT: &[&str] = &[
-    "aime24",
-    "aime25",
-    "hellaswag",
-    "bigbench",
-    "math_500",
-    "lcb_codegeneration",
-];
+const NOT_BUILT: &[&str] = &["aime24", "aime25", "hellaswag", "bigbench", "math_500"];
 
 impl Benchmark {
     pub fn name(self) -> &'static str {
@@ -64,6 +61,7 @@ impl Benchmark {
             Benchmark::Aime => "aime",
             Benchmark::GpqaDiamond => "gpqa_diamond",
             Benchmark::Mmstar => "mmstar",
+            Benchmark::LcbCodegeneration => codegen::TASK,
         }
     }
 
@@ -97,6 +95,7 @@ impl Benchmark {
             Benchmark::MmluPro => Some(Grader::MmluPro),
             Benchmark::Aime => Some(Grader::Math),
             Benchmark::GpqaDiamond => None,
+            Benchmark::LcbCodegeneration => Some(Grader::CodeExecution),
         }
     }
 
@@ -105,7 +104,7 @@ impl Benchmark {
             Benchmark::Gsm8k | Benchmark::GpqaDiamond => 0,
             Benchmark::Mmlu | Benchmark::MmluPro => 5,
             Benchmark::Aime => 8,
-            Benchmark::Mmstar => 0,
+            Benchmark::Mmstar | Benchmark::LcbCodegeneration => 0,
         }
     }
 
@@ -115,6 +114,8 @@ impl Benchmark {
             Benchmark::Aime => 8,
             // Each question has its own image: no examples.
             Benchmark::Mmstar => 0,
+            // lighteval's task is zero-shot.
+            Benchmark::LcbCodegeneration => 0,
             _ => 32,
         }
     }
@@ -143,6 +144,7 @@ impl Benchmark {
             Benchmark::Aime => &["aime"],
             Benchmark::GpqaDiamond => &["gpqa_diamond"],
             Benchmark::Mmstar => prompts::MMSTAR_CATEGORIES,
+            Benchmark::LcbCodegeneration => &[codegen::TASK],
         }
     }
 }
@@ -196,8 +198,9 @@ impl Questions {
         Questions { problems, by_id }
     }
 
-    pub fn get(&self, id: &str) -> Option<&Problem> {
-        self.by_id.get(id).map(|&i| &self.problems[i])
+    /// The position of the question `id` in `problems`.
+    pub fn index(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
     }
 }
 
@@ -281,6 +284,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
             };
             prompts::mmstar(&datasets::read(env, src, &flag)?, &opts.tasks)?
         }
+        Benchmark::LcbCodegeneration => codegen::load(env, &flag)?,
     };
     if problems.is_empty() {
         return Err(format!(
