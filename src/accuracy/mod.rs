@@ -7,6 +7,7 @@
 //! as they arrive and writes `accuracy_export.jsonl`, `accuracy_results.csv` and the
 //! console table.
 
+pub mod bigbench;
 pub mod codegen;
 pub mod datasets;
 pub mod export;
@@ -37,6 +38,8 @@ pub enum Benchmark {
     Mmstar,
     /// LiveCodeBench code generation, graded by running the code.
     LcbCodegeneration,
+    /// BIG-Bench Hard's 27 subtasks, with DeepEval's prompts.
+    Bigbench,
 }
 
 const BUILT: &[Benchmark] = &[
@@ -47,10 +50,11 @@ const BUILT: &[Benchmark] = &[
     Benchmark::GpqaDiamond,
     Benchmark::Mmstar,
     Benchmark::LcbCodegeneration,
+    Benchmark::Bigbench,
 ];
 
 /// AIPerf 0.13's other benchmarks: refused, saying this build does not have them.
-const NOT_BUILT: &[&str] = &["aime24", "aime25", "hellaswag", "bigbench", "math_500"];
+const NOT_BUILT: &[&str] = &["aime24", "aime25", "hellaswag", "math_500"];
 
 impl Benchmark {
     pub fn name(self) -> &'static str {
@@ -62,6 +66,7 @@ impl Benchmark {
             Benchmark::GpqaDiamond => "gpqa_diamond",
             Benchmark::Mmstar => "mmstar",
             Benchmark::LcbCodegeneration => codegen::TASK,
+            Benchmark::Bigbench => "bigbench",
         }
     }
 
@@ -96,6 +101,7 @@ impl Benchmark {
             Benchmark::Aime => Some(Grader::Math),
             Benchmark::GpqaDiamond => None,
             Benchmark::LcbCodegeneration => Some(Grader::CodeExecution),
+            Benchmark::Bigbench => Some(Grader::ExactMatch),
         }
     }
 
@@ -105,6 +111,7 @@ impl Benchmark {
             Benchmark::Mmlu | Benchmark::MmluPro => 5,
             Benchmark::Aime => 8,
             Benchmark::Mmstar | Benchmark::LcbCodegeneration => 0,
+            Benchmark::Bigbench => bigbench::MAX_SHOTS,
         }
     }
 
@@ -116,13 +123,18 @@ impl Benchmark {
             Benchmark::Mmstar => 0,
             // lighteval's task is zero-shot.
             Benchmark::LcbCodegeneration => 0,
+            // DeepEval's prompt files hold 3 examples.
+            Benchmark::Bigbench => bigbench::MAX_SHOTS,
             _ => 32,
         }
     }
 
-    /// Chain of thought unless told otherwise: MMLU-Pro and AIME.
+    /// Chain of thought unless told otherwise: MMLU-Pro, AIME and BIG-Bench Hard.
     pub fn default_cot(self) -> bool {
-        matches!(self, Benchmark::MmluPro | Benchmark::Aime)
+        matches!(
+            self,
+            Benchmark::MmluPro | Benchmark::Aime | Benchmark::Bigbench
+        )
     }
 
     /// The system prompt sent when none is given (AIPerf's plugin metadata).
@@ -145,6 +157,7 @@ impl Benchmark {
             Benchmark::GpqaDiamond => &["gpqa_diamond"],
             Benchmark::Mmstar => prompts::MMSTAR_CATEGORIES,
             Benchmark::LcbCodegeneration => &[codegen::TASK],
+            Benchmark::Bigbench => bigbench::TASKS,
         }
     }
 }
@@ -285,6 +298,7 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
             prompts::mmstar(&datasets::read(env, src, &flag)?, &opts.tasks)?
         }
         Benchmark::LcbCodegeneration => codegen::load(env, &flag)?,
+        Benchmark::Bigbench => bigbench::load(env, opts, &flag)?,
     };
     if problems.is_empty() {
         return Err(format!(
@@ -372,6 +386,7 @@ mod tests {
     #[test]
     fn benchmark_names() {
         assert_eq!(Benchmark::lookup("GSM8K").unwrap(), Benchmark::Gsm8k);
+        assert_eq!(Benchmark::lookup("bigbench").unwrap(), Benchmark::Bigbench);
         let e = Benchmark::lookup("aime24").unwrap_err();
         assert!(e.contains("not available in this build"), "{e}");
         assert!(

@@ -45,7 +45,7 @@ pub(super) fn accuracy(
         }
         return Err(config_error(format!(
             "Accuracy options {} were set but --accuracy-benchmark is not; accuracy mode needs \
-             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro, aime, gpqa_diamond, mmstar, lcb_codegeneration)",
+             --accuracy-benchmark to select a benchmark (this build has gsm8k, mmlu, mmlu_pro, aime, gpqa_diamond, mmstar, lcb_codegeneration, bigbench)",
             given.join(", ")
         )));
     };

@@ -5,6 +5,7 @@
 mod common;
 
 mod accuracy;
+mod accuracy_bbh;
 mod accuracy_lcb;
 mod aggregate_files;
 mod aiperf_command_lines;
