@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use tracing::{info, warn};
 
-use super::{AccuracyOptions, Grader, Questions};
+use super::{AccuracyOptions, Grader, Problem, Questions};
 use crate::export::table::{Justify, Table};
 use crate::metrics::{RecordMetrics, RecordSink};
 use crate::record::{Phase, RequestRecord};
@@ -155,11 +155,19 @@ impl Grading {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(JSONL_FILE);
         let file = File::create(&path)?;
+        let out = Arc::new(Mutex::new(BufWriter::new(file)));
+        // Running code takes seconds: those grades are made by a few threads, so the
+        // collector goes on with the next records.
+        let pool = (self.grader == Grader::CodeExecution).then(|| {
+            let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+            Pool::new(threads, self.clone(), out.clone())
+        });
         Ok(Box::new(GradingSink {
             inner,
-            out: BufWriter::new(file),
+            out,
             path,
             grading: self.clone(),
+            pool,
         }))
     }
 
@@ -175,13 +183,158 @@ impl Grading {
         info!("Accuracy results exported to {}", path.display());
         Ok(console(&tally))
     }
+
+    /// Grades one reply to `problem`, counts it and writes its line.
+    fn grade(
+        &self,
+        reply: &Reply,
+        problem: &Problem,
+        out: &Mutex<BufWriter<File>>,
+    ) -> std::io::Result<()> {
+        // The answer channel is graded; a reply with only reasoning is graded on that.
+        let output = match reply.output.is_empty() {
+            true => reply.reasoning.as_str(),
+            false => reply.output.as_str(),
+        };
+        let grade = self.grader.grade(output, &problem.ground_truth);
+        let mut tally = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+        tally.overall.add(grade.correct, grade.unparsed);
+        tally
+            .per_task
+            .entry(problem.task.clone())
+            .or_default()
+            .add(grade.correct, grade.unparsed);
+        drop(tally);
+        if self.verbose {
+            let preview: String = output
+                .trim()
+                .replace('\n', "\\n")
+                .chars()
+                .take(200)
+                .collect();
+            info!(
+                "[accuracy] session={} correct={} unparsed={} reason={:?} extracted={:?} response_len={} response_preview={:?}",
+                reply.session_num,
+                super::graders::py_bool(grade.correct),
+                super::graders::py_bool(grade.unparsed),
+                grade.explanation,
+                grade.extracted.chars().take(120).collect::<String>(),
+                output.len(),
+                preview
+            );
+        }
+        let line = Line {
+            session_num: reply.session_num,
+            conversation_id: &reply.conversation_id,
+            x_request_id: &reply.x_request_id,
+            worker_id: crate::export::jsonl::WORKER_ID,
+            benchmark_phase: "profiling",
+            timestamp_ns: reply.end_wall_ns,
+            task: &problem.task,
+            grader_name: self.grader.name(),
+            passed: grade.correct,
+            unparsed: grade.unparsed,
+            confidence: if grade.correct { 1.0 } else { 0.0 },
+            expected: &grade.expected,
+            actual: &grade.extracted,
+            explanation: &grade.explanation,
+            model_output: output,
+            model_thinking: Some(reply.reasoning.as_str()).filter(|t| !t.is_empty()),
+        };
+        let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+        serde_json::to_writer(&mut *out, &line)?;
+        out.write_all(b"\n")
+    }
+}
+
+/// What grading needs of a record.
+struct Reply {
+    session_num: u64,
+    conversation_id: String,
+    x_request_id: String,
+    end_wall_ns: u64,
+    output: String,
+    reasoning: String,
+}
+
+/// Threads that grade replies off the collector's thread (code execution).
+struct Pool {
+    jobs: Option<std::sync::mpsc::Sender<(Reply, usize)>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    pending: Arc<std::sync::atomic::AtomicUsize>,
+    /// The first error writing a line.
+    error: Arc<Mutex<Option<std::io::Error>>>,
+}
+
+impl Pool {
+    fn new(n: usize, grading: Grading, out: Arc<Mutex<BufWriter<File>>>) -> Pool {
+        let (tx, rx) = std::sync::mpsc::channel::<(Reply, usize)>();
+        let rx = Arc::new(Mutex::new(rx));
+        let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let error = Arc::new(Mutex::new(None));
+        let threads = (0..n)
+            .map(|i| {
+                let (rx, grading, out) = (rx.clone(), grading.clone(), out.clone());
+                let (pending, error) = (pending.clone(), error.clone());
+                std::thread::Builder::new()
+                    .name(format!("grader-{i}"))
+                    .spawn(move || {
+                        loop {
+                            let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                            let Ok((reply, index)) = job else { break };
+                            let problem = &grading.questions.problems[index];
+                            if let Err(e) = grading.grade(&reply, problem, &out) {
+                                error
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .get_or_insert(e);
+                            }
+                            pending.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        }
+                    })
+                    .expect("a grading thread")
+            })
+            .collect();
+        Pool {
+            jobs: Some(tx),
+            threads,
+            pending,
+            error,
+        }
+    }
+
+    fn submit(&self, reply: Reply, index: usize) {
+        self.pending
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if let Some(jobs) = &self.jobs {
+            // The threads live until `wait`: the send cannot fail before.
+            let _ = jobs.send((reply, index));
+        }
+    }
+
+    /// Waits for every reply handed in to be graded.
+    fn wait(mut self) -> std::io::Result<()> {
+        let pending = self.pending.load(std::sync::atomic::Ordering::SeqCst);
+        if pending > 0 {
+            info!("Accuracy: waiting for {pending} replies to be graded");
+        }
+        self.jobs = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        match self.error.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
 }
 
 struct GradingSink {
     inner: Option<Box<dyn RecordSink>>,
-    out: BufWriter<File>,
+    out: Arc<Mutex<BufWriter<File>>>,
     path: PathBuf,
     grading: Grading,
+    pool: Option<Pool>,
 }
 
 impl RecordSink for GradingSink {
@@ -194,75 +347,48 @@ impl RecordSink for GradingSink {
             return Ok(());
         }
         let g = &self.grading;
-        let mut tally = g.tally.lock().unwrap_or_else(|e| e.into_inner());
         if !record.is_valid() {
-            tally.failed += 1;
+            g.tally.lock().unwrap_or_else(|e| e.into_inner()).failed += 1;
             return Ok(());
         }
-        let Some(problem) = g.questions.get(&record.input.conversation_id) else {
+        let Some(index) = g.questions.index(&record.input.conversation_id) else {
             warn!(
                 "accuracy: request {} answers no known question ({}); not graded",
                 record.x_request_id, record.input.conversation_id
             );
             return Ok(());
         };
-        // The answer channel is graded; a reply with only reasoning is graded on that.
-        let output = match record.output_text.is_empty() {
-            true => record.reasoning_text.as_str(),
-            false => record.output_text.as_str(),
-        };
-        let grade = g.grader.grade(output, &problem.ground_truth);
-        tally.overall.add(grade.correct, grade.unparsed);
-        tally
-            .per_task
-            .entry(problem.task.clone())
-            .or_default()
-            .add(grade.correct, grade.unparsed);
-        drop(tally);
-        if g.verbose {
-            let preview: String = output
-                .trim()
-                .replace('\n', "\\n")
-                .chars()
-                .take(200)
-                .collect();
-            info!(
-                "[accuracy] session={} correct={} unparsed={} reason={:?} extracted={:?} response_len={} response_preview={:?}",
-                record.input.session_num,
-                super::graders::py_bool(grade.correct),
-                super::graders::py_bool(grade.unparsed),
-                grade.explanation,
-                grade.extracted.chars().take(120).collect::<String>(),
-                output.len(),
-                preview
-            );
-        }
-        let line = Line {
+        let reply = Reply {
             session_num: record.input.session_num,
-            conversation_id: &record.input.conversation_id,
-            x_request_id: &record.x_request_id,
-            worker_id: crate::export::jsonl::WORKER_ID,
-            benchmark_phase: "profiling",
-            timestamp_ns: record.end_wall_ns,
-            task: &problem.task,
-            grader_name: g.grader.name(),
-            passed: grade.correct,
-            unparsed: grade.unparsed,
-            confidence: if grade.correct { 1.0 } else { 0.0 },
-            expected: &grade.expected,
-            actual: &grade.extracted,
-            explanation: &grade.explanation,
-            model_output: output,
-            model_thinking: Some(record.reasoning_text.as_str()).filter(|t| !t.is_empty()),
+            conversation_id: record.input.conversation_id.clone(),
+            x_request_id: record.x_request_id.clone(),
+            end_wall_ns: record.end_wall_ns,
+            output: record.output_text.clone(),
+            reasoning: record.reasoning_text.clone(),
         };
-        serde_json::to_writer(&mut self.out, &line)?;
-        self.out.write_all(b"\n")
+        match &self.pool {
+            Some(pool) => {
+                pool.submit(reply, index);
+                Ok(())
+            }
+            None => g.grade(&reply, &g.questions.problems[index], &self.out),
+        }
     }
 
-    fn finish(mut self: Box<Self>) -> std::io::Result<()> {
-        self.out.flush()?;
-        info!("Accuracy JSONL export: {}", self.path.display());
-        match self.inner {
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        let GradingSink {
+            inner,
+            out,
+            path,
+            pool,
+            ..
+        } = *self;
+        if let Some(pool) = pool {
+            pool.wait()?;
+        }
+        out.lock().unwrap_or_else(|e| e.into_inner()).flush()?;
+        info!("Accuracy JSONL export: {}", path.display());
+        match inner {
             Some(inner) => inner.finish(),
             None => Ok(()),
         }

@@ -28,10 +28,10 @@ pub enum Grader {
     LightevalLatex,
     /// lighteval's `gpqa_metric` (GPQA Diamond).
     LightevalGpqa,
+    /// lighteval's `codegen_metrics` (LiveCodeBench): the reply's code run on every test
+    /// case in a sandboxed `python3`.
+    CodeExecution,
 }
-
-/// AIPerf's graders this build does not have (code execution needs a sandbox).
-const NOT_BUILT: &[&str] = &["code_execution"];
 
 const BUILT: &[Grader] = &[
     Grader::Gsm8k,
@@ -42,6 +42,7 @@ const BUILT: &[Grader] = &[
     Grader::LightevalExpr,
     Grader::LightevalLatex,
     Grader::LightevalGpqa,
+    Grader::CodeExecution,
 ];
 
 /// One graded reply.
@@ -68,6 +69,7 @@ impl Grader {
             Grader::LightevalExpr => "lighteval_expr",
             Grader::LightevalLatex => "lighteval_latex",
             Grader::LightevalGpqa => "lighteval_gpqa",
+            Grader::CodeExecution => "code_execution",
         }
     }
 
@@ -82,13 +84,8 @@ impl Grader {
             .map(|g| g.name())
             .collect::<Vec<_>>()
             .join(", ");
-        let what = if NOT_BUILT.contains(&name) {
-            "is an AIPerf grader that is not available in this build"
-        } else {
-            "is not a grader name"
-        };
         Err(format!(
-            "--accuracy-grader {name}: {what}; the graders this build has are: {built}"
+            "--accuracy-grader {name}: is not a grader name; the graders are: {built}"
         ))
     }
 
@@ -102,6 +99,7 @@ impl Grader {
             Grader::LightevalExpr => extractive::grade(Metric::Expr, reply, gold),
             Grader::LightevalLatex => extractive::grade(Metric::Latex, reply, gold),
             Grader::LightevalGpqa => extractive::grade(Metric::Gpqa, reply, gold),
+            Grader::CodeExecution => super::codegen::grade(reply, gold),
         }
     }
 }
@@ -357,10 +355,9 @@ mod tests {
             Grader::lookup("multiple_choice").unwrap(),
             Grader::MultipleChoice
         );
-        assert!(
-            Grader::lookup("code_execution")
-                .unwrap_err()
-                .contains("not available in this build")
+        assert_eq!(
+            Grader::lookup("lighteval_gpqa").unwrap(),
+            Grader::LightevalGpqa
         );
         assert!(
             Grader::lookup("judge")

@@ -7,6 +7,8 @@
 //! as they arrive and writes `accuracy_export.jsonl`, `accuracy_results.csv` and the
 //! console table.
 
+pub mod bigbench;
+pub mod codegen;
 pub mod datasets;
 pub mod export;
 mod extractive;
@@ -40,6 +42,10 @@ pub enum Benchmark {
     Hellaswag,
     /// Vision (not in AIPerf): MMStar's multiple-choice questions about an image.
     Mmstar,
+    /// LiveCodeBench code generation, graded by running the code.
+    LcbCodegeneration,
+    /// BIG-Bench Hard's 27 subtasks, with DeepEval's prompts.
+    Bigbench,
 }
 
 const BUILT: &[Benchmark] = &[
@@ -53,10 +59,9 @@ const BUILT: &[Benchmark] = &[
     Benchmark::Math500,
     Benchmark::Hellaswag,
     Benchmark::Mmstar,
+    Benchmark::LcbCodegeneration,
+    Benchmark::Bigbench,
 ];
-
-/// AIPerf 0.13's other benchmarks: refused, saying this build does not have them.
-const NOT_BUILT: &[&str] = &["bigbench", "lcb_codegeneration"];
 
 impl Benchmark {
     pub fn name(self) -> &'static str {
@@ -71,6 +76,8 @@ impl Benchmark {
             Benchmark::Math500 => "math_500",
             Benchmark::Hellaswag => "hellaswag",
             Benchmark::Mmstar => "mmstar",
+            Benchmark::LcbCodegeneration => codegen::TASK,
+            Benchmark::Bigbench => "bigbench",
         }
     }
 
@@ -90,13 +97,8 @@ impl Benchmark {
             return Ok(*b);
         }
         let built = Benchmark::built_names();
-        let what = if NOT_BUILT.contains(&name.to_ascii_lowercase().as_str()) {
-            "is an AIPerf benchmark that is not available in this build"
-        } else {
-            "is not a benchmark name"
-        };
         Err(format!(
-            "--accuracy-benchmark {name}: {what}; the benchmarks this build has are: {built}"
+            "--accuracy-benchmark {name}: is not a benchmark name; the benchmarks are: {built}"
         ))
     }
 
@@ -111,6 +113,8 @@ impl Benchmark {
             Benchmark::Aime24 | Benchmark::Aime25 => Grader::LightevalExpr,
             Benchmark::Math500 => Grader::LightevalLatex,
             Benchmark::Hellaswag => Grader::ExactMatch,
+            Benchmark::LcbCodegeneration => Grader::CodeExecution,
+            Benchmark::Bigbench => Grader::ExactMatch,
         }
     }
 
@@ -120,7 +124,12 @@ impl Benchmark {
             Benchmark::Mmlu | Benchmark::MmluPro => 5,
             Benchmark::Aime => 8,
             Benchmark::Hellaswag => 10,
-            Benchmark::Aime24 | Benchmark::Aime25 | Benchmark::Math500 | Benchmark::Mmstar => 0,
+            Benchmark::Aime24
+            | Benchmark::Aime25
+            | Benchmark::Math500
+            | Benchmark::Mmstar
+            | Benchmark::LcbCodegeneration => 0,
+            Benchmark::Bigbench => bigbench::MAX_SHOTS,
         }
     }
 
@@ -132,6 +141,10 @@ impl Benchmark {
             Benchmark::Hellaswag => 15,
             // Each question has its own image: no examples.
             Benchmark::Mmstar => 0,
+            // lighteval's task is zero-shot.
+            Benchmark::LcbCodegeneration => 0,
+            // DeepEval's prompt files hold 3 examples.
+            Benchmark::Bigbench => bigbench::MAX_SHOTS,
             _ => 32,
         }
     }
@@ -149,9 +162,12 @@ impl Benchmark {
         )
     }
 
-    /// Chain of thought unless told otherwise: MMLU-Pro and AIME.
+    /// Chain of thought unless told otherwise: MMLU-Pro, AIME and BIG-Bench Hard.
     pub fn default_cot(self) -> bool {
-        matches!(self, Benchmark::MmluPro | Benchmark::Aime)
+        matches!(
+            self,
+            Benchmark::MmluPro | Benchmark::Aime | Benchmark::Bigbench
+        )
     }
 
     /// The system prompt sent when none is given (AIPerf's plugin metadata).
@@ -178,6 +194,8 @@ impl Benchmark {
             Benchmark::Math500 => prompts::MATH_SUBJECTS,
             Benchmark::Hellaswag => &[],
             Benchmark::Mmstar => prompts::MMSTAR_CATEGORIES,
+            Benchmark::LcbCodegeneration => &[codegen::TASK],
+            Benchmark::Bigbench => bigbench::TASKS,
         }
     }
 }
@@ -238,8 +256,9 @@ impl Questions {
         Questions { problems, by_id }
     }
 
-    pub fn get(&self, id: &str) -> Option<&Problem> {
-        self.by_id.get(id).map(|&i| &self.problems[i])
+    /// The position of the question `id` in `problems`.
+    pub fn index(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
     }
 }
 
@@ -361,6 +380,8 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
             };
             prompts::mmstar(&datasets::read(env, src, &flag)?, &opts.task_names())?
         }
+        Benchmark::LcbCodegeneration => codegen::load(env, &flag)?,
+        Benchmark::Bigbench => bigbench::load(env, opts, &flag)?,
     };
     if problems.is_empty() {
         return Err(format!(
@@ -448,16 +469,14 @@ mod tests {
     #[test]
     fn benchmark_names() {
         assert_eq!(Benchmark::lookup("GSM8K").unwrap(), Benchmark::Gsm8k);
-        let e = Benchmark::lookup("bigbench").unwrap_err();
-        assert!(e.contains("not available in this build"), "{e}");
+        assert_eq!(Benchmark::lookup("bigbench").unwrap(), Benchmark::Bigbench);
+        assert_eq!(Benchmark::lookup("aime24").unwrap(), Benchmark::Aime24);
+        let e = Benchmark::lookup("mmlu2").unwrap_err();
+        assert!(e.contains("not a benchmark name"), "{e}");
+        assert!(e.contains(&Benchmark::built_names()), "{e}");
         assert!(
-            e.contains(&Benchmark::built_names()) && e.contains("aime24, aime25, math_500"),
+            e.contains("math_500") && e.contains("lcb_codegeneration"),
             "{e}"
-        );
-        assert!(
-            Benchmark::lookup("mmlu2")
-                .unwrap_err()
-                .contains("not a benchmark name")
         );
     }
 }

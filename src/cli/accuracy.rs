@@ -5,11 +5,12 @@ use clap::Args;
 #[derive(Debug, Clone, Default, Args)]
 pub struct AccuracyArgs {
     /// Grade the model on a benchmark while profiling: the benchmark's questions are the
-    /// run's requests (in dataset order) and each reply is graded. This build has gsm8k,
-    /// mmlu, mmlu_pro, aime, aime24, aime25, math_500, gpqa_diamond, hellaswag and the vision
-    /// set mmstar (its image sent as an image part, chat only; not in AIPerf); AIPerf's
-    /// bigbench and lcb_codegeneration exit 2. Datasets are read from the Hugging Face cache
-    /// ($HF_HOME/hub or $HF_HUB_CACHE), downloaded the first time.
+    /// run's requests (in dataset order) and each reply is graded. AIPerf's gsm8k, mmlu,
+    /// mmlu_pro, aime, aime24, aime25, math_500, gpqa_diamond, hellaswag, bigbench (DeepEval's
+    /// prompt files, read from an installed deepeval) and lcb_codegeneration (code run in a
+    /// sandboxed python3), and the vision set mmstar (its image sent as an image part, chat
+    /// only; not in AIPerf). Datasets are read from the Hugging Face cache ($HF_HOME/hub or
+    /// $HF_HUB_CACHE), downloaded the first time.
     #[arg(long, value_name = "NAME", help_heading = "Accuracy")]
     pub accuracy_benchmark: Option<String>,
 
@@ -48,8 +49,8 @@ pub struct AccuracyArgs {
 
     /// The grader, in place of the benchmark's own: lighteval_gsm8k, multiple_choice,
     /// mmlu_pro, exact_match, math (AIPerf's, as it runs without sympy), lighteval_expr,
-    /// lighteval_latex or lighteval_gpqa (lighteval's extractive match, values compared by
-    /// this build's own parser, not sympy); AIPerf's code_execution exits 2.
+    /// lighteval_latex, lighteval_gpqa (lighteval's extractive match, values compared by
+    /// this build's own parser, not sympy) or code_execution (LiveCodeBench's test cases).
     #[arg(long, value_name = "GRADER", help_heading = "Accuracy")]
     pub accuracy_grader: Option<String>,
 

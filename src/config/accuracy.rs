@@ -56,6 +56,26 @@ pub(super) fn accuracy(
         Some(g) => Grader::lookup(g).map_err(config_error)?,
         None => benchmark.default_grader(),
     };
+    if benchmark == Benchmark::LcbCodegeneration {
+        // As AIPerf: lighteval's task is the whole split, zero-shot, one prompt.
+        let refused = [
+            (
+                !acc.accuracy_tasks.is_empty(),
+                "--accuracy-tasks: the whole release is asked (select the release with AIPERF_ACCURACY_LCB_RELEASE_TAG)",
+            ),
+            (
+                acc.accuracy_n_shots.is_some_and(|n| n > 0),
+                "--accuracy-n-shots: lighteval's task is zero-shot",
+            ),
+            (
+                enable_cot == Some(true),
+                "--accuracy-enable-cot: lighteval's prompt has no chain-of-thought trigger; the reply reasons before its code block as it likes",
+            ),
+        ];
+        if let Some((_, why)) = refused.iter().find(|(given, _)| *given) {
+            return Err(config_error(format!("{flag}: {why}")));
+        }
+    }
     if let Some(n) = acc.accuracy_n_shots
         && n > MAX_SHOTS
     {

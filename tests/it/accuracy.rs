@@ -21,18 +21,18 @@ use serde_json::{Value, json};
 const COMMIT: &str = "89abcdef0123456789abcdef0123456789abcdef";
 
 /// One leaf column: values with definition and repetition levels.
-enum Leaf {
+pub(crate) enum Leaf {
     Text(Vec<String>, Vec<i16>, Option<Vec<i16>>),
     Bytes(Vec<Vec<u8>>, Vec<i16>),
     Int(Vec<i64>),
 }
 
-fn write_parquet(path: &Path, schema: &str, leaves: Vec<Leaf>) {
+pub(crate) fn write_parquet(path: &Path, schema: &str, leaves: Vec<Leaf>) {
     write_parquet_schema(path, parse_message_type(schema).unwrap(), leaves);
 }
 
 /// Optional text columns named `names` (which the schema parser cannot spell with spaces).
-fn text_schema(names: &[&str]) -> parquet::schema::types::Type {
+pub(crate) fn text_schema(names: &[&str]) -> parquet::schema::types::Type {
     use parquet::basic::{LogicalType, Repetition, Type as Physical};
     use parquet::schema::types::Type;
     let fields = names
@@ -53,7 +53,11 @@ fn text_schema(names: &[&str]) -> parquet::schema::types::Type {
         .unwrap()
 }
 
-fn write_parquet_schema(path: &Path, schema: parquet::schema::types::Type, leaves: Vec<Leaf>) {
+pub(crate) fn write_parquet_schema(
+    path: &Path,
+    schema: parquet::schema::types::Type,
+    leaves: Vec<Leaf>,
+) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let schema = Arc::new(schema);
     let props = Arc::new(WriterProperties::builder().build());
@@ -94,7 +98,7 @@ fn write_parquet_schema(path: &Path, schema: parquet::schema::types::Type, leave
     writer.close().unwrap();
 }
 
-fn texts(values: &[&str]) -> Leaf {
+pub(crate) fn texts(values: &[&str]) -> Leaf {
     Leaf::Text(
         values.iter().map(|v| v.to_string()).collect(),
         vec![1; values.len()],
@@ -103,7 +107,7 @@ fn texts(values: &[&str]) -> Leaf {
 }
 
 /// The snapshot of dataset `repo` at `main` in `home`'s hub cache, its ref written.
-fn snapshot(home: &Path, repo: &str) -> PathBuf {
+pub(crate) fn snapshot(home: &Path, repo: &str) -> PathBuf {
     let dir = home
         .join("hub")
         .join(format!("datasets--{}", repo.replace('/', "--")));
@@ -154,7 +158,7 @@ fn cache_mmlu(home: &Path, subject: &str, split: &str, rows: &[(&str, [&str; 4],
 }
 
 /// A chat server that answers each question by a phrase of its last user message.
-fn answering(table: &'static [(&'static str, &'static str)]) -> RawServer {
+pub(crate) fn answering(table: &'static [(&'static str, &'static str)]) -> RawServer {
     RawServer::start(move |req: &RawRequest| {
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
         // A string content, the text parts of a list, or a completions prompt.
@@ -191,12 +195,12 @@ fn answering(table: &'static [(&'static str, &'static str)]) -> RawServer {
     })
 }
 
-fn profile(cwd: &Path, home: &Path, url: &str, extra: &[&str]) -> Output {
+pub(crate) fn profile(cwd: &Path, home: &Path, url: &str, extra: &[&str]) -> Output {
     profile_env(cwd, url, extra, &[("HF_HOME", home)])
 }
 
 /// `aiperf profile` offline, with these Hugging Face variables (HF_HOME, HF_HUB_CACHE).
-fn profile_env(cwd: &Path, url: &str, extra: &[&str], env: &[(&str, &Path)]) -> Output {
+pub(crate) fn profile_env(cwd: &Path, url: &str, extra: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(common::BIN);
     cmd.args([
         "profile",
@@ -222,7 +226,7 @@ fn profile_env(cwd: &Path, url: &str, extra: &[&str], env: &[(&str, &Path)]) -> 
     cmd.output().unwrap()
 }
 
-fn bodies(server: &RawServer) -> Vec<Value> {
+pub(crate) fn bodies(server: &RawServer) -> Vec<Value> {
     server
         .requests()
         .iter()
@@ -563,21 +567,16 @@ fn an_empty_offline_cache_names_the_dataset_and_how_to_fetch_it() {
 fn accuracy_flags_are_checked() {
     for (args, says) in [
         (
-            &["--accuracy-benchmark", "bigbench"][..],
-            "--accuracy-benchmark bigbench: is an AIPerf benchmark that is not available in this build",
+            &["--accuracy-benchmark", "bigbenchh"][..],
+            "--accuracy-benchmark bigbenchh: is not a benchmark name; the benchmarks are: gsm8k,",
         ),
         (
             &["--accuracy-benchmark", "mmlu", "--accuracy-n-shots", "33"],
             "--accuracy-n-shots 33: at most 32",
         ),
         (
-            &[
-                "--accuracy-benchmark",
-                "mmlu",
-                "--accuracy-grader",
-                "code_execution",
-            ],
-            "--accuracy-grader code_execution: is an AIPerf grader that is not available in this build",
+            &["--accuracy-benchmark", "mmlu", "--accuracy-grader", "judge"],
+            "--accuracy-grader judge: is not a grader name; the graders are: lighteval_gsm8k,",
         ),
         (
             &["--accuracy-tasks", "anatomy"],

@@ -5,6 +5,8 @@
 mod common;
 
 mod accuracy;
+mod accuracy_bbh;
+mod accuracy_lcb;
 mod aggregate_files;
 mod aiperf_command_lines;
 mod aiperf_flags;
