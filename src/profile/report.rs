@@ -597,6 +597,14 @@ mod tests {
             "trace_session_sample_ratio",
             "allow_dataset_wrap",
             "system_prompt_file",
+            // A mooncake trace to reshape (tested in tests/it/custom_dataset.rs).
+            "synthesis_speedup_ratio",
+            "synthesis_prefix_len_multiplier",
+            "synthesis_prefix_root_multiplier",
+            "synthesis_prompt_len_multiplier",
+            "synthesis_output_len_multiplier",
+            "synthesis_max_isl",
+            "synthesis_max_osl",
             // A benchmark name first (tested in tests/it/accuracy.rs).
             "accuracy_benchmark",
             "accuracy_tasks",
