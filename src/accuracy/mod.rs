@@ -17,6 +17,7 @@ mod math;
 mod mathexpr;
 pub mod prompts;
 mod pyrandom;
+pub mod vision_graders;
 
 use std::collections::HashMap;
 
