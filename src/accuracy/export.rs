@@ -49,6 +49,29 @@ pub struct Tally {
     pub per_task: BTreeMap<String, Counts>,
     /// Profiling requests that failed: no reply to grade.
     pub failed: u64,
+    /// The name of the per-reply score the grader gives besides right or wrong (`anls`),
+    /// and its sums (overall and per task), reported as means in their own column.
+    pub score_name: Option<&'static str>,
+    pub score_sum: f64,
+    pub task_score_sums: BTreeMap<String, f64>,
+}
+
+impl Tally {
+    /// The mean score of the replies of `task` (None: all), when the grader gives one.
+    pub fn mean_score(&self, task: Option<&str>) -> Option<f64> {
+        self.score_name?;
+        let (sum, counts) = match task {
+            None => (self.score_sum, self.overall),
+            Some(t) => (
+                self.task_score_sums.get(t).copied().unwrap_or(0.0),
+                self.per_task.get(t).copied().unwrap_or_default(),
+            ),
+        };
+        Some(match counts.total {
+            0 => 0.0,
+            n => sum / n as f64,
+        })
+    }
 }
 
 impl Tally {
@@ -124,6 +147,9 @@ struct Line<'a> {
     explanation: &'a str,
     model_output: &'a str,
     model_thinking: Option<&'a str>,
+    /// The reply's ANLS (the anls grader only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anls: Option<f64>,
 }
 
 /// The run's grading: the questions, the grader and the tally the sink fills.
@@ -141,7 +167,10 @@ impl Grading {
             questions,
             grader: opts.grader,
             verbose: opts.verbose,
-            tally: Arc::default(),
+            tally: Arc::new(Mutex::new(Tally {
+                score_name: opts.grader.score_name(),
+                ..Tally::default()
+            })),
         }
     }
 
@@ -196,9 +225,16 @@ impl Grading {
             true => reply.reasoning.as_str(),
             false => reply.output.as_str(),
         };
-        let grade = self.grader.grade(output, &problem.ground_truth);
+        let (grade, score) = self.grader.grade_scored(output, &problem.ground_truth);
         let mut tally = self.tally.lock().unwrap_or_else(|e| e.into_inner());
         tally.overall.add(grade.correct, grade.unparsed);
+        if let Some(score) = score {
+            tally.score_sum += score;
+            *tally
+                .task_score_sums
+                .entry(problem.task.clone())
+                .or_default() += score;
+        }
         tally
             .per_task
             .entry(problem.task.clone())
@@ -240,6 +276,7 @@ impl Grading {
             explanation: &grade.explanation,
             model_output: output,
             model_thinking: Some(reply.reasoning.as_str()).filter(|t| !t.is_empty()),
+            anls: score.filter(|_| self.grader.score_name() == Some("anls")),
         };
         let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
         serde_json::to_writer(&mut *out, &line)?;
@@ -395,23 +432,36 @@ impl RecordSink for GradingSink {
     }
 }
 
-/// AIPerf's CSV: the OVERALL row, then each task (sorted), accuracy with 4 decimals.
+/// AIPerf's CSV: the OVERALL row, then each task (sorted), accuracy with 4 decimals; with
+/// a grader that scores each reply (anls), its mean in a last column named after it.
 fn csv(t: &Tally) -> String {
-    let mut out = String::from("task,correct,total,unparsed,accuracy\n");
+    let mut out = String::from("task,correct,total,unparsed,accuracy");
+    if let Some(name) = t.score_name {
+        out.push(',');
+        out.push_str(name);
+    }
+    out.push('\n');
     if t.overall.total == 0 {
         return out;
     }
-    let rows = std::iter::once(("OVERALL", &t.overall))
-        .chain(t.per_task.iter().map(|(k, c)| (k.as_str(), c)));
-    for (task, c) in rows {
+    let rows = std::iter::once(("OVERALL", &t.overall, None)).chain(
+        t.per_task
+            .iter()
+            .map(|(k, c)| (k.as_str(), c, Some(k.as_str()))),
+    );
+    for (task, c, key) in rows {
         out.push_str(&format!(
-            "{},{},{},{},{:.4}\n",
+            "{},{},{},{},{:.4}",
             csv_field(task),
             c.correct,
             c.total,
             c.unparsed,
             c.accuracy()
         ));
+        if let Some(score) = t.mean_score(key) {
+            out.push_str(&format!(",{score:.4}"));
+        }
+        out.push('\n');
     }
     out
 }
@@ -449,19 +499,26 @@ fn console(t: &Tally) -> String {
         .column("Total", Justify::Right)
         .column("Unparsed", Justify::Right)
         .column("Accuracy", Justify::Right);
+    if let Some(name) = t.score_name {
+        table = table.column(&name.to_uppercase(), Justify::Right);
+    }
     let rows = t
         .per_task
         .iter()
-        .map(|(k, c)| (k.as_str(), c))
-        .chain(std::iter::once(("OVERALL", &t.overall)));
-    for (task, c) in rows {
-        table.row(vec![
+        .map(|(k, c)| (k.as_str(), c, Some(k.as_str())))
+        .chain(std::iter::once(("OVERALL", &t.overall, None)));
+    for (task, c, key) in rows {
+        let mut cells = vec![
             task.to_string(),
             c.correct.to_string(),
             c.total.to_string(),
             c.unparsed.to_string(),
             percent(c.accuracy()),
-        ]);
+        ];
+        if let Some(score) = t.mean_score(key) {
+            cells.push(format!("{score:.4}"));
+        }
+        table.row(cells);
     }
     out.push('\n');
     out.push_str(&table.render(crate::export::console::CONSOLE_WIDTH));
@@ -522,6 +579,17 @@ mod tests {
         let o = text.find("OVERALL").unwrap();
         assert!(a < o && text.contains("75.00%") && text.contains("66.67%"));
         assert!(!text.contains("Warning"));
+        let mut scored = tally();
+        scored.score_name = Some("anls");
+        scored.score_sum = 2.5;
+        scored.task_score_sums.insert("a_task".into(), 1.5);
+        scored.task_score_sums.insert("b_task".into(), 1.0);
+        assert_eq!(
+            csv(&scored),
+            "task,correct,total,unparsed,accuracy,anls\nOVERALL,3,4,2,0.7500,0.6250\na_task,2,3,2,0.6667,0.5000\nb_task,1,1,0,1.0000,1.0000\n"
+        );
+        let text = console(&scored);
+        assert!(text.contains("ANLS") && text.contains("0.6250"), "{text}");
         let mut all_unparsed = Tally::default();
         all_unparsed.overall.add(false, true);
         assert!(console(&all_unparsed).contains("every accuracy response was unparsed"));

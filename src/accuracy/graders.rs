@@ -31,6 +31,12 @@ pub enum Grader {
     /// lighteval's `codegen_metrics` (LiveCodeBench): the reply's code run on every test
     /// case in a sandboxed `python3`.
     CodeExecution,
+    /// Vision (not in AIPerf): ChartQA's relaxed accuracy (numbers within 5%).
+    RelaxedAccuracy,
+    /// Vision (not in AIPerf): DocVQA's ANLS; right at 0.5 or more, the mean reported.
+    Anls,
+    /// Vision (not in AIPerf): MMMU's rule-based answer parsers.
+    Mmmu,
 }
 
 const BUILT: &[Grader] = &[
@@ -43,6 +49,9 @@ const BUILT: &[Grader] = &[
     Grader::LightevalLatex,
     Grader::LightevalGpqa,
     Grader::CodeExecution,
+    Grader::RelaxedAccuracy,
+    Grader::Anls,
+    Grader::Mmmu,
 ];
 
 /// One graded reply.
@@ -70,6 +79,9 @@ impl Grader {
             Grader::LightevalLatex => "lighteval_latex",
             Grader::LightevalGpqa => "lighteval_gpqa",
             Grader::CodeExecution => "code_execution",
+            Grader::RelaxedAccuracy => "relaxed_accuracy",
+            Grader::Anls => "anls",
+            Grader::Mmmu => "mmmu",
         }
     }
 
@@ -100,6 +112,28 @@ impl Grader {
             Grader::LightevalLatex => extractive::grade(Metric::Latex, reply, gold),
             Grader::LightevalGpqa => extractive::grade(Metric::Gpqa, reply, gold),
             Grader::CodeExecution => super::codegen::grade(reply, gold),
+            Grader::RelaxedAccuracy => super::vision_graders::relaxed_accuracy(reply, gold),
+            Grader::Anls => super::vision_graders::anls(reply, gold).0,
+            Grader::Mmmu => super::vision_graders::mmmu(reply, gold),
+        }
+    }
+
+    /// The name of the score it gives each reply besides right or wrong (`anls`), if any.
+    pub fn score_name(self) -> Option<&'static str> {
+        match self {
+            Grader::Anls => Some("anls"),
+            _ => None,
+        }
+    }
+
+    /// The grade, and the reply's score when the grader gives one (`score_name`).
+    pub fn grade_scored(self, reply: &str, gold: &str) -> (Grade, Option<f64>) {
+        match self {
+            Grader::Anls => {
+                let (grade, score) = super::vision_graders::anls(reply, gold);
+                (grade, Some(score))
+            }
+            _ => (self.grade(reply, gold), None),
         }
     }
 }

@@ -17,6 +17,8 @@ mod math;
 mod mathexpr;
 pub mod prompts;
 mod pyrandom;
+pub mod vision;
+pub mod vision_graders;
 
 use std::collections::HashMap;
 
@@ -46,6 +48,14 @@ pub enum Benchmark {
     LcbCodegeneration,
     /// BIG-Bench Hard's 27 subtasks, with DeepEval's prompts.
     Bigbench,
+    /// Vision (not in AIPerf): ChartQA, graded by relaxed accuracy.
+    ChartQa,
+    /// Vision (not in AIPerf): DocVQA's validation split, graded by ANLS.
+    DocVqa,
+    /// Vision (not in AIPerf): AI2D's diagram questions, multiple choice.
+    Ai2d,
+    /// Vision (not in AIPerf): MMMU's validation split, graded by MMMU's answer parsers.
+    Mmmu,
 }
 
 const BUILT: &[Benchmark] = &[
@@ -61,6 +71,10 @@ const BUILT: &[Benchmark] = &[
     Benchmark::Mmstar,
     Benchmark::LcbCodegeneration,
     Benchmark::Bigbench,
+    Benchmark::ChartQa,
+    Benchmark::DocVqa,
+    Benchmark::Ai2d,
+    Benchmark::Mmmu,
 ];
 
 impl Benchmark {
@@ -78,6 +92,10 @@ impl Benchmark {
             Benchmark::Mmstar => "mmstar",
             Benchmark::LcbCodegeneration => codegen::TASK,
             Benchmark::Bigbench => "bigbench",
+            Benchmark::ChartQa => "chartqa",
+            Benchmark::DocVqa => "docvqa",
+            Benchmark::Ai2d => "ai2d",
+            Benchmark::Mmmu => "mmmu",
         }
     }
 
@@ -115,6 +133,10 @@ impl Benchmark {
             Benchmark::Hellaswag => Grader::ExactMatch,
             Benchmark::LcbCodegeneration => Grader::CodeExecution,
             Benchmark::Bigbench => Grader::ExactMatch,
+            Benchmark::ChartQa => Grader::RelaxedAccuracy,
+            Benchmark::DocVqa => Grader::Anls,
+            Benchmark::Ai2d => Grader::MultipleChoice,
+            Benchmark::Mmmu => Grader::Mmmu,
         }
     }
 
@@ -130,6 +152,7 @@ impl Benchmark {
             | Benchmark::Mmstar
             | Benchmark::LcbCodegeneration => 0,
             Benchmark::Bigbench => bigbench::MAX_SHOTS,
+            Benchmark::ChartQa | Benchmark::DocVqa | Benchmark::Ai2d | Benchmark::Mmmu => 0,
         }
     }
 
@@ -145,6 +168,7 @@ impl Benchmark {
             Benchmark::LcbCodegeneration => 0,
             // DeepEval's prompt files hold 3 examples.
             Benchmark::Bigbench => bigbench::MAX_SHOTS,
+            Benchmark::ChartQa | Benchmark::DocVqa | Benchmark::Ai2d | Benchmark::Mmmu => 0,
             _ => 32,
         }
     }
@@ -196,7 +220,23 @@ impl Benchmark {
             Benchmark::Mmstar => prompts::MMSTAR_CATEGORIES,
             Benchmark::LcbCodegeneration => &[codegen::TASK],
             Benchmark::Bigbench => bigbench::TASKS,
+            Benchmark::ChartQa => vision::CHARTQA_TASKS,
+            Benchmark::DocVqa => vision::DOCVQA_TASKS,
+            Benchmark::Ai2d => vision::AI2D_TASKS,
+            Benchmark::Mmmu => vision::MMMU_SUBJECTS,
         }
+    }
+
+    /// Its questions carry images (sent only to the chat endpoint, zero-shot).
+    pub fn has_images(self) -> bool {
+        matches!(
+            self,
+            Benchmark::Mmstar
+                | Benchmark::ChartQa
+                | Benchmark::DocVqa
+                | Benchmark::Ai2d
+                | Benchmark::Mmmu
+        )
     }
 }
 
@@ -382,6 +422,10 @@ pub fn load(opts: &AccuracyOptions, env: &HubEnv) -> Result<Vec<Problem>, String
         }
         Benchmark::LcbCodegeneration => codegen::load(env, &flag)?,
         Benchmark::Bigbench => bigbench::load(env, opts, &flag)?,
+        Benchmark::ChartQa => vision::chartqa(env, &opts.task_names(), &flag)?,
+        Benchmark::DocVqa => vision::docvqa(env, &flag)?,
+        Benchmark::Ai2d => vision::ai2d(env, &flag)?,
+        Benchmark::Mmmu => vision::mmmu(env, &opts.task_names(), &flag)?,
     };
     if problems.is_empty() {
         return Err(format!(

@@ -8,9 +8,9 @@ pub struct AccuracyArgs {
     /// run's requests (in dataset order) and each reply is graded. AIPerf's gsm8k, mmlu,
     /// mmlu_pro, aime, aime24, aime25, math_500, gpqa_diamond, hellaswag, bigbench (DeepEval's
     /// prompt files, read from an installed deepeval) and lcb_codegeneration (code run in a
-    /// sandboxed python3), and the vision set mmstar (its image sent as an image part, chat
-    /// only; not in AIPerf). Datasets are read from the Hugging Face cache ($HF_HOME/hub or
-    /// $HF_HUB_CACHE), downloaded the first time.
+    /// sandboxed python3), and the vision sets mmstar, chartqa, docvqa, ai2d and mmmu (images
+    /// sent as image parts, chat only; not in AIPerf). Datasets are read from the Hugging Face
+    /// cache ($HF_HOME/hub or $HF_HUB_CACHE), downloaded the first time.
     #[arg(long, value_name = "NAME", help_heading = "Accuracy")]
     pub accuracy_benchmark: Option<String>,
 
@@ -50,7 +50,8 @@ pub struct AccuracyArgs {
     /// The grader, in place of the benchmark's own: lighteval_gsm8k, multiple_choice,
     /// mmlu_pro, exact_match, math (AIPerf's, as it runs without sympy), lighteval_expr,
     /// lighteval_latex, lighteval_gpqa (lighteval's extractive match, values compared by
-    /// this build's own parser, not sympy) or code_execution (LiveCodeBench's test cases).
+    /// this build's own parser, not sympy), code_execution (LiveCodeBench's test cases), and
+    /// for the vision sets relaxed_accuracy (ChartQA), anls (DocVQA) and mmmu.
     #[arg(long, value_name = "GRADER", help_heading = "Accuracy")]
     pub accuracy_grader: Option<String>,
 

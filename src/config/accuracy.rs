@@ -93,10 +93,15 @@ pub(super) fn accuracy(
             max => format!("--accuracy-n-shots {n}: {flag} takes at most {max} few-shot examples"),
         }));
     }
-    if benchmark == Benchmark::Mmstar && enable_cot == Some(true) {
-        return Err(config_error(format!(
-            "--accuracy-enable-cot: {flag} asks for the letter directly; ask for reasoning with --accuracy-system-prompt and --accuracy-grader mmlu_pro"
-        )));
+    if benchmark.has_images() && enable_cot == Some(true) {
+        return Err(config_error(match benchmark.default_grader() {
+            Grader::MultipleChoice | Grader::Mmmu => format!(
+                "--accuracy-enable-cot: {flag} asks for the letter directly; ask for reasoning with --accuracy-system-prompt and --accuracy-grader mmlu_pro"
+            ),
+            _ => format!(
+                "--accuracy-enable-cot: {flag} asks for a single word or phrase; its grader compares the whole reply"
+            ),
+        }));
     }
     let tasks = tasks(benchmark, &acc.accuracy_tasks)?;
     let n_shots = acc
@@ -126,7 +131,7 @@ pub(super) fn accuracy(
         true => (0, false),
         false => (n_shots, enable_cot.unwrap_or(benchmark.default_cot())),
     };
-    if benchmark == Benchmark::Mmstar && endpoint != EndpointType::Chat {
+    if benchmark.has_images() && endpoint != EndpointType::Chat {
         return Err(config_error(format!(
             "{flag}: its questions carry images, which need --endpoint-type chat, not {}",
             endpoint.as_str()

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod hub_fixture;
 pub mod raw_server;
 
 use std::io::{BufRead, BufReader, Read, Write};

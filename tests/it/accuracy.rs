@@ -8,113 +8,14 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
 
+// Shared with the other accuracy modules, which take them from here.
+pub(crate) use common::hub_fixture::{
+    COMMIT, Leaf, png, snapshot, text_schema, texts, write_parquet, write_parquet_schema,
+};
 use common::raw_server::{After, RawRequest, RawServer, json_reply};
 use common::{read_jsonl, stderr_text};
-use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
-use parquet::file::properties::WriterProperties;
-use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::parser::parse_message_type;
 use serde_json::{Value, json};
-
-const COMMIT: &str = "89abcdef0123456789abcdef0123456789abcdef";
-
-/// One leaf column: values with definition and repetition levels.
-pub(crate) enum Leaf {
-    Text(Vec<String>, Vec<i16>, Option<Vec<i16>>),
-    Bytes(Vec<Vec<u8>>, Vec<i16>),
-    Int(Vec<i64>),
-}
-
-pub(crate) fn write_parquet(path: &Path, schema: &str, leaves: Vec<Leaf>) {
-    write_parquet_schema(path, parse_message_type(schema).unwrap(), leaves);
-}
-
-/// Optional text columns named `names` (which the schema parser cannot spell with spaces).
-pub(crate) fn text_schema(names: &[&str]) -> parquet::schema::types::Type {
-    use parquet::basic::{LogicalType, Repetition, Type as Physical};
-    use parquet::schema::types::Type;
-    let fields = names
-        .iter()
-        .map(|n| {
-            Arc::new(
-                Type::primitive_type_builder(n, Physical::BYTE_ARRAY)
-                    .with_repetition(Repetition::OPTIONAL)
-                    .with_logical_type(Some(LogicalType::String))
-                    .build()
-                    .unwrap(),
-            )
-        })
-        .collect();
-    Type::group_type_builder("schema")
-        .with_fields(fields)
-        .build()
-        .unwrap()
-}
-
-pub(crate) fn write_parquet_schema(
-    path: &Path,
-    schema: parquet::schema::types::Type,
-    leaves: Vec<Leaf>,
-) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let schema = Arc::new(schema);
-    let props = Arc::new(WriterProperties::builder().build());
-    let file = std::fs::File::create(path).unwrap();
-    let mut writer = SerializedFileWriter::new(file, schema, props).unwrap();
-    let mut group = writer.next_row_group().unwrap();
-    let mut leaves = leaves.into_iter();
-    while let Some(mut column) = group.next_column().unwrap() {
-        match leaves.next().expect("a leaf per column") {
-            Leaf::Text(values, defs, reps) => {
-                let values: Vec<ByteArray> = values
-                    .into_iter()
-                    .map(|v| ByteArray::from(v.into_bytes()))
-                    .collect();
-                column
-                    .typed::<ByteArrayType>()
-                    .write_batch(&values, Some(&defs), reps.as_deref())
-                    .unwrap();
-            }
-            Leaf::Bytes(values, defs) => {
-                let values: Vec<ByteArray> = values.into_iter().map(ByteArray::from).collect();
-                column
-                    .typed::<ByteArrayType>()
-                    .write_batch(&values, Some(&defs), None)
-                    .unwrap();
-            }
-            Leaf::Int(values) => {
-                let defs = vec![1; values.len()];
-                column
-                    .typed::<Int64Type>()
-                    .write_batch(&values, Some(&defs), None)
-                    .unwrap();
-            }
-        }
-        column.close().unwrap();
-    }
-    group.close().unwrap();
-    writer.close().unwrap();
-}
-
-pub(crate) fn texts(values: &[&str]) -> Leaf {
-    Leaf::Text(
-        values.iter().map(|v| v.to_string()).collect(),
-        vec![1; values.len()],
-        None,
-    )
-}
-
-/// The snapshot of dataset `repo` at `main` in `home`'s hub cache, its ref written.
-pub(crate) fn snapshot(home: &Path, repo: &str) -> PathBuf {
-    let dir = home
-        .join("hub")
-        .join(format!("datasets--{}", repo.replace('/', "--")));
-    std::fs::create_dir_all(dir.join("refs")).unwrap();
-    std::fs::write(dir.join("refs").join("main"), COMMIT).unwrap();
-    dir.join("snapshots").join(COMMIT)
-}
 
 /// openai/gsm8k, config main, split test: (question, answer).
 fn cache_gsm8k(home: &Path, rows: &[(&str, &str)]) {
@@ -853,13 +754,6 @@ fn aime_boxed_answers_are_graded_as_math() {
         stderr_text(&out)
             .contains("--accuracy-n-shots 9: --accuracy-benchmark aime takes at most 8")
     );
-}
-
-fn png(w: u32, h: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([x as u8 * 9, y as u8 * 7, 99]));
-    let mut out = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
-    out.into_inner()
 }
 
 /// Lin-Chen/MMStar (config val: `mmstar.parquet`): (question, answer, category, image).
