@@ -192,7 +192,7 @@ fn accuracy_conversations(
 ) -> Result<(Built, Arc<crate::accuracy::Questions>), ProfileError> {
     let opts = cfg.accuracy.as_ref().expect("accuracy mode");
     let env = tokenizer::HubEnv::from_process_env();
-    let problems = crate::accuracy::load(opts, &env).map_err(ConfigError)?;
+    let mut problems = crate::accuracy::load(opts, &env).map_err(ConfigError)?;
     let n = problems.len() as u64;
     info!(
         "Accuracy benchmark {}: {n} questions ({} tasks, {} shots, chain of thought {}), graded by {}",
@@ -215,6 +215,10 @@ fn accuracy_conversations(
     }
     let chat = cfg.endpoint_type == endpoint::EndpointType::Chat;
     let dataset = crate::accuracy::dataset(&problems, opts, chat, tokenizer);
+    // The graders never look at the images: only the request bodies keep them.
+    for p in &mut problems {
+        p.images = Vec::new();
+    }
     let sampling = dataset.sampling;
     let models = ModelPicker::new(cfg.models.clone(), cfg.model_selection, cfg.random_seed);
     let conversations =
