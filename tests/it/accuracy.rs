@@ -124,7 +124,28 @@ pub(crate) fn profile_env(cwd: &Path, url: &str, extra: &[&str], env: &[(&str, &
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.output().unwrap()
+    let out = cmd.output().unwrap();
+    if let Some(keep) = std::env::var_os("AIPERF_TEST_KEEP_RUNS") {
+        keep_run(&cwd.join("run"), Path::new(&keep), extra);
+    }
+    out
+}
+
+/// `AIPERF_TEST_KEEP_RUNS=DIR`: each run's accuracy and summary files copied to
+/// `DIR/<benchmark>-<n>` for a look after the tests (the run directories are temporary).
+fn keep_run(run: &Path, keep: &Path, args: &[&str]) {
+    let benchmark = args
+        .iter()
+        .position(|a| *a == "--accuracy-benchmark")
+        .and_then(|i| args.get(i + 1))
+        .unwrap_or(&"none");
+    let _ = std::fs::create_dir_all(keep);
+    let n = std::fs::read_dir(keep).map_or(0, |d| d.count());
+    let dir = keep.join(format!("{benchmark}-{n}"));
+    let _ = std::fs::create_dir_all(&dir);
+    for f in ["accuracy_results.csv", "profile_export_aiperf.json"] {
+        let _ = std::fs::copy(run.join(f), dir.join(f));
+    }
 }
 
 pub(crate) fn bodies(server: &RawServer) -> Vec<Value> {

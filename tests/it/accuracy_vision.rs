@@ -7,9 +7,11 @@
 
 use crate::common;
 
+use std::process::Output;
+
+use super::accuracy::profile;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use base64::Engine;
 use common::hub_fixture::{Leaf, image_leaves, png, snapshot, text_lists, texts, write_parquet};
@@ -66,32 +68,6 @@ fn answering(table: &'static [(&'static str, &'static str)]) -> RawServer {
             After::KeepOpen,
         )
     })
-}
-
-/// `aiperf profile` offline against `url`, the hub cache in `home`.
-fn profile(cwd: &Path, home: &Path, url: &str, extra: &[&str]) -> Output {
-    Command::new(common::BIN)
-        .args([
-            "profile",
-            "--model",
-            "m",
-            "--url",
-            url,
-            "--tokenizer",
-            "builtin",
-            "--artifact-dir",
-            "run",
-            "--ui-type",
-            "none",
-        ])
-        .args(extra)
-        .current_dir(cwd)
-        .env("HF_HOME", home)
-        .env("HF_HUB_OFFLINE", "1")
-        .env_remove("HF_ENDPOINT")
-        .env_remove("HF_HUB_CACHE")
-        .output()
-        .unwrap()
 }
 
 /// The requests that carried images (the template probe sends its question without them).
