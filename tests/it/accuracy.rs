@@ -11,7 +11,8 @@ use std::process::{Command, Output};
 
 // Shared with the other accuracy modules, which take them from here.
 pub(crate) use common::hub_fixture::{
-    COMMIT, Leaf, png, snapshot, text_schema, texts, write_parquet, write_parquet_schema,
+    COMMIT, Leaf, png, snapshot, text_lists, text_schema, texts, write_parquet,
+    write_parquet_schema,
 };
 use common::raw_server::{After, RawRequest, RawServer, json_reply};
 use common::{read_jsonl, stderr_text};
@@ -38,21 +39,13 @@ fn cache_mmlu(home: &Path, subject: &str, split: &str, rows: &[(&str, [&str; 4],
         optional group choices (LIST) { repeated group list { optional binary element (STRING); } }
         optional int64 answer;
     }";
-    let mut choices = (Vec::new(), Vec::new(), Vec::new());
-    for r in rows {
-        for (i, c) in r.1.iter().enumerate() {
-            choices.0.push(c.to_string());
-            choices.1.push(3);
-            choices.2.push(i16::from(i > 0));
-        }
-    }
     write_parquet(
         &file,
         schema,
         vec![
             texts(&rows.iter().map(|r| r.0).collect::<Vec<_>>()),
             texts(&vec![subject; rows.len()]),
-            Leaf::Text(choices.0, choices.1, Some(choices.2)),
+            text_lists(&rows.iter().map(|r| r.1.to_vec()).collect::<Vec<_>>()),
             Leaf::Int(rows.iter().map(|r| r.2).collect()),
         ],
     );
@@ -550,20 +543,12 @@ fn cache_mmlu_pro(home: &Path, split: &str, rows: &[(&str, &[&str], &str, &str, 
         optional binary cot_content (STRING);
         optional binary category (STRING);
     }";
-    let mut options = (Vec::new(), Vec::new(), Vec::new());
-    for r in rows {
-        for (i, o) in r.1.iter().enumerate() {
-            options.0.push(o.to_string());
-            options.1.push(3);
-            options.2.push(i16::from(i > 0));
-        }
-    }
     write_parquet(
         &file,
         schema,
         vec![
             texts(&rows.iter().map(|r| r.0).collect::<Vec<_>>()),
-            Leaf::Text(options.0, options.1, Some(options.2)),
+            text_lists(&rows.iter().map(|r| r.1.to_vec()).collect::<Vec<_>>()),
             texts(&rows.iter().map(|r| r.2).collect::<Vec<_>>()),
             texts(&rows.iter().map(|r| r.3).collect::<Vec<_>>()),
             texts(&rows.iter().map(|r| r.4).collect::<Vec<_>>()),
@@ -1283,21 +1268,13 @@ fn cache_hellaswag(home: &Path, split: &str, rows: &[(&str, &str, [&str; 4], &st
         optional group endings (LIST) { repeated group list { optional binary element (STRING); } }
         optional binary label (STRING);
     }";
-    let mut endings = (Vec::new(), Vec::new(), Vec::new());
-    for r in rows {
-        for (i, e) in r.2.iter().enumerate() {
-            endings.0.push(e.to_string());
-            endings.1.push(3);
-            endings.2.push(i16::from(i > 0));
-        }
-    }
     write_parquet(
         &file,
         schema,
         vec![
             texts(&rows.iter().map(|r| r.0).collect::<Vec<_>>()),
             texts(&rows.iter().map(|r| r.1).collect::<Vec<_>>()),
-            Leaf::Text(endings.0, endings.1, Some(endings.2)),
+            text_lists(&rows.iter().map(|r| r.2.to_vec()).collect::<Vec<_>>()),
             texts(&rows.iter().map(|r| r.3).collect::<Vec<_>>()),
         ],
     );
