@@ -61,6 +61,23 @@ const FULL_STOP: &str = r"[\.]";
 const COMMA: &str = "[,]";
 const ANSWER: &str = "(?i:answer)";
 
+/// lighteval's two "final answer" patterns (priorities 0 and 50) for `target`; `gap` is
+/// what may stand between "is:" and the answer, `flags` the pattern's flags.
+fn final_answer(flags: &str, gap: &str, target: &str, t: Target) -> [Pattern; 2] {
+    [
+        compile(
+            &format!(r"{flags}(?i:final answer is)\:?\s*{target}\.?\s?I hope"),
+            0,
+            t,
+        ),
+        compile(
+            &format!(r"{flags}(?i:final answer.{{0,100}}?)\s+is\:?{gap}{target}"),
+            50,
+            t,
+        ),
+    ]
+}
+
 /// lighteval's number and expression patterns.
 fn expr_patterns() -> Vec<Pattern> {
     let number = r"(?:(?P<integer1>-?\d{1,3}(?:[ ,]\d{3})+)(?P<decimal1>\.\d+)?|(?P<integer2>-?\d+)(?P<decimal2>[.,]\d+)|(?P<decimal3>\.\d+)|(?P<integer3>-?\d+))(?P<percent>\s*(?:%|[Pp]ercent|\s*[Pp]ercentage|\s*[Pp]ct))?";
@@ -75,17 +92,8 @@ fn expr_patterns() -> Vec<Pattern> {
     let number_anchored = format!("(?:{prefix}{currency}?{number})");
     let either = format!("(?:{expr_anchored}|{number_anchored})");
     let t = Target::Expr;
-    vec![
-        compile(
-            &format!(r"(?i:final answer is)\:?\s*{either}\.?\s?I hope"),
-            0,
-            t,
-        ),
-        compile(
-            &format!(r"(?i:final answer.{{0,100}}?)\s+is\:?{either}"),
-            50,
-            t,
-        ),
+    let mut patterns = Vec::from(final_answer("", "", &either, t));
+    patterns.extend([
         compile(
             &format!(r"{ANSWER}\s?{COLON}(?:.{{0,100}}=\s*|.{{0,50}}?){either}(?!\s*=)"),
             100,
@@ -98,7 +106,8 @@ fn expr_patterns() -> Vec<Pattern> {
         ),
         compile(&expr_anchored, 300, t),
         compile(&number_anchored, 300, t),
-    ]
+    ]);
+    patterns
 }
 
 /// One LaTeX environment (`$...$`, `$$...$$`, `\(...\)`, `\[...\]`, ` [...] `, and in plain
@@ -153,17 +162,8 @@ fn latex_envs(boxed: bool) -> String {
 fn latex_patterns(boxed_priority: u32) -> Vec<Pattern> {
     let l = latex_envs(false);
     let t = Target::Latex;
-    vec![
-        compile(
-            &format!(r"(?s)(?i:final answer is)\:?\s*{l}\.?\s?I hope"),
-            0,
-            t,
-        ),
-        compile(
-            &format!(r"(?s)(?i:final answer.{{0,100}}?)\s+is\:?\s*{l}"),
-            50,
-            t,
-        ),
+    let mut patterns = Vec::from(final_answer("(?s)", r"\s*", &l, t));
+    patterns.extend([
         compile(&format!(r"(?s){ANSWER}\s?{COLON}.{{0,50}}?{l}"), 100, t),
         compile(&format!(r"(?s){ANSWER}.{{0,50}}?{l}"), 200, t),
         compile(&format!("(?s){l}"), 300, t),
@@ -173,7 +173,8 @@ fn latex_patterns(boxed_priority: u32) -> Vec<Pattern> {
             boxed_priority,
             t,
         ),
-    ]
+    ]);
+    patterns
 }
 
 /// lighteval's choice-letter patterns for four choices (A-D), anchored ones only.
@@ -182,22 +183,14 @@ fn indices_patterns() -> Vec<Pattern> {
     let suffix = format!(r"(?:\*\*)?(?:{FULL_STOP}|{COMMA}|\s?{COLON}| |$)");
     let answer = format!(r"(?:^| )(?:\*\*)?{ind}{suffix}");
     let t = Target::Indices;
-    vec![
-        compile(
-            &format!(r"(?i:final answer is)\:?\s*{ind}\.?\s?I hope"),
-            0,
-            t,
-        ),
-        compile(
-            &format!(r"(?i:final answer.{{0,100}}?)\s+is\:?\s*{ind}"),
-            50,
-            t,
-        ),
+    let mut patterns = Vec::from(final_answer("", r"\s*", ind, t));
+    patterns.extend([
         compile(&format!(r"{ANSWER}\s?{COLON}.{{0,50}}?{answer}"), 100, t),
         compile(&format!(r"{ANSWER}.{{0,50}}?{answer}"), 150, t),
         compile(&format!(r"^(?:\*\*)?{ind}{suffix}"), 200, t),
         compile(&format!(r"\n(?:\*\*)?{ind}{suffix}"), 210, t),
-    ]
+    ]);
+    patterns
 }
 
 static EXPR: LazyLock<Vec<Pattern>> = LazyLock::new(expr_patterns);

@@ -483,18 +483,9 @@ pub fn dataset(
                 system: system.filter(|_| !p.images.is_empty()).map(String::from),
                 context: None,
                 turns: vec![Entry {
-                    text,
-                    input_tokens,
-                    images: p.images.clone(),
-                    audios: Vec::new(),
-                    videos: Vec::new(),
-                    max_output_tokens: Some(p.max_tokens),
-                    extra_texts: Vec::new(),
-                    role: None,
                     extra,
-                    timestamp_ms: None,
-                    delay: None,
                     own,
+                    ..Entry::synthetic(text, input_tokens, p.images.clone(), Some(p.max_tokens))
                 }],
             }
         })

@@ -205,20 +205,7 @@ impl Session<'_> {
     /// stats; keeps both messages in the history. The error is the line saying why it failed.
     fn turn(&mut self, text: &str, images: Vec<EncodedImage>) -> Result<(), String> {
         let num_images = images.len() as u32;
-        let mut entry = Entry {
-            text: text.to_string(),
-            input_tokens: 0,
-            images,
-            audios: Vec::new(),
-            videos: Vec::new(),
-            max_output_tokens: None,
-            extra_texts: Vec::new(),
-            role: None,
-            extra: Map::new(),
-            timestamp_ms: None,
-            delay: None,
-            own: None,
-        };
+        let mut entry = Entry::synthetic(text.to_string(), 0, images, None);
         let opts = BodyOptions {
             model: self.cfg.model.clone(),
             streaming: true,

@@ -126,11 +126,11 @@ pub(super) fn accuracy(
             "--accuracy-enable-cot is ignored: {flag} has no chain-of-thought prompt (DeepEval's HellaSwag)"
         ));
     }
-    let (n_shots, cot) = match fixed_prompt || benchmark == Benchmark::Hellaswag {
-        true if benchmark == Benchmark::Hellaswag => (n_shots, false),
-        true => (0, false),
-        false => (n_shots, enable_cot.unwrap_or(benchmark.default_cot())),
-    };
+    // Zero-shot prompts take no examples; those and HellaSwag's have no reasoning variant.
+    let n_shots = if fixed_prompt { 0 } else { n_shots };
+    let cot = !fixed_prompt
+        && benchmark != Benchmark::Hellaswag
+        && enable_cot.unwrap_or(benchmark.default_cot());
     if benchmark.has_images() && endpoint != EndpointType::Chat {
         return Err(config_error(format!(
             "{flag}: its questions carry images, which need --endpoint-type chat, not {}",

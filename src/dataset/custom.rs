@@ -1,6 +1,7 @@
 //! `--input-file` loaders: `single_turn`, `multi_turn`, `random_pool` and `mooncake_trace`
 //! JSONL files. Everything is read, checked and encoded before the run; a problem is reported
-//! as one line naming the file, the line and the field, and nothing is sent.
+//! as one line naming the file, the line and the field, and nothing is sent. `fields` reads
+//! typed fields with their location, `trace` checks mooncake rows, `synthesis` reshapes them.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

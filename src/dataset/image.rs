@@ -32,6 +32,19 @@ impl ImageEncoding {
     }
 }
 
+/// The MIME subtype of an image format sent as it is (PNG, JPEG, WebP, GIF, BMP); None for
+/// the others.
+pub(crate) fn sent_format(format: image::ImageFormat) -> Option<&'static str> {
+    match format {
+        image::ImageFormat::Png => Some("png"),
+        image::ImageFormat::Jpeg => Some("jpeg"),
+        image::ImageFormat::WebP => Some("webp"),
+        image::ImageFormat::Gif => Some("gif"),
+        image::ImageFormat::Bmp => Some("bmp"),
+        _ => None,
+    }
+}
+
 /// An image file sent as it is: its bytes in a base64 data URL of its own type (PNG, JPEG,
 /// WebP, GIF or BMP), as an input file's image paths are. The error names the file as
 /// `shown`.
@@ -42,18 +55,10 @@ pub fn file_image(path: &std::path::Path, shown: &str) -> Result<EncodedImage, S
     let format = image::guess_format(&bytes).map_err(|e| unreadable(&e))?;
     let decoded =
         image::load_from_memory_with_format(&bytes, format).map_err(|e| unreadable(&e))?;
-    let name = match format {
-        image::ImageFormat::Png => "png",
-        image::ImageFormat::Jpeg => "jpeg",
-        image::ImageFormat::WebP => "webp",
-        image::ImageFormat::Gif => "gif",
-        image::ImageFormat::Bmp => "bmp",
-        other => return Err(unreadable(&format!("unsupported format {other:?}"))),
-    };
-    let mut data_url = format!("data:image/{name};base64,");
-    STANDARD.encode_string(&bytes, &mut data_url);
+    let name =
+        sent_format(format).ok_or_else(|| unreadable(&format!("unsupported format {format:?}")))?;
     Ok(EncodedImage {
-        data_url,
+        data_url: data_url_of(name, &bytes),
         width: decoded.width(),
         height: decoded.height(),
         format: name,
@@ -136,12 +141,18 @@ pub const BODY_ROOM: usize = 4096;
 
 /// `data:image/{png|jpeg};base64,<bytes>`.
 pub fn data_url(encoding: ImageEncoding, bytes: &[u8]) -> String {
-    let prefix = match encoding {
-        ImageEncoding::Png => "data:image/png;base64,",
-        ImageEncoding::Jpeg => "data:image/jpeg;base64,",
+    let name = match encoding {
+        ImageEncoding::Png => "png",
+        ImageEncoding::Jpeg => "jpeg",
     };
+    data_url_of(name, bytes)
+}
+
+/// `data:image/<name>;base64,<bytes>`, with room for the request body around it.
+pub(crate) fn data_url_of(name: &str, bytes: &[u8]) -> String {
+    let prefix = format!("data:image/{name};base64,");
     let mut url = String::with_capacity(prefix.len() + bytes.len().div_ceil(3) * 4 + BODY_ROOM);
-    url.push_str(prefix);
+    url.push_str(&prefix);
     STANDARD.encode_string(bytes, &mut url);
     url
 }

@@ -164,8 +164,8 @@ pub struct ChatMessages {
 }
 
 impl Entry {
-    /// A single-turn synthetic entry.
-    fn synthetic(
+    /// A user turn of `text` (and `images`) with nothing else set.
+    pub(crate) fn synthetic(
         text: String,
         input_tokens: u64,
         images: Vec<EncodedImage>,

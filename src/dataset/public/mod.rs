@@ -694,21 +694,13 @@ pub fn image_of(row: &Cell, column: Option<&str>) -> Result<Option<EncodedImage>
 /// A data URL of `bytes` with their real type, and the image's size (read from its header).
 fn encoded(bytes: &[u8]) -> Result<EncodedImage, String> {
     let format = image::guess_format(bytes).map_err(|e| format!("not an image: {e}"))?;
-    let name = match format {
-        image::ImageFormat::Png => "png",
-        image::ImageFormat::Jpeg => "jpeg",
-        image::ImageFormat::WebP => "webp",
-        image::ImageFormat::Gif => "gif",
-        image::ImageFormat::Bmp => "bmp",
-        other => return Err(format!("unsupported image format {other:?}")),
-    };
+    let name = crate::dataset::image::sent_format(format)
+        .ok_or_else(|| format!("unsupported image format {format:?}"))?;
     let (width, height) = image::ImageReader::with_format(std::io::Cursor::new(bytes), format)
         .into_dimensions()
         .map_err(|e| format!("cannot read the {name} image's size: {e}"))?;
-    let mut data_url = format!("data:image/{name};base64,");
-    STANDARD.encode_string(bytes, &mut data_url);
     Ok(EncodedImage {
-        data_url,
+        data_url: crate::dataset::image::data_url_of(name, bytes),
         width,
         height,
         format: name,
