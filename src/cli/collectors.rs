@@ -1,5 +1,6 @@
 //! Switches for AIPerf's side collectors: the server's Prometheus `/metrics` and GPU
-//! telemetry from DCGM exporters (both on by default, as in AIPerf).
+//! telemetry from DCGM exporters (both on by default, as in AIPerf), and the probes of the
+//! network round trip (`--network-latency-*`, off by default).
 
 use clap::Args;
 
@@ -29,4 +30,21 @@ pub struct CollectorArgs {
     /// Default: json csv.
     #[arg(long, num_args = 1.., value_delimiter = ',', help_heading = "Server Metrics")]
     pub server_metrics_formats: Option<Vec<String>>,
+
+    /// Measure the round trip to the server during profiling (a fresh TCP connect to each
+    /// --url's host:port every --network-latency-ping-interval seconds) and report request
+    /// latency, TTFT and TTFO with its mean subtracted as `network_adjusted_*` metrics, plus
+    /// `network_rtt`; the probes go to profile_export_network_latency.jsonl. Not with
+    /// --network-latency-mean.
+    #[arg(long, help_heading = "Network Latency")]
+    pub network_latency_automatic: bool,
+
+    /// A known mean round trip in ms to subtract instead of measuring it (no probes are
+    /// sent); turns the `network_adjusted_*` metrics on.
+    #[arg(long, value_name = "MS", help_heading = "Network Latency")]
+    pub network_latency_mean: Option<f64>,
+
+    /// Seconds between probes with --network-latency-automatic (default 1).
+    #[arg(long, value_name = "SECONDS", help_heading = "Network Latency")]
+    pub network_latency_ping_interval: Option<f64>,
 }

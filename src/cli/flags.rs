@@ -574,6 +574,18 @@ pub const FLAGS: &[Flag] = &[
     row("server_metrics", "server_metrics.urls", List),
     row("no_server_metrics", "server_metrics.enabled", Off),
     row("server_metrics_formats", "server_metrics.formats", List),
+    // AIPerf: `network_latency.enabled` also turns on with `mean_ms`.
+    row(
+        "network_latency_automatic",
+        "network_latency.enabled",
+        Switch,
+    ),
+    row("network_latency_mean", "network_latency.mean_ms", Float),
+    row(
+        "network_latency_ping_interval",
+        "network_latency.ping_interval",
+        Float,
+    ),
     // AIPerf's process layout (accepted; this build is one process)
     row("zmq_host", "runtime.communication.host", Text),
     row("zmq_ipc_path", "runtime.communication.path", Text),

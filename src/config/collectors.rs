@@ -101,6 +101,63 @@ pub(super) fn server_metrics(
     Ok((Some(options), formats))
 }
 
+/// `--network-latency-*`: the round trip to the server subtracted from the latencies that
+/// start at the send, as `network_adjusted_*` metrics.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NetworkLatency {
+    /// `--network-latency-mean`: a known mean in ms; no probes.
+    Fixed { mean_ms: f64 },
+    /// `--network-latency-automatic`: a TCP connect to each server every `interval` during
+    /// profiling.
+    Probed { interval: Duration },
+}
+
+/// AIPerf's default probe interval.
+const DEFAULT_PING_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The calibration asked for (`None`: off), with AIPerf's rules between the three flags.
+pub(super) fn network_latency(a: &CollectorArgs) -> Result<Option<NetworkLatency>, ConfigError> {
+    let interval = a.network_latency_ping_interval;
+    if let Some(s) = interval
+        && !(s.is_finite() && s > 0.0 && s <= 86_400.0)
+    {
+        return Err(config_error(format!(
+            "--network-latency-ping-interval {s}: give the seconds between probes, above 0 \
+             (e.g. 0.5; the default is 1)"
+        )));
+    }
+    match (a.network_latency_automatic, a.network_latency_mean) {
+        (true, Some(_)) => Err(config_error(
+            "--network-latency-automatic and --network-latency-mean exclude each other: \
+             automatic measures the round trip, mean gives it; keep one",
+        )),
+        (false, Some(ms)) => {
+            if !(ms.is_finite() && ms >= 0.0) {
+                return Err(config_error(format!(
+                    "--network-latency-mean {ms}: give the mean round trip in ms, 0 or more"
+                )));
+            }
+            if interval.is_some() {
+                return Err(config_error(
+                    "--network-latency-ping-interval only applies with \
+                     --network-latency-automatic, not with --network-latency-mean; drop it",
+                ));
+            }
+            Ok(Some(NetworkLatency::Fixed { mean_ms: ms }))
+        }
+        (true, None) => Ok(Some(NetworkLatency::Probed {
+            interval: interval.map_or(DEFAULT_PING_INTERVAL, Duration::from_secs_f64),
+        })),
+        (false, None) => match interval {
+            Some(_) => Err(config_error(
+                "--network-latency-ping-interval only applies with \
+                 --network-latency-automatic; add it or drop the interval",
+            )),
+            None => Ok(None),
+        },
+    }
+}
+
 fn formats(given: Option<&[String]>) -> Result<ServerMetricsFormats, ConfigError> {
     let Some(given) = given else {
         return Ok(ServerMetricsFormats::default());

@@ -7,6 +7,7 @@ use std::time::Duration;
 use http::{HeaderName, HeaderValue, Uri};
 use serde_json::{Map, Value};
 
+pub use self::collectors::NetworkLatency;
 pub use self::control_hooks::{ControlHooks, Posts};
 pub use self::gpu_telemetry::GpuTelemetryOptions;
 use self::limits::Zero;
@@ -128,6 +129,8 @@ pub struct ProfileConfig {
     pub server_metrics_from_url: usize,
     /// Scrape DCGM exporters for GPU telemetry (None: off).
     pub gpu_telemetry: Option<GpuTelemetryOptions>,
+    /// `--network-latency-*`: the round trip subtracted from send-anchored latencies.
+    pub network_latency: Option<collectors::NetworkLatency>,
     /// This run's part of a plan shared by several load generators, and its start time.
     pub shard: ShardOptions,
     /// Synthetic queries and passages (rankings endpoint types without an input file).
@@ -374,6 +377,7 @@ impl ProfileConfig {
             seen.dedup();
             seen.len()
         };
+        let network_latency = collectors::network_latency(&a.collectors)?;
         let prometheus = output::prometheus_addr(&a.output)?;
         let mut export = output::export_options(&a.output)?;
         let otel = otel::otel_options(&a.otel, &mut warnings)?;
@@ -419,6 +423,7 @@ impl ProfileConfig {
             server_metrics,
             server_metrics_from_url,
             gpu_telemetry: gpu_telemetry::gpu_telemetry(a)?,
+            network_latency,
             otel,
             random_seed,
             typed_settings: typed_settings(a),

@@ -53,6 +53,8 @@ pub struct FileNames {
     /// The server-metrics files' name without its ending (`.json`, `.csv`, `.jsonl`).
     pub server_metrics: String,
     pub gpu_telemetry_jsonl: String,
+    /// `--network-latency-automatic`'s probes.
+    pub network_latency_jsonl: String,
 }
 
 impl Default for FileNames {
@@ -66,6 +68,7 @@ impl Default for FileNames {
             timeslices_csv: super::TIMESLICES_CSV_FILE.into(),
             server_metrics: "server_metrics_export".into(),
             gpu_telemetry_jsonl: super::GPU_TELEMETRY_JSONL_FILE.into(),
+            network_latency_jsonl: "profile_export_network_latency.jsonl".into(),
         }
     }
 }
@@ -112,6 +115,7 @@ impl FileNames {
             timeslices_csv: format!("{base}_timeslices.csv"),
             server_metrics: format!("{base}_server_metrics"),
             gpu_telemetry_jsonl: format!("{base}_gpu_telemetry.jsonl"),
+            network_latency_jsonl: format!("{base}_network_latency.jsonl"),
         }
     }
 }

@@ -143,6 +143,12 @@ pub enum MetricId {
     // Audio input (AIPerf's audio metrics).
     AudioDuration,
     Rtfx,
+    // Network-latency calibration: made at the end from the latencies above, never per
+    // record (see `network_adjusted_source`).
+    NetworkAdjustedTimeToFirstToken,
+    NetworkAdjustedTimeToFirstOutputToken,
+    NetworkAdjustedRequestLatency,
+    NetworkRtt,
 }
 
 const NS_PER_MS: f64 = 1e6;
@@ -254,7 +260,7 @@ use MetricId as M;
 use MetricKind::{Aggregate, Derived, TimeWeighted};
 
 /// Indexed by `MetricId as usize`; the order is also the order of a record's JSONL metrics.
-pub static CATALOG: [MetricDef; 82] = [
+pub static CATALOG: [MetricDef; 86] = [
     shown(
         streaming(ms(def(
             M::TimeToFirstToken,
@@ -941,13 +947,72 @@ pub static CATALOG: [MetricDef; 82] = [
         )),
         850,
     ),
+    shown(
+        streaming(ms(def(
+            M::NetworkAdjustedTimeToFirstToken,
+            "network_adjusted_time_to_first_token",
+            "Network-Adjusted Time to First Token",
+            "ms",
+        ))),
+        101,
+    ),
+    shown(
+        streaming(ms(def(
+            M::NetworkAdjustedTimeToFirstOutputToken,
+            "network_adjusted_time_to_first_output_token",
+            "Network-Adjusted Time to First Output Token",
+            "ms",
+        ))),
+        211,
+    ),
+    shown(
+        ms(def(
+            M::NetworkAdjustedRequestLatency,
+            "network_adjusted_request_latency",
+            "Network-Adjusted Request Latency",
+            "ms",
+        )),
+        301,
+    ),
+    // One value, the mean round trip subtracted, with AIPerf's full statistics of it.
+    shown(
+        ms(def(M::NetworkRtt, "network_rtt", "Network RTT", "ms")),
+        305,
+    ),
 ];
 
 impl MetricId {
     pub fn def(self) -> &'static MetricDef {
         &CATALOG[self as usize]
     }
+
+    /// The latency a `network_adjusted_*` metric is made from.
+    pub fn network_adjusted_source(self) -> Option<MetricId> {
+        NETWORK_ADJUSTED
+            .iter()
+            .find(|(adjusted, _)| *adjusted == self)
+            .map(|(_, source)| *source)
+    }
+
+    /// The `network_adjusted_*` metric made from this latency.
+    pub fn network_adjusted(self) -> Option<MetricId> {
+        NETWORK_ADJUSTED
+            .iter()
+            .find(|(_, source)| *source == self)
+            .map(|(adjusted, _)| *adjusted)
+    }
 }
+
+/// Each `network_adjusted_*` metric and the latency it is made from: only the latencies
+/// that start at the send carry the round trip (the gaps between tokens do not).
+const NETWORK_ADJUSTED: [(MetricId, MetricId); 3] = [
+    (M::NetworkAdjustedTimeToFirstToken, M::TimeToFirstToken),
+    (
+        M::NetworkAdjustedTimeToFirstOutputToken,
+        M::TimeToFirstOutputToken,
+    ),
+    (M::NetworkAdjustedRequestLatency, M::RequestLatency),
+];
 
 /// Looks a metric up by its AIPerf tag.
 pub fn by_tag(tag: &str) -> Option<&'static MetricDef> {

@@ -321,6 +321,8 @@ pub struct Collector {
     live: Option<LiveRecorder>,
     /// Sees each profiling record and its metrics.
     tap: Option<Box<dyn RecordTap>>,
+    /// The mean network round trip (ns) the `network_adjusted_*` metrics subtract.
+    network_rtt_ns: Option<f64>,
 }
 
 impl Collector {
@@ -363,7 +365,15 @@ impl Collector {
             osl_mismatch_examples: Vec::new(),
             live: None,
             tap: None,
+            network_rtt_ns: None,
         }
+    }
+
+    /// The statistics will also have the `network_adjusted_*` metrics, `rtt_ns` less than
+    /// the send-anchored latencies, and `network_rtt` (AIPerf adds none for a round trip
+    /// of 0: the adjusted metrics would repeat the raw ones).
+    pub fn set_network_rtt(&mut self, rtt_ns: f64) {
+        self.network_rtt_ns = (rtt_ns > 0.0).then_some(rtt_ns);
     }
 
     /// From now on each profiling record and its metrics also go to `tap`.
@@ -620,8 +630,13 @@ impl Collector {
         }
         let mut swept = swept.into_iter();
         let values = &self.values;
+        let rtt = self.network_rtt_ns;
         let mut results = summarize(
-            &mut |id| values[id as usize].stats(),
+            &mut |id| match (id.network_adjusted_source(), rtt) {
+                (Some(source), Some(rtt)) => values[source as usize].stats_less(rtt),
+                (None, Some(rtt)) if id == MetricId::NetworkRtt => Stats::compute(&mut [rtt]),
+                _ => values[id as usize].stats(),
+            },
             &self.counts,
             duration_ns,
             window.is_some(),
@@ -633,12 +648,12 @@ impl Collector {
         }
         let timeslices = match (&self.slices, self.slice_ns, window) {
             (Some(slices), Some(slice_ns), Some((first, _))) => slices.slices(
-                slice_ns,
-                first,
+                (slice_ns, first),
                 slice_windows,
                 swept.collect(),
                 self.goodput_enabled,
                 self.record_opts.no_output_tokens,
+                rtt,
             ),
             _ => Vec::new(),
         };

@@ -134,7 +134,19 @@ impl Column {
         self.stats_within(RUN_BYTES)
     }
 
+    /// The statistics of every value less `by`, floored at 0 (AIPerf's network adjustment:
+    /// `max(latency - rtt, 0)`). The map keeps the order, so the values sort once.
+    pub fn stats_less(&self, by: f64) -> Option<Stats> {
+        self.sorted_stats(RUN_BYTES, |v| (v - by).max(0.0))
+    }
+
     fn stats_within(&self, run_bytes: usize) -> Option<Stats> {
+        self.sorted_stats(run_bytes, |v| v)
+    }
+
+    /// Statistics of `map` of each value; `map` must not decrease (it is applied after the
+    /// sort).
+    fn sorted_stats(&self, run_bytes: usize, map: impl Fn(f64) -> f64) -> Option<Stats> {
         if self.len == 0 {
             return None;
         }
@@ -143,7 +155,9 @@ impl Column {
             sorter.push(total_order_key(v));
         }
         let sorted = sorter.finish();
-        Stats::from_sorted(self.len, || sorted.iter().map(from_total_order_key))
+        Stats::from_sorted(self.len, || {
+            sorted.iter().map(|k| map(from_total_order_key(k)))
+        })
     }
 }
 
@@ -279,6 +293,21 @@ mod tests {
         for (a, b) in values.iter().zip(&back) {
             assert_eq!(a.to_bits(), b.to_bits(), "{a} came back as {b}");
         }
+    }
+
+    /// The network adjustment: each value less the round trip, floored at 0, then the
+    /// statistics of those values as `Stats::compute` gives them.
+    #[test]
+    fn stats_less_shifts_each_value_and_floors_at_zero() {
+        let values = [5e6, 1e6, 30e6, 2.5e6, 12e6];
+        let mut c = Column::new(&Spill::new());
+        c.extend(&values);
+        let got = c.stats_less(2e6).unwrap();
+        let want = Stats::compute(&mut [3e6, 0.0, 28e6, 0.5e6, 10e6]).unwrap();
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
+        assert_eq!(got.min, 0.0);
+        assert_eq!(got.max, 28e6);
+        assert!(Column::new(&Spill::new()).stats_less(1.0).is_none());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::catalog::{METRIC_COUNT, MetricId};
+use super::catalog::{CATALOG, METRIC_COUNT, MetricId};
 use super::collector::{Counts, TimeSlice};
 use super::column;
 use super::record_metrics::RecordMetrics;
@@ -137,24 +137,28 @@ impl SliceLog {
     }
 
     /// Each window's metrics: the record metrics' statistics and run-level values over it,
-    /// then `swept`, its sweep-line metrics.
+    /// then `swept`, its sweep-line metrics. `(slice_ns, first)`: the windows' length and
+    /// the first one's start.
     pub fn slices(
         &self,
-        slice_ns: u64,
-        first: u64,
+        (slice_ns, first): (u64, u64),
         windows: Vec<Window>,
         swept: Vec<Vec<(MetricId, WeightedStats)>>,
         goodput_enabled: bool,
         no_output_tokens: bool,
+        network_rtt_ns: Option<f64>,
     ) -> Vec<TimeSlice> {
-        let mut stats = self.window_stats(slice_ns, first, &windows, RUN_BYTES);
+        let mut stats = self.window_stats(slice_ns, first, &windows, RUN_BYTES, network_rtt_ns);
         windows
             .into_iter()
             .zip(swept)
             .enumerate()
             .map(|(w, (window, swept))| {
                 let mut results = summarize(
-                    &mut |id| stats.remove(&(w, id as usize)),
+                    &mut |id| match network_rtt_ns {
+                        Some(rtt) if id == MetricId::NetworkRtt => Stats::compute(&mut [rtt]),
+                        _ => stats.remove(&(w, id as usize)),
+                    },
                     &window.counts,
                     window.to - window.from,
                     true,
@@ -177,13 +181,15 @@ impl SliceLog {
     /// The statistics of each (window, metric) with values: every value keyed by its
     /// window's place in `windows`, its metric and its `total_order_key`, sorted in runs
     /// of `run_bytes`; then each group read in order, once for its count and sum, once for
-    /// the rest.
+    /// the rest. With `network_rtt_ns`, the send-anchored latencies less it (floored at 0)
+    /// are also the values of their `network_adjusted_*` metrics.
     fn window_stats(
         &self,
         slice_ns: u64,
         first: u64,
         windows: &[Window],
         run_bytes: usize,
+        network_rtt_ns: Option<f64>,
     ) -> BTreeMap<(usize, usize), Stats> {
         const _: () = assert!(METRIC_COUNT < 1 << 16);
         let place: BTreeMap<u64, usize> = windows
@@ -194,8 +200,15 @@ impl SliceLog {
         let mut sorter = Sorter::new(&Spill::new(), run_bytes);
         self.for_each(|start, _, values| {
             let w = place[&(start.saturating_sub(first) / slice_ns)] as u128;
-            for (id, v) in values {
+            let mut push = |id: usize, v: f64| {
                 sorter.push(w << 80 | (id as u128) << 64 | u128::from(total_order_key(v)));
+            };
+            for (id, v) in values {
+                push(id, v);
+                let adjusted = CATALOG[id].id.network_adjusted();
+                if let (Some(adjusted), Some(rtt)) = (adjusted, network_rtt_ns) {
+                    push(adjusted as usize, (v - rtt).max(0.0));
+                }
             }
         });
         let sorted = sorter.finish();
@@ -283,7 +296,7 @@ mod tests {
                 log.push(1_000_000 + start, &m, &gaps, &Counts { requests: 1, ..Default::default() });
             }
             let windows = log.windows(1000, (1_000_000, 1_006_000));
-            let got = log.window_stats(1000, 1_000_000, &windows, run_bytes);
+            let got = log.window_stats(1000, 1_000_000, &windows, run_bytes, None);
             let place: BTreeMap<u64, usize> = windows.iter().enumerate().map(|(w, win)| ((win.from - 1_000_000) / 1000, w)).collect();
             prop_assert_eq!(got.len(), held.len());
             for ((index, id), mut values) in held {

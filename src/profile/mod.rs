@@ -7,6 +7,7 @@ mod collect;
 mod control;
 mod control_hooks;
 mod gpu_telemetry;
+mod network_probe;
 mod observe;
 mod phases;
 mod prepare;

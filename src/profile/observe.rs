@@ -2,7 +2,8 @@
 //! and the GPUs' DCGM exporters. They scrape on their own connections from before the
 //! warmup until after the profiling phase, on the run's clock. Each scrape goes at once to
 //! what keeps it: the summaries (which keep what their statistics need) and, when asked,
-//! the per-scrape JSONL files (written beside the artifacts as scrapes come).
+//! the per-scrape JSONL files (written beside the artifacts as scrapes come). The network
+//! round-trip probes run beside them, during profiling only.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -10,12 +11,15 @@ use std::sync::{Arc, Mutex};
 use tracing::{info, warn};
 
 use crate::clock::Clock;
+use crate::config::NetworkLatency;
 use crate::config::ProfileConfig;
 use crate::config::ScrapeOptions;
 use crate::export::{self, GpuJsonlSpool, ServerMetricsSpool};
 use crate::metrics::gpu_telemetry::GpuCollector;
 use crate::metrics::server_series::{EndpointSeries, Phase};
 use crate::scrape::{self, EndpointLog, ScrapeEndpoint, Scraper, Sink};
+
+use super::network_probe::{NetworkProbe, Probed};
 
 /// One collector's scraper and what its endpoints' scrapes go to.
 struct Collecting<S, J> {
@@ -37,6 +41,7 @@ pub(super) type LiveGpus = Box<dyn Fn() -> Vec<crate::dashboard::GpuView> + Send
 pub(super) struct Observers {
     server: Option<Collecting<EndpointSeries, ServerMetricsSpool>>,
     gpu: Option<Collecting<GpuCollector, GpuJsonlSpool>>,
+    network: Option<NetworkProbe>,
 }
 
 /// What the server's `/metrics` gave, per endpoint.
@@ -57,6 +62,8 @@ pub(crate) struct Observed {
     pub gpu: Vec<(GpuCollector, EndpointLog)>,
     /// The spooled GPU telemetry JSONL lines, per exporter that had any.
     pub gpu_jsonl: Vec<PathBuf>,
+    /// The network round-trip probes (`--network-latency-automatic`).
+    pub network: Option<Probed>,
 }
 
 impl Drop for Observed {
@@ -110,7 +117,17 @@ impl Observers {
                 live,
             )
         });
-        Observers { server, gpu }
+        let network = match cfg.network_latency {
+            Some(NetworkLatency::Probed { interval }) => {
+                Some(NetworkProbe::start(&cfg.request_uris, interval, clock))
+            }
+            _ => None,
+        };
+        Observers {
+            server,
+            gpu,
+            network,
+        }
     }
 
     /// Readers of the latest server and GPU scrapes, for the dashboard.
@@ -159,12 +176,18 @@ impl Observers {
         for s in self.server.iter().flat_map(|c| &c.summaries) {
             scrape::lock(s).window_started(phase, start_ns);
         }
+        if let (Phase::Profiling, Some(n)) = (phase, &self.network) {
+            n.profiling_started();
+        }
     }
 
     /// A phase ended at run-clock `end_ns`.
     pub fn phase_ended(&self, phase: Phase, end_ns: u64) {
         for s in self.server.iter().flat_map(|c| &c.summaries) {
             scrape::lock(s).window_ended(phase, end_ns);
+        }
+        if let (Phase::Profiling, Some(n)) = (phase, &self.network) {
+            n.profiling_ended();
         }
     }
 
@@ -187,6 +210,9 @@ impl Observers {
                 .await;
             observed.gpu = kept;
             observed.gpu_jsonl = close_spools(spooled, GpuJsonlSpool::close);
+        }
+        if let Some(n) = self.network {
+            observed.network = Some(n.finish().await);
         }
         observed
     }

@@ -71,6 +71,10 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
         ),
         None => info!("Benchmark completed ({sent} requests sent)"),
     }
+    let mut collector = collector;
+    if let Some(rtt_ns) = network_rtt_ns(cfg, &observed) {
+        collector.set_network_rtt(rtt_ns);
+    }
     let summary = collector
         .finish()
         .context("cannot finish profile_export.jsonl")?;
@@ -172,7 +176,16 @@ pub(super) fn finish(run: Finished, collector: Collector) -> anyhow::Result<Outc
             telemetry: gpu_telemetry.is_some(),
             spools: &observed.gpu_jsonl,
         };
-        exporters.extend([&summary_files as &dyn Exporter, &inputs, &gpu_jsonl]);
+        let network_jsonl = super::network_probe::NetworkLatencyJsonl {
+            names,
+            probed: observed.network.as_ref(),
+        };
+        exporters.extend([
+            &summary_files as &dyn Exporter,
+            &inputs,
+            &gpu_jsonl,
+            &network_jsonl,
+        ]);
         if let Some(files) = &server_files {
             exporters.push(files);
         }
@@ -252,6 +265,41 @@ fn warn_of_losses(
 
 /// The files written, the log, and a last line when requests failed: where a glance at the
 /// end of the output lands.
+/// The round trip the `network_adjusted_*` metrics subtract: the one given, or the mean of
+/// the probes (a warning when none succeeded).
+fn network_rtt_ns(cfg: &ProfileConfig, observed: &super::observe::Observed) -> Option<f64> {
+    use crate::config::NetworkLatency;
+    match cfg.network_latency? {
+        NetworkLatency::Fixed { mean_ms } => {
+            info!(
+                "Network latency: subtracting the given mean round trip of {mean_ms:.3} ms from request latency, TTFT and TTFO (network_adjusted_* metrics)"
+            );
+            Some(mean_ms * 1e6)
+        }
+        NetworkLatency::Probed { .. } => {
+            let probed = observed.network.as_ref()?;
+            match probed.mean_rtt_ns() {
+                Some(rtt) => {
+                    info!(
+                        "Network latency: subtracting the measured mean round trip of {:.3} ms ({} TCP handshakes, {} failed) from request latency, TTFT and TTFO (network_adjusted_* metrics)",
+                        rtt / 1e6,
+                        probed.successes(),
+                        probed.failures()
+                    );
+                    Some(rtt)
+                }
+                None => {
+                    warn!(
+                        "Network latency: none of the {} probes connected; no network_adjusted_* metrics",
+                        probed.failures()
+                    );
+                    None
+                }
+            }
+        }
+    }
+}
+
 fn list_files(
     out: &mut impl Write,
     cfg: &ProfileConfig,
@@ -476,7 +524,10 @@ pub(super) fn input_config_json(cfg: &ProfileConfig) -> Value {
             json!(cfg.server_metrics.is_some()),
         ),
         ("server_metrics.urls", json!([])),
-        ("network_latency.enabled", json!(false)),
+        (
+            "network_latency.enabled",
+            json!(cfg.network_latency.is_some()),
+        ),
         ("artifacts.auto_plot", json!(false)),
         ("artifacts.plot_required", json!(false)),
     ];
@@ -643,6 +694,8 @@ mod tests {
             "wandb_tags",
             "gen_ai_provider",
             "server_metrics_formats",
+            // Needs --network-latency-automatic (tested in tests/it/network_latency.rs).
+            "network_latency_ping_interval",
         ];
         let ids: Vec<&str> = invalid.iter().map(|(id, _)| *id).collect();
         assert_eq!(ids, need_more, "{invalid:#?}");

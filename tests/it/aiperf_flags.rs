@@ -80,6 +80,7 @@ fn accepted_flags_per_section() {
         "Video Input",
         "Output",
         "Request Cancellation",
+        "Network Latency",
         "UI",
         "Service",
         "Workers",

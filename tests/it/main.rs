@@ -44,6 +44,7 @@ mod mlflow;
 mod mock_queueing;
 mod mock_server;
 mod mooncake_messages;
+mod network_latency;
 mod otel;
 mod plot;
 mod profile;
