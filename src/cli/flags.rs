@@ -446,6 +446,10 @@ pub const FLAGS: &[Flag] = &[
     cli_only("system_idle_gap_cap_seconds", Float),
     cli_only("agentic_cache_warmup_duration", Float),
     cli_only("agentic_warmup_grace_period", Float),
+    // Refused with the agentic and weka flags above.
+    cli_only("hf_weka_dataset", Text),
+    row("scenario", "scenario", Text),
+    row("unsafe_override", "unsafe_override", Switch),
     row(
         "inter_turn_delay_cap_seconds",
         "datasets.main.inter_turn_delay_cap_seconds",

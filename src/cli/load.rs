@@ -199,6 +199,22 @@ pub struct LoadArgs {
     /// The default: the dataset is not started over (the last of the two flags wins).
     #[arg(long, overrides_with = "allow_dataset_wrap", help_heading = "Input")]
     pub no_allow_dataset_wrap: bool,
+
+    /// AIPerf's generic Weka trace loader (`weka_hf`) over a hub repo; refused: Weka
+    /// agentic traces are not read here.
+    #[arg(long, value_name = "REPO", help_heading = "Input")]
+    pub hf_weka_dataset: Option<String>,
+
+    /// Lock a named benchmark scenario's invariants. AIPerf 0.13 has one,
+    /// `inferencex-agentx-mvp`, an agentic replay of Weka traces: refused, as those are not
+    /// read here; any other name is refused with the list.
+    #[arg(long, value_name = "NAME", help_heading = "Scenario")]
+    pub scenario: Option<String>,
+
+    /// With --scenario, turn its lock errors into warnings (the run is marked not valid for
+    /// submission). Nothing to do without --scenario (a warning says so).
+    #[arg(long, help_heading = "Scenario")]
+    pub unsafe_override: bool,
 }
 
 /// `--url-strategy` values.

@@ -1,5 +1,6 @@
 //! Load-mode, stop-condition, warmup and cancellation flags, into `load::LoadOptions`.
 
+use crate::cli::load::LoadArgs;
 use crate::cli::{ArrivalMode, ProfileArgs};
 use crate::config::limits::{self as limits, Zero};
 use crate::endpoint::ModelSelection;
@@ -118,7 +119,7 @@ pub(super) fn check_load_modes(
             "--fixed-schedule-auto-offset and --fixed-schedule-start-offset both set where the schedule starts; give one",
         ));
     }
-    check_trace_flags(a)?;
+    check_trace_flags(a, warnings)?;
     // AIPerf's rule: a timestamp on the first record of the input file means a replay,
     // unless --no-fixed-schedule (or --ignore-trace-delays) keeps the chosen load mode.
     let keep_mode = a.load.no_fixed_schedule || a.load.ignore_trace_delays;
@@ -534,8 +535,12 @@ const BASETEN: &str = "baseten_trace";
 /// Trace knobs of dataset types that are not read here (weka, baseten, agentic replay)
 /// are refused rather than ignored; `--ignore-trace-delays` and `--no-fixed-schedule`
 /// are checked against the schedule.
-pub(super) fn check_trace_flags(a: &ProfileArgs) -> Result<(), ConfigError> {
+pub(super) fn check_trace_flags(
+    a: &ProfileArgs,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
     let l = &a.load;
+    check_scenario(l, warnings)?;
     let foreign = [
         ("--use-think-time-only", l.use_think_time_only, "weka_trace"),
         (
@@ -581,6 +586,11 @@ pub(super) fn check_trace_flags(a: &ProfileArgs) -> Result<(), ConfigError> {
             "weka_trace",
         ),
         (
+            "--hf-weka-dataset",
+            l.hf_weka_dataset.is_some(),
+            "weka_hf (Weka agentic trace)",
+        ),
+        (
             "--max-idle-gap-cap-seconds",
             l.max_idle_gap_cap_seconds.is_some(),
             BASETEN,
@@ -620,6 +630,33 @@ pub(super) fn check_trace_flags(a: &ProfileArgs) -> Result<(), ConfigError> {
         ));
     }
     Ok(())
+}
+
+/// AIPerf 0.13's scenarios: each locks a benchmark's invariants.
+const SCENARIOS: [&str; 1] = ["inferencex-agentx-mvp"];
+
+/// `--scenario` and `--unsafe-override`: AIPerf's only scenario replays Weka agentic
+/// traces, which are not read here, so a known name is refused for that, an unknown one
+/// with the list.
+fn check_scenario(l: &LoadArgs, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
+    let Some(name) = &l.scenario else {
+        if l.unsafe_override {
+            warnings.push(
+                "--unsafe-override has no effect without --scenario (it turns a scenario's lock errors into warnings)"
+                    .to_string(),
+            );
+        }
+        return Ok(());
+    };
+    if !SCENARIOS.contains(&name.as_str()) {
+        return Err(config_error(format!(
+            "--scenario {name:?}: unknown scenario; AIPerf 0.13's scenarios: {}",
+            SCENARIOS.join(", ")
+        )));
+    }
+    Err(config_error(format!(
+        "--scenario {name} locks agentic replay of Weka traces (weka_trace, weka_hf and the semianalysis_cc_traces_weka_* sets), which this aiperf does not read; --unsafe-override cannot lift that; drop --scenario"
+    )))
 }
 
 /// `--concurrency-ramp-duration` needs `--concurrency`, `--prefill-concurrency-ramp-duration`

@@ -81,6 +81,8 @@ fn accepted_flags_per_section() {
         "Output",
         "Request Cancellation",
         "Network Latency",
+        "Scenario",
+        "Input",
         "UI",
         "Service",
         "Workers",

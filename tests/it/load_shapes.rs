@@ -411,6 +411,7 @@ fn replay_knobs_of_other_trace_types_are_refused() {
         (&["--omit-kv-hints"][..], "baseten_trace"),
         (&["--force-min-tokens"][..], "baseten_trace"),
         (&["--no-force-min-tokens"][..], "baseten_trace"),
+        (&["--hf-weka-dataset", "org/traces"][..], "weka_hf"),
     ] {
         let flag = args[0].trim_start_matches("--no-");
         refused(
@@ -419,4 +420,35 @@ fn replay_knobs_of_other_trace_types_are_refused() {
             &[flag.trim_start_matches("--"), kind, "does not read"],
         );
     }
+}
+
+/// `--scenario`: AIPerf 0.13's one scenario locks a Weka agentic replay (not read here), so
+/// it is refused for that, even with `--unsafe-override`; an unknown name gets the list;
+/// `--unsafe-override` alone runs with a warning that it does nothing.
+#[test]
+fn scenarios_are_refused_for_what_they_lock_and_the_override_alone_warns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let x = tmp.path().join("x");
+    refused(
+        &x,
+        &["--scenario", "inferencex-agentx-mvp", "--unsafe-override"],
+        &["--scenario inferencex-agentx-mvp", "Weka", "does not read"],
+    );
+    refused(
+        &x,
+        &["--scenario", "fastest"],
+        &["unknown scenario", "inferencex-agentx-mvp"],
+    );
+    let mock = MockChild::spawn(&["--fast"]);
+    let dir = tmp.path().join("run");
+    let out = profile(
+        &dir,
+        &["-u", &mock.url, "--request-count", "2", "--unsafe-override"],
+    );
+    let e = stderr_text(&out);
+    assert!(out.status.success(), "{e}");
+    assert!(
+        e.contains("--unsafe-override has no effect without --scenario"),
+        "{e}"
+    );
 }
