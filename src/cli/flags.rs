@@ -663,6 +663,16 @@ pub const FLAGS: &[Flag] = &[
     cli_only("degradation_threshold", Float),
     cli_only("degradation_metric_tag", Text),
     cli_only("degradation_stat", Text),
+    cli_only("isl_osl_pairs", Text),
+    cli_only("slo_attainment_fraction", Float),
+    cli_only("isl_min", Int),
+    cli_only("isl_max", Int),
+    cli_only("isl_steps", Int),
+    cli_only("osl_min", Int),
+    cli_only("osl_max", Int),
+    cli_only("osl_steps", Int),
+    // A YAML scenario sweep (`sweep.runs`) is shaped unlike the flag's strings.
+    cli_only("variant", List),
     // Sharded load (this build's)
     cli_only("shard_index", Int),
     cli_only("shard_count", Int),

@@ -35,6 +35,7 @@ pub mod synthesis;
 pub mod trace_tools;
 
 pub use logging::LogLevel;
+pub use spellings::find_arg;
 pub mod load;
 
 #[derive(Debug, Parser)]

@@ -53,6 +53,19 @@ pub enum SearchRecipe {
     /// Concurrency on a log-spaced ladder; reports the first point whose latency degrades
     /// past the first point's by --degradation-threshold.
     ConcurrencyRamp,
+    /// ISL on a log-spaced ladder (--isl-min..--isl-max, --isl-steps) at concurrency 1;
+    /// fits TTFT against ISL (`prefill_curve.json`). Needs --streaming.
+    PrefillTtftCurve,
+    /// Every concurrency (--concurrency-min..max, steps; default 1..200, 6) with every OSL
+    /// (--osl-min..max, steps; default 64..1024, 4); the ITL surface
+    /// (`decode_itl_surface.json`). Needs --streaming.
+    DecodeItlCurve,
+    /// Each --isl-osl-pairs shape at each --concurrency value (default 1,4,16,64,256); the
+    /// TTFT p95 vs output throughput Pareto frontier (`pareto_sweep.json`). Needs --streaming.
+    ParetoSweep,
+    /// The concurrency with the most goodput while --slo-attainment-fraction of requests
+    /// meet --ttft-sla-ms, --tpot-sla-ms and --e2e-sla-ms together. Needs --streaming.
+    MaxGoodputUnderSlo,
 }
 
 /// `--search-style` values this build runs.
@@ -180,8 +193,8 @@ pub struct MultiRunArgs {
     #[arg(long, help_heading = "Multi-Run")]
     pub no_sweep_table: bool,
 
-    /// Search for a load instead of listing it: `max-concurrency-under-sla` or
-    /// `concurrency-ramp`.
+    /// Run a named recipe: `max-concurrency-under-sla`, `concurrency-ramp`,
+    /// `prefill-ttft-curve`, `decode-itl-curve`, `pareto-sweep` or `max-goodput-under-slo`.
     #[arg(long, value_enum, help_heading = "Multi-Run")]
     pub search_recipe: Option<SearchRecipe>,
 
@@ -238,4 +251,43 @@ pub struct MultiRunArgs {
     /// concurrency-ramp: the statistic watched (p99).
     #[arg(long, help_heading = "Multi-Run")]
     pub degradation_stat: Option<String>,
+
+    /// One scenario of a scenario sweep, `[name:] key=value, key=value` with keys the
+    /// profile flags without `--` (e.g. `small: isl=128, osl=64, concurrency=4`); give it
+    /// two or more times, one run per variant.
+    #[arg(long, visible_alias = "sweep-variant", help_heading = "Multi-Run")]
+    pub variant: Vec<String>,
+
+    /// pareto-sweep: the ISL/OSL shapes, e.g. `128/128,512/256,2048/512`.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub isl_osl_pairs: Option<String>,
+
+    /// max-goodput-under-slo: share of requests (above 0, at most 1) that must meet every
+    /// SLO for a concurrency to count (0.95).
+    #[arg(long, help_heading = "Multi-Run")]
+    pub slo_attainment_fraction: Option<f64>,
+
+    /// prefill-ttft-curve: lowest ISL of the ladder (256).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Multi-Run")]
+    pub isl_min: Option<u64>,
+
+    /// prefill-ttft-curve: highest ISL of the ladder (32768).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Multi-Run")]
+    pub isl_max: Option<u64>,
+
+    /// prefill-ttft-curve: points on the log-spaced ISL ladder (8).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Multi-Run")]
+    pub isl_steps: Option<u64>,
+
+    /// decode-itl-curve: lowest OSL of the ladder (64).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Multi-Run")]
+    pub osl_min: Option<u64>,
+
+    /// decode-itl-curve: highest OSL of the ladder (1024).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Multi-Run")]
+    pub osl_max: Option<u64>,
+
+    /// decode-itl-curve: points on the log-spaced OSL ladder (4).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..), help_heading = "Multi-Run")]
+    pub osl_steps: Option<u64>,
 }

@@ -72,7 +72,7 @@ fn has_long(cmd: &Command, long: &str) -> bool {
 }
 
 /// The argument `flag` (`--long`, a long alias, or `-s`) names.
-fn find_arg<'a>(cmd: &'a Command, flag: &str) -> Option<&'a clap::Arg> {
+pub fn find_arg<'a>(cmd: &'a Command, flag: &str) -> Option<&'a clap::Arg> {
     if let Some(long) = flag.strip_prefix("--") {
         return cmd.get_arguments().find(|a| {
             a.get_long() == Some(long)

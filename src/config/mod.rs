@@ -39,6 +39,7 @@ mod output;
 mod prompt;
 mod public_dataset;
 mod publish;
+pub mod recipes;
 mod redact;
 mod shard;
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{ConfigError, config_error, limits};
+use super::{ConfigError, config_error, limits, recipes};
 use crate::cli::ProfileArgs;
 use crate::cli::multirun::{
     ConvergenceMode as CliConvergenceMode, ConvergenceStat, ParameterSweepMode,
@@ -35,6 +35,7 @@ impl SweepOrder {
     }
 }
 
+pub use super::recipes::{GridRecipe, Ladder, Variant};
 pub use crate::metrics::confidence::ConvergenceMode;
 
 /// Stop repeating once a metric's run-level values have converged.
@@ -105,6 +106,16 @@ pub enum Search {
         stat: String,
         threshold: f64,
     },
+    /// The concurrency in `lo..=hi` with the most goodput among those where every filter
+    /// holds (the first: `fraction` of requests meet every per-request SLO in `slos`,
+    /// metric tag -> ms); doubles, then bisects, like the monotonic SLA search.
+    MaxGoodputUnderSlo {
+        slos: Vec<(String, f64)>,
+        fraction: f64,
+        filters: Vec<Sla>,
+        lo: u64,
+        hi: u64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -126,11 +137,20 @@ pub struct MultiRunOptions {
     pub sweep_type: SweepType,
     pub sweep_table: bool,
     pub search: Option<Search>,
+    /// A recipe that runs a fixed grid (`prefill-ttft-curve`, ...).
+    pub grid: Option<GridRecipe>,
+    /// `--variant` scenarios (none, or two or more).
+    pub variants: Vec<Variant>,
 }
 
 impl MultiRunOptions {
-    /// Checks the multi-run flags; `is_sweep` says whether a flag carried a list.
-    pub fn from_args(a: &ProfileArgs, is_sweep: bool) -> Result<Self, ConfigError> {
+    /// Checks the multi-run flags; `is_sweep` says whether a flag carried a list;
+    /// `concurrency_list`: the `--concurrency` list pareto-sweep took (not in `is_sweep`).
+    pub fn from_args(
+        a: &ProfileArgs,
+        is_sweep: bool,
+        concurrency_list: Option<Vec<u64>>,
+    ) -> Result<Self, ConfigError> {
         let m = &a.multirun;
         let runs = m.num_profile_runs;
         let single = runs == 1;
@@ -154,7 +174,10 @@ impl MultiRunOptions {
             "no_profile_run_disable_warmup_after_first",
             "--no-profile-run-disable-warmup-after-first",
         )?;
-        if !is_sweep {
+        // Recipes and --variant run several points too: the seed flags apply to them.
+        let several_points =
+            is_sweep || !m.variant.is_empty() || m.search_recipe.is_some_and(recipes::is_grid);
+        if !several_points {
             typed_with_one_run("set_consistent_seed", "--set-consistent-seed")?;
             typed_with_one_run("no_set_consistent_seed", "--no-set-consistent-seed")?;
         }
@@ -179,8 +202,13 @@ impl MultiRunOptions {
             limits::Zero::Allowed,
         )?;
         let convergence = convergence(a)?;
+        let variants = recipes::variants(a, is_sweep)?;
+        let grid = recipes::grid(a, is_sweep, concurrency_list)?;
+        if let Some(e) = grid.as_ref().and_then(|g| recipes::unused_by_grid(a, g)) {
+            return Err(e);
+        }
         let search = search(a, is_sweep)?;
-        if search.is_none() {
+        if search.is_none() && grid.is_none() {
             let sla_flags = [
                 (m.ttft_sla_ms.is_some(), "--ttft-sla-ms"),
                 (m.itl_sla_ms.is_some(), "--itl-sla-ms"),
@@ -225,12 +253,14 @@ impl MultiRunOptions {
             },
             sweep_table: !m.no_sweep_table,
             search,
+            grid,
+            variants,
         })
     }
 
     /// True when this is more than one plain run.
     pub fn is_multi_run(&self) -> bool {
-        self.runs > 1 || self.search.is_some()
+        self.runs > 1 || self.search.is_some() || self.grid.is_some() || !self.variants.is_empty()
     }
 }
 
@@ -295,6 +325,9 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
     let Some(recipe) = m.search_recipe else {
         return Ok(None);
     };
+    if recipes::is_grid(recipe) {
+        return Ok(None);
+    }
     if is_sweep {
         return Err(config_error(
             "--search-recipe picks the concurrencies itself: give single values instead of lists, or drop --search-recipe",
@@ -341,6 +374,11 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
                 hi,
                 ladder: (style == CliStyle::Grid).then_some(steps),
             }))
+        }
+        CliRecipe::MaxGoodputUnderSlo => recipes::max_goodput(a, lo, hi).map(Some),
+        // Resolved by recipes::grid.
+        CliRecipe::PrefillTtftCurve | CliRecipe::DecodeItlCurve | CliRecipe::ParetoSweep => {
+            Ok(None)
         }
         CliRecipe::ConcurrencyRamp => {
             if let Some(flag) = [
@@ -454,7 +492,7 @@ fn slas(a: &ProfileArgs) -> Result<Vec<Sla>, ConfigError> {
 }
 
 /// `metric:stat:op:threshold`, e.g. `time_to_first_token:p99:lt:2000`.
-fn parse_search_sla(spec: &str) -> Result<Sla, ConfigError> {
+pub(super) fn parse_search_sla(spec: &str) -> Result<Sla, ConfigError> {
     let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
     let usage = || {
         config_error(format!(
@@ -494,7 +532,7 @@ mod tests {
         let Command::Profile(args) = Cli::parse_with_sources(argv).unwrap().command else {
             unreachable!()
         };
-        MultiRunOptions::from_args(&args, is_sweep)
+        MultiRunOptions::from_args(&args, is_sweep, None)
     }
 
     #[test]

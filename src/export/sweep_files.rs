@@ -16,6 +16,15 @@ pub const SLA_BREACH_FILE: &str = "sla_breach.json";
 /// directory).
 pub const DEGRADATION_KNEE_FILE: &str = "degradation_knee.json";
 
+/// `prefill-ttft-curve`: TTFT fitted against ISL (in the sweep aggregate directory).
+pub const PREFILL_CURVE_FILE: &str = "prefill_curve.json";
+/// `decode-itl-curve`: the measured ITL over concurrency x OSL (sweep aggregate directory).
+pub const DECODE_ITL_SURFACE_FILE: &str = "decode_itl_surface.json";
+/// `pareto-sweep`: every (shape, concurrency) point marked Pareto-optimal or not.
+pub const PARETO_SWEEP_FILE: &str = "pareto_sweep.json";
+/// Why a recipe's derived file could not be made (beside the sweep aggregate).
+pub const POST_PROCESS_ERRORS_FILE: &str = "post_process_errors.json";
+
 /// Writes `value` as 2-space indented JSON to `dir/name`, creating `dir`.
 pub fn write_json_file(dir: &Path, name: &str, value: &Value) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;

@@ -67,6 +67,14 @@ pub struct MockServerArgs {
     /// Inter-token latency in milliseconds.
     #[arg(long, default_value_t = 5.0)]
     pub itl: f64,
+    /// Prefill cost: milliseconds added to the time to first token per prompt token, so
+    /// TTFT grows with the input length (0 = off).
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    pub ttft_per_prompt_token: f64,
+    /// Batching cost: milliseconds added to the inter-token latency per other request
+    /// being served when a request is admitted, so ITL grows with load (0 = off).
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    pub itl_per_running: f64,
     /// Zero latency: sets --ttft and --itl to 0.
     #[arg(long, short = 'f')]
     pub fast: bool,
@@ -176,6 +184,24 @@ impl MockServerArgs {
             Ok(Duration::from_nanos((v * 1e6).round() as u64))
         };
         Ok((ms("ttft", self.ttft)?, ms("itl", self.itl)?))
+    }
+
+    /// --ttft-per-prompt-token and --itl-per-running in nanoseconds (zero with `--fast`).
+    fn load_costs(&self) -> anyhow::Result<(f64, f64)> {
+        if self.fast {
+            return Ok((0.0, 0.0));
+        }
+        let ns = |name: &str, v: f64| {
+            anyhow::ensure!(
+                v.is_finite() && v >= 0.0,
+                "--{name} must be a number >= 0, got {v}"
+            );
+            Ok(v * 1e6)
+        };
+        Ok((
+            ns("ttft-per-prompt-token", self.ttft_per_prompt_token)?,
+            ns("itl-per-running", self.itl_per_running)?,
+        ))
     }
 }
 

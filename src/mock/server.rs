@@ -36,6 +36,10 @@ use super::prefix_cache::{self, PrefixCache};
 struct Shared {
     ttft: Duration,
     itl: Duration,
+    /// Nanoseconds of TTFT per prompt token (`--ttft-per-prompt-token`).
+    ttft_per_prompt_token_ns: f64,
+    /// Nanoseconds of ITL per other request being served (`--itl-per-running`).
+    itl_per_running_ns: f64,
     ttft_jitter: Option<Jitter>,
     itl_jitter: Option<Jitter>,
     seed: u64,
@@ -60,6 +64,7 @@ struct Shared {
 
 pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
     let (ttft, itl) = args.delays()?;
+    let (ttft_per_prompt_token_ns, itl_per_running_ns) = args.load_costs()?;
     let faults = args.fault_rates()?;
     let clock = Clock::new();
     let (recorder, recorder_handle) = match &args.record_requests {
@@ -73,6 +78,8 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
     let shared = Arc::new(Shared {
         ttft,
         itl,
+        ttft_per_prompt_token_ns,
+        itl_per_running_ns,
         ttft_jitter: if args.fast {
             None
         } else {
@@ -593,10 +600,17 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
     if let Some((t, _)) = &mut trace {
         t.admitted = Some(admitted);
     }
+    // The load knobs: prefill grows with the prompt, decoding with the requests served.
+    let others = shared.admission.gauges().running().saturating_sub(1);
+    let ttft = shared.ttft
+        + Duration::from_nanos(
+            (shared.ttft_per_prompt_token_ns * usage.prompt_tokens as f64) as u64,
+        );
+    let itl = shared.itl + Duration::from_nanos((shared.itl_per_running_ns * others as f64) as u64);
     let schedule = Schedule::new(
         admitted,
-        shared.ttft,
-        shared.itl,
+        ttft,
+        itl,
         shared.ttft_jitter,
         shared.itl_jitter,
         shared.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15),

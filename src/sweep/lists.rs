@@ -22,6 +22,13 @@ pub struct ListParam {
     inline: Option<String>,
 }
 
+impl ListParam {
+    /// The values as AIPerf types them.
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+}
+
 /// The command line with every list found and taken out.
 #[derive(Debug, Clone)]
 pub struct Lists {
@@ -39,11 +46,19 @@ pub struct Variation {
     pub values: Vec<(&'static str, Value)>,
     /// The command line of this point.
     pub argv: Vec<String>,
+    /// The label when the point has a name (a `--variant`, a pareto-sweep shape) rather
+    /// than being named by its values.
+    pub name: Option<String>,
+    /// The point's directory is named by `name`, not by its values (a `--variant`).
+    pub dir_by_name: bool,
 }
 
 impl Variation {
     /// `phases.profiling.concurrency=10, phases.profiling.rate=5.0`.
     pub fn label(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
         if self.values.is_empty() {
             return "base".into();
         }
@@ -64,22 +79,31 @@ impl Variation {
 
     /// `concurrency_10__rate_5.0`: the point's directory name.
     pub fn dir_name(&self) -> String {
+        if self.dir_by_name {
+            return clean_dir(&self.label(), self.index);
+        }
         let name = self
             .values
             .iter()
             .map(|(p, v)| format!("{}_{}", leaf(p), python_str(v)))
             .collect::<Vec<_>>()
             .join("__");
-        let clean: String = name
-            .replace("..", "")
-            .chars()
-            .filter(|c| !matches!(c, '/' | '\\' | '<' | '>' | ':' | '"' | '|' | '?' | '*'))
-            .collect();
-        if clean.chars().all(|c| c == '.') {
-            format!("variation_{}", self.index)
-        } else {
-            clean
-        }
+        clean_dir(&name, self.index)
+    }
+}
+
+/// `name` without what could leave the directory or trip a file system (`..`, `/`, `:`,
+/// ...); `variation_<index>` when nothing usable is left.
+fn clean_dir(name: &str, index: usize) -> String {
+    let clean: String = name
+        .replace("..", "")
+        .chars()
+        .filter(|c| !matches!(c, '/' | '\\' | '<' | '>' | ':' | '"' | '|' | '?' | '*'))
+        .collect();
+    if clean.chars().all(|c| c == '.') {
+        format!("variation_{index}")
+    } else {
+        clean
     }
 }
 
@@ -291,6 +315,8 @@ impl Lists {
                     index,
                     values,
                     argv,
+                    name: None,
+                    dir_by_name: false,
                 }
             })
             .collect())

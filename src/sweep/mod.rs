@@ -4,9 +4,13 @@
 //! own dataset and client (connections close between runs, so one point's queue cannot leak
 //! into the next).
 
+mod argv;
 mod lists;
 mod plan;
+mod post;
+mod recipes;
 mod search;
+mod variants;
 
 pub use lists::{Lists, find as find_lists};
 
@@ -46,11 +50,14 @@ pub struct Ran {
 /// `ran` gets the directory of each run that started, for what is done after the runs.
 pub fn run(
     argv: &[String],
-    lists: Lists,
+    mut lists: Lists,
     args: &ProfileArgs,
     ran: &mut Ran,
 ) -> Result<Outcome, ProfileError> {
-    let opts = MultiRunOptions::from_args(args, lists.is_sweep())?;
+    let pareto =
+        args.multirun.search_recipe == Some(crate::cli::multirun::SearchRecipe::ParetoSweep);
+    let taken = recipes::take_concurrency_list(&mut lists, pareto);
+    let opts = MultiRunOptions::from_args(args, lists.is_sweep(), taken)?;
     if !lists.is_sweep() && !opts.is_multi_run() {
         let dir = profile::run_files(args)?.artifact_dir;
         ran.base = dir.clone();
@@ -155,7 +162,12 @@ impl Sweep {
         args: &ProfileArgs,
         opts: MultiRunOptions,
     ) -> Result<Sweep, ProfileError> {
-        let variations = lists.variations(opts.sweep_type).map_err(ConfigError)?;
+        let variations = match (&opts.grid, opts.variants.is_empty()) {
+            (Some(grid), _) => recipes::variations(grid, &lists.first),
+            (None, false) => variants::variations(&lists.first, &opts.variants),
+            (None, true) => lists.variations(opts.sweep_type),
+        }
+        .map_err(ConfigError)?;
         // Every point's flags are checked before anything is sent.
         let mut points = Vec::new();
         for variation in variations {
@@ -177,10 +189,12 @@ impl Sweep {
                 trials: opts.runs,
                 order: opts.order,
             },
-            None if lists.is_sweep() => Layout::Points {
-                trials: opts.runs,
-                order: opts.order,
-            },
+            None if lists.is_sweep() || opts.grid.is_some() || !opts.variants.is_empty() => {
+                Layout::Points {
+                    trials: opts.runs,
+                    order: opts.order,
+                }
+            }
             None => Layout::Repeats,
         };
         if search.is_some() {
@@ -237,11 +251,19 @@ impl Sweep {
             };
             let mut argv = self.first_argv.clone();
             argv.extend(["--concurrency".to_string(), c.to_string()]);
+            argv.extend(
+                self.search
+                    .as_ref()
+                    .map(SearchState::point_args)
+                    .unwrap_or_default(),
+            );
             let index = self.points.len();
             let variation = Variation {
                 index,
                 values: vec![("phases.profiling.concurrency", Value::from(c))],
                 argv,
+                name: None,
+                dir_by_name: false,
             };
             let args = parse_point(&variation.argv)?;
             self.points.push(Point {
@@ -501,6 +523,7 @@ impl Sweep {
         if let Some(dir) = sweep_files {
             println!("Sweep aggregate: {}", dir.display());
         }
+        self.derive_recipe_file(succeeded)?;
         let wall = self.started.elapsed();
         info!(
             "{total} runs in {:.1} s; {:.2} s of it between runs",
@@ -577,6 +600,31 @@ impl Sweep {
         println!("{}", printed[printed.len() - 2]);
         println!("{}", printed[printed.len() - 1]);
         Ok(Some(dir))
+    }
+
+    /// A grid recipe's derived file (`prefill_curve.json`, ...) beside the sweep
+    /// aggregate, from the points that have a successful run.
+    fn derive_recipe_file(&self, succeeded: usize) -> Result<(), ProfileError> {
+        let (Some(grid), Some(dir)) =
+            (&self.opts.grid, self.layout.sweep_aggregate_dir(&self.base))
+        else {
+            return Ok(());
+        };
+        if succeeded == 0 {
+            return Ok(());
+        }
+        let cells: Vec<post::Cell> = self
+            .points
+            .iter()
+            .map(|p| post::Cell {
+                values: &p.variation.values,
+                runs: p.successes(),
+            })
+            .filter(|c| !c.runs.is_empty())
+            .collect();
+        post::write(&dir, grid, &cells)
+            .map_err(|e| anyhow::anyhow!("cannot write in {}: {e}", dir.display()))?;
+        Ok(())
     }
 
     /// `report.html` in the base directory: the tables printed above, the multi-run charts

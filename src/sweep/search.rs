@@ -8,6 +8,9 @@ use crate::export::aggregate::RunMetrics;
 
 use super::plan::log_ladder;
 
+/// The goodput search's objective, as its points' values name it.
+const GOODPUT_KEY: &str = "goodput_avg";
+
 /// Most points a monotonic search tries (AIPerf's cap).
 const MAX_ITERATIONS: usize = 20;
 
@@ -82,7 +85,7 @@ impl SearchState {
                 ..
             } => log_ladder(*lo, *hi, *steps),
             Search::ConcurrencyRamp { lo, hi, steps, .. } => log_ladder(*lo, *hi, *steps),
-            Search::MaxConcurrencyUnderSla { .. } => Vec::new(),
+            Search::MaxConcurrencyUnderSla { .. } | Search::MaxGoodputUnderSlo { .. } => Vec::new(),
         };
         SearchState {
             search,
@@ -95,14 +98,49 @@ impl SearchState {
     pub fn is_monotonic(&self) -> bool {
         matches!(
             self.search,
-            Search::MaxConcurrencyUnderSla { ladder: None, .. }
+            Search::MaxConcurrencyUnderSla { ladder: None, .. } | Search::MaxGoodputUnderSlo { .. }
         )
+    }
+
+    /// Flags every point of the search adds to the command line: the goodput search's
+    /// per-request SLOs.
+    pub fn point_args(&self) -> Vec<String> {
+        match &self.search {
+            Search::MaxGoodputUnderSlo { slos, .. } => {
+                let slos: Vec<String> = slos.iter().map(|(m, v)| format!("{m}:{v}")).collect();
+                vec![format!("--goodput={}", slos.join(" "))]
+            }
+            Search::MaxConcurrencyUnderSla { .. } | Search::ConcurrencyRamp { .. } => Vec::new(),
+        }
+    }
+
+    /// The goodput search's best point: (concurrency, goodput) of the passing point with
+    /// the most goodput.
+    pub fn best_goodput(&self) -> Option<(u64, f64)> {
+        self.tried
+            .iter()
+            .filter(|t| t.breach.is_none())
+            .filter_map(|t| {
+                let (_, v) = t.values.iter().find(|(k, _)| k == GOODPUT_KEY)?;
+                Some((t.concurrency, *v))
+            })
+            .fold(None, |best: Option<(u64, f64)>, p| match best {
+                Some(b) if b.1 >= p.1 => Some(b),
+                _ => Some(p),
+            })
     }
 
     /// Judges the point just run.
     pub fn record(&mut self, concurrency: u64, runs: &[&RunMetrics]) -> &Tried {
         let tried = match &self.search {
             Search::MaxConcurrencyUnderSla { slas, .. } => judge_slas(concurrency, runs, slas),
+            Search::MaxGoodputUnderSlo { filters, .. } => {
+                let mut tried = judge_slas(concurrency, runs, filters);
+                if let Some(v) = mean_of(runs, "goodput", "avg") {
+                    tried.values.push((GOODPUT_KEY.to_string(), v));
+                }
+                tried
+            }
             Search::ConcurrencyRamp {
                 metric,
                 stat,
@@ -145,8 +183,10 @@ impl SearchState {
             }
             return self.ladder.get(self.tried.len()).copied();
         }
-        let Search::MaxConcurrencyUnderSla { lo, hi, .. } = self.search else {
-            return None;
+        let (lo, hi) = match self.search {
+            Search::MaxConcurrencyUnderSla { lo, hi, .. }
+            | Search::MaxGoodputUnderSlo { lo, hi, .. } => (lo, hi),
+            Search::ConcurrencyRamp { .. } => return None,
         };
         if self.tried.len() >= MAX_ITERATIONS {
             return None;
@@ -248,6 +288,37 @@ impl SearchState {
                 };
                 (file, body)
             }
+            Search::MaxGoodputUnderSlo {
+                slos,
+                fraction,
+                filters,
+                lo,
+                hi,
+            } => {
+                let slos: serde_json::Map<String, Value> =
+                    slos.iter().map(|(m, v)| (m.clone(), json!(v))).collect();
+                let filters: Vec<Value> = filters
+                    .iter()
+                    .map(|s| json!({"metric_tag": s.metric, "stat": s.stat, "op": s.op.as_str(), "threshold": s.threshold}))
+                    .collect();
+                let best = self.best_goodput();
+                let body = json!({
+                    "recipe": "max-goodput-under-slo",
+                    "style": "monotonic",
+                    "swept_param": "phases.profiling.concurrency",
+                    "bounds": [lo, hi],
+                    "objective": {"metric": "goodput", "stat": "avg", "direction": "maximize"},
+                    "slos": slos,
+                    "slo_attainment_fraction": fraction,
+                    "sla_filters": filters,
+                    "best_concurrency": best.map(|b| b.0),
+                    "best_goodput": best.map(|b| b.1),
+                    "max_feasible_concurrency": self.best_pass(),
+                    "first_breach_concurrency": breach,
+                    "points": points,
+                });
+                (SEARCH_HISTORY_FILE, body)
+            }
             Search::ConcurrencyRamp {
                 metric,
                 stat,
@@ -284,6 +355,28 @@ impl SearchState {
                     ),
                     (None, Some(b)) => format!(
                         "No concurrency met every SLA: at {}: {}",
+                        b.concurrency,
+                        b.breach.as_deref().unwrap_or("")
+                    ),
+                    (None, None) => "The search ran no point".to_string(),
+                }
+            }
+            Search::MaxGoodputUnderSlo { fraction, .. } => {
+                match (self.best_goodput(), self.first_breach()) {
+                    (Some((c, g)), _) => format!(
+                        "Most goodput with {:.0}% of requests meeting every SLO: {g:.2} requests/sec at concurrency {c}{}",
+                        fraction * 100.0,
+                        self.first_breach()
+                            .map(|b| format!(
+                                " (at {}: {})",
+                                b.concurrency,
+                                b.breach.as_deref().unwrap_or("")
+                            ))
+                            .unwrap_or_default()
+                    ),
+                    (None, Some(b)) => format!(
+                        "No concurrency kept {:.0}% of requests within every SLO: at {}: {}",
+                        fraction * 100.0,
                         b.concurrency,
                         b.breach.as_deref().unwrap_or("")
                     ),
@@ -386,6 +479,59 @@ mod tests {
         assert_eq!(file, "degradation_knee.json");
         assert_eq!(body["knee_concurrency"], 16);
         assert_eq!(body["baseline"], 50.0);
+    }
+
+    /// Good fraction 1 up to concurrency 6, then falling; goodput = 10 x concurrency x
+    /// the fraction.
+    fn goodput_point(c: u64) -> RunMetrics {
+        let frac = if c <= 6 { 1.0 } else { 6.0 / c as f64 };
+        let mut m = RunMetrics::new();
+        let one = |k: &str, v: f64| MetricSummary {
+            unit: "x".into(),
+            stats: [(k.to_string(), v)].into_iter().collect(),
+        };
+        m.insert("good_request_fraction".into(), one("avg", frac));
+        m.insert("goodput".into(), one("avg", 10.0 * c as f64 * frac));
+        m
+    }
+
+    #[test]
+    fn the_goodput_search_bisects_to_the_last_attaining_concurrency() {
+        let mut s = SearchState::new(Search::MaxGoodputUnderSlo {
+            slos: vec![("time_to_first_token".into(), 100.0)],
+            fraction: 0.9,
+            filters: vec![Sla {
+                metric: "good_request_fraction".into(),
+                stat: "avg".into(),
+                op: SlaOp::Ge,
+                threshold: 0.9,
+            }],
+            lo: 1,
+            hi: 64,
+        });
+        assert!(s.is_monotonic());
+        assert_eq!(
+            s.point_args(),
+            ["--goodput=time_to_first_token:100".to_string()]
+        );
+        let mut seen = Vec::new();
+        while let Some(c) = s.next() {
+            seen.push(c);
+            s.record(c, &[&goodput_point(c)]);
+        }
+        // 6/6.67 = 0.9 holds at 6; at 7 the fraction is 0.857.
+        assert_eq!(&seen[..5], [1, 2, 4, 8, 6], "{seen:?}");
+        assert_eq!(s.best_pass(), Some(6));
+        assert_eq!(s.best_goodput(), Some((6, 60.0)));
+        let (file, body) = s.result_file(&vec!["d".to_string(); seen.len()]);
+        assert_eq!(file, "search_history.json");
+        assert_eq!(body["best_concurrency"], 6);
+        assert_eq!(body["best_goodput"], 60.0);
+        assert!(
+            s.verdict().contains("60.00 requests/sec at concurrency 6"),
+            "{}",
+            s.verdict()
+        );
     }
 
     #[test]

@@ -52,6 +52,7 @@ mod prometheus_endpoint;
 mod prompt_corpus;
 mod prompt_shaping;
 mod public_datasets;
+mod recipes;
 mod report_html;
 mod secrets;
 mod server_metrics;
