@@ -379,3 +379,26 @@ pub(super) fn check_session_header_and_content_type(
     }
     Ok(name)
 }
+
+/// `--apply-chat-template` counts the chat messages of a request body: only the APIs
+/// whose bodies carry them.
+pub(super) fn apply_chat_template(
+    a: &crate::cli::ProfileArgs,
+    endpoint: EndpointType,
+) -> Result<bool, ConfigError> {
+    if !a.apply_chat_template {
+        return Ok(false);
+    }
+    match endpoint {
+        EndpointType::Chat
+        | EndpointType::Responses
+        | EndpointType::Messages
+        | EndpointType::ChatEmbeddings
+        | EndpointType::Raw => Ok(true),
+        other => Err(config_error(format!(
+            "--apply-chat-template counts a request's chat messages through the chat template; \
+             --endpoint-type {} sends none: drop the flag",
+            other.as_str()
+        ))),
+    }
+}

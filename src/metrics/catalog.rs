@@ -143,6 +143,9 @@ pub enum MetricId {
     // Audio input (AIPerf's audio metrics).
     AudioDuration,
     Rtfx,
+    // Video generation (SGLang's job fields).
+    VideoInferenceTime,
+    VideoPeakMemory,
 }
 
 const NS_PER_MS: f64 = 1e6;
@@ -254,7 +257,7 @@ use MetricId as M;
 use MetricKind::{Aggregate, Derived, TimeWeighted};
 
 /// Indexed by `MetricId as usize`; the order is also the order of a record's JSONL metrics.
-pub static CATALOG: [MetricDef; 82] = [
+pub static CATALOG: [MetricDef; 84] = [
     shown(
         streaming(ms(def(
             M::TimeToFirstToken,
@@ -940,6 +943,25 @@ pub static CATALOG: [MetricDef; 82] = [
             "ratio",
         )),
         850,
+    ),
+    // The server's own generation time and peak GPU memory of a video job.
+    shown(
+        ms(def(
+            M::VideoInferenceTime,
+            "video_inference_time",
+            "Video Inference Time",
+            "ms",
+        )),
+        310,
+    ),
+    shown(
+        def(
+            M::VideoPeakMemory,
+            "video_peak_memory",
+            "Video Peak Memory",
+            "MB",
+        ),
+        311,
     ),
 ];
 
