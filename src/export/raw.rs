@@ -218,8 +218,10 @@ mod tests {
     }
 
     fn record(raw: RawExchange) -> RequestRecord {
-        let mut input = RequestInput::default();
-        input.correlation_id = "c-1".into();
+        let input = RequestInput {
+            correlation_id: "c-1".into(),
+            ..Default::default()
+        };
         let mut r = RequestRecord::new(Phase::Profiling, input, "r-1".into());
         r.start_perf_ns = 1_000;
         r.status = Some(200);
