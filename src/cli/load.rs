@@ -25,7 +25,9 @@ pub struct LoadArgs {
     #[arg(long, default_value = "X-Correlation-ID", help_heading = "Endpoint")]
     pub session_header: String,
 
-    /// Content-Type of request bodies. Chat and completions requests are JSON.
+    /// Content-Type of request bodies: JSON, except for audio_transcription, image_edit and
+    /// video_generation, which send multipart/form-data (and refuse application/json given
+    /// here).
     #[arg(long, default_value = "application/json", help_heading = "Endpoint")]
     pub request_content_type: String,
 

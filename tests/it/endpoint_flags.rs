@@ -648,7 +648,12 @@ fn video_generation_submits_a_job_and_polls_it_to_completion() {
 
 #[test]
 fn download_video_content_fetches_each_video_and_the_latency_includes_it() {
-    let run = video_run(&["--download-video-content"]);
+    // As vLLM's docs write it: the form is what video generation sends anyway.
+    let run = video_run(&[
+        "--download-video-content",
+        "--request-content-type",
+        "multipart/form-data",
+    ]);
     let downloads = served_at(&run, "video_content");
     assert_eq!(downloads.len(), 2);
     let records = run.records();
@@ -714,6 +719,26 @@ fn download_video_content_is_refused_without_video_generation() {
         err.contains(
             "--download-video-content downloads the videos of --endpoint-type video_generation"
         ),
+        "{err}"
+    );
+}
+
+#[test]
+fn video_generation_refuses_a_json_content_type() {
+    let out = common::run_profile(&[
+        "-m",
+        "m",
+        "--tokenizer",
+        "builtin",
+        "--endpoint-type",
+        "video_generation",
+        "--request-content-type",
+        "application/json",
+    ]);
+    let err = common::stderr_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("its requests are multipart/form-data; application/json is not supported"),
         "{err}"
     );
 }
