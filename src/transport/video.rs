@@ -12,6 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Method, StatusCode, Uri};
+use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::HttpClient;
@@ -37,6 +38,8 @@ const FAILED: &str = "failed";
 struct Answer {
     status: StatusCode,
     body: Bytes,
+    /// The body's length (also when it was not kept).
+    len: u64,
     content_type: Option<String>,
     at: u64,
 }
@@ -105,7 +108,10 @@ impl HttpClient {
         let target = &self.servers.targets[server];
         let poll_path = format!("{}/{id}", target.origin.path().trim_end_matches('/'));
         let done = loop {
-            let answer = match self.get(server, &poll_path, clock, record).await {
+            let answer = match self
+                .get(server, &poll_path, clock, record, Keep::Body)
+                .await
+            {
                 Ok(a) => a,
                 Err(e) => {
                     record.error = Some(e);
@@ -149,7 +155,7 @@ impl HttpClient {
                 .and_then(Value::as_str)
                 .filter(|u| !u.is_empty())
                 .map_or_else(|| format!("{poll_path}/content"), str::to_string);
-            let answer = match self.get(server, &path, clock, record).await {
+            let answer = match self.get(server, &path, clock, record, Keep::Length).await {
                 Ok(a) => a,
                 Err(e) => {
                     let message = format!("Failed to download video {id}: {}", e.message);
@@ -168,7 +174,7 @@ impl HttpClient {
                 record.error = Some(video_error("VideoDownloadError", code, message));
                 return;
             }
-            if answer.body.is_empty() {
+            if answer.len == 0 {
                 let message = format!("No content returned for video {id}");
                 record.error = Some(video_error("VideoDownloadError", 500, message));
                 return;
@@ -199,6 +205,7 @@ impl HttpClient {
         path: &str,
         clock: &Clock,
         record: &RequestRecord,
+        keep: Keep,
     ) -> Result<Answer, ErrorDetails> {
         let target = &self.servers.targets[server];
         let uri: Uri = path
@@ -229,19 +236,52 @@ impl HttpClient {
             .get(http::header::CONNECTION)
             .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
         let mut incoming = response.into_body();
-        let body = collect_body(&mut incoming, self.max_response_bytes)
-            .await
-            .map_err(|e| e.details())?;
+        // An error's body is kept: it says why.
+        let keep = if status.is_success() {
+            keep
+        } else {
+            Keep::Body
+        };
+        let (body, len) = match keep {
+            Keep::Body => {
+                let b = collect_body(&mut incoming, self.max_response_bytes)
+                    .await
+                    .map_err(|e| e.details())?;
+                let len = b.len() as u64;
+                (b, len)
+            }
+            Keep::Length => (Bytes::new(), drain(&mut incoming).await?),
+        };
         if !closes {
             self.pool.give_back(conn);
         }
         Ok(Answer {
             status,
             body,
+            len,
             content_type,
             at: clock.now_ns(),
         })
     }
+}
+
+/// What a GET keeps of its body.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The whole body (a job's JSON).
+    Body,
+    /// Only its length: a video is read to its end, never held.
+    Length,
+}
+
+/// Reads `body` to its end; its length.
+async fn drain(body: &mut hyper::body::Incoming) -> Result<u64, ErrorDetails> {
+    let mut len = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| super::response::stream_error(&e))?;
+        len += frame.data_ref().map_or(0, |d| d.len() as u64);
+    }
+    Ok(len)
 }
 
 fn content_type(headers: &http::HeaderMap) -> Option<String> {
