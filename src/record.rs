@@ -43,6 +43,17 @@ pub struct RequestInput {
     pub audio_seconds: Option<f64>,
     /// When the load generator meant to send it, and how long it waited for a slot.
     pub timing: SendTiming,
+    /// `--cache-bust`: the marker the request carried and where (for the raw export).
+    pub cache_bust: Option<CacheBustTag>,
+}
+
+/// A request's cache-bust marker, as AIPerf's raw export names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheBustTag {
+    /// The marker's text; none for a profiling request of a warmup-isolation run.
+    pub marker: Option<std::sync::Arc<str>>,
+    /// `--cache-bust`'s target (`system_prefix`, `first_turn_suffix`, ...).
+    pub target: &'static str,
 }
 
 /// Scheduling facts of one send, decided by the load generator before the exchange starts.

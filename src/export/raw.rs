@@ -2,7 +2,8 @@
 //! and came on the wire, in AIPerf's `RawRecordInfo` layout: the record's `metadata` (as in
 //! `profile_export.jsonl`), `start_perf_ns`, `request_headers` (credentials redacted),
 //! `status`, `responses` (each SSE message as its fields, or the whole body as text), the
-//! `error`, and the request body as sent (`payload`; a multipart form as inputs.json shows
+//! `error`, `--cache-bust`'s `cache_bust_marker` and `cache_bust_target`, and the request
+//! body as sent (`payload`; a multipart form as inputs.json shows
 //! it).
 //!
 //! The transport only keeps references to the bytes it sent and received; the lines are
@@ -130,6 +131,14 @@ pub fn format_raw_line(
             out,
             &serde_json::json!({"code": e.code, "type": e.kind, "message": e.message}),
         );
+    }
+    if let Some(tag) = &record.input.cache_bust {
+        if let Some(marker) = &tag.marker {
+            out.extend_from_slice(b",\"cache_bust_marker\":");
+            push_json(out, &**marker);
+        }
+        out.extend_from_slice(b",\"cache_bust_target\":");
+        push_json(out, tag.target);
     }
     // The body as sent: JSON verbatim; a multipart form as inputs.json shows it (each
     // field by name, a file as `{"filename", "content_type", "base64"}`).

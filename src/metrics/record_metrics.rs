@@ -360,6 +360,7 @@ pub(crate) mod tests {
                 requested_output_tokens: None,
                 audio_seconds: None,
                 timing: Default::default(),
+                cache_bust: None,
             },
             x_request_id: "req-3".into(),
             start_perf_ns: ms,

@@ -393,6 +393,40 @@ fn export_level_raw_shows_a_multipart_body_as_its_fields() {
     }
 }
 
+#[test]
+fn export_level_raw_names_each_request_s_cache_bust_marker() {
+    let run = Run::start(
+        &[],
+        &[],
+        &[
+            "--request-count",
+            "3",
+            "--isl",
+            "30",
+            "--osl",
+            "2",
+            "--cache-bust",
+            "first-turn-prefix",
+            "--export-level",
+            "raw",
+        ],
+    )
+    .ok();
+    let raw = raw_lines(&run, "profile_export_raw.jsonl");
+    assert_eq!(raw.len(), 3);
+    for line in &raw {
+        assert_eq!(line["cache_bust_target"], "first_turn_prefix");
+        let marker = line["cache_bust_marker"].as_str().unwrap();
+        assert!(
+            marker.starts_with("[rid:") && marker.ends_with("]\n\n") && marker.len() == 20,
+            "{marker:?}"
+        );
+        // The marker the body carries, at the start of the first user turn.
+        let content = line["payload"]["messages"][0]["content"].as_str().unwrap();
+        assert!(content.starts_with(marker), "{content:?}");
+    }
+}
+
 // ----- --apply-chat-template -----
 
 /// A ChatML template without a default system message: a message is wrapped in
