@@ -149,7 +149,16 @@ impl ChatTemplate {
     /// The prompt text for `messages`, ending with the assistant's turn header
     /// (`add_generation_prompt=True`), as a server builds it for a chat request.
     pub fn render(&self, messages: &[ChatMessage]) -> Result<String, ChatTemplateError> {
-        let messages: Vec<Value> = messages.iter().map(message_value).collect();
+        self.render_values(messages.iter().map(message_value).collect())
+    }
+
+    /// `render` of messages given as JSON objects: `role`, `content` and any other field a
+    /// template reads (`tool_calls` of a replayed assistant turn).
+    pub fn render_json(&self, messages: &[serde_json::Value]) -> Result<String, ChatTemplateError> {
+        self.render_values(messages.iter().map(jinja_value).collect())
+    }
+
+    fn render_values(&self, messages: Vec<Value>) -> Result<String, ChatTemplateError> {
         let template = self.env.get_template(NAME)?;
         Ok(template.render(context! {
             messages => messages,
@@ -206,6 +215,27 @@ impl ChatTemplate {
         // Python's round: halves to even.
         let round = |v: f64| (v / n).round_ties_even() as u64;
         Some((round(fixed), round(wrap)))
+    }
+}
+
+/// A JSON value as the template sees it.
+fn jinja_value(v: &serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => Value::from(()),
+        J::Bool(b) => Value::from(*b),
+        J::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Value::from(i),
+            (_, Some(u)) => Value::from(u),
+            _ => Value::from(n.as_f64().unwrap_or(0.0)),
+        },
+        J::String(s) => Value::from(s.as_str()),
+        J::Array(items) => Value::from(items.iter().map(jinja_value).collect::<Vec<_>>()),
+        J::Object(map) => Value::from(
+            map.iter()
+                .map(|(k, v)| (k.clone(), jinja_value(v)))
+                .collect::<std::collections::BTreeMap<String, Value>>(),
+        ),
     }
 }
 
