@@ -286,6 +286,7 @@ fn main() {
         skip_tokenizer: false,
         no_output_tokens: false,
         no_input_tokens: false,
+        templated_isl: None,
     };
     let records: Vec<(RequestRecord, RecordMetrics)> = (0..n as u64)
         .map(|i| {

@@ -31,7 +31,7 @@ const NOT_BUILT: [(&str, &str); 3] = [
     (
         "analyze",
         "draws AIPerf's swim-lane chart or turn-message view of a run (`turn-messages` reads \
-         the raw request export, which `--export-level raw` does not write here)",
+         the raw request export, profile_export_raw.jsonl of `--export-level raw`)",
     ),
     (
         "synthesize",

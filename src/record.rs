@@ -43,6 +43,17 @@ pub struct RequestInput {
     pub audio_seconds: Option<f64>,
     /// When the load generator meant to send it, and how long it waited for a slot.
     pub timing: SendTiming,
+    /// `--cache-bust`: the marker the request carried and where (for the raw export).
+    pub cache_bust: Option<CacheBustTag>,
+}
+
+/// A request's cache-bust marker, as AIPerf's raw export names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheBustTag {
+    /// The marker's text; none for a profiling request of a warmup-isolation run.
+    pub marker: Option<std::sync::Arc<str>>,
+    /// `--cache-bust`'s target (`system_prefix`, `first_turn_suffix`, ...).
+    pub target: &'static str,
 }
 
 /// Scheduling facts of one send, decided by the load generator before the exchange starts.
@@ -119,6 +130,26 @@ pub struct ErrorDetails {
     pub message: String,
 }
 
+/// The bytes of one exchange as they went and came, kept only for `--export-level raw`
+/// (references to the transport's buffers, no copies on the request path).
+#[derive(Debug, Clone, Default)]
+pub struct RawExchange {
+    /// The request body as sent.
+    pub body: bytes::Bytes,
+    /// A streamed response's body frames with their arrival times (monotonic ns).
+    pub frames: Vec<(u64, bytes::Bytes)>,
+    /// Whole (non-streamed) response bodies: their arrival times, bytes and content types.
+    /// One, or each answer of a polled job (video generation).
+    pub bodies: Vec<(u64, bytes::Bytes, Option<String>)>,
+}
+
+/// What a video generation job reported when it completed (SGLang's fields).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct VideoJob {
+    pub inference_time_s: Option<f64>,
+    pub peak_memory_mb: Option<f64>,
+}
+
 #[derive(Debug, Clone)]
 pub struct RequestRecord {
     pub phase: Phase,
@@ -159,6 +190,10 @@ pub struct RequestRecord {
     pub was_cancelled: bool,
     /// Monotonic ns when the request was cancelled, if it was.
     pub cancellation_perf_ns: Option<u64>,
+    /// What went and came on the wire, for `--export-level raw` only.
+    pub raw: Option<Box<RawExchange>>,
+    /// Video generation: what the completed job reported.
+    pub video: Option<VideoJob>,
 }
 
 impl RequestRecord {
@@ -185,6 +220,8 @@ impl RequestRecord {
             error: None,
             was_cancelled: false,
             cancellation_perf_ns: None,
+            raw: None,
+            video: None,
         }
     }
 

@@ -147,6 +147,12 @@ pub const FLAGS: &[Flag] = &[
         "endpoint.request_content_type",
         Text,
     ),
+    row("uuid_and_strip", "endpoint.uuid_and_strip", Switch),
+    row(
+        "download_video_content",
+        "endpoint.download_video_content",
+        Switch,
+    ),
     row("extra_inputs", "endpoint.extra", List),
     secret("headers", "endpoint.headers", List),
     row(
@@ -205,6 +211,11 @@ pub const FLAGS: &[Flag] = &[
     row(
         "tokenizer_trust_remote_code",
         "tokenizer.trust_remote_code",
+        Switch,
+    ),
+    row(
+        "apply_chat_template",
+        "tokenizer.apply_chat_template",
         Switch,
     ),
     // Prompt

@@ -25,9 +25,24 @@ pub struct LoadArgs {
     #[arg(long, default_value = "X-Correlation-ID", help_heading = "Endpoint")]
     pub session_header: String,
 
-    /// Content-Type of request bodies. Chat and completions requests are JSON.
+    /// Content-Type of request bodies: JSON, except for audio_transcription, image_edit and
+    /// video_generation, which send multipart/form-data (and refuse application/json given
+    /// here).
     #[arg(long, default_value = "application/json", help_heading = "Endpoint")]
     pub request_content_type: String,
+
+    /// vLLM's multimodal cache: an image whose `image_uuids` id an earlier row of the same
+    /// session already sent goes with its `uuid` and an empty url (the server reuses what it
+    /// cached). Needs --endpoint-type chat and a single_turn --input-file whose rows share
+    /// `session_id`s; ids written in the file are sent with or without this flag.
+    #[arg(long, help_heading = "Endpoint")]
+    pub uuid_and_strip: bool,
+
+    /// Video generation: after the job completes, download the video
+    /// (`GET /v1/videos/{id}/content`, or the job's `url`); the request then ends when the
+    /// download does. Needs --endpoint-type video_generation.
+    #[arg(long, help_heading = "Endpoint")]
+    pub download_video_content: bool,
 
     /// Seconds over which the number of requests in flight grows from 1 to --concurrency,
     /// one more at evenly spaced times.

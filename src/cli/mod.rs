@@ -396,6 +396,14 @@ pub struct ProfileArgs {
     #[arg(long, help_heading = "Tokenizer")]
     pub tokenizer_trust_remote_code: bool,
 
+    /// Count a chat request's input tokens (ISL) through the tokenizer's chat template
+    /// (role headers, end-of-turn markers and the assistant prompt included), as the
+    /// server's prompt has them, and shorten synthetic prompts by that wrapping so the
+    /// ISL still matches the length asked for. Needs a tokenizer directory with a chat
+    /// template (tokenizer_config.json, chat_template.jinja or chat_template.json).
+    #[arg(long, help_heading = "Tokenizer")]
+    pub apply_chat_template: bool,
+
     // ----- Prompt -----
     /// Mean number of tokens in the synthetic prompt text. A list (128,1024) sweeps it.
     #[arg(long = "synthetic-input-tokens-mean", visible_aliases = ["prompt-input-tokens-mean", "isl"], default_value_t = 550, value_parser = whole_number, help_heading = "Prompt")]

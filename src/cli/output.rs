@@ -9,14 +9,16 @@ pub enum ExportLevel {
     Summary,
     /// The summary files plus `profile_export.jsonl`, one line per request.
     Records,
-    /// AIPerf's raw request/response file; refused with an explanation (not written here).
+    /// The records plus `profile_export_raw.jsonl`: each request's headers and body as
+    /// sent and every response message as received.
     Raw,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
     /// How much to write: `summary` (summary JSON and CSV), `records` (also the per-request
-    /// JSONL). `raw` (AIPerf's raw request/response file) is not supported.
+    /// JSONL), `raw` (also `profile_export_raw.jsonl`: each request's headers and body as
+    /// sent and its responses as received; large).
     #[arg(long = "export-level", visible_aliases = ["profile-export-level"], value_enum, default_value_t = ExportLevel::Records, help_heading = "Output")]
     pub export_level: ExportLevel,
 

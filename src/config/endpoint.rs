@@ -364,6 +364,7 @@ pub(super) fn build_request_uris(
 pub(super) fn check_session_header_and_content_type(
     session_header: &str,
     content_type: &str,
+    typed: bool,
     endpoint: EndpointType,
 ) -> Result<HeaderName, ConfigError> {
     let name = HeaderName::from_bytes(session_header.trim().as_bytes()).map_err(|_| {
@@ -371,11 +372,49 @@ pub(super) fn check_session_header_and_content_type(
             "--session-header: '{session_header}' is not a valid header name; give e.g. X-Correlation-ID"
         ))
     })?;
-    if !content_type.trim().eq_ignore_ascii_case("application/json") {
+    // As AIPerf: form endpoints (audio transcription, image edit, video generation) send
+    // multipart/form-data and refuse a typed application/json; the others send JSON.
+    let wanted = content_type.trim();
+    let form = endpoint.content_type().starts_with("multipart/form-data");
+    let refused = match form {
+        true if typed => !wanted.eq_ignore_ascii_case("multipart/form-data"),
+        true => false,
+        false => !wanted.eq_ignore_ascii_case("application/json"),
+    };
+    if refused {
+        let sends = match form {
+            true => "multipart/form-data; application/json is not supported",
+            false => {
+                "JSON bodies; use application/json (multipart/form-data is for audio_transcription, image_edit and video_generation)"
+            }
+        };
         return Err(config_error(format!(
-            "--request-content-type: '{content_type}' cannot be used with --endpoint-type {}: its requests are JSON bodies; use application/json (multipart/form-data is for image-edit endpoints only)",
+            "--request-content-type: '{content_type}' cannot be used with --endpoint-type {}: its requests are {sends}",
             endpoint.as_str()
         )));
     }
     Ok(name)
+}
+
+/// `--apply-chat-template` counts the chat messages of a request body: only the APIs
+/// whose bodies carry them.
+pub(super) fn apply_chat_template(
+    a: &crate::cli::ProfileArgs,
+    endpoint: EndpointType,
+) -> Result<bool, ConfigError> {
+    if !a.apply_chat_template {
+        return Ok(false);
+    }
+    match endpoint {
+        EndpointType::Chat
+        | EndpointType::Responses
+        | EndpointType::Messages
+        | EndpointType::ChatEmbeddings
+        | EndpointType::Raw => Ok(true),
+        other => Err(config_error(format!(
+            "--apply-chat-template counts a request's chat messages through the chat template; \
+             --endpoint-type {} sends none: drop the flag",
+            other.as_str()
+        ))),
+    }
 }

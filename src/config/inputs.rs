@@ -173,6 +173,7 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
         }
     };
     let synthesis = synthesis(a, input_file.as_ref().map(|(_, k)| *k))?;
+    check_uuid_and_strip(a, input_file.as_ref().map(|(_, k)| *k))?;
     Ok(InputOptions {
         image_source,
         image_sampling,
@@ -189,7 +190,42 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
         range_ratio: None,
         public: None,
         cache_bust: None,
+        uuid_and_strip: a.load.uuid_and_strip,
+        // Measured once the tokenizer is loaded (`profile::prepare`).
+        chat_template_overhead: None,
     })
+}
+
+/// `--uuid-and-strip` strips images repeated by `image_uuids` id within a session: only a
+/// chat request has a `uuid`, and only single_turn rows carry ids and share sessions.
+fn check_uuid_and_strip(
+    a: &ProfileArgs,
+    kind: Option<CustomDatasetType>,
+) -> Result<(), ConfigError> {
+    if !a.load.uuid_and_strip {
+        return Ok(());
+    }
+    if a.endpoint_type != crate::endpoint::EndpointType::Chat {
+        return Err(config_error(format!(
+            "--uuid-and-strip needs --endpoint-type chat (image parts with a `uuid`), not {}; drop the flag",
+            a.endpoint_type.as_str()
+        )));
+    }
+    match kind {
+        Some(CustomDatasetType::SingleTurn) => Ok(()),
+        Some(CustomDatasetType::MultiTurn) => Err(config_error(
+            "--uuid-and-strip is not supported with --custom-dataset-type multi_turn (as in AIPerf); \
+             use single_turn rows grouped by session_id",
+        )),
+        other => Err(config_error(format!(
+            "--uuid-and-strip strips images repeated by their image_uuids id within a session of a \
+             single_turn --input-file; {} has none to strip: drop the flag or give such a file",
+            other.map_or("synthetic data".to_string(), |k| format!(
+                "--custom-dataset-type {}",
+                k.as_str()
+            ))
+        ))),
+    }
 }
 
 /// `--synthesis-*`, checked as AIPerf's bounds have them; they reshape a mooncake trace

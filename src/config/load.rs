@@ -519,6 +519,7 @@ pub(super) fn check_servers_and_models(
     let session_header = check_session_header_and_content_type(
         &l.session_header,
         &l.request_content_type,
+        a.typed("request_content_type"),
         endpoint,
     )?;
     Ok(ServerOptions {

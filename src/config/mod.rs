@@ -89,6 +89,10 @@ pub struct ProfileConfig {
     pub mock_server: bool,
     pub tokenizer: String,
     pub tokenizer_revision: String,
+    /// `--apply-chat-template`: ISL through the tokenizer's chat template.
+    pub apply_chat_template: bool,
+    /// Video generation: how each job is polled, and whether its video is downloaded.
+    pub video_polling: Option<crate::transport::VideoPolling>,
     pub synthetic: SyntheticOptions,
     pub concurrency: u64,
     pub request_count: u64,
@@ -211,6 +215,13 @@ impl ProfileConfig {
         if let Some(needs) = endpoint_type.unsupported() {
             return Err(config_error(format!(
                 "--endpoint-type {} is not supported by this build of aiperf ({needs}); use another endpoint type",
+                endpoint_type.as_str()
+            )));
+        }
+        if a.load.download_video_content && endpoint_type != EndpointType::VideoGeneration {
+            return Err(config_error(format!(
+                "--download-video-content downloads the videos of --endpoint-type video_generation; \
+                 --endpoint-type {} makes none: drop the flag",
                 endpoint_type.as_str()
             )));
         }
@@ -381,6 +392,13 @@ impl ProfileConfig {
         let network_latency = collectors::network_latency(&a.collectors)?;
         let prometheus = output::prometheus_addr(&a.output)?;
         let mut export = output::export_options(&a.output)?;
+        export.raw = output::raw_options(
+            &a.output,
+            endpoint_type,
+            api_key.as_deref(),
+            &headers,
+            &servers.session_header,
+        )?;
         let otel = otel::otel_options(&a.otel, &mut warnings)?;
         export.server_metrics_formats = server_metrics_formats;
         check_image_flags_used(a, images.on)?;
@@ -409,6 +427,20 @@ impl ProfileConfig {
             use_legacy_max_tokens: a.use_legacy_max_tokens,
             mock_server: a.mock_server,
             tokenizer_revision: a.tokenizer_revision.clone(),
+            apply_chat_template: endpoint::apply_chat_template(a, endpoint_type)?,
+            video_polling: match endpoint_type {
+                EndpointType::VideoGeneration => Some(crate::transport::VideoPolling {
+                    // AIPerf's setting and bounds.
+                    interval: otel::env_seconds(
+                        "AIPERF_HTTP_VIDEO_POLL_INTERVAL",
+                        0.1,
+                        0.001,
+                        10.0,
+                    )?,
+                    download: a.load.download_video_content,
+                }),
+                _ => None,
+            },
             synthetic,
             concurrency,
             request_count,

@@ -63,6 +63,7 @@ pub(super) fn check(
             | EndpointType::ImageRetrieval
             | EndpointType::ImageEdit
             | EndpointType::SolidoRag
+            | EndpointType::VideoGeneration
     );
     if no_limit && a.osl_mean.is_some() {
         return Err(config_error(format!(

@@ -160,7 +160,12 @@ fn resource_attributes(items: &[String]) -> Result<Vec<(String, String)>, Config
     Ok(out)
 }
 
-fn env_seconds(name: &str, default: f64, min: f64, max: f64) -> Result<Duration, ConfigError> {
+pub(super) fn env_seconds(
+    name: &str,
+    default: f64,
+    min: f64,
+    max: f64,
+) -> Result<Duration, ConfigError> {
     let Ok(text) = std::env::var(name) else {
         return Ok(Duration::from_secs_f64(default));
     };

@@ -35,13 +35,9 @@ pub fn export_options(a: &OutputArgs) -> Result<Options, ConfigError> {
     let level = match a.export_level {
         ExportLevel::Summary => Level::Summary,
         ExportLevel::Records => Level::Records,
-        ExportLevel::Raw => {
-            return Err(config_error(
-                "--export-level raw: the raw request/response file (profile_export_raw.jsonl) is not \
-                 written by this tool; use --export-level records (the default) and add \
-                 --export-outputs-json for the response texts",
-            ));
-        }
+        // The records, and each request's bytes beside them (`raw`, filled in by the
+        // caller, which knows the headers).
+        ExportLevel::Raw => Level::Records,
     };
     let names = match &a.profile_export_prefix {
         None => FileNames::default(),
@@ -82,7 +78,39 @@ pub fn export_options(a: &OutputArgs) -> Result<Options, ConfigError> {
         // Set from the collector flags in `ProfileConfig::from_args`.
         server_metrics_formats: Default::default(),
         html_report: !a.no_html_report,
+        raw: None,
     })
+}
+
+/// `--export-level raw`: the headers each raw line shows (the API's and `-H`'s, credentials
+/// redacted as AIPerf does) and the session header's name.
+pub fn raw_options(
+    a: &OutputArgs,
+    endpoint_type: crate::endpoint::EndpointType,
+    api_key: Option<&str>,
+    headers: &[(http::HeaderName, http::HeaderValue)],
+    session_header: &http::HeaderName,
+) -> Result<Option<crate::export::RawOptions>, ConfigError> {
+    if a.export_level != ExportLevel::Raw {
+        return Ok(None);
+    }
+    let sent = endpoint_type
+        .request_headers(api_key, headers)
+        .map_err(config_error)?;
+    let headers = sent
+        .iter()
+        .map(|(k, v)| {
+            let value = match super::redact::is_secret_header(k.as_str()) {
+                true => "<redacted>".to_string(),
+                false => String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            };
+            (k.as_str().to_string(), value)
+        })
+        .collect();
+    Ok(Some(crate::export::RawOptions {
+        headers,
+        session_header: session_header.as_str().to_string(),
+    }))
 }
 
 /// Shortest window: shorter ones hold too few requests to summarize.

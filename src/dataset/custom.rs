@@ -3,7 +3,7 @@
 //! as one line naming the file, the line and the field, and nothing is sent. `fields` reads
 //! typed fields with their location, `trace` checks mooncake rows, `synthesis` reshapes them.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -496,7 +496,18 @@ impl Loader<'_> {
         let texts: Vec<String> = texts.into_iter().filter(|t| !t.is_empty()).collect();
         let audios = one_or_many(at, obj, prefix, "audio", "audios")?;
         let videos = one_or_many(at, obj, prefix, "video", "videos")?;
-        if texts.is_empty() && images.is_empty() && audios.is_empty() && videos.is_empty() {
+        // `image_uuids` alone: references to images the server has cached, sent without data.
+        let uuid_only = images.is_empty()
+            && obj
+                .get("image_uuids")
+                .and_then(Value::as_array)
+                .is_some_and(|l| !l.is_empty());
+        if texts.is_empty()
+            && images.is_empty()
+            && !uuid_only
+            && audios.is_empty()
+            && videos.is_empty()
+        {
             return Err(at.err(
                 "",
                 format!(
@@ -536,6 +547,16 @@ impl Loader<'_> {
             };
             encoded.push(self.image(at, &field, image)?);
         }
+        if uuid_only {
+            let n = obj["image_uuids"].as_array().map_or(0, Vec::len);
+            encoded.extend((0..n).map(|_| EncodedImage {
+                data_url: String::new(),
+                width: 0,
+                height: 0,
+                format: "unknown",
+                uuid: None,
+            }));
+        }
         if let Some(uuids) = obj.get("image_uuids").filter(|v| !v.is_null()) {
             let field = format!("{prefix}image_uuids");
             let uuids: Vec<&str> = match uuids.as_array() {
@@ -549,6 +570,9 @@ impl Loader<'_> {
                     &field,
                     format!("must be a list of {} strings, one per image", encoded.len()),
                 ));
+            }
+            if uuids.iter().any(|u| u.is_empty()) {
+                return Err(at.err(&field, "ids must not be empty strings"));
             }
             for (img, id) in encoded.iter_mut().zip(uuids) {
                 img.uuid = Some(id.to_string());
@@ -709,6 +733,27 @@ impl Sessions {
             context: None,
             turns: vec![entry],
         });
+    }
+}
+
+/// `--uuid-and-strip`: within each conversation, an image whose `uuid` an earlier turn sent
+/// with its data goes with an empty url, so the server takes it from its cache. Repeats
+/// inside one turn keep their data: the server fills its cache only after the request.
+pub fn strip_repeated_images(dataset: &mut Dataset) {
+    for conversation in &mut dataset.conversations {
+        let mut sent: HashSet<String> = HashSet::new();
+        for turn in &mut conversation.turns {
+            let mut new = Vec::new();
+            for image in &mut turn.images {
+                let Some(uuid) = &image.uuid else { continue };
+                if sent.contains(uuid) {
+                    image.data_url.clear();
+                } else if !image.data_url.is_empty() {
+                    new.push(uuid.clone());
+                }
+            }
+            sent.extend(new);
+        }
     }
 }
 

@@ -253,6 +253,11 @@ pub struct InputOptions {
     pub public: Option<public::PublicOptions>,
     /// `--cache-bust`: a marker in each conversation's system message or first turn.
     pub cache_bust: Option<cache_bust::CacheBust>,
+    /// `--uuid-and-strip`: images a session already sent (same `uuid`) go without data.
+    pub uuid_and_strip: bool,
+    /// `--apply-chat-template`: the template's tokens (per request, per message), taken out
+    /// of synthetic prompts so the templated ISL matches the length asked for.
+    pub chat_template_overhead: Option<(u64, u64)>,
 }
 
 /// Why the dataset could not be built.
@@ -307,6 +312,9 @@ pub fn build(
             synthesis: inputs.synthesis.clone(),
         };
         let mut dataset = custom::load(&opts).map_err(BuildError::Input)?;
+        if inputs.uuid_and_strip {
+            custom::strip_repeated_images(&mut dataset);
+        }
         dataset.sampling = inputs.sampling.unwrap_or(dataset.sampling);
         shaping::apply(&mut dataset, &inputs.shaping, tokenizer, seed);
         mark_cache_bust(&mut dataset, inputs, tokenizer)?;
@@ -338,7 +346,14 @@ pub fn build(
     for shape in &shapes {
         first_turns.extend((0..shape.delays.len()).map(|t| t == 0));
     }
-    let cut = |i: usize| if first_turns[i] { first_turn_cut } else { 0 };
+    // As AIPerf: the per-request cost comes out of the first turn, a message's wrap out of
+    // every turn.
+    let (fixed, wrap) = inputs.chat_template_overhead.unwrap_or((0, 0));
+    let (fixed, wrap) = (fixed as usize, wrap as usize);
+    let cut = |i: usize| match first_turns[i] {
+        true => first_turn_cut + fixed + wrap,
+        false => wrap,
+    };
     let mut entries = build_synthetic_cut(&synthetic, inputs, tokenizer, threads, progress, &cut)?;
     batch::add_texts(
         &mut entries,

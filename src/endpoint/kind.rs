@@ -92,8 +92,10 @@ endpoint_types! {
     /// request's first image as the `image` file (an http(s) image as `url`), `n: 1`,
     /// `response_format: b64_json`; the images answered are counted; "Image Edit Metrics".
     ImageEdit = "image_edit",
-    /// OpenAI video generation (`/v1/videos`, POST then poll): refused, not supported by
-    /// this build.
+    /// OpenAI/SGLang video generation (`/v1/videos`): a multipart form with the prompt,
+    /// `model` and --extra-inputs (size, seconds, ...) starts a job, polled
+    /// (`GET /v1/videos/{id}`) until it completes; request latency is the job's time
+    /// (with --download-video-content, the download's too); "Video Generation Metrics".
     VideoGeneration = "video_generation",
 }
 
@@ -106,10 +108,8 @@ impl EndpointType {
     /// AIPerf's types this build refuses: what they would need.
     pub fn unsupported(self) -> Option<&'static str> {
         match self {
-            EndpointType::VideoGeneration => {
-                Some("a POST to /v1/videos then polling GET /v1/videos/{id} until the job ends")
-            }
-            EndpointType::Chat
+            EndpointType::VideoGeneration
+            | EndpointType::Chat
             | EndpointType::Completions
             | EndpointType::AudioTranscription
             | EndpointType::Responses
@@ -133,9 +133,9 @@ impl EndpointType {
     /// The `Content-Type` of the request bodies.
     pub fn content_type(self) -> String {
         match self {
-            EndpointType::AudioTranscription | EndpointType::ImageEdit => {
-                audio_transcription::content_type()
-            }
+            EndpointType::AudioTranscription
+            | EndpointType::ImageEdit
+            | EndpointType::VideoGeneration => audio_transcription::content_type(),
             EndpointType::Chat
             | EndpointType::Completions
             | EndpointType::Responses
@@ -151,8 +151,7 @@ impl EndpointType {
             | EndpointType::NimEmbeddings
             | EndpointType::HuggingfaceGenerate
             | EndpointType::ImageRetrieval
-            | EndpointType::SolidoRag
-            | EndpointType::VideoGeneration => "application/json".into(),
+            | EndpointType::SolidoRag => "application/json".into(),
         }
     }
 
@@ -377,9 +376,9 @@ impl EndpointType {
                 shape::ResponseShape::Rankings(rankings::RankingsApi::HfTei)
             }
             EndpointType::AudioTranscription => shape::ResponseShape::OpenAi,
-            EndpointType::VideoGeneration => {
-                return Err("--endpoint-type video_generation is not supported".into());
-            }
+            // The job's answers are read by the transport's polling (`transport::video`);
+            // an error body has the OpenAI shape.
+            EndpointType::VideoGeneration => shape::ResponseShape::OpenAi,
         })
     }
 }

@@ -23,6 +23,7 @@ pub mod image_edit;
 pub mod image_retrieval;
 pub mod nim_embeddings;
 pub mod solido_rag;
+pub mod video_generation;
 
 mod kind;
 mod request;

@@ -62,6 +62,9 @@ fn prepare_one(
     if endpoint == EndpointType::ImageEdit {
         return image_edit::prepare(entry, opts, model);
     }
+    if endpoint == EndpointType::VideoGeneration {
+        return video_generation::prepare(entry, opts, model);
+    }
     if !endpoint.is_conversational()
         && !matches!(
             endpoint,
@@ -428,6 +431,11 @@ pub enum EndpointMismatch {
         .0.as_str()
     )]
     NeedsImages(EndpointType),
+    #[error(
+        "--endpoint-type {} needs a text prompt in every request: give synthetic prompts (--isl > 0) or \"text\" in each line of the input file",
+        .0.as_str()
+    )]
+    NeedsPrompt(EndpointType),
     #[error(
         "--endpoint-type nim_embeddings pairs each text with one image: a request has {0} texts and {1} images; give as many of each, or only one kind"
     )]

@@ -233,27 +233,16 @@ pub fn format_record_line(
     format_line(record, metrics, clock, LineLayout::default(), out)
 }
 
-/// Formats one record as a JSON line (with the trailing newline) into `out`.
-///
-/// Written by hand rather than with `#[derive(Serialize)]` structs on purpose: the derive
-/// version (same bytes; `benches/jsonl_format.rs`) took 1.25-1.35x the time per line of a
-/// 100-chunk streamed record (2.45-2.90 us against 1.95-2.15 us, same runs), because
-/// serde_json escapes every key and the nested serializers are not inlined.
-///
-/// Metadata keys follow AIPerf's `MetricRecordMetadata` order; fields without a value
-/// (an ack that never came, no cancellation, the profiling index of a warmup record) are
-/// left out, as are `error` on a success and the DAG/source fields AIPerf only fills for
-/// agentic traces (`parent_correlation_id`, `source_*`).
-pub fn format_line(
+/// The record's `metadata` object (the same in the records and the raw file).
+pub(super) fn push_metadata(
     record: &RequestRecord,
-    metrics: &RecordMetrics,
     clock: &Clock,
     layout: LineLayout,
     out: &mut Vec<u8>,
 ) {
     let input = &record.input;
     let timing = &input.timing;
-    out.extend_from_slice(b"{\"metadata\":{");
+    out.push(b'{');
     push_key(out, "session_num");
     push_json(out, &input.session_num);
     out.push(b',');
@@ -334,7 +323,30 @@ pub fn format_line(
         "requested_output_tokens",
         input.requested_output_tokens,
     );
-    out.extend_from_slice(b"},\"metrics\":{");
+    out.push(b'}');
+}
+
+/// Formats one record as a JSON line (with the trailing newline) into `out`.
+///
+/// Written by hand rather than with `#[derive(Serialize)]` structs on purpose: the derive
+/// version (same bytes; `benches/jsonl_format.rs`) took 1.25-1.35x the time per line of a
+/// 100-chunk streamed record (2.45-2.90 us against 1.95-2.15 us, same runs), because
+/// serde_json escapes every key and the nested serializers are not inlined.
+///
+/// Metadata keys follow AIPerf's `MetricRecordMetadata` order; fields without a value
+/// (an ack that never came, no cancellation, the profiling index of a warmup record) are
+/// left out, as are `error` on a success and the DAG/source fields AIPerf only fills for
+/// agentic traces (`parent_correlation_id`, `source_*`).
+pub fn format_line(
+    record: &RequestRecord,
+    metrics: &RecordMetrics,
+    clock: &Clock,
+    layout: LineLayout,
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(b"{\"metadata\":");
+    push_metadata(record, clock, layout, out);
+    out.extend_from_slice(b",\"metrics\":{");
 
     let pieces = &*METRIC_PIECES;
     let mut first = true;

@@ -11,6 +11,7 @@ pub mod jsonl;
 mod names;
 mod outputs;
 pub mod pyrepr;
+mod raw;
 pub mod read;
 pub mod record_line;
 #[cfg(test)]
@@ -32,6 +33,8 @@ pub const JSON_FILE: &str = "profile_export_aiperf.json";
 pub const CSV_FILE: &str = "profile_export_aiperf.csv";
 pub const CONSOLE_FILE: &str = "profile_export_console.txt";
 pub const JSONL_FILE: &str = "profile_export.jsonl";
+/// Each request's bytes as sent and received (`--export-level raw`).
+pub const RAW_JSONL_FILE: &str = "profile_export_raw.jsonl";
 /// Per-window metrics (`--slice-duration`).
 pub const TIMESLICES_JSON_FILE: &str = "profile_export_aiperf_timeslices.json";
 pub const TIMESLICES_CSV_FILE: &str = "profile_export_aiperf_timeslices.csv";
@@ -50,6 +53,7 @@ pub use names::{
     SWEEP_CSV_FILE, SWEEP_JSON_FILE, prefix_base,
 };
 pub use outputs::OutputsWriter;
+pub use raw::RawOptions;
 pub use server_metrics::ServerMetricsFiles;
 pub use server_metrics::{
     JsonlSpool as ServerMetricsSpool, ServerMetricsFormats, ServerMetricsRun,
@@ -306,16 +310,30 @@ pub fn record_files(
         Level::Summary => None,
     };
     let outputs = options.outputs_json.then(|| OutputsWriter::new(dir, clock));
-    Ok(match (jsonl, outputs) {
-        (None, None) => None,
-        (jsonl, outputs) => Some(Box::new(RecordFiles { jsonl, outputs })),
+    let raw = match &options.raw {
+        Some(raw) => Some(raw::RawWriter::create_at(
+            &dir.join(&options.names.raw_jsonl),
+            clock,
+            layout,
+            raw.clone(),
+        )?),
+        None => None,
+    };
+    Ok(match (jsonl, outputs, raw) {
+        (None, None, None) => None,
+        (jsonl, outputs, raw) => Some(Box::new(RecordFiles {
+            jsonl,
+            outputs,
+            raw,
+        })),
     })
 }
 
-/// Both per-record files behind one sink.
+/// The per-record files behind one sink.
 struct RecordFiles {
     jsonl: Option<JsonlWriter>,
     outputs: Option<OutputsWriter>,
+    raw: Option<raw::RawWriter>,
 }
 
 impl crate::metrics::RecordSink for RecordFiles {
@@ -330,14 +348,22 @@ impl crate::metrics::RecordSink for RecordFiles {
         if let Some(o) = &mut self.outputs {
             o.write(record, metrics)?;
         }
+        if let Some(r) = &mut self.raw {
+            r.write(record, metrics)?;
+        }
         Ok(())
     }
 
     fn finish(self: Box<Self>) -> std::io::Result<()> {
-        let RecordFiles { jsonl, outputs } = *self;
+        let RecordFiles {
+            jsonl,
+            outputs,
+            raw,
+        } = *self;
         let jsonl = jsonl.map_or(Ok(()), |j| Box::new(j).finish());
         let outputs = outputs.map_or(Ok(()), |o| Box::new(o).finish());
-        jsonl.and(outputs)
+        let raw = raw.map_or(Ok(()), |r| Box::new(r).finish());
+        jsonl.and(outputs).and(raw)
     }
 }
 

@@ -39,6 +39,8 @@ pub struct Options {
     pub server_metrics_formats: super::ServerMetricsFormats,
     /// Write `report.html` after the run (off with `--no-html-report`).
     pub html_report: bool,
+    /// `--export-level raw`: also write each request's bytes (`profile_export_raw.jsonl`).
+    pub raw: Option<super::RawOptions>,
 }
 
 /// Names of the files that follow `--profile-export-prefix`.
@@ -47,6 +49,8 @@ pub struct FileNames {
     pub json: String,
     pub csv: String,
     pub jsonl: String,
+    /// `--export-level raw`'s file.
+    pub raw_jsonl: String,
     pub console: String,
     pub timeslices_json: String,
     pub timeslices_csv: String,
@@ -63,6 +67,7 @@ impl Default for FileNames {
             json: super::JSON_FILE.into(),
             csv: super::CSV_FILE.into(),
             jsonl: super::JSONL_FILE.into(),
+            raw_jsonl: super::RAW_JSONL_FILE.into(),
             console: super::CONSOLE_FILE.into(),
             timeslices_json: super::TIMESLICES_JSON_FILE.into(),
             timeslices_csv: super::TIMESLICES_CSV_FILE.into(),
@@ -110,6 +115,7 @@ impl FileNames {
             json: format!("{base}.json"),
             csv: format!("{base}.csv"),
             jsonl: format!("{base}.jsonl"),
+            raw_jsonl: format!("{base}_raw.jsonl"),
             console: format!("{base}_console.txt"),
             timeslices_json: format!("{base}_timeslices.json"),
             timeslices_csv: format!("{base}_timeslices.csv"),
@@ -149,6 +155,8 @@ mod tests {
             ("run1_timeslices.json", "run1_timeslices.csv")
         );
         assert_eq!(n.gpu_telemetry_jsonl, "run1_gpu_telemetry.jsonl");
+        assert_eq!(n.raw_jsonl, "run1_raw.jsonl");
+        assert_eq!(FileNames::default().raw_jsonl, "profile_export_raw.jsonl");
         assert_eq!(
             FileNames::default().gpu_telemetry_jsonl,
             "gpu_telemetry_export.jsonl"

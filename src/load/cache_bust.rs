@@ -194,6 +194,23 @@ impl Mark<'_> {
         }
     }
 
+    /// The marker its requests carry and the target, for the raw export (AIPerf's: none
+    /// in a warmup-isolation run's profiling requests).
+    pub fn tag(&self) -> crate::record::CacheBustTag {
+        let marker = match self.kind {
+            Kind::Rid(s) => {
+                let hex = std::str::from_utf8(&s.hex).expect("hex is ASCII");
+                Some(self.plan.target.marker(hex).into())
+            }
+            Kind::WarmupKeep => Some(WARMUP_MARKER.into()),
+            Kind::WarmupCut => None,
+        };
+        crate::record::CacheBustTag {
+            marker,
+            target: self.plan.target.as_str(),
+        }
+    }
+
     /// A later turn's texts, counted after the exchange: with this request's marker.
     pub fn history_text(&self, text: String) -> String {
         match self.kind {

@@ -463,6 +463,7 @@ impl<E: Exchange> PhaseRun<E> {
         let own_client = SessionClient(ctx.client.for_session());
         let client = own_client.0.as_ref().unwrap_or(&ctx.client);
         let correlation_id = plan.correlation_id(session);
+        let tag = mark.as_ref().map(|m| m.tag());
         let input = RequestInput {
             session_num: if plan.is_multi_turn() { session } else { first },
             conversation_id: plan.conversation_ids[entry].clone(),
@@ -474,6 +475,7 @@ impl<E: Exchange> PhaseRun<E> {
             requested_output_tokens: first_req.max_output_tokens,
             audio_seconds: first_req.audio_seconds,
             timing: first_timing,
+            cache_bust: tag.clone(),
         };
         let Some((failed, reply)) = self
             .send(client, first, input, first_body, first_permit, None)
@@ -526,6 +528,7 @@ impl<E: Exchange> PhaseRun<E> {
                     scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
                     slot_wait_ns,
                 },
+                cache_bust: tag.clone(),
             };
             let mut body = script.turn_body(turn, &replies);
             if let Some(m) = &mark {

@@ -143,6 +143,9 @@ pub enum MetricId {
     // Audio input (AIPerf's audio metrics).
     AudioDuration,
     Rtfx,
+    // Video generation (SGLang's job fields).
+    VideoInferenceTime,
+    VideoPeakMemory,
     // Network-latency calibration: made at the end from the latencies above, never per
     // record (see `network_adjusted_source`).
     NetworkAdjustedTimeToFirstToken,
@@ -260,7 +263,7 @@ use MetricId as M;
 use MetricKind::{Aggregate, Derived, TimeWeighted};
 
 /// Indexed by `MetricId as usize`; the order is also the order of a record's JSONL metrics.
-pub static CATALOG: [MetricDef; 86] = [
+pub static CATALOG: [MetricDef; 88] = [
     shown(
         streaming(ms(def(
             M::TimeToFirstToken,
@@ -946,6 +949,25 @@ pub static CATALOG: [MetricDef; 86] = [
             "ratio",
         )),
         850,
+    ),
+    // The server's own generation time and peak GPU memory of a video job.
+    shown(
+        ms(def(
+            M::VideoInferenceTime,
+            "video_inference_time",
+            "Video Inference Time",
+            "ms",
+        )),
+        310,
+    ),
+    shown(
+        def(
+            M::VideoPeakMemory,
+            "video_peak_memory",
+            "Video Peak Memory",
+            "MB",
+        ),
+        311,
     ),
     shown(
         streaming(ms(def(

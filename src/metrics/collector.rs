@@ -287,6 +287,8 @@ pub trait RecordTap: Send {
 pub struct Collector {
     record_opts: RecordOptions,
     template_overhead: super::TemplateOverhead,
+    /// `--apply-chat-template`: ISL through the chat template, from each body as sent.
+    chat_isl: Option<super::ChatIsl>,
     objectives: Vec<Objective>,
     goodput_enabled: bool,
     tokenizer: Arc<Tokenizer>,
@@ -342,8 +344,10 @@ impl Collector {
                 skip_tokenizer: false,
                 no_output_tokens: opts.no_output_tokens,
                 no_input_tokens: opts.no_input_tokens,
+                templated_isl: None,
             },
             template_overhead: opts.template_overhead,
+            chat_isl: opts.chat_isl,
             objectives: Objective::resolve(&opts.goodput),
             goodput_enabled: !opts.goodput.is_empty(),
             tokenizer,
@@ -444,8 +448,15 @@ impl Collector {
     }
 
     fn add_record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
+        let templated_isl = match (&self.chat_isl, &record.raw) {
+            (Some(c), Some(raw)) if !self.record_opts.skip_tokenizer => {
+                c.count(&raw.body, &self.tokenizer)
+            }
+            _ => None,
+        };
         let opts = RecordOptions {
             template_tokens: self.template_overhead.for_record(&record.input),
+            templated_isl,
             ..self.record_opts
         };
         self.untokenized += u64::from(opts.skip_tokenizer);

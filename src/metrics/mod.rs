@@ -5,6 +5,7 @@
 //! writes one JSONL line per record, and keeps only the numbers the statistics need.
 
 pub mod catalog;
+mod chat_isl;
 mod collector;
 pub(crate) mod column;
 pub mod confidence;
@@ -22,6 +23,7 @@ mod sweep_line;
 pub(crate) mod template_overhead;
 
 pub use catalog::{ConsoleGroup, MetricId};
+pub use chat_isl::ChatIsl;
 #[cfg(test)]
 pub use collector::ErrorCount;
 pub use collector::{
@@ -49,4 +51,6 @@ pub struct CollectorOptions {
     pub no_output_tokens: bool,
     /// The requests carry no text to count (audio transcription): no input lengths.
     pub no_input_tokens: bool,
+    /// `--apply-chat-template`: count each chat request's ISL through the template.
+    pub chat_isl: Option<ChatIsl>,
 }

@@ -22,6 +22,9 @@ pub struct RecordOptions {
     pub no_output_tokens: bool,
     /// The request carries no text (audio transcription): no input sequence length.
     pub no_input_tokens: bool,
+    /// This request's prompt counted through the chat template (`--apply-chat-template`):
+    /// the ISL in place of the plain text count.
+    pub templated_isl: Option<u64>,
 }
 
 /// One request's metric values in base units (ns, tokens, images/sec, ns/image).
@@ -109,7 +112,11 @@ impl RecordMetrics {
                 }
                 Some(tokenizer.count(text) as u64)
             };
-            to_f(record.input.input_tokens.or_else(counted))
+            to_f(
+                opts.templated_isl
+                    .or(record.input.input_tokens)
+                    .or_else(counted),
+            )
         };
         let server_isl = usage.prompt_tokens.filter(|_| opts.use_server_token_count);
         let isl = server_isl
@@ -221,6 +228,19 @@ impl RecordMetrics {
             if latency > 0.0 {
                 m.set(MetricId::Rtfx, Some(seconds / (latency / 1e9)));
             }
+        }
+
+        // What a completed video job reported (SGLang's fields).
+        if let Some(v) = record.video {
+            let ns = v
+                .inference_time_s
+                .filter(|s| s.is_finite())
+                .map(|s| s * 1e9);
+            m.set(MetricId::VideoInferenceTime, ns);
+            m.set(
+                MetricId::VideoPeakMemory,
+                v.peak_memory_mb.filter(|m| m.is_finite()),
+            );
         }
 
         m.set_aiperf_013(record, &opts, (ttft, latency, isl, osl, reasoning), usage);
@@ -340,6 +360,7 @@ pub(crate) mod tests {
                 requested_output_tokens: None,
                 audio_seconds: None,
                 timing: Default::default(),
+                cache_bust: None,
             },
             x_request_id: "req-3".into(),
             start_perf_ns: ms,
@@ -359,6 +380,8 @@ pub(crate) mod tests {
             error: None,
             was_cancelled: false,
             cancellation_perf_ns: None,
+            raw: None,
+            video: None,
         };
         for &t in chunk_ms {
             r.push_response(t * ms, " the", "", 0);
@@ -378,6 +401,7 @@ pub(crate) mod tests {
         skip_tokenizer: false,
         no_output_tokens: false,
         no_input_tokens: false,
+        templated_isl: None,
     };
 
     #[test]
@@ -502,6 +526,7 @@ pub(crate) mod tests {
             skip_tokenizer: false,
             no_output_tokens: false,
             no_input_tokens: false,
+            templated_isl: None,
         };
         let m = RecordMetrics::compute(&r, &tokenizer(), opts);
         assert_eq!(m.get(MetricId::InputSequenceLength), Some(600.0));

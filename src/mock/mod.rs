@@ -29,6 +29,7 @@ mod server;
 pub mod solido;
 pub mod tgi;
 pub mod video;
+pub mod video_generation;
 pub mod words;
 
 use std::io::Write;

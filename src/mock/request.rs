@@ -102,6 +102,9 @@ pub struct Part<'a> {
     pub input_audio: Option<InputAudio<'a>>,
     #[serde(borrow, default)]
     pub video_url: Option<ImageUrl<'a>>,
+    /// vLLM's multimodal cache id of an image part.
+    #[serde(borrow, default)]
+    pub uuid: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -251,7 +254,10 @@ fn count_part(
                 .as_ref()
                 .ok_or("an 'image_url' part needs an 'image_url' field")?
                 .url();
-            if url.starts_with("data:") {
+            if url.is_empty() && part.uuid.is_some() {
+                // A cache reference (vLLM, `--uuid-and-strip`): the data came earlier.
+                stats.image_sizes.push((0, 0));
+            } else if url.starts_with("data:") {
                 let (w, h) = image_size(url).map_err(|e| e.to_string())?;
                 stats.image_tokens += qwen2_vl_image_tokens(w, h);
                 stats.image_sizes.push((w, h));

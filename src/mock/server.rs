@@ -60,6 +60,8 @@ struct Shared {
     metrics: Arc<MockMetrics>,
     /// `--prefix-cache-blocks`: cached prompt blocks, reported in `usage`.
     prefix_cache: Option<PrefixCache>,
+    /// Video generation jobs (`/v1/videos`).
+    videos: super::video_generation::VideoJobs,
 }
 
 pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
@@ -109,6 +111,7 @@ pub(super) async fn start(args: MockServerArgs) -> anyhow::Result<MockServer> {
         prefix_cache: args
             .prefix_cache_blocks
             .map(|n| PrefixCache::new(usize::try_from(n).unwrap_or(usize::MAX))),
+        videos: Default::default(),
     });
 
     let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
@@ -177,6 +180,9 @@ fn router(shared: Arc<Shared>) -> Router {
         )
         .route("/v1/infer", post(infer))
         .route("/v1/images/edits", post(image_edits))
+        .route("/v1/videos", post(video_submit))
+        .route("/v1/videos/{id}", get(video_status))
+        .route("/v1/videos/{id}/content", get(video_content))
         .route(
             "/reset_prefix_cache",
             post(|s: State<Arc<Shared>>| control(s, "reset_prefix_cache")),
@@ -298,6 +304,103 @@ async fn image_edits(State(shared): State<Arc<Shared>>, req: Request) -> Respons
         super::image_generation::edit_answer(&content_type, body)
     })
     .await
+}
+
+/// `POST /v1/videos`: starts a job (see `video_generation`).
+async fn video_submit(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let answer = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => {
+            let now = shared.clock.wall_ns(shared.clock.now_ns()) / 1_000_000_000;
+            shared
+                .videos
+                .submit(&content_type, &bytes, &shared.model, now)
+        }
+        Err(e) => super::video_generation::Answer::Json(
+            400,
+            serde_json::json!({"error": {"message": format!("reading the request body failed: {e}")}}),
+        ),
+    };
+    shared.requests.fetch_add(1, Ordering::Relaxed);
+    video_answer(&shared, "video_generation", &parts, answer)
+}
+
+/// How long each video job takes.
+fn video_duration(shared: &Shared) -> Duration {
+    shared.ttft + shared.itl * 10
+}
+
+/// `GET /v1/videos/{id}`: the job's status.
+async fn video_status(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    req: Request,
+) -> Response {
+    let answer = shared.videos.status(&id, video_duration(&shared));
+    let (parts, _) = req.into_parts();
+    video_answer(&shared, "video_status", &parts, answer)
+}
+
+/// `GET /v1/videos/{id}/content`: a completed job's video.
+async fn video_content(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    req: Request,
+) -> Response {
+    let answer = shared.videos.content(&id, video_duration(&shared));
+    let (parts, _) = req.into_parts();
+    video_answer(&shared, "video_content", &parts, answer)
+}
+
+/// A video route's answer, recorded with `--record-requests` (its status; the job's model).
+fn video_answer(
+    shared: &Shared,
+    endpoint: &'static str,
+    parts: &axum::http::request::Parts,
+    answer: super::video_generation::Answer,
+) -> Response {
+    let seen = (
+        parts
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.port()),
+    );
+    let received = Instant::now();
+    let (status, response) = match answer {
+        super::video_generation::Answer::Json(status, v) => {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            let resp = json_response(code, Bytes::from(v.to_string()));
+            if let Some(r) = &shared.recorder {
+                let mut trace = one_piece_trace(endpoint, status, received, seen, Some(&v));
+                trace.error = v["error"]["message"].as_str().map(str::to_string);
+                r.record(Box::new(trace));
+            }
+            return resp;
+        }
+        super::video_generation::Answer::Video(bytes) => {
+            let mut resp = Response::new(Body::from(bytes));
+            resp.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("video/mp4"));
+            (200, resp)
+        }
+    };
+    if let Some(r) = &shared.recorder {
+        r.record(Box::new(one_piece_trace(
+            endpoint, status, received, seen, None,
+        )));
+    }
+    response
 }
 
 async fn infer(State(shared): State<Arc<Shared>>, req: Request) -> Response {

@@ -101,6 +101,13 @@ impl Collection {
             slice_duration_ns: cfg.export.slice_duration_ns,
             no_output_tokens: !cfg.endpoint_type.produces_tokens(),
             no_input_tokens: !cfg.endpoint_type.tokenizes_input(),
+            // Checked before the run (`prepare`): the template is there.
+            chat_isl: match cfg.apply_chat_template {
+                true => tokenizer
+                    .chat_template()?
+                    .map(|t| crate::metrics::ChatIsl::new(Arc::new(t))),
+                false => None,
+            },
         };
         let mut collector = Collector::new(options, tokenizer, clock, files);
         if let Some(tap) = tap {

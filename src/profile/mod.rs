@@ -346,6 +346,8 @@ fn load_context(cfg: &ProfileConfig, plan: SendPlan) -> anyhow::Result<Arc<LoadC
                 .map_err(anyhow::Error::msg)?,
         )
         .with_max_response_bytes(cfg.max_response_bytes)
+        .with_raw_capture(cfg.apply_chat_template, cfg.export.raw.is_some())
+        .with_video_polling(cfg.video_polling)
         .with_servers(
             cfg.request_uris.clone(),
             cfg.connection_reuse,

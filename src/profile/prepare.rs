@@ -62,6 +62,10 @@ pub(super) fn prepare(
         }
     };
 
+    if cfg.apply_chat_template {
+        chat_template_overhead(cfg, &tokenizer)?;
+    }
+
     let t_dataset = Instant::now();
     let body_opts = BodyOptions {
         model: cfg.model.clone(),
@@ -179,6 +183,42 @@ pub(super) fn prepare(
         warmup_requests,
         questions,
     })
+}
+
+/// `--apply-chat-template`: the tokenizer must have a chat template (refused otherwise,
+/// rather than counting without one); its wrapping is measured for synthetic prompts.
+fn chat_template_overhead(
+    cfg: &mut ProfileConfig,
+    tokenizer: &Tokenizer,
+) -> Result<(), ConfigError> {
+    let template = match tokenizer.chat_template() {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            return Err(ConfigError(format!(
+                "--apply-chat-template: the tokenizer '{}' has no chat template (the \
+                 `chat_template` of tokenizer_config.json, chat_template.jinja or \
+                 chat_template.json beside tokenizer.json); give --tokenizer a model that has \
+                 one, or drop the flag",
+                tokenizer.name()
+            )));
+        }
+        Err(e) => return Err(ConfigError(format!("--apply-chat-template: {e}"))),
+    };
+    match template.overheads(tokenizer) {
+        Some((fixed, wrap)) => {
+            info!(
+                "--apply-chat-template: {} adds {fixed} tokens per request and {wrap} per message; \
+                 synthetic prompts are shortened by them",
+                template.source().display()
+            );
+            cfg.inputs.chat_template_overhead = Some((fixed, wrap));
+        }
+        None => warn!(
+            "--apply-chat-template: the template's tokens per message could not be measured; \
+             synthetic prompts keep their length (ISL is still counted through the template)"
+        ),
+    }
+    Ok(())
 }
 
 /// Request bodies and the order they are drawn in.

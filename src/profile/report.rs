@@ -637,6 +637,10 @@ mod tests {
             "server_profiler_start_path",
             "server_profiler_stop_path",
             "request_content_type",
+            // A single_turn --input-file with image ids; --endpoint-type video_generation
+            // (tested in tests/it/endpoint_flags.rs).
+            "uuid_and_strip",
+            "download_video_content",
             "input_file",
             "custom_dataset_type",
             "public_dataset",

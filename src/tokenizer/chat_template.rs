@@ -149,7 +149,16 @@ impl ChatTemplate {
     /// The prompt text for `messages`, ending with the assistant's turn header
     /// (`add_generation_prompt=True`), as a server builds it for a chat request.
     pub fn render(&self, messages: &[ChatMessage]) -> Result<String, ChatTemplateError> {
-        let messages: Vec<Value> = messages.iter().map(message_value).collect();
+        self.render_values(messages.iter().map(message_value).collect())
+    }
+
+    /// `render` of messages given as JSON objects: `role`, `content` and any other field a
+    /// template reads (`tool_calls` of a replayed assistant turn).
+    pub fn render_json(&self, messages: &[serde_json::Value]) -> Result<String, ChatTemplateError> {
+        self.render_values(messages.iter().map(jinja_value).collect())
+    }
+
+    fn render_values(&self, messages: Vec<Value>) -> Result<String, ChatTemplateError> {
         let template = self.env.get_template(NAME)?;
         Ok(template.render(context! {
             messages => messages,
@@ -157,6 +166,76 @@ impl ChatTemplate {
             bos_token => self.bos_token.as_str(),
             eos_token => self.eos_token.as_str(),
         })?)
+    }
+}
+
+/// Texts the wrapping of a template is measured on (`ChatTemplate::overheads`).
+const PROBES: [&str; 3] = [
+    "Hello, how are you today?",
+    "Could you write a Python function to reverse a string?",
+    "What's the difference between TCP and UDP in networking?",
+];
+
+impl ChatTemplate {
+    /// The tokens the template adds, as (per request, per message): the assistant prompt
+    /// at the end, and the role header and end-of-turn marker around each message. Measured
+    /// as AIPerf does, on one user message and on user/assistant/user of the same probe
+    /// text, averaged over three probes and rounded. The BOS the template writes is left
+    /// out of the per-request cost (a server's tokenizer adds it; prompts never carry it).
+    /// `None` when rendering fails or a cost comes out negative.
+    pub fn overheads(&self, tokenizer: &super::Tokenizer) -> Option<(u64, u64)> {
+        let text = |t: &str| MessageContent::Text(t.to_string());
+        let (mut fixed, mut wrap) = (0.0, 0.0);
+        for probe in PROBES {
+            let msg = |role: &str| ChatMessage {
+                role: role.into(),
+                content: text(probe),
+            };
+            let single = self.render(&[msg("user")]).ok()?;
+            let triple = self
+                .render(&[msg("user"), msg("assistant"), msg("user")])
+                .ok()?;
+            let bare = tokenizer.count(probe) as f64;
+            let bos = f64::from(u8::from(
+                !self.bos_token.is_empty() && single.starts_with(&self.bos_token),
+            ));
+            let (single, triple) = (
+                tokenizer.count(&single) as f64,
+                tokenizer.count(&triple) as f64,
+            );
+            let w = (triple - single - 2.0 * bare) / 2.0;
+            let f = single - bare - w - bos;
+            if w < 0.0 || f < 0.0 {
+                return None;
+            }
+            fixed += f;
+            wrap += w;
+        }
+        let n = PROBES.len() as f64;
+        // Python's round: halves to even.
+        let round = |v: f64| (v / n).round_ties_even() as u64;
+        Some((round(fixed), round(wrap)))
+    }
+}
+
+/// A JSON value as the template sees it.
+fn jinja_value(v: &serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => Value::from(()),
+        J::Bool(b) => Value::from(*b),
+        J::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Value::from(i),
+            (_, Some(u)) => Value::from(u),
+            _ => Value::from(n.as_f64().unwrap_or(0.0)),
+        },
+        J::String(s) => Value::from(s.as_str()),
+        J::Array(items) => Value::from(items.iter().map(jinja_value).collect::<Vec<_>>()),
+        J::Object(map) => Value::from(
+            map.iter()
+                .map(|(k, v)| (k.clone(), jinja_value(v)))
+                .collect::<std::collections::BTreeMap<String, Value>>(),
+        ),
     }
 }
 
@@ -275,6 +354,25 @@ mod tests {
         .unwrap();
         let t = ChatTemplate::from_dir(dir.path()).unwrap().unwrap();
         assert_eq!(t.render(&[user("  hi ")]).unwrap(), "<s>[USER] hi\n</s>");
+    }
+
+    #[test]
+    fn overheads_of_a_chatml_template_counted_by_hand() {
+        let dir = crate::metrics::template_overhead::tests::chatml_tokenizer_dir();
+        let tok = crate::tokenizer::Tokenizer::from_file(dir.path()).unwrap();
+        let t = tok.chat_template().unwrap().unwrap();
+        // GPT-2 tokens with the ChatML markers: the default system message
+        // `<|im_start|> system \n You are a helpful assistant . <|im_end|> \n` is 11, a
+        // user message's wrap `<|im_start|> user \n ... <|im_end|> \n` 5, an assistant's 6
+        // (`ass istant`), the assistant prompt `<|im_start|> ass istant \n` 4. So one user
+        // message adds 11 + 5 + 4 = 20, user/assistant/user adds 11 + 16 + 4 = 31: the
+        // wrap is (31 - 20) / 2 = 5.5 and the per-request cost 20 - 5.5 = 14.5; rounded
+        // half to even (Python's round), 14 and 6.
+        assert_eq!(t.overheads(&tok), Some((14, 6)));
+        // No BOS written by this template, none taken off.
+        assert!(
+            t.bos_token.is_empty() || !t.render(&[user("x")]).unwrap().starts_with(&t.bos_token)
+        );
     }
 
     #[test]

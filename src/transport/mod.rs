@@ -7,6 +7,9 @@ pub mod pool;
 pub mod request_body;
 pub mod sse;
 pub mod timing;
+mod video;
+
+pub use video::VideoPolling;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -119,6 +122,12 @@ pub struct HttpClient {
     shape: Arc<ResponseShape>,
     /// Given each streamed event's new text and reasoning as it arrives (`aiperf chat`).
     live: Option<LiveText>,
+    /// Keep on each record a reference to the body sent (`--export-level raw`,
+    /// `--apply-chat-template`) and, with `keep_responses`, to the bytes received.
+    keep_body: bool,
+    keep_responses: bool,
+    /// Video generation: each request is a job, polled to its end (see `video`).
+    video: Option<VideoPolling>,
 }
 
 /// A callback given the text and reasoning each streamed event adds.
@@ -178,7 +187,24 @@ impl HttpClient {
             cancel: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
             shape: Arc::default(),
             live: None,
+            keep_body: false,
+            keep_responses: false,
+            video: None,
         })
+    }
+
+    /// Each request submits a video job and follows it as `polling` says.
+    pub fn with_video_polling(mut self, polling: Option<VideoPolling>) -> Self {
+        self.video = polling;
+        self
+    }
+
+    /// Each record keeps its request body and, with `responses`, the response's bytes
+    /// (`RequestRecord::raw`).
+    pub fn with_raw_capture(mut self, body: bool, responses: bool) -> Self {
+        self.keep_body = body || responses;
+        self.keep_responses = responses;
+        self
     }
 
     /// Hands each streamed event's new text and reasoning to `live` as it arrives.
@@ -379,6 +405,12 @@ impl HttpClient {
         mut until_first_token: Option<OwnedSemaphorePermit>,
     ) -> RequestRecord {
         let mut record = RequestRecord::new(phase, input, x_request_id);
+        if self.keep_body {
+            record.raw = Some(Box::new(crate::record::RawExchange {
+                body: body.clone(),
+                ..Default::default()
+            }));
+        }
         let taken = TakenAt::default();
         let mut cancel = self.cancel.subscribe();
         let generation = *cancel.borrow_and_update();
@@ -558,6 +590,11 @@ impl HttpClient {
         wire: &mut Wire,
         until_first_token: &mut Option<OwnedSemaphorePermit>,
     ) -> Option<hyper::body::Incoming> {
+        if let Some(polling) = self.video {
+            // Boxed: the job's future stays out of every other exchange's.
+            Box::pin(self.run_video(polling, clock, body, taken, record, wire)).await;
+            return None;
+        }
         let response = match self.send(clock, body, taken, record, wire).await {
             Ok(r) => r,
             Err(e) => {
@@ -576,7 +613,8 @@ impl HttpClient {
                 .map(|v| v.trim().to_ascii_lowercase())
         };
         // Media types are case-insensitive (`Text/Event-Stream; charset=UTF-8`).
-        let is_sse = header(CONTENT_TYPE)
+        let content_type = header(CONTENT_TYPE);
+        let is_sse = (content_type.as_deref())
             .is_some_and(|ct| ct.split(';').next().unwrap_or("").trim() == "text/event-stream");
         let encoding = header(CONTENT_ENCODING).filter(|e| !e.is_empty() && e != "identity");
         wire.closes = header(CONNECTION).is_some_and(|c| c.split(',').any(|t| t.trim() == "close"));
@@ -623,6 +661,9 @@ impl HttpClient {
                         let arrival = clock.now_ns();
                         wire.first_body_ns.get_or_insert(arrival);
                         if let Some(data) = frame.data_ref() {
+                            if let Some(raw) = record.raw.as_mut().filter(|_| self.keep_responses) {
+                                raw.frames.push((arrival, data.clone()));
+                            }
                             received += data.len() as u64;
                             if received > self.max_response_bytes {
                                 let e = BodyError::TooLarge(self.max_response_bytes);
@@ -700,7 +741,11 @@ impl HttpClient {
             match collect_body(&mut body, self.max_response_bytes).await {
                 Ok(bytes) => {
                     wire.ended = true;
-                    parse_whole_body(status.as_u16(), &bytes, clock.now_ns(), record, &self.shape)
+                    let now = clock.now_ns();
+                    if let Some(raw) = record.raw.as_mut().filter(|_| self.keep_responses) {
+                        raw.bodies.push((now, bytes.clone(), content_type));
+                    }
+                    parse_whole_body(status.as_u16(), &bytes, now, record, &self.shape)
                 }
                 Err(e) => record.error = Some(e.details()),
             }

@@ -83,6 +83,13 @@ pub struct Conn {
     idle_since: Instant,
 }
 
+impl Conn {
+    /// The index of the server the connection goes to.
+    pub fn server(&self) -> usize {
+        self.server
+    }
+}
+
 /// Why no connection could be had.
 #[derive(Debug, thiserror::Error)]
 #[error("client error (Connect)")]

@@ -68,6 +68,8 @@ fn accepted_flags_per_section() {
     // Sections this build takes whole.
     for whole in [
         "Accuracy",
+        "Endpoint",
+        "Tokenizer",
         "Synthesis",
         "Goodput",
         "Output Sequence Length (OSL)",

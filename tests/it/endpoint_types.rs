@@ -471,8 +471,8 @@ fn what_the_types_cannot_send_is_refused() {
             "--extra-inputs mask: image_edit fills the prompt, image, url and mask fields itself",
         ),
         (
-            &["--endpoint-type", "video_generation"][..],
-            "--endpoint-type video_generation is not supported by this build of aiperf",
+            &["--endpoint-type", "video_generation", "--osl", "5"][..],
+            "--output-tokens-mean: --endpoint-type video_generation has no output limit",
         ),
         (
             &[

@@ -396,7 +396,6 @@ fn bad_export_flag_combinations_are_refused_with_the_flag_named() {
     let mock = MockChild::spawn(&[]);
     let tmp = tempfile::tempdir().unwrap();
     for (extra, flag) in [
-        (&["--export-level", "raw"][..], "--export-level raw"),
         (
             &["--export-level", "summary", "--export-http-trace"][..],
             "--export-http-trace",

@@ -24,6 +24,7 @@ mod conversations;
 mod custom_dataset;
 mod dashboard;
 mod dataset_compat;
+mod endpoint_flags;
 mod endpoint_streams;
 mod endpoint_types;
 mod endpoints;
