@@ -4,6 +4,7 @@
 //! own dataset and client (connections close between runs, so one point's queue cannot leak
 //! into the next).
 
+mod bayes;
 mod lists;
 mod plan;
 mod search;
