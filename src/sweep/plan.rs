@@ -17,7 +17,8 @@ pub enum Layout {
     /// `profile_runs/trial_NNNN/<point>/` (repeated) or `<point>/profile_runs/trial_NNNN/`
     /// (independent).
     Points { trials: u32, order: SweepOrder },
-    /// A monotonic search: `search_iter_NNNN/profile_runs/run_NNNN/`.
+    /// A monotonic or adaptive search: `search_iter_NNNN/profile_runs/run_NNNN/`, numbered
+    /// from 0 as AIPerf's planners number their iterations.
     SearchIterations,
 }
 
@@ -43,7 +44,7 @@ impl Layout {
                 .join("profile_runs")
                 .join(format!("trial_{n:04}")),
             Layout::SearchIterations => base
-                .join(format!("search_iter_{:04}", point + 1))
+                .join(format!("search_iter_{point:04}"))
                 .join("profile_runs")
                 .join(format!("run_{n:04}")),
         }
@@ -70,7 +71,7 @@ impl Layout {
             } if trials > 1 => base.join(dir_name).join("aggregate"),
             Layout::Points { .. } => base.join("aggregate").join(dir_name),
             Layout::SearchIterations => base
-                .join(format!("search_iter_{:04}", point + 1))
+                .join(format!("search_iter_{point:04}"))
                 .join("aggregate"),
         }
     }
@@ -236,7 +237,7 @@ mod tests {
         let s = Layout::SearchIterations;
         assert_eq!(
             s.run_dir(b, 2, "c", 0),
-            Path::new("b/search_iter_0003/profile_runs/run_0001")
+            Path::new("b/search_iter_0002/profile_runs/run_0001")
         );
     }
 
