@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::adaptive::{self, Adaptive, Planner};
 use super::{ConfigError, config_error, limits};
 use crate::cli::ProfileArgs;
 use crate::cli::multirun::{
@@ -105,6 +106,8 @@ pub enum Search {
         stat: String,
         threshold: f64,
     },
+    /// Bayesian optimisation over a box (`--search-space`, the BO recipes and styles).
+    Adaptive(Box<Adaptive>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -126,6 +129,8 @@ pub struct MultiRunOptions {
     pub sweep_type: SweepType,
     pub sweep_table: bool,
     pub search: Option<Search>,
+    /// Said once before the runs (a fallback taken, a deprecated flag).
+    pub warnings: Vec<String>,
 }
 
 impl MultiRunOptions {
@@ -179,7 +184,8 @@ impl MultiRunOptions {
             limits::Zero::Allowed,
         )?;
         let convergence = convergence(a)?;
-        let search = search(a, is_sweep)?;
+        let mut warnings = Vec::new();
+        let search = search(a, is_sweep, &mut warnings)?;
         if search.is_none() {
             let sla_flags = [
                 (m.ttft_sla_ms.is_some(), "--ttft-sla-ms"),
@@ -225,6 +231,7 @@ impl MultiRunOptions {
             },
             sweep_table: !m.no_sweep_table,
             search,
+            warnings,
         })
     }
 
@@ -290,8 +297,15 @@ fn convergence(a: &ProfileArgs) -> Result<Option<Convergence>, ConfigError> {
     }))
 }
 
-fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError> {
+fn search(
+    a: &ProfileArgs,
+    is_sweep: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Search>, ConfigError> {
     let m = &a.multirun;
+    if let Some(s) = adaptive::from_flags(a, is_sweep, warnings)? {
+        return Ok(Some(Search::Adaptive(Box::new(s))));
+    }
     let Some(recipe) = m.search_recipe else {
         return Ok(None);
     };
@@ -330,6 +344,31 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
                 ));
             }
             let style = m.search_style.unwrap_or(CliStyle::Monotonic);
+            let planner = match style {
+                CliStyle::SmoothIsotonic => {
+                    return Err(config_error(
+                        "--search-style smooth_isotonic (AIPerf's default) is not supported by this build; use monotonic (the default here), grid, bo or optuna",
+                    ));
+                }
+                CliStyle::Bo => Some(Planner::Bayesian),
+                CliStyle::Optuna => Some(Planner::Optuna),
+                CliStyle::Monotonic | CliStyle::Grid => None,
+            };
+            if let Some(planner) = planner {
+                if m.concurrency_steps.is_some() {
+                    return Err(config_error(
+                        "--concurrency-steps sets the ladder of --search-style grid; drop it with bo or optuna",
+                    ));
+                }
+                let s = adaptive::recipe(a, recipe, planner, slas, (lo, hi), warnings)?;
+                return Ok(Some(Search::Adaptive(Box::new(s))));
+            }
+            adaptive::refuse_tunables(a, "this --search-style")?;
+            if m.search_style.is_none() {
+                warnings.push(
+                    "max-concurrency-under-sla: searching with the monotonic style (AIPerf's default, smooth_isotonic, is not built here; pass --search-style monotonic to silence this)".into(),
+                );
+            }
             if style == CliStyle::Monotonic && m.concurrency_steps.is_some() {
                 return Err(config_error(
                     "--concurrency-steps sets the ladder of --search-style grid; add --search-style grid or drop it",
@@ -342,7 +381,21 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
                 ladder: (style == CliStyle::Grid).then_some(steps),
             }))
         }
+        CliRecipe::MaxThroughputTtftSla | CliRecipe::MaxThroughputItlSla => {
+            if m.degradation_threshold.is_some()
+                || m.degradation_metric_tag.is_some()
+                || m.degradation_stat.is_some()
+            {
+                return Err(config_error(
+                    "--degradation-* belong to --search-recipe concurrency-ramp; drop them",
+                ));
+            }
+            let slas = adaptive::throughput_recipe_slas(a, recipe)?;
+            let s = adaptive::recipe(a, recipe, Planner::Bayesian, slas, (lo, hi), warnings)?;
+            Ok(Some(Search::Adaptive(Box::new(s))))
+        }
         CliRecipe::ConcurrencyRamp => {
+            adaptive::refuse_tunables(a, "--search-recipe concurrency-ramp")?;
             if let Some(flag) = [
                 (m.ttft_sla_ms.is_some(), "--ttft-sla-ms"),
                 (m.itl_sla_ms.is_some(), "--itl-sla-ms"),
@@ -454,7 +507,7 @@ fn slas(a: &ProfileArgs) -> Result<Vec<Sla>, ConfigError> {
 }
 
 /// `metric:stat:op:threshold`, e.g. `time_to_first_token:p99:lt:2000`.
-fn parse_search_sla(spec: &str) -> Result<Sla, ConfigError> {
+pub(super) fn parse_search_sla(spec: &str) -> Result<Sla, ConfigError> {
     let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
     let usage = || {
         config_error(format!(

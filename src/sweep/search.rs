@@ -83,6 +83,7 @@ impl SearchState {
             } => log_ladder(*lo, *hi, *steps),
             Search::ConcurrencyRamp { lo, hi, steps, .. } => log_ladder(*lo, *hi, *steps),
             Search::MaxConcurrencyUnderSla { .. } => Vec::new(),
+            Search::Adaptive(_) => unreachable!("the adaptive search has its own state"),
         };
         SearchState {
             search,
@@ -131,6 +132,7 @@ impl SearchState {
                     values: value.map(|v| (key, v)).into_iter().collect(),
                 }
             }
+            Search::Adaptive(_) => unreachable!("the adaptive search has its own state"),
         };
         self.tried.push(tried);
         self.tried.last().expect("just pushed")
@@ -266,6 +268,7 @@ impl SearchState {
                     "points": points,
                 }),
             ),
+            Search::Adaptive(_) => unreachable!("the adaptive search has its own state"),
         }
     }
 
@@ -298,6 +301,7 @@ impl SearchState {
                 ),
                 None => "No degradation knee on the ladder tried".to_string(),
             },
+            Search::Adaptive(_) => unreachable!("the adaptive search has its own state"),
         }
     }
 }

@@ -52,6 +52,7 @@ mod prompt_corpus;
 mod prompt_shaping;
 mod public_datasets;
 mod report_html;
+mod search_bo;
 mod secrets;
 mod server_metrics;
 mod sharding;
