@@ -676,4 +676,87 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("metric:stat:op:threshold"), "{e}");
     }
+
+    #[test]
+    fn bayesian_styles_and_recipes() {
+        let base = [
+            "--search-recipe",
+            "max-concurrency-under-sla",
+            "--e2e-sla-ms",
+            "500",
+            "--concurrency-max",
+            "64",
+        ];
+        let with = |extra: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            opts(&v, false)
+        };
+        for (style, planner) in [("bo", Planner::Bayesian), ("optuna", Planner::Optuna)] {
+            let o = with(&["--search-style", style, "--search-max-iterations", "12"]).unwrap();
+            let Some(Search::Adaptive(s)) = o.search else {
+                panic!("{style}")
+            };
+            assert_eq!(
+                (s.planner, s.max_iterations, s.initial_points),
+                (planner, 12, 5)
+            );
+            assert_eq!(
+                (s.dims[0].lo, s.dims[0].hi, s.dims[0].log),
+                (1.0, 64.0, true)
+            );
+            assert_eq!(s.slas[0].metric, "request_latency");
+            assert_eq!(s.recipe, Some("max-concurrency-under-sla"));
+            assert!(o.warnings[0].contains("TPE"), "{:?}", o.warnings);
+        }
+        let o = with(&[]).unwrap();
+        assert!(matches!(
+            o.search,
+            Some(Search::MaxConcurrencyUnderSla { .. })
+        ));
+        assert!(
+            o.warnings[0].contains("smooth_isotonic"),
+            "{:?}",
+            o.warnings
+        );
+        let e = with(&["--search-style", "smooth_isotonic"]).unwrap_err();
+        assert!(e.to_string().contains("not supported by this build"), "{e}");
+        let e = with(&["--search-style", "grid", "--search-random-seed", "3"]).unwrap_err();
+        assert!(e.to_string().contains("--search-random-seed"), "{e}");
+        let o = opts(
+            &[
+                "--search-recipe",
+                "max-throughput-itl-sla",
+                "--streaming",
+                "--tpot-sla-ms",
+                "40",
+                "--search-sla",
+                "request_error_rate:avg:lt:1",
+            ],
+            false,
+        )
+        .unwrap();
+        let Some(Search::Adaptive(s)) = o.search else {
+            panic!()
+        };
+        assert_eq!((s.dims[0].hi, s.max_iterations), (1000.0, 30));
+        assert_eq!(
+            (s.slas[0].metric.as_str(), s.slas[0].threshold, s.slas.len()),
+            ("inter_token_latency", 40.0, 2)
+        );
+        let e = opts(
+            &[
+                "--search-recipe",
+                "max-throughput-ttft-sla",
+                "--streaming",
+                "--ttft-sla-ms",
+                "200",
+                "--e2e-sla-ms",
+                "900",
+            ],
+            false,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("--search-sla"), "{e}");
+    }
 }
