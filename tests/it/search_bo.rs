@@ -125,8 +125,8 @@ fn the_ttft_recipe_finds_the_throughput_peak_under_the_sla() {
     );
 }
 
-/// `--search-space` with the Gaussian process: minimise TTFT p95 over concurrency; the
-/// lowest is at the unqueued concurrencies (1-4).
+/// `--search-space` with the Gaussian process: minimise TTFT p95 (pooled over the
+/// per-request records) over concurrency; the lowest is at the unqueued concurrencies (1-4).
 #[test]
 fn a_search_space_with_the_gp_sampler_minimises_a_latency() {
     let mock = four_slot_mock();
@@ -156,6 +156,8 @@ fn a_search_space_with_the_gp_sampler_minimises_a_latency() {
             "1",
             "--bo-constraint-mode",
             "penalty",
+            "--search-percentile-pooling",
+            "pooled",
         ],
     );
     let h = read_json(&base.join("search_history.json"));
@@ -171,6 +173,14 @@ fn a_search_space_with_the_gp_sampler_minimises_a_latency() {
     );
     // No SLA: every point is feasible.
     assert_eq!(best["feasible_count"], 6);
+    // With one run per point the pooled p95 is the run's own p95 (from its records).
+    let idx = best["iteration_idx"].as_u64().unwrap();
+    let run = read_json(&base.join(format!(
+        "search_iter_{idx:04}/profile_runs/run_0001/profile_export_aiperf.json"
+    )));
+    let p95 = run["time_to_first_token"]["p95"].as_f64().unwrap();
+    let pooled = best["objective_values"][0].as_f64().unwrap();
+    assert!((pooled - p95).abs() <= 1e-6 * p95, "{pooled} vs {p95}");
     let err = stderr_text(&out);
     assert!(
         err.contains("--bo-constraint-mode penalty is deprecated and ignored"),
