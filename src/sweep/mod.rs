@@ -84,7 +84,7 @@ fn check_dirs(
     for (p, t) in plan::order(points.len(), runs, order) {
         let name = points[p].variation.dir_name();
         dirs.push(layout.run_dir(base, p, &name, t));
-        dirs.push(layout.point_aggregate_dir(base, p, &name));
+        dirs.push(layout.point_aggregate_dir(base, &name));
     }
     dirs.extend(
         layout
@@ -183,8 +183,8 @@ impl Sweep {
             s => (s.map(SearchState::new), None),
         };
         let layout = match &search {
-            _ if adaptive.is_some() => Layout::SearchIterations,
-            Some(s) if s.is_monotonic() => Layout::SearchIterations,
+            _ if adaptive.is_some() => Layout::SearchIterations { trials: opts.runs },
+            Some(s) if s.is_monotonic() => Layout::SearchIterations { trials: opts.runs },
             Some(_) => Layout::Points {
                 trials: opts.runs,
                 order: opts.order,
@@ -569,7 +569,7 @@ impl Sweep {
                 .collect();
             let (name, body) = s.result_file(&dirs);
             let dir = match self.layout {
-                Layout::SearchIterations => self.base.clone(),
+                Layout::SearchIterations { .. } => self.base.clone(),
                 _ => self
                     .layout
                     .sweep_aggregate_dir(&self.base)
@@ -633,7 +633,7 @@ impl Sweep {
             anyhow::anyhow!("cannot write the aggregate in {}: {e}", dir.display())
         };
         let sweeping = self.layout != Layout::Repeats;
-        for (i, p) in self.points.iter().enumerate() {
+        for p in &self.points {
             if p.successes().is_empty() {
                 if sweeping {
                     warn!(
@@ -656,7 +656,7 @@ impl Sweep {
             };
             let dir = self
                 .layout
-                .point_aggregate_dir(&self.base, i, &p.variation.dir_name());
+                .point_aggregate_dir(&self.base, &p.variation.dir_name());
             aggregate::write_confidence_aggregate(&dir, &agg).map_err(|e| io(&dir, e))?;
             if !sweeping {
                 printed.push(aggregate::confidence_console(&agg));

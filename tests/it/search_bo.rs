@@ -117,6 +117,11 @@ fn the_ttft_recipe_finds_the_throughput_peak_under_the_sla() {
         "{}",
         stderr_text(&out)
     );
+    // Per point a confidence aggregate named by its values, as AIPerf's adaptive layout.
+    assert!(
+        base.join("aggregate/concurrency_4/profile_export_aiperf_aggregate.json")
+            .exists()
+    );
     // The sweep aggregate holds every point measured.
     let sweep = read_json(&base.join("sweep_aggregate/profile_export_aiperf_sweep.json"));
     assert_eq!(
