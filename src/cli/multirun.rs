@@ -103,7 +103,8 @@ pub enum SearchPlanner {
     Bayesian,
     /// Pick the sampler with --optuna-sampler.
     Optuna,
-    /// Double, then bisect (one whole-number dimension, needs --search-sla).
+    /// AIPerf's 1-D bisecting planner; refused with --search-space here (use
+    /// --search-recipe max-concurrency-under-sla --search-style monotonic).
     #[value(name = "monotonic_sla", alias = "monotonic-sla")]
     MonotonicSla,
     /// AIPerf's isotonic-regression boundary search; not built here (refused).
@@ -307,7 +308,7 @@ pub struct MultiRunArgs {
     #[arg(long, help_heading = "Multi-Run")]
     pub search_random_seed: Option<u64>,
 
-    /// The adaptive search's planner: `bayesian` (default), `optuna` or `monotonic_sla`.
+    /// The adaptive search's planner: `bayesian` (default) or `optuna`.
     #[arg(long, value_enum, help_heading = "Multi-Run")]
     pub search_planner: Option<SearchPlanner>,
 
