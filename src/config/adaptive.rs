@@ -295,10 +295,8 @@ fn planner(a: &ProfileArgs, warnings: &mut Vec<String>) -> Result<(Planner, Samp
             ));
         }
     };
-    let optuna_only = [
-        ("optuna_sampler", "--optuna-sampler"),
-        ("optuna_terminator", "--optuna-terminator"),
-    ];
+    // (--optuna-terminator none is a no-op with either planner; the others are refused.)
+    let optuna_only = [("optuna_sampler", "--optuna-sampler")];
     if planner == Planner::Bayesian
         && let Some(flag) = first_typed(a, &optuna_only)
     {
