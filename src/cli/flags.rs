@@ -659,6 +659,26 @@ pub const FLAGS: &[Flag] = &[
     row("parameter_sweep_mode", "^sweep.iteration_order", Text),
     row("sweep_type", "^sweep.type", Text),
     row("no_sweep_table", "^no_sweep_table", Switch),
+    // The adaptive search: AIPerf's `sweep:` block of type adaptive_search. The search
+    // space, objective and tiers are lists of mappings there, not one value per key.
+    cli_only("search_space", List),
+    cli_only("search_metric", Text),
+    cli_only("search_stat", Text),
+    cli_only("search_direction", Text),
+    row("search_max_iterations", "^sweep.max_iterations", Int),
+    row("search_initial_points", "^sweep.n_initial_points", Int),
+    row("search_random_seed", "^sweep.random_seed", Int),
+    row("search_planner", "^sweep.planner", Text),
+    row("optuna_sampler", "^sweep.optuna_sampler", Text),
+    row("optuna_acquisition", "^sweep.optuna_acquisition", Text),
+    row("optuna_terminator", "^sweep.optuna_terminator", Text),
+    row(
+        "search_percentile_pooling",
+        "^sweep.objective_pooling",
+        Text,
+    ),
+    row("bo_constraint_mode", "^sweep.constraint_mode", Text),
+    cli_only("search_sla_tier", List),
     row("search_recipe", "^sweep.recipe_name", Text),
     row("search_sla", "^sweep.sla_filters", List),
     // AIPerf hands these to the recipe; they are not config keys.

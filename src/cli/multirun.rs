@@ -66,6 +66,11 @@ pub enum SearchRecipe {
     /// The concurrency with the most goodput while --slo-attainment-fraction of requests
     /// meet --ttft-sla-ms, --tpot-sla-ms and --e2e-sla-ms together. Needs --streaming.
     MaxGoodputUnderSlo,
+    /// Bayesian optimisation of output token throughput over concurrency (1-1000, or
+    /// --concurrency-min/--concurrency-max) with TTFT p95 under --ttft-sla-ms.
+    MaxThroughputTtftSla,
+    /// The same with inter-token latency p95 under --itl-sla-ms (or --tpot-sla-ms).
+    MaxThroughputItlSla,
 }
 
 /// `--search-style` values this build runs.
@@ -76,6 +81,98 @@ pub enum SearchStyle {
     Monotonic,
     /// A log-spaced ladder of --concurrency-steps points, stopped at the first breach.
     Grid,
+    /// Bayesian optimisation of output token throughput among the concurrencies that meet
+    /// the SLAs (the bayesian planner).
+    Bo,
+    /// The same through the optuna planner.
+    Optuna,
+    /// AIPerf's isotonic-regression boundary search; not built here (refused).
+    #[value(name = "smooth_isotonic", alias = "smooth-isotonic")]
+    SmoothIsotonic,
+}
+
+/// `--search-stat` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchStat {
+    Avg,
+    P50,
+    P90,
+    P95,
+    P99,
+}
+
+/// `--search-direction` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchDirection {
+    Maximize,
+    Minimize,
+}
+
+/// `--search-planner` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchPlanner {
+    /// AIPerf's curated preset: BoTorch when installed, else TPE (here: always TPE, with a
+    /// warning, as this build has no PyTorch).
+    Bayesian,
+    /// Pick the sampler with --optuna-sampler.
+    Optuna,
+    /// AIPerf's 1-D bisecting planner; refused with --search-space here (use
+    /// --search-recipe max-concurrency-under-sla --search-style monotonic).
+    #[value(name = "monotonic_sla", alias = "monotonic-sla")]
+    MonotonicSla,
+    /// AIPerf's isotonic-regression boundary search; not built here (refused).
+    #[value(name = "smooth_isotonic", alias = "smooth-isotonic")]
+    SmoothIsotonic,
+}
+
+/// `--optuna-sampler` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OptunaSampler {
+    /// Gaussian process (Matérn 5/2) with expected improvement and constraint feasibility.
+    Gp,
+    /// Tree-structured Parzen estimator.
+    Tpe,
+    /// BoTorch (needs PyTorch; refused by this build).
+    Botorch,
+}
+
+/// `--optuna-acquisition` values (BoTorch's; refused by this build).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OptunaAcquisition {
+    Logei,
+    Qlogei,
+    Qnei,
+    Qlognei,
+    Qehvi,
+    Qnehvi,
+    Qlognehvi,
+}
+
+/// `--optuna-terminator` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OptunaTerminator {
+    /// Optuna's regret-bound stopping rule (refused by this build).
+    Regret,
+    /// Optuna's EMMR stopping rule (refused by this build).
+    Emmr,
+    /// Stop on --search-max-iterations, no improvement in 10 points or a plateau.
+    None,
+}
+
+/// `--search-percentile-pooling` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PercentilePooling {
+    /// The mean of each run's percentile.
+    Mean,
+    /// The percentile of every run's per-request values together.
+    Pooled,
+}
+
+/// `--bo-constraint-mode` values (deprecated and ignored, as in AIPerf).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BoConstraintMode {
+    Penalty,
+    Eic,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -193,13 +290,77 @@ pub struct MultiRunArgs {
     #[arg(long, help_heading = "Multi-Run")]
     pub no_sweep_table: bool,
 
+    /// Adaptive search over `path:lo,hi[:kind]` (kind `int` or `real`), e.g.
+    /// `phases.profiling.concurrency:1,64:int` or `concurrency:1,64:int`; repeatable, one
+    /// per dimension. Needs --search-metric, --search-direction and --search-max-iterations.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub search_space: Vec<String>,
+
+    /// The metric the adaptive search optimises, e.g. `output_token_throughput`.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub search_metric: Option<String>,
+
+    /// The statistic of --search-metric (default avg).
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub search_stat: Option<SearchStat>,
+
+    /// Whether --search-metric is maximised or minimised.
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub search_direction: Option<SearchDirection>,
+
+    /// Most points the adaptive search measures (2-200), each --num-profile-runs times.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=200), help_heading = "Multi-Run")]
+    pub search_max_iterations: Option<u32>,
+
+    /// Quasi-random (Halton) points before the model picks them (default 5); below
+    /// --search-max-iterations.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Multi-Run")]
+    pub search_initial_points: Option<u32>,
+
+    /// Seed of the search's own choices, for a reproducible trajectory (default: random).
+    #[arg(long, help_heading = "Multi-Run")]
+    pub search_random_seed: Option<u64>,
+
+    /// The adaptive search's planner: `bayesian` (default) or `optuna`.
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub search_planner: Option<SearchPlanner>,
+
+    /// The sampler of --search-planner optuna: `gp` or `tpe` (`botorch` needs PyTorch,
+    /// which this build lacks).
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub optuna_sampler: Option<OptunaSampler>,
+
+    /// BoTorch's acquisition function; refused, as this build has no BoTorch.
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub optuna_acquisition: Option<OptunaAcquisition>,
+
+    /// Stopping rule of --search-planner optuna: only `none` (regret and emmr are refused).
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub optuna_terminator: Option<OptunaTerminator>,
+
+    /// With a percentile --search-stat and several runs per point: `mean` of the runs'
+    /// percentiles (default) or the percentile of their `pooled` per-request values.
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub search_percentile_pooling: Option<PercentilePooling>,
+
+    /// Deprecated in AIPerf and ignored (a warning says so): SLAs are constraints of the
+    /// model either way.
+    #[arg(long, value_enum, help_heading = "Multi-Run")]
+    pub bo_constraint_mode: Option<BoConstraintMode>,
+
+    /// Multi-tier SLO search; refused, as this build has no multi-tier planner.
+    #[arg(long, help_heading = "Multi-Run")]
+    pub search_sla_tier: Vec<String>,
+
     /// Run a named recipe: `max-concurrency-under-sla`, `concurrency-ramp`,
-    /// `prefill-ttft-curve`, `decode-itl-curve`, `pareto-sweep` or `max-goodput-under-slo`.
+    /// `prefill-ttft-curve`, `decode-itl-curve`, `pareto-sweep`, `max-goodput-under-slo`,
+    /// `max-throughput-ttft-sla` or `max-throughput-itl-sla`.
     #[arg(long, value_enum, help_heading = "Multi-Run")]
     pub search_recipe: Option<SearchRecipe>,
 
-    /// How max-concurrency-under-sla searches: `monotonic` (double, then bisect; default)
-    /// or `grid` (a log-spaced ladder).
+    /// How max-concurrency-under-sla searches: `monotonic` (double, then bisect; default
+    /// here), `grid` (a log-spaced ladder), `bo` or `optuna` (Bayesian optimisation of
+    /// throughput under the SLAs). AIPerf's default `smooth_isotonic` is not built.
     #[arg(long, value_enum, help_heading = "Multi-Run")]
     pub search_style: Option<SearchStyle>,
 

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::adaptive::{self, Adaptive, Planner};
 use super::{ConfigError, config_error, limits, recipes};
 use crate::cli::ProfileArgs;
 use crate::cli::multirun::{
@@ -116,6 +117,8 @@ pub enum Search {
         lo: u64,
         hi: u64,
     },
+    /// Bayesian optimisation over a box (`--search-space`, the BO recipes and styles).
+    Adaptive(Box<Adaptive>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -141,6 +144,8 @@ pub struct MultiRunOptions {
     pub grid: Option<GridRecipe>,
     /// `--variant` scenarios (none, or two or more).
     pub variants: Vec<Variant>,
+    /// Said once before the runs (a fallback taken, a deprecated flag).
+    pub warnings: Vec<String>,
 }
 
 impl MultiRunOptions {
@@ -207,7 +212,8 @@ impl MultiRunOptions {
         if let Some(e) = grid.as_ref().and_then(|g| recipes::unused_by_grid(a, g)) {
             return Err(e);
         }
-        let search = search(a, is_sweep)?;
+        let mut warnings = Vec::new();
+        let search = search(a, is_sweep, &mut warnings)?;
         if search.is_none() && grid.is_none() {
             let sla_flags = [
                 (m.ttft_sla_ms.is_some(), "--ttft-sla-ms"),
@@ -255,6 +261,7 @@ impl MultiRunOptions {
             search,
             grid,
             variants,
+            warnings,
         })
     }
 
@@ -320,8 +327,15 @@ fn convergence(a: &ProfileArgs) -> Result<Option<Convergence>, ConfigError> {
     }))
 }
 
-fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError> {
+fn search(
+    a: &ProfileArgs,
+    is_sweep: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Search>, ConfigError> {
     let m = &a.multirun;
+    if let Some(s) = adaptive::from_flags(a, is_sweep, warnings)? {
+        return Ok(Some(Search::Adaptive(Box::new(s))));
+    }
     let Some(recipe) = m.search_recipe else {
         return Ok(None);
     };
@@ -363,6 +377,31 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
                 ));
             }
             let style = m.search_style.unwrap_or(CliStyle::Monotonic);
+            let planner = match style {
+                CliStyle::SmoothIsotonic => {
+                    return Err(config_error(
+                        "--search-style smooth_isotonic (AIPerf's default) is not supported by this build; use monotonic (the default here), grid, bo or optuna",
+                    ));
+                }
+                CliStyle::Bo => Some(Planner::Bayesian),
+                CliStyle::Optuna => Some(Planner::Optuna),
+                CliStyle::Monotonic | CliStyle::Grid => None,
+            };
+            if let Some(planner) = planner {
+                if m.concurrency_steps.is_some() {
+                    return Err(config_error(
+                        "--concurrency-steps sets the ladder of --search-style grid; drop it with bo or optuna",
+                    ));
+                }
+                let s = adaptive::recipe(a, recipe, planner, slas, (lo, hi), warnings)?;
+                return Ok(Some(Search::Adaptive(Box::new(s))));
+            }
+            adaptive::refuse_tunables(a, "this --search-style")?;
+            if m.search_style.is_none() {
+                warnings.push(
+                    "max-concurrency-under-sla: searching with the monotonic style (AIPerf's default, smooth_isotonic, is not built here; pass --search-style monotonic to silence this)".into(),
+                );
+            }
             if style == CliStyle::Monotonic && m.concurrency_steps.is_some() {
                 return Err(config_error(
                     "--concurrency-steps sets the ladder of --search-style grid; add --search-style grid or drop it",
@@ -380,7 +419,21 @@ fn search(a: &ProfileArgs, is_sweep: bool) -> Result<Option<Search>, ConfigError
         CliRecipe::PrefillTtftCurve | CliRecipe::DecodeItlCurve | CliRecipe::ParetoSweep => {
             Ok(None)
         }
+        CliRecipe::MaxThroughputTtftSla | CliRecipe::MaxThroughputItlSla => {
+            if m.degradation_threshold.is_some()
+                || m.degradation_metric_tag.is_some()
+                || m.degradation_stat.is_some()
+            {
+                return Err(config_error(
+                    "--degradation-* belong to --search-recipe concurrency-ramp; drop them",
+                ));
+            }
+            let slas = adaptive::throughput_recipe_slas(a, recipe)?;
+            let s = adaptive::recipe(a, recipe, Planner::Bayesian, slas, (lo, hi), warnings)?;
+            Ok(Some(Search::Adaptive(Box::new(s))))
+        }
         CliRecipe::ConcurrencyRamp => {
+            adaptive::refuse_tunables(a, "--search-recipe concurrency-ramp")?;
             if let Some(flag) = [
                 (m.ttft_sla_ms.is_some(), "--ttft-sla-ms"),
                 (m.itl_sla_ms.is_some(), "--itl-sla-ms"),
@@ -660,5 +713,88 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("metric:stat:op:threshold"), "{e}");
+    }
+
+    #[test]
+    fn bayesian_styles_and_recipes() {
+        let base = [
+            "--search-recipe",
+            "max-concurrency-under-sla",
+            "--e2e-sla-ms",
+            "500",
+            "--concurrency-max",
+            "64",
+        ];
+        let with = |extra: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            opts(&v, false)
+        };
+        for (style, planner) in [("bo", Planner::Bayesian), ("optuna", Planner::Optuna)] {
+            let o = with(&["--search-style", style, "--search-max-iterations", "12"]).unwrap();
+            let Some(Search::Adaptive(s)) = o.search else {
+                panic!("{style}")
+            };
+            assert_eq!(
+                (s.planner, s.max_iterations, s.initial_points),
+                (planner, 12, 5)
+            );
+            assert_eq!(
+                (s.dims[0].lo, s.dims[0].hi, s.dims[0].log),
+                (1.0, 64.0, true)
+            );
+            assert_eq!(s.slas[0].metric, "request_latency");
+            assert_eq!(s.recipe, Some("max-concurrency-under-sla"));
+            assert!(o.warnings[0].contains("TPE"), "{:?}", o.warnings);
+        }
+        let o = with(&[]).unwrap();
+        assert!(matches!(
+            o.search,
+            Some(Search::MaxConcurrencyUnderSla { .. })
+        ));
+        assert!(
+            o.warnings[0].contains("smooth_isotonic"),
+            "{:?}",
+            o.warnings
+        );
+        let e = with(&["--search-style", "smooth_isotonic"]).unwrap_err();
+        assert!(e.to_string().contains("not supported by this build"), "{e}");
+        let e = with(&["--search-style", "grid", "--search-random-seed", "3"]).unwrap_err();
+        assert!(e.to_string().contains("--search-random-seed"), "{e}");
+        let o = opts(
+            &[
+                "--search-recipe",
+                "max-throughput-itl-sla",
+                "--streaming",
+                "--tpot-sla-ms",
+                "40",
+                "--search-sla",
+                "request_error_rate:avg:lt:1",
+            ],
+            false,
+        )
+        .unwrap();
+        let Some(Search::Adaptive(s)) = o.search else {
+            panic!()
+        };
+        assert_eq!((s.dims[0].hi, s.max_iterations), (1000.0, 30));
+        assert_eq!(
+            (s.slas[0].metric.as_str(), s.slas[0].threshold, s.slas.len()),
+            ("inter_token_latency", 40.0, 2)
+        );
+        let e = opts(
+            &[
+                "--search-recipe",
+                "max-throughput-ttft-sla",
+                "--streaming",
+                "--ttft-sla-ms",
+                "200",
+                "--e2e-sla-ms",
+                "900",
+            ],
+            false,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("--search-sla"), "{e}");
     }
 }

@@ -57,7 +57,9 @@ pub fn is_grid(recipe: CliRecipe) -> bool {
         CliRecipe::PrefillTtftCurve | CliRecipe::DecodeItlCurve | CliRecipe::ParetoSweep => true,
         CliRecipe::MaxConcurrencyUnderSla
         | CliRecipe::ConcurrencyRamp
-        | CliRecipe::MaxGoodputUnderSlo => false,
+        | CliRecipe::MaxGoodputUnderSlo
+        | CliRecipe::MaxThroughputTtftSla
+        | CliRecipe::MaxThroughputItlSla => false,
     }
 }
 
@@ -70,6 +72,8 @@ pub fn cli_name(recipe: CliRecipe) -> &'static str {
         CliRecipe::DecodeItlCurve => "decode-itl-curve",
         CliRecipe::ParetoSweep => "pareto-sweep",
         CliRecipe::MaxGoodputUnderSlo => "max-goodput-under-slo",
+        CliRecipe::MaxThroughputTtftSla => "max-throughput-ttft-sla",
+        CliRecipe::MaxThroughputItlSla => "max-throughput-itl-sla",
     }
 }
 

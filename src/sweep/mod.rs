@@ -4,7 +4,9 @@
 //! own dataset and client (connections close between runs, so one point's queue cannot leak
 //! into the next).
 
+mod adaptive;
 mod argv;
+mod bayes;
 mod lists;
 mod plan;
 mod post;
@@ -20,16 +22,17 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
+use self::adaptive::AdaptiveState;
 use self::lists::Variation;
 use self::plan::Layout;
 use self::search::SearchState;
 use crate::cli::{Cli, Command, ProfileArgs};
 use crate::config::ConfigError;
-use crate::config::multirun::{ConvergenceMode, MultiRunOptions, SweepOrder};
+use crate::config::multirun::{ConvergenceMode, MultiRunOptions, Search, SweepOrder};
 use crate::export::aggregate::{
     self, ConfidenceAggregate, RunMetrics, RunOutcome, SweepAggregate, SweepCell, VariationMeta,
 };
-use crate::export::sweep_files::{RUN_CONFIG_FILE, write_json_file};
+use crate::export::sweep_files::{RUN_CONFIG_FILE, SEARCH_HISTORY_FILE, write_json_file};
 use crate::metrics::confidence;
 use crate::profile::{self, Outcome, ProfileError, Reuse};
 
@@ -88,7 +91,7 @@ fn check_dirs(
     for (p, t) in plan::order(points.len(), runs, order) {
         let name = points[p].variation.dir_name();
         dirs.push(layout.run_dir(base, p, &name, t));
-        dirs.push(layout.point_aggregate_dir(base, p, &name));
+        dirs.push(layout.point_aggregate_dir(base, &name));
     }
     dirs.extend(
         layout
@@ -140,6 +143,8 @@ struct Sweep {
     layout: Layout,
     points: Vec<Point>,
     search: Option<SearchState>,
+    /// The adaptive search (`--search-space`, the BO recipes and styles).
+    adaptive: Option<AdaptiveState>,
     base_seed: Option<u64>,
     reuse: Reuse,
     /// The last run: (point, trial0), for the pause before the next.
@@ -182,9 +187,16 @@ impl Sweep {
             });
         }
         let files = profile::run_files(&points[0].args)?;
-        let search = opts.search.clone().map(SearchState::new);
+        let (search, adaptive) = match opts.search.clone() {
+            Some(Search::Adaptive(a)) => {
+                check_search_bounds(&lists.first, &a.dims)?;
+                (None, Some(AdaptiveState::new(*a)))
+            }
+            s => (s.map(SearchState::new), None),
+        };
         let layout = match &search {
-            Some(s) if s.is_monotonic() => Layout::SearchIterations,
+            _ if adaptive.is_some() => Layout::SearchIterations { trials: opts.runs },
+            Some(s) if s.is_monotonic() => Layout::SearchIterations { trials: opts.runs },
             Some(_) => Layout::Points {
                 trials: opts.runs,
                 order: opts.order,
@@ -197,7 +209,7 @@ impl Sweep {
             }
             None => Layout::Repeats,
         };
-        if search.is_some() {
+        if search.is_some() || adaptive.is_some() {
             // The search creates its points as it goes.
             points.clear();
         }
@@ -210,6 +222,7 @@ impl Sweep {
             layout,
             points,
             search,
+            adaptive,
             reuse: Reuse::default(),
             last: None,
             stopped: None,
@@ -223,7 +236,7 @@ impl Sweep {
 
     fn run_all(&mut self, ran: &mut Ran) -> Result<(), ProfileError> {
         let total = self.points.len() as u32 * self.opts.runs;
-        if self.search.is_none() {
+        if self.search.is_none() && self.adaptive.is_none() {
             info!(
                 "Sweep: {} point(s) x {} run(s) = {total} runs, written under {}",
                 self.points.len(),
@@ -246,11 +259,15 @@ impl Sweep {
             return Ok(());
         }
         while self.stopped.is_none() {
-            let Some(c) = self.search.as_ref().and_then(SearchState::next) else {
+            let Some(proposal) = self.propose() else {
                 break;
             };
             let mut argv = self.first_argv.clone();
-            argv.extend(["--concurrency".to_string(), c.to_string()]);
+            for (_, value, flag) in &proposal {
+                argv.extend([flag.clone(), lists::python_str(value)]);
+            }
+            // What the search sets on every point besides what it varies (the goodput
+            // search's objectives).
             argv.extend(
                 self.search
                     .as_ref()
@@ -260,7 +277,7 @@ impl Sweep {
             let index = self.points.len();
             let variation = Variation {
                 index,
-                values: vec![("phases.profiling.concurrency", Value::from(c))],
+                values: proposal.into_iter().map(|(p, v, _)| (p, v)).collect(),
                 argv,
                 name: None,
                 dir_by_name: false,
@@ -273,7 +290,10 @@ impl Sweep {
                 samples: Vec::new(),
                 converged: false,
             });
-            info!("Search: trying concurrency {c}");
+            info!(
+                "Search: trying {}",
+                variation_text(&self.points[index].variation)
+            );
             for t in 0..self.opts.runs {
                 if self.stopped.is_some() || self.points[index].converged {
                     break;
@@ -284,6 +304,15 @@ impl Sweep {
             if self.stopped.is_some() {
                 break;
             }
+            if self.adaptive.is_some() {
+                self.tell_adaptive(index)?;
+                self.print_live_table();
+                continue;
+            }
+            let c = self.points[index].variation.values[0]
+                .1
+                .as_u64()
+                .expect("a concurrency");
             let search = self.search.as_mut().expect("searching");
             let tried = search.record(c, &self.points[index].successes());
             match &tried.breach {
@@ -293,6 +322,51 @@ impl Sweep {
             self.print_live_table();
         }
         Ok(())
+    }
+
+    /// The next point of a search: per dimension (path, value, flag); `None` when done.
+    fn propose(&mut self) -> Option<Vec<(&'static str, Value, String)>> {
+        if let Some(a) = self.adaptive.as_mut() {
+            return a.ask();
+        }
+        let c = self.search.as_ref().and_then(SearchState::next)?;
+        Some(vec![(
+            "phases.profiling.concurrency",
+            Value::from(c),
+            "--concurrency".to_string(),
+        )])
+    }
+
+    /// Hands point `index`'s runs to the adaptive search and rewrites `search_history.json`
+    /// (after every point, as AIPerf, so a cut-short search keeps its trajectory).
+    fn tell_adaptive(&mut self, index: usize) -> Result<(), ProfileError> {
+        let point = &self.points[index];
+        let a = self.adaptive.as_mut().expect("an adaptive search");
+        let metric = format!("{} {}", a.cfg.metric, a.cfg.stat);
+        let it = a.tell(
+            point.variation.values.clone(),
+            &point.successes(),
+            &point.samples,
+        );
+        let text = variation_text(&point.variation);
+        let objective = it
+            .objective
+            .map_or("not measured".to_string(), |v| format!("{v:.2}"));
+        match it.feasible {
+            true => info!("Search: {text}: {metric} {objective}, meets every SLA"),
+            false => info!("Search: {text}: {metric} {objective}, infeasible"),
+        }
+        self.write_history(None)
+    }
+
+    fn write_history(&self, reason: Option<&str>) -> Result<(), ProfileError> {
+        let Some(a) = &self.adaptive else {
+            return Ok(());
+        };
+        write_json_file(&self.base, SEARCH_HISTORY_FILE, &a.history_json(reason)).map_err(|e| {
+            let path = self.base.join(SEARCH_HISTORY_FILE);
+            ProfileError::from(anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        })
     }
 
     /// Runs trial `trial0` of point `p`, after the pause the plan asks for.
@@ -320,6 +394,9 @@ impl Sweep {
         if trial0 > 0 && !self.opts.warmup_after_first {
             drop_warmup(&mut args);
         }
+        // Logging starts with a run: the search's own warnings go out with the first run's.
+        args.config_overridden
+            .extend(std::mem::take(&mut self.opts.warnings));
         let files = profile::run_files(&args)?;
         let run_config = json!({
             "label": label,
@@ -366,9 +443,16 @@ impl Sweep {
         if let Err(why) = &result {
             warn!("Run {label} failed: {why}");
         }
-        let samples = match (&result, &self.opts.convergence, &files.records_jsonl) {
-            (Ok(_), Some(c), Some(jsonl)) if c.mode == ConvergenceMode::Distribution => {
-                aggregate::read_record_values(jsonl, &c.metric).unwrap_or_default()
+        // Per-request values kept for the distribution convergence test or a pooled
+        // percentile objective.
+        let sample_metric = match (&self.opts.convergence, &self.adaptive) {
+            (Some(c), _) if c.mode == ConvergenceMode::Distribution => Some(c.metric.as_str()),
+            (_, Some(a)) => a.pooled_metric(),
+            _ => None,
+        };
+        let samples = match (&result, sample_metric, &files.records_jsonl) {
+            (Ok(_), Some(metric), Some(jsonl)) => {
+                aggregate::read_record_values(jsonl, metric).unwrap_or_default()
             }
             _ => Vec::new(),
         };
@@ -509,7 +593,7 @@ impl Sweep {
                 .collect();
             let (name, body) = s.result_file(&dirs);
             let dir = match self.layout {
-                Layout::SearchIterations => self.base.clone(),
+                Layout::SearchIterations { .. } => self.base.clone(),
                 _ => self
                     .layout
                     .sweep_aggregate_dir(&self.base)
@@ -519,6 +603,22 @@ impl Sweep {
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", dir.join(name).display()))?;
             println!("{}", s.verdict());
             println!("Search results: {}", dir.join(name).display());
+        }
+        if let Some(a) = &self.adaptive {
+            let reason = match self.stopped {
+                Some(_) => "cancelled",
+                None => a.convergence_reason.unwrap_or("unknown"),
+            };
+            info!(
+                "Adaptive search ended after {} points (reason={reason})",
+                a.iterations.len()
+            );
+            self.write_history(Some(reason))?;
+            println!("{}", a.verdict());
+            println!(
+                "Search results: {}",
+                self.base.join(SEARCH_HISTORY_FILE).display()
+            );
         }
         if let Some(dir) = sweep_files {
             println!("Sweep aggregate: {}", dir.display());
@@ -558,7 +658,7 @@ impl Sweep {
             anyhow::anyhow!("cannot write the aggregate in {}: {e}", dir.display())
         };
         let sweeping = self.layout != Layout::Repeats;
-        for (i, p) in self.points.iter().enumerate() {
+        for p in &self.points {
             if p.successes().is_empty() {
                 if sweeping {
                     warn!(
@@ -581,7 +681,7 @@ impl Sweep {
             };
             let dir = self
                 .layout
-                .point_aggregate_dir(&self.base, i, &p.variation.dir_name());
+                .point_aggregate_dir(&self.base, &p.variation.dir_name());
             aggregate::write_confidence_aggregate(&dir, &agg).map_err(|e| io(&dir, e))?;
             if !sweeping {
                 printed.push(aggregate::confidence_console(&agg));
@@ -649,6 +749,40 @@ impl Sweep {
         };
         crate::report::write_sweep_or_warn(&self.base, &text);
     }
+}
+
+/// `concurrency=8, rate=2.5`: a search point for the log.
+fn variation_text(v: &Variation) -> String {
+    v.values
+        .iter()
+        .map(|(p, x)| format!("{}={}", lists::leaf(p), lists::python_str(x)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The command line at both ends of the search box is checked before the first request, so
+/// a bound the flag does not take fails now, not mid-search.
+fn check_search_bounds(
+    first: &[String],
+    dims: &[crate::config::adaptive::Dim],
+) -> Result<(), ProfileError> {
+    for end in [0, 1] {
+        let mut argv = first.to_vec();
+        for d in dims {
+            let v = if end == 0 { d.lo } else { d.hi };
+            let text = match d.int {
+                true => format!("{}", v.round() as i64),
+                false => lists::python_str(&Value::from(v)),
+            };
+            argv.extend([d.flag.clone(), text]);
+        }
+        let at_end = |e: ConfigError| {
+            let which = ["lower", "upper"][end];
+            ConfigError(format!("--search-space: at the box's {which} end: {}", e.0))
+        };
+        profile::run_files(&parse_point(&argv).map_err(at_end)?).map_err(at_end)?;
+    }
+    Ok(())
 }
 
 /// Parses one point's command line (the same flags with one value per list).

@@ -17,8 +17,11 @@ pub enum Layout {
     /// `profile_runs/trial_NNNN/<point>/` (repeated) or `<point>/profile_runs/trial_NNNN/`
     /// (independent).
     Points { trials: u32, order: SweepOrder },
-    /// A monotonic search: `search_iter_NNNN/profile_runs/run_NNNN/`.
-    SearchIterations,
+    /// A monotonic or adaptive search: `search_iter_NNNN/profile_runs/run_NNNN/`, numbered
+    /// from 0 as AIPerf's planners number their iterations; aggregates as a sweep in
+    /// AIPerf's default (repeated) order: `aggregate/<point>/`, and `sweep_aggregate/`
+    /// (under `aggregate/` with several runs per point).
+    SearchIterations { trials: u32 },
 }
 
 impl Layout {
@@ -42,8 +45,8 @@ impl Layout {
                 .join(dir_name)
                 .join("profile_runs")
                 .join(format!("trial_{n:04}")),
-            Layout::SearchIterations => base
-                .join(format!("search_iter_{:04}", point + 1))
+            Layout::SearchIterations { .. } => base
+                .join(format!("search_iter_{point:04}"))
                 .join("profile_runs")
                 .join(format!("run_{n:04}")),
         }
@@ -54,24 +57,23 @@ impl Layout {
     pub fn run_label(self, dir_name: &str, trial0: u32) -> String {
         let n = trial0 + 1;
         match self {
-            Layout::Repeats | Layout::SearchIterations => format!("run_{n:04}"),
+            Layout::Repeats | Layout::SearchIterations { .. } => format!("run_{n:04}"),
             Layout::Points { trials: 1, .. } => dir_name.to_string(),
             Layout::Points { .. } => format!("trial_{n:04}"),
         }
     }
 
     /// Where the confidence aggregate of a point goes.
-    pub fn point_aggregate_dir(self, base: &Path, point: usize, dir_name: &str) -> PathBuf {
+    pub fn point_aggregate_dir(self, base: &Path, dir_name: &str) -> PathBuf {
         match self {
             Layout::Repeats => base.join("aggregate"),
             Layout::Points {
                 trials,
                 order: SweepOrder::Independent,
             } if trials > 1 => base.join(dir_name).join("aggregate"),
-            Layout::Points { .. } => base.join("aggregate").join(dir_name),
-            Layout::SearchIterations => base
-                .join(format!("search_iter_{:04}", point + 1))
-                .join("aggregate"),
+            Layout::Points { .. } | Layout::SearchIterations { .. } => {
+                base.join("aggregate").join(dir_name)
+            }
         }
     }
 
@@ -83,7 +85,12 @@ impl Layout {
                 trials,
                 order: SweepOrder::Repeated,
             } if trials > 1 => Some(base.join("aggregate").join("sweep_aggregate")),
-            Layout::Points { .. } | Layout::SearchIterations => Some(base.join("sweep_aggregate")),
+            Layout::SearchIterations { trials } if trials > 1 => {
+                Some(base.join("aggregate").join("sweep_aggregate"))
+            }
+            Layout::Points { .. } | Layout::SearchIterations { .. } => {
+                Some(base.join("sweep_aggregate"))
+            }
         }
     }
 }
@@ -187,7 +194,7 @@ mod tests {
             r.run_dir(b, 0, "x", 1),
             Path::new("b/profile_runs/run_0002")
         );
-        assert_eq!(r.point_aggregate_dir(b, 0, "x"), Path::new("b/aggregate"));
+        assert_eq!(r.point_aggregate_dir(b, "x"), Path::new("b/aggregate"));
         assert_eq!(r.sweep_aggregate_dir(b), None);
         let one = Layout::Points {
             trials: 1,
@@ -198,7 +205,7 @@ mod tests {
             Path::new("b/concurrency_4")
         );
         assert_eq!(
-            one.point_aggregate_dir(b, 1, "concurrency_4"),
+            one.point_aggregate_dir(b, "concurrency_4"),
             Path::new("b/aggregate/concurrency_4")
         );
         assert_eq!(
@@ -225,18 +232,29 @@ mod tests {
             ind.run_dir(b, 0, "c", 0),
             Path::new("b/c/profile_runs/trial_0001")
         );
-        assert_eq!(
-            ind.point_aggregate_dir(b, 0, "c"),
-            Path::new("b/c/aggregate")
-        );
+        assert_eq!(ind.point_aggregate_dir(b, "c"), Path::new("b/c/aggregate"));
         assert_eq!(
             ind.sweep_aggregate_dir(b).unwrap(),
             Path::new("b/sweep_aggregate")
         );
-        let s = Layout::SearchIterations;
+        let s = Layout::SearchIterations { trials: 2 };
         assert_eq!(
             s.run_dir(b, 2, "c", 0),
-            Path::new("b/search_iter_0003/profile_runs/run_0001")
+            Path::new("b/search_iter_0002/profile_runs/run_0001")
+        );
+        assert_eq!(
+            s.point_aggregate_dir(b, "concurrency_8"),
+            Path::new("b/aggregate/concurrency_8")
+        );
+        assert_eq!(
+            s.sweep_aggregate_dir(b).unwrap(),
+            Path::new("b/aggregate/sweep_aggregate")
+        );
+        assert_eq!(
+            Layout::SearchIterations { trials: 1 }
+                .sweep_aggregate_dir(b)
+                .unwrap(),
+            Path::new("b/sweep_aggregate")
         );
     }
 

@@ -86,6 +86,7 @@ impl SearchState {
             } => log_ladder(*lo, *hi, *steps),
             Search::ConcurrencyRamp { lo, hi, steps, .. } => log_ladder(*lo, *hi, *steps),
             Search::MaxConcurrencyUnderSla { .. } | Search::MaxGoodputUnderSlo { .. } => Vec::new(),
+            Search::Adaptive(_) => unreachable!("the adaptive search has its own state"),
         };
         SearchState {
             search,
@@ -110,7 +111,9 @@ impl SearchState {
                 let slos: Vec<String> = slos.iter().map(|(m, v)| format!("{m}:{v}")).collect();
                 vec![format!("--goodput={}", slos.join(" "))]
             }
-            Search::MaxConcurrencyUnderSla { .. } | Search::ConcurrencyRamp { .. } => Vec::new(),
+            Search::MaxConcurrencyUnderSla { .. }
+            | Search::ConcurrencyRamp { .. }
+            | Search::Adaptive(_) => Vec::new(),
         }
     }
 
@@ -169,6 +172,7 @@ impl SearchState {
                     values: value.map(|v| (key, v)).into_iter().collect(),
                 }
             }
+            Search::Adaptive(_) => unreachable!("the adaptive search has its own state"),
         };
         self.tried.push(tried);
         self.tried.last().expect("just pushed")
@@ -186,7 +190,7 @@ impl SearchState {
         let (lo, hi) = match self.search {
             Search::MaxConcurrencyUnderSla { lo, hi, .. }
             | Search::MaxGoodputUnderSlo { lo, hi, .. } => (lo, hi),
-            Search::ConcurrencyRamp { .. } => return None,
+            Search::ConcurrencyRamp { .. } | Search::Adaptive(_) => return None,
         };
         if self.tried.len() >= MAX_ITERATIONS {
             return None;
@@ -337,6 +341,7 @@ impl SearchState {
                     "points": points,
                 }),
             ),
+            Search::Adaptive(_) => unreachable!("the adaptive search has its own state"),
         }
     }
 
@@ -391,6 +396,7 @@ impl SearchState {
                 ),
                 None => "No degradation knee on the ladder tried".to_string(),
             },
+            Search::Adaptive(_) => unreachable!("the adaptive search has its own state"),
         }
     }
 }

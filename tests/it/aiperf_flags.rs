@@ -83,6 +83,7 @@ fn accepted_flags_per_section() {
         "Output",
         "Request Cancellation",
         "Network Latency",
+        "Multi-Run",
         "Scenario",
         "Input",
         "UI",

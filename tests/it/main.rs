@@ -55,6 +55,7 @@ mod prompt_shaping;
 mod public_datasets;
 mod recipes;
 mod report_html;
+mod search_bo;
 mod secrets;
 mod server_metrics;
 mod sharding;

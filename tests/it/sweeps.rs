@@ -457,7 +457,7 @@ fn the_sla_search_finds_the_highest_concurrency_that_meets_it() {
         .collect();
     assert_eq!(&tried[..4], [1, 2, 4, 8], "{tried:?}");
     assert!(
-        base.join("search_iter_0001/profile_runs/run_0001/profile_export_aiperf.json")
+        base.join("search_iter_0000/profile_runs/run_0001/profile_export_aiperf.json")
             .exists()
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
