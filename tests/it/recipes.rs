@@ -285,7 +285,7 @@ fn max_goodput_under_slo_stops_where_attainment_breaks() {
     }
     // Each run counted its good requests against the recipe's SLOs.
     let run =
-        read_json(&base.join("search_iter_0002/profile_runs/run_0001/profile_export_aiperf.json"));
+        read_json(&base.join("search_iter_0001/profile_runs/run_0001/profile_export_aiperf.json"));
     let good = f(&run["good_request_count"]["avg"]);
     assert!(good >= 7.0, "{run:#}");
     assert_eq!(f(&run["good_request_fraction"]["avg"]), good / 8.0);
