@@ -20,6 +20,7 @@ mod plot;
 mod profile;
 mod publish;
 mod scaffold;
+mod speed_bench;
 mod sweep;
 mod trace_tools;
 

@@ -30,6 +30,7 @@ pub mod publish;
 pub mod rankings;
 pub mod service;
 pub mod shard;
+pub mod speed_bench;
 mod spellings;
 pub mod synthesis;
 pub mod trace_tools;
@@ -280,6 +281,9 @@ pub enum Command {
     Chat(chat::ChatArgs),
     /// Config files: a commented template (`init`), a file checked key by key (`validate`).
     Config(config_cmd::ConfigArgs),
+    /// A SPEED-Bench matrix (model x category: acceptance length, acceptance rate or
+    /// throughput) from the run directories of one `profile` per category.
+    SpeedBenchReport(speed_bench::SpeedBenchArgs),
 }
 
 /// `--endpoint-type` takes the endpoint types' own list: their names and help come from

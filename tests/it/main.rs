@@ -55,6 +55,7 @@ mod report_html;
 mod secrets;
 mod server_metrics;
 mod sharding;
+mod speed_bench;
 mod summary_compat;
 mod sweeps;
 mod timeslices;
