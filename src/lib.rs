@@ -11,6 +11,7 @@ pub mod api;
 mod app;
 pub use app::run;
 
+mod analyze;
 mod chat;
 mod cli;
 mod compare;

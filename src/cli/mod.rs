@@ -9,6 +9,7 @@ use std::path::PathBuf;
 pub use crate::endpoint::EndpointType;
 
 pub mod accuracy;
+pub mod analyze;
 pub mod cache_bust;
 pub mod chat;
 pub mod collectors;
@@ -284,6 +285,9 @@ pub enum Command {
     /// A SPEED-Bench matrix (model x category: acceptance length, acceptance rate or
     /// throughput) from the run directories of one `profile` per category.
     SpeedBenchReport(speed_bench::SpeedBenchArgs),
+    /// Views of a finished run: a swim-lane chart of its sessions (`swim-lane`), the
+    /// messages each turn sent (`turn-messages`).
+    Analyze(analyze::AnalyzeArgs),
 }
 
 /// `--endpoint-type` takes the endpoint types' own list: their names and help come from

@@ -11,6 +11,7 @@ mod accuracy_vision;
 mod aggregate_files;
 mod aiperf_command_lines;
 mod aiperf_flags;
+mod analyze;
 mod audio_video;
 mod bad_files;
 mod bad_input;
