@@ -71,6 +71,21 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A config file's sweeps join the command line's lists (as `--concurrency=1,4,16`).
+    let (argv, sweep_warnings) = crate::cli::with_config_sweeps(argv, &lists.first);
+    for w in &sweep_warnings {
+        eprintln!("warning: {w}");
+    }
+    let lists = match argv.len() == lists.first.len() {
+        true => lists,
+        false => match crate::sweep::find_lists(&argv) {
+            Ok(lists) => lists,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let cli = match Cli::parse_with_sources(&lists.first) {
         Ok(cli) => cli,
         Err(e) => {
