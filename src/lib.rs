@@ -23,6 +23,7 @@ mod publish;
 mod scaffold;
 mod speed_bench;
 mod sweep;
+mod synthesize;
 mod trace_tools;
 
 mod accuracy;

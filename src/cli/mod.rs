@@ -34,6 +34,7 @@ pub mod shard;
 pub mod speed_bench;
 mod spellings;
 pub mod synthesis;
+pub mod synthesize;
 pub mod trace_tools;
 
 pub use logging::LogLevel;
@@ -357,6 +358,9 @@ pub enum Command {
     /// Views of a finished run: a swim-lane chart of its sessions (`swim-lane`), the
     /// messages each turn sent (`turn-messages`).
     Analyze(analyze::AnalyzeArgs),
+    /// Synthesize a workload (`agentic-code`) as a mooncake trace with its manifest and
+    /// quality report.
+    Synthesize(synthesize::SynthesizeArgs),
 }
 
 /// `--endpoint-type` takes the endpoint types' own list: their names and help come from

@@ -59,6 +59,7 @@ mod sharding;
 mod speed_bench;
 mod summary_compat;
 mod sweeps;
+mod synthesize;
 mod timeslices;
 mod tokenizer_byte_level;
 mod trace_tools;
