@@ -71,10 +71,13 @@ pub fn run(a: &SynthesizeArgs) -> Result<(), SynthError> {
     println!("  Manifest:    {}", manifest.display());
     println!("  Quality:     {}", quality.display());
     println!("  Validation:  Mooncake trace ({rows} rows)");
+    let blocks = match params.block_size {
+        512 => String::new(),
+        n => format!(" --isl-block-size {n}"),
+    };
     println!(
-        "Replay it with `aiperf profile --input-file {} --custom-dataset-type mooncake_trace --fixed-schedule` (block size {}).",
-        jsonl.display(),
-        params.block_size
+        "Replay it with `aiperf profile --input-file {} --custom-dataset-type mooncake_trace{blocks}`",
+        jsonl.display()
     );
     Ok(())
 }
@@ -145,21 +148,27 @@ fn trace(sessions: &[Session], block: u64) -> String {
                 next += n;
                 (next - n..next).collect()
             };
-            let mut row = Map::new();
-            row.insert("session_id".into(), json!(s.id));
-            row.insert("input_length".into(), json!(t.new_tokens));
-            row.insert("output_length".into(), json!(t.output_length));
-            row.insert("hash_ids".into(), json!(ids));
+            // AIPerf's key order: the row's own fields, then when it is sent.
+            out.push_str(&format!(
+                "{{\"session_id\":{},\"input_length\":{},\"output_length\":{},\"hash_ids\":{}",
+                json!(s.id),
+                t.new_tokens,
+                t.output_length,
+                json!(ids)
+            ));
             if t.index == 0 {
-                row.insert("timestamp".into(), json!(round1(t.timestamp_ms)));
-                row.insert("group_id".into(), json!(s.group));
+                out.push_str(&format!(
+                    ",\"timestamp\":{},\"group_id\":{}",
+                    json!(round1(t.timestamp_ms)),
+                    s.group
+                ));
                 if s.restart {
-                    row.insert("is_restart".into(), json!(true));
+                    out.push_str(",\"is_restart\":true");
                 }
             } else {
-                row.insert("delay".into(), json!(round1(t.delay_ms)));
+                out.push_str(&format!(",\"delay\":{}", json!(round1(t.delay_ms))));
             }
-            out.push_str(&Value::Object(row).to_string());
+            out.push('}');
             out.push('\n');
         }
     }

@@ -68,6 +68,14 @@ fn a_small_agentic_workload_is_written_checked_and_replayed() {
     assert!(name.starts_with("small_12s_seed7_"), "{name}");
 
     let rows = read_jsonl(&run.join("dataset.jsonl"));
+    // AIPerf's key order.
+    let text_rows = std::fs::read_to_string(run.join("dataset.jsonl")).unwrap();
+    let first = text_rows.lines().next().unwrap();
+    assert!(first.starts_with("{\"session_id\":\"sess-"), "{first}");
+    assert!(
+        first.contains("],\"timestamp\":0.0,\"group_id\":"),
+        "{first}"
+    );
     let mut sessions: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
     for r in &rows {
         sessions
