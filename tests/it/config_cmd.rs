@@ -318,6 +318,45 @@ fn expand_lists_the_points_profile_runs() {
         assert_eq!(profiling["concurrency"], i % 2 + 1, "{d}");
     }
     assert!(artifacts.join("sweep_aggregate").is_dir());
+
+    // A typed flag wins over the file's sweep of it, with a warning; the other list stays.
+    let typed = dir.path().join("typed");
+    let out = aiperf(&[
+        "profile",
+        "--config",
+        f,
+        "--ui",
+        "none",
+        "--concurrency",
+        "3",
+        "--artifact-dir",
+        typed.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("the command line's --concurrency overrides the file's sweep over it (sweep.parameters.concurrency)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let mut dirs: Vec<String> = std::fs::read_dir(&typed)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("mean_"))
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs, ["mean_16", "mean_32"]);
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(typed.join("mean_32/profile_export_aiperf.json")).unwrap(),
+    )
+    .unwrap();
+    let profiling = summary["input_config"]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "profiling")
+        .unwrap()
+        .clone();
+    assert_eq!(profiling["concurrency"], 3, "{profiling}");
 }
 
 /// Lists at a phase's keys sweep too (zip when the sweep block says so); bad sweeps are
