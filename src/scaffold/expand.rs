@@ -3,6 +3,7 @@
 //! command line's sweep expands them), each with its directory name, label, values and,
 //! with `--full`, its resolved configuration. Nothing is run.
 
+use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
@@ -36,6 +37,15 @@ pub fn expand(a: &ExpandArgs) -> Result<Outcome, ScaffoldError> {
     if !problems.is_empty() {
         return Ok(invalid(path, &problems));
     }
+    if let Some((_, at)) = crate::cli::config_file_places(path)
+        .into_iter()
+        .find(|(long, _)| long == "--search-recipe")
+    {
+        return Err(ScaffoldError::Input(format!(
+            "{shown}: {at}: a search recipe chooses its points as it runs, so there is no list to show; \
+             give sweep.parameters (grid or zip) to preview"
+        )));
+    }
     let sweep_type = crate::cli::config_file_sweep_type(path);
     let (points, sweep_type) = match points(path, &sweep_type, a.full || a.index.is_some()) {
         Ok(p) => p,
@@ -54,23 +64,19 @@ pub fn expand(a: &ExpandArgs) -> Result<Outcome, ScaffoldError> {
         None => points,
     };
     let full = a.full || a.index.is_some();
-    match a.format {
-        ExpandFormat::Text => print_text(&shown_points, &sweep_type, total, full),
+    let text = match a.format {
+        ExpandFormat::Text => text(&shown_points, &sweep_type, total, full),
         ExpandFormat::Json => {
             let doc = document(&shown_points, &sweep_type);
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&doc).expect("plain values")
-            );
+            serde_json::to_string_pretty(&doc).expect("plain values") + "\n"
         }
         ExpandFormat::Yaml => {
             let doc = document(&shown_points, &sweep_type);
-            print!(
-                "{}",
-                serde_saphyr::to_string(&doc).map_err(|e| ScaffoldError::Input(e.to_string()))?
-            );
+            serde_saphyr::to_string(&doc).map_err(|e| ScaffoldError::Input(e.to_string()))?
         }
-    }
+    };
+    // A reader that stops early (`| head`) is not an error.
+    let _ = std::io::stdout().write_all(text.as_bytes());
     Ok(Outcome::Done)
 }
 
@@ -103,12 +109,19 @@ fn points(path: &Path, sweep_type: &str, full: bool) -> Result<(Vec<Point>, Stri
     let variations = lists
         .variations(sweep_type)
         .map_err(|e| e.replace("--sweep-type zip", "sweep.type zip"))?;
+    let bodies: Vec<Option<Value>> = match full {
+        true => {
+            let args = parse(&lists.first)?;
+            crate::sweep::preview(&lists, &args)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|(_, body)| Some(body))
+                .collect()
+        }
+        false => vec![None; variations.len()],
+    };
     let mut out = Vec::new();
-    for v in variations {
-        let body = match full {
-            true => Some(resolved(&v.argv).map_err(|e| format!("point {}: {e}", v.index))?),
-            false => None,
-        };
+    for (v, body) in variations.into_iter().zip(bodies) {
         out.push(Point {
             index: v.index,
             dir_name: if lists.is_sweep() {
@@ -124,8 +137,8 @@ fn points(path: &Path, sweep_type: &str, full: bool) -> Result<(Vec<Point>, Stri
     Ok((out, name.to_string()))
 }
 
-/// A point's configuration as its run echoes it (`input_config`).
-fn resolved(argv: &[String]) -> Result<Value, String> {
+/// The profile flags of `argv`.
+fn parse(argv: &[String]) -> Result<crate::cli::ProfileArgs, String> {
     let cli = Cli::parse_with_sources(argv).map_err(|e| {
         let text = e.render().to_string();
         text.lines()
@@ -134,12 +147,10 @@ fn resolved(argv: &[String]) -> Result<Value, String> {
             .trim_start_matches("error: ")
             .to_string()
     })?;
-    let Command::Profile(args) = cli.command else {
-        unreachable!("a profile command line")
-    };
-    crate::profile::run_files(&args)
-        .map(|f| f.input_config)
-        .map_err(|e| e.0)
+    match cli.command {
+        Command::Profile(args) => Ok(*args),
+        _ => unreachable!("a profile command line"),
+    }
 }
 
 fn document(points: &[Point], sweep_type: &str) -> Value {
@@ -161,27 +172,26 @@ fn document(points: &[Point], sweep_type: &str) -> Value {
     json!({"sweep_type": sweep_type, "variations": variations})
 }
 
-fn print_text(points: &[Point], sweep_type: &str, total: usize, full: bool) {
-    if points.len() == total {
-        println!(
-            "Sweep type: {sweep_type} ({total} variation{})",
+fn text(points: &[Point], sweep_type: &str, total: usize, full: bool) -> String {
+    let mut out = match points.len() == total {
+        true => format!(
+            "Sweep type: {sweep_type} ({total} variation{})\n\n",
             if total == 1 { "" } else { "s" }
-        );
-    } else {
-        println!(
-            "Sweep type: {sweep_type} (showing {} of {total})",
+        ),
+        false => format!(
+            "Sweep type: {sweep_type} (showing {} of {total})\n\n",
             points.len()
-        );
-    }
-    println!();
+        ),
+    };
     for p in points {
-        println!("[{}] dir={}  label={}", p.index, p.dir_name, p.label);
+        out += &format!("[{}] dir={}  label={}\n", p.index, p.dir_name, p.label);
         if full && let Some(body) = &p.body {
             let yaml = serde_saphyr::to_string(body).unwrap_or_else(|e| format!("({e})"));
             for line in yaml.trim_end().lines() {
-                println!("    {line}");
+                out += &format!("    {line}\n");
             }
-            println!();
+            out.push('\n');
         }
     }
+    out
 }

@@ -8,7 +8,7 @@ mod lists;
 mod plan;
 mod search;
 
-pub use lists::{Lists, find as find_lists};
+pub use lists::{Lists, Variation, find as find_lists};
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use self::lists::Variation;
 use self::plan::Layout;
 use self::search::SearchState;
 use crate::cli::{Cli, Command, ProfileArgs};
@@ -64,6 +63,42 @@ pub fn run(
     ran.multi = true;
     sweep.run_all(ran)?;
     sweep.finish()
+}
+
+/// Each point's first run as the sweep will make it, without running it: its variation
+/// and its resolved configuration (`input_config`) with the directory and seed the sweep
+/// gives it. A search chooses its points as it runs, so it has none to show.
+pub fn preview(lists: &Lists, args: &ProfileArgs) -> Result<Vec<(Variation, Value)>, ProfileError> {
+    let opts = MultiRunOptions::from_args(args, lists.is_sweep())?;
+    if opts.search.is_some() {
+        return Err(ConfigError(
+            "a search recipe chooses its points as it runs; there is no list of them to show"
+                .into(),
+        )
+        .into());
+    }
+    let variations = lists.variations(opts.sweep_type).map_err(ConfigError)?;
+    let multi = lists.is_sweep() || opts.is_multi_run();
+    let base = profile::run_files(args)?.artifact_dir;
+    let layout = match lists.is_sweep() {
+        true => Layout::Points {
+            trials: opts.runs,
+            order: opts.order,
+        },
+        false => Layout::Repeats,
+    };
+    let base_seed = plan::base_seed(args.random_seed, &opts);
+    let mut out = Vec::new();
+    for (p, v) in variations.into_iter().enumerate() {
+        let mut a = parse_point(&v.argv)?;
+        if multi {
+            a.artifact_dir = Some(layout.run_dir(&base, p, &v.dir_name(), 0));
+            a.random_seed = plan::run_seed(base_seed, &opts, p, &v.label(), 0);
+        }
+        let config = profile::run_files(&a)?.input_config;
+        out.push((v, config));
+    }
+    Ok(out)
 }
 
 /// Every directory the plan will create (each run's, each point's aggregate, the sweep

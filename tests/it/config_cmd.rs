@@ -289,6 +289,15 @@ fn expand_lists_the_points_profile_runs() {
         .unwrap();
     assert_eq!(profiling["concurrency"], 2, "{profiling}");
     assert_eq!(profiling["requests"], 3, "{profiling}");
+    // The directory and seed the sweep gives the point: seed 3 + index 1.
+    assert_eq!(
+        body["artifacts"]["dir"],
+        artifacts
+            .join("mean_16__concurrency_2")
+            .display()
+            .to_string()
+    );
+    assert_eq!(body["random_seed"], 4, "{body}");
 
     let out = aiperf(&["config", "expand", f, "--index", "4"]);
     assert_eq!(out.status.code(), Some(2));
@@ -318,6 +327,17 @@ fn expand_lists_the_points_profile_runs() {
         assert_eq!(profiling["concurrency"], i % 2 + 1, "{d}");
     }
     assert!(artifacts.join("sweep_aggregate").is_dir());
+    // What expand showed for point 1 is what its run echoed.
+    let run1: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            artifacts
+                .join(want_dirs[1])
+                .join("profile_export_aiperf.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run1["input_config"], doc["variations"][0]["benchmark"]);
 
     // A typed flag wins over the file's sweep of it, with a warning; the other list stays.
     let typed = dir.path().join("typed");
@@ -401,6 +421,19 @@ fn phase_lists_sweep_and_bad_sweeps_are_named() {
     assert_eq!(
         stdout,
         "Sweep type: ZipSweep (2 variations)\n\n[0] dir=rate_2.5__requests_10  label=phases.profiling.rate=2.5, phases.profiling.requests=10\n[1] dir=rate_5.0__requests_20  label=phases.profiling.rate=5.0, phases.profiling.requests=20\n"
+    );
+
+    // A search has no fixed points.
+    let (code, _, stderr) = expand(
+        "sweep: {recipe_name: max-concurrency-under-sla}\nbenchmark: {model: m}\n",
+        &[],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "error: FILE: sweep.recipe_name: a search recipe chooses its points as it runs"
+        ),
+        "{stderr}"
     );
 
     // No sweep: one base point.
