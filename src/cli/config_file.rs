@@ -135,25 +135,25 @@ fn clap_reason(e: &clap::Error) -> String {
 
 /// AIPerf's bare names for a phase's sweep keys (`concurrency` is
 /// `phases.profiling.concurrency`).
-const SWEEP_ALIASES: [&str; 6] = [
+const SWEEP_ALIASES: [&str; 7] = [
     "concurrency",
     "prefill_concurrency",
     "rate",
     "requests",
     "duration",
     "sessions",
+    "users",
 ];
 
 /// The flag a `sweep.parameters` path sweeps: AIPerf's bare names, any dataset name for
 /// the one dataset, `isl` for `isl.mean`. Only flags whose comma list sweeps.
-pub fn sweep_flag(path: &str, at: &str) -> Result<&'static Flag, String> {
+fn sweep_flag(path: &str, at: &str) -> Result<&'static Flag, String> {
     if path.starts_with("benchmark.") {
         return Err(format!(
             "{at}: drop the `benchmark.` prefix; paths are under the benchmark block (e.g. phases.profiling.rate)"
         ));
     }
     let mut full = match path {
-        "users" => "phases.profiling.users".to_string(),
         p if SWEEP_ALIASES.contains(&p) => format!("phases.profiling.{p}"),
         p => p.to_string(),
     };
