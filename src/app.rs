@@ -26,23 +26,6 @@ const PROCESS_PLUMBING: [(&str, &str); 3] = [
     ),
 ];
 
-/// AIPerf's subcommands this build does not have yet: refused by name, not as unknown.
-const NOT_BUILT: [(&str, &str); 3] = [
-    (
-        "analyze",
-        "draws AIPerf's swim-lane chart or turn-message view of a run (`turn-messages` reads \
-         the raw request export, profile_export_raw.jsonl of `--export-level raw`)",
-    ),
-    (
-        "synthesize",
-        "writes AIPerf's synthetic agentic-code trace with its reports",
-    ),
-    (
-        "speed-bench-report",
-        "reports AIPerf's speculative-decoding speed benchmark from the server's acceptance metrics",
-    ),
-];
-
 /// The run's results are written but `--mlflow-*` / `--wandb-*` could not log them.
 const PUBLISH_FAILED: u8 = 3;
 
@@ -54,15 +37,6 @@ pub fn run(argv: Vec<String>) -> ExitCode {
     {
         eprintln!(
             "error: `aiperf {name}` {what}; this build runs in one process and has none (`aiperf --help` lists its subcommands)"
-        );
-        return ExitCode::from(2);
-    }
-    if let Some((name, what)) = argv
-        .get(1)
-        .and_then(|sub| NOT_BUILT.iter().find(|(n, _)| n == sub))
-    {
-        eprintln!(
-            "error: `aiperf {name}` {what}; it is not in this build (`aiperf --help` lists its subcommands)"
         );
         return ExitCode::from(2);
     }
@@ -81,6 +55,21 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
+    };
+    // A config file's sweeps join the command line's lists (as `--concurrency=1,4,16`).
+    let (argv, sweep_warnings) = crate::cli::with_config_sweeps(argv, &lists.first);
+    for w in &sweep_warnings {
+        eprintln!("warning: {w}");
+    }
+    let lists = match argv.len() == lists.first.len() {
+        true => lists,
+        false => match crate::sweep::find_lists(&argv) {
+            Ok(lists) => lists,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
     };
     let cli = match Cli::parse_with_sources(&lists.first) {
         Ok(cli) => cli,
@@ -151,6 +140,39 @@ pub fn run(argv: Vec<String>) -> ExitCode {
             ExitCode::from(code)
         }
         Command::Plot(args) => plot_exit(&args),
+        Command::Synthesize(args) => match crate::synthesize::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e @ crate::synthesize::SynthError::Input(_)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Command::Analyze(args) => match crate::analyze::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e @ crate::analyze::AnalyzeError::Usage(_)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        },
+        Command::SpeedBenchReport(args) => match crate::speed_bench::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e @ crate::speed_bench::ReportError::Input(_)) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        },
         Command::Config(args) => match crate::scaffold::run(&args) {
             Ok(crate::scaffold::Outcome::Done) => ExitCode::SUCCESS,
             Ok(crate::scaffold::Outcome::Invalid) => ExitCode::from(1),

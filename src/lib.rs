@@ -11,6 +11,7 @@ pub mod api;
 mod app;
 pub use app::run;
 
+mod analyze;
 mod chat;
 mod cli;
 mod compare;
@@ -20,7 +21,9 @@ mod plot;
 mod profile;
 mod publish;
 mod scaffold;
+mod speed_bench;
 mod sweep;
+mod synthesize;
 mod trace_tools;
 
 mod accuracy;

@@ -1,7 +1,8 @@
-//! `aiperf config` flags: `init` (a commented template config) and `validate` (a config
-//! file checked key by key), as AIPerf's `config` command.
+//! `aiperf config` flags: `init` (a commented template config), `validate` (a config file
+//! checked key by key) and `expand` (a config file's sweep, point by point), as AIPerf's
+//! `config` command.
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Args)]
@@ -19,6 +20,10 @@ pub enum ConfigAction {
     /// cannot be read and every bad value, each with its path in the file. Exit 0 when the
     /// file is good, 1 when it has errors, 2 when it cannot be read.
     Validate(ValidateArgs),
+    /// List the runs a config file's sweep makes, as `aiperf profile --config FILE` would
+    /// run them, without running any: each point's index, directory name, label and swept
+    /// values (`--full`: its whole resolved configuration).
+    Expand(ExpandArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -54,4 +59,40 @@ pub struct ValidateArgs {
     /// The YAML config file.
     #[arg(value_name = "FILE")]
     pub config_file: PathBuf,
+}
+
+/// How `config expand` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExpandFormat {
+    /// One line per point (`--full`: its configuration beneath, as YAML).
+    Text,
+    Yaml,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    long_about = "List the runs a config file's sweep makes, without running any. A \
+sweep is a `sweep:` block (`type: grid` or `zip`, `parameters:` mapping dotted paths such as \
+phases.profiling.concurrency or datasets.main.prompts.isl to lists), or a list of numbers at a \
+phase's key (`concurrency: [1, 4, 16]`). Each point is shown with the directory `aiperf profile \
+--config FILE` gives it, its label and its swept values; --full adds its whole configuration as \
+the run would echo it (input_config)."
+)]
+pub struct ExpandArgs {
+    /// The YAML config file.
+    #[arg(value_name = "FILE")]
+    pub config_file: PathBuf,
+
+    /// Also print each point's whole resolved configuration.
+    #[arg(short = 'F', long)]
+    pub full: bool,
+
+    /// Only the point at this index (from 0); implies --full.
+    #[arg(short = 'i', long)]
+    pub index: Option<usize>,
+
+    /// text (one line per point), yaml or json.
+    #[arg(short = 'f', long = "format", value_enum, default_value_t = ExpandFormat::Text)]
+    pub format: ExpandFormat,
 }

@@ -2,6 +2,11 @@
 //! table (`flags::FLAGS`) becomes that flag's argument, placed before the typed ones, so a
 //! flag typed on the command line wins. Any other key is refused with its path and the keys
 //! that may sit there.
+//!
+//! Sweeps: a list of numbers at a sweepable key of a phase (`concurrency: [1, 4, 16]`), or
+//! under `sweep.parameters` (`{concurrency: [1, 4], datasets.main.prompts.isl: [128, 512]}`),
+//! becomes that flag's comma list (`--concurrency=1,4,16`), which the command line's sweep
+//! reads; a list overrides the same key's single value.
 
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -14,7 +19,7 @@ pub fn arguments(path: &Path, profile: &clap::Command) -> Result<Vec<String>, St
     let read = read(path, profile)?;
     match read.errors.first() {
         Some(e) => Err(format!("--config {}: {e}", path.display())),
-        None => Ok(read.settings.into_iter().map(|s| s.arg).collect()),
+        None => Ok(read.singles().map(|s| s.arg.clone()).collect()),
     }
 }
 
@@ -25,6 +30,8 @@ pub struct Setting {
     /// The key's path in the file (`benchmark.phases.0.concurrency`).
     pub at: String,
     pub flag: &'static Flag,
+    /// A sweep: the values of the list (`arg` holds them comma-joined).
+    pub list: Option<Vec<String>>,
 }
 
 /// What a file holds: its settings, and every key that could not be read (`path: why`).
@@ -32,6 +39,29 @@ pub struct Setting {
 pub struct Read {
     pub settings: Vec<Setting>,
     pub errors: Vec<String>,
+}
+
+impl Read {
+    /// The swept settings (lists), one per flag: `sweep.parameters` wins over a phase's list.
+    pub fn lists(&self) -> Vec<&Setting> {
+        let mut out: Vec<&Setting> = Vec::new();
+        for s in self.settings.iter().filter(|s| s.list.is_some()) {
+            match out.iter_mut().find(|o| o.flag.id == s.flag.id) {
+                Some(o) if s.at.starts_with("sweep.") => *o = s,
+                Some(_) => {}
+                None => out.push(s),
+            }
+        }
+        out
+    }
+
+    /// The single-valued settings, without those a list sweeps.
+    pub fn singles(&self) -> impl Iterator<Item = &Setting> {
+        let swept: Vec<&str> = self.lists().iter().map(|s| s.flag.id).collect();
+        self.settings
+            .iter()
+            .filter(move |s| s.list.is_none() && !swept.contains(&s.flag.id))
+    }
 }
 
 /// Reads the file through every key, collecting each key's error rather than stopping at
@@ -55,8 +85,18 @@ pub fn read(path: &Path, profile: &clap::Command) -> Result<Read, String> {
 /// expected an integer, got "four"`). `cmd` is the `aiperf` command with `--model` optional.
 pub fn value_errors(settings: &[Setting], cmd: &clap::Command) -> Vec<String> {
     let mut errors = Vec::new();
-    for s in settings {
-        let argv = vec!["aiperf".into(), "profile".into(), s.arg.clone().into()];
+    let args = settings.iter().flat_map(|s| {
+        let one = |arg: String| (s, arg);
+        match &s.list {
+            None => vec![one(s.arg.clone())],
+            Some(values) => {
+                let long = s.arg.split('=').next().unwrap_or("");
+                values.iter().map(|v| one(format!("{long}={v}"))).collect()
+            }
+        }
+    });
+    for (s, arg) in args {
+        let argv = vec!["aiperf".into(), "profile".into(), arg.clone().into()];
         let argv = super::spellings::normalize(cmd, argv);
         let Err(e) = cmd.clone().try_get_matches_from(argv) else {
             continue;
@@ -68,7 +108,7 @@ pub fn value_errors(settings: &[Setting], cmd: &clap::Command) -> Vec<String> {
         ) {
             continue;
         }
-        let value = s.arg.split_once('=').map_or("", |(_, v)| v);
+        let value = arg.split_once('=').map_or("", |(_, v)| v);
         let expected = match s.flag.kind {
             Kind::Int if value.trim().parse::<f64>().is_err() => Some("an integer"),
             Kind::Float if value.trim().parse::<f64>().is_err() => Some("a number"),
@@ -91,6 +131,57 @@ fn clap_reason(e: &clap::Error) -> String {
         .map(|l| l.strip_prefix("error: ").unwrap_or(l))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// AIPerf's bare names for a phase's sweep keys (`concurrency` is
+/// `phases.profiling.concurrency`).
+const SWEEP_ALIASES: [&str; 7] = [
+    "concurrency",
+    "prefill_concurrency",
+    "rate",
+    "requests",
+    "duration",
+    "sessions",
+    "users",
+];
+
+/// The flag a `sweep.parameters` path sweeps: AIPerf's bare names, any dataset name for
+/// the one dataset, `isl` for `isl.mean`. Only flags whose comma list sweeps.
+fn sweep_flag(path: &str, at: &str) -> Result<&'static Flag, String> {
+    if path.starts_with("benchmark.") {
+        return Err(format!(
+            "{at}: drop the `benchmark.` prefix; paths are under the benchmark block (e.g. phases.profiling.rate)"
+        ));
+    }
+    let mut full = match path {
+        p if SWEEP_ALIASES.contains(&p) => format!("phases.profiling.{p}"),
+        p => p.to_string(),
+    };
+    if let Some(rest) = full.strip_prefix("datasets.")
+        && let Some((_, tail)) = rest.split_once('.')
+    {
+        full = format!("datasets.main.{tail}");
+    }
+    let f = flags::by_path(&full).or_else(|| {
+        SHORTHANDS
+            .iter()
+            .find_map(|main| flags::by_path(&format!("{full}.{main}")))
+    });
+    match f {
+        Some(f) if f.sweep => Ok(f),
+        _ => {
+            let mut known: Vec<&str> = flags::FLAGS
+                .iter()
+                .filter(|f| f.sweep)
+                .filter_map(|f| f.path)
+                .collect();
+            known.sort_unstable();
+            Err(format!(
+                "{at}: this build sweeps only numeric keys: {}",
+                known.join(", ")
+            ))
+        }
+    }
 }
 
 struct Reader<'c> {
@@ -184,6 +275,10 @@ impl Reader<'_> {
                 },
                 "benchmark" => {
                     let r = self.benchmark(v, &at);
+                    self.keep(r);
+                }
+                "sweep" => {
+                    let r = self.sweep(v, &at);
                     self.keep(r);
                 }
                 _ => {
@@ -399,7 +494,63 @@ impl Reader<'_> {
             arg,
             at: at.to_string(),
             flag: f,
+            list: None,
         });
+    }
+
+    /// `--flag=v1,v2,...` from the list at `at`: a sweep over `f`.
+    fn push_list(&mut self, f: &'static Flag, items: &[Value], at: &str) -> Result<(), String> {
+        if items.is_empty() {
+            return Err(format!("{at}: the list is empty; give the values to sweep"));
+        }
+        let values = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::Number(n) => Ok(n.to_string()),
+                _ => Err(format!("{at}.{i}: a sweep takes numbers, got {item}")),
+            })
+            .collect::<Result<Vec<String>, String>>()?;
+        let long = self.long(f).to_string();
+        self.out.settings.push(Setting {
+            arg: format!("--{long}={}", values.join(",")),
+            at: at.to_string(),
+            flag: f,
+            list: Some(values),
+        });
+        Ok(())
+    }
+
+    /// `sweep:`: `parameters` (grid or zip lists by dotted path) and the rows under
+    /// `^sweep` (type, cooldown_seconds, same_seed, ...).
+    fn sweep(&mut self, v: &Value, at: &str) -> Result<(), String> {
+        for (key, at, v) in entries(v, at)? {
+            let r = match key.as_str() {
+                "parameters" => self.sweep_parameters(v, &at),
+                "runs" | "dimensions" | "samples" => Err(format!(
+                    "{at}: scenario and sampled (sobol, latin_hypercube) sweeps are not supported by this build; \
+                     use sweep.type grid or zip with sweep.parameters"
+                )),
+                _ => self.key(v, &at, "^sweep", &key, &["parameters"]),
+            };
+            self.keep(r);
+        }
+        Ok(())
+    }
+
+    fn sweep_parameters(&mut self, v: &Value, at: &str) -> Result<(), String> {
+        let map = v
+            .as_object()
+            .ok_or_else(|| format!("{at}: expected a mapping of dotted paths to lists"))?;
+        for (path, values) in map {
+            let at = format!("{at}.{path}");
+            let r = sweep_flag(path, &at).and_then(|f| match values {
+                Value::Array(items) => self.push_list(f, items, &at),
+                _ => Err(format!("{at}: give a list of values to sweep")),
+            });
+            self.keep(r);
+        }
+        Ok(())
     }
 
     fn flag(&mut self, f: &'static Flag, v: &Value, at: &str) -> Result<(), String> {
@@ -438,6 +589,25 @@ impl Reader<'_> {
                     .map(|(key, at, item)| Ok(format!("{key}:{}", scalar(item, &at)?)))
                     .collect::<Result<Vec<_>, String>>()?;
                 self.push(f, Some(&pairs.join(" ")), at);
+            }
+            // AIPerf sweeps a list only at a phase's keys; elsewhere `sweep.parameters`.
+            Kind::Int | Kind::Float if v.is_array() => {
+                let items = v.as_array().expect("an array");
+                match f.path {
+                    Some(p) if f.sweep && p.starts_with("phases.") => {
+                        self.push_list(f, items, at)?
+                    }
+                    Some(p) if f.sweep => {
+                        return Err(format!(
+                            "{at}: a list sweeps only at a phase's keys; for this key write it under sweep.parameters ({p}: [...])"
+                        ));
+                    }
+                    _ => {
+                        return Err(format!(
+                            "{at}: give a single value (this key cannot be swept)"
+                        ));
+                    }
+                }
             }
             Kind::Int | Kind::Float | Kind::Text => {
                 let value = scalar(v, at)?;
@@ -522,7 +692,7 @@ mod tests {
         assert!(e.contains(", urls, "), "{e}");
         let e = args_of("sweep: {parameters: {x: [1, 2]}}\n").unwrap_err();
         assert!(
-            e.contains(": sweep.parameters: unknown or unsupported key"),
+            e.contains(": sweep.parameters.x: this build sweeps only numeric keys: "),
             "{e}"
         );
         let e = args_of("swep: {type: grid}\n").unwrap_err();

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 pub use crate::endpoint::EndpointType;
 
 pub mod accuracy;
+pub mod analyze;
 pub mod cache_bust;
 pub mod chat;
 pub mod collectors;
@@ -30,8 +31,10 @@ pub mod publish;
 pub mod rankings;
 pub mod service;
 pub mod shard;
+pub mod speed_bench;
 mod spellings;
 pub mod synthesis;
+pub mod synthesize;
 pub mod trace_tools;
 
 pub use logging::LogLevel;
@@ -150,6 +153,23 @@ pub fn config_file_places(path: &std::path::Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The file's `sweep.type` (`grid` when not given), as `profile --config FILE` takes it.
+pub fn config_file_sweep_type(path: &std::path::Path) -> String {
+    let cmd = command_model_optional();
+    let profile = cmd
+        .find_subcommand("profile")
+        .expect("profile is a subcommand");
+    config_file::read(path, profile)
+        .ok()
+        .and_then(|read| {
+            read.settings
+                .iter()
+                .find(|s| s.flag.id == "sweep_type")
+                .and_then(|s| s.arg.split_once('=').map(|(_, v)| v.to_string()))
+        })
+        .unwrap_or_else(|| "grid".into())
+}
+
 /// True when the file names the model (`benchmark.model` or `models`).
 pub fn config_file_names_model(path: &std::path::Path) -> bool {
     let cmd = command_model_optional();
@@ -158,6 +178,65 @@ pub fn config_file_names_model(path: &std::path::Path) -> bool {
         .expect("profile is a subcommand");
     config_file::read(path, profile)
         .is_ok_and(|r| r.settings.iter().any(|s| s.flag.id == "model_names"))
+}
+
+/// `profile -f FILE` with sweeps in the file: `argv` with each of the file's lists as its
+/// flag's comma list right after `profile` (`--concurrency=1,4,16`), where the command
+/// line's sweep finds it; and a warning for each list a typed flag overrides. `first` is
+/// `argv` with its own lists cut to their first value, for the parse that finds the file.
+/// Any problem with the file is left to the parse that reports it.
+pub fn with_config_sweeps(argv: Vec<String>, first: &[String]) -> (Vec<String>, Vec<String>) {
+    let Some(at) = argv.iter().position(|a| a == "profile") else {
+        return (argv, Vec::new());
+    };
+    if !may_name_file(argv.iter().map(String::as_str)) {
+        return (argv, Vec::new());
+    }
+    let cmd = command_model_optional();
+    let typed = spellings::normalize(&cmd, first.iter().map(Into::into).collect());
+    let Ok(m) = cmd.clone().try_get_matches_from(typed) else {
+        return (argv, Vec::new());
+    };
+    let Some(("profile", typed)) = m.subcommand() else {
+        return (argv, Vec::new());
+    };
+    let Some(path) = typed.get_one::<PathBuf>("config") else {
+        return (argv, Vec::new());
+    };
+    let profile = cmd
+        .find_subcommand("profile")
+        .expect("profile is a subcommand");
+    let Ok(read) = config_file::read(path, profile) else {
+        return (argv, Vec::new());
+    };
+    let (mut lists, mut warnings) = (Vec::new(), Vec::new());
+    for s in read.lists() {
+        if typed.value_source(s.flag.id) == Some(ValueSource::CommandLine) {
+            let long = s.arg.split('=').next().unwrap_or("");
+            warnings.push(format!(
+                "--config {}: the command line's {long} overrides the file's sweep over it ({})",
+                path.display(),
+                s.at
+            ));
+        } else {
+            lists.push(s.arg.clone());
+        }
+    }
+    let mut out = argv[..=at].to_vec();
+    out.extend(lists);
+    out.extend(argv[at + 1..].iter().cloned());
+    (out, warnings)
+}
+
+/// True when an argument may name a config file (`--config`, `-f`, or `-f` among
+/// combined short flags): a parse costs ~20 M instructions (clap's lookups over ~300
+/// arguments), so it is skipped otherwise.
+fn may_name_file<'a>(mut argv: impl Iterator<Item = &'a str>) -> bool {
+    argv.any(|a| {
+        a == "--config"
+            || a.starts_with("--config=")
+            || (a.starts_with('-') && !a.starts_with("--") && a.contains('f'))
+    })
 }
 
 /// `profile -f FILE`: the file's settings as arguments right after `profile`, without those
@@ -169,14 +248,7 @@ fn with_config_file(
     // A first pass finds the file and what was typed, with --model left to the file. It
     // reads the arguments as the final pass will (respelled): a pass that stopped at its
     // first error would miss the flags after it. On an error the final pass reports it.
-    // A parse costs ~20 M instructions (clap's lookups over ~300 arguments): skipped when
-    // no argument can name a file (`--config`, `-f`, or `-f` among combined short flags).
-    let may_name_file = argv.iter().filter_map(|a| a.to_str()).any(|a| {
-        a == "--config"
-            || a.starts_with("--config=")
-            || (a.starts_with('-') && !a.starts_with("--") && a.contains('f'))
-    });
-    if !may_name_file {
+    if !may_name_file(argv.iter().filter_map(|a| a.to_str())) {
         return Ok((argv, Vec::new()));
     }
     let typed = spellings::normalize(cmd, argv.clone());
@@ -281,6 +353,15 @@ pub enum Command {
     Chat(chat::ChatArgs),
     /// Config files: a commented template (`init`), a file checked key by key (`validate`).
     Config(config_cmd::ConfigArgs),
+    /// A SPEED-Bench matrix (model x category: acceptance length, acceptance rate or
+    /// throughput) from the run directories of one `profile` per category.
+    SpeedBenchReport(speed_bench::SpeedBenchArgs),
+    /// Views of a finished run: a swim-lane chart of its sessions (`swim-lane`), the
+    /// messages each turn sent (`turn-messages`).
+    Analyze(analyze::AnalyzeArgs),
+    /// Synthesize a workload (`agentic-code`) as a mooncake trace with its manifest and
+    /// quality report.
+    Synthesize(synthesize::SynthesizeArgs),
 }
 
 /// `--endpoint-type` takes the endpoint types' own list: their names and help come from

@@ -171,6 +171,29 @@ pub struct LineMeta<'a> {
     pub slot_wait_ns: Field,
     #[serde(default)]
     pub requested_output_tokens: Field,
+    /// The session instance (a conversation can be replayed by several sessions).
+    #[serde(default, borrow)]
+    pub x_correlation_id: Text<'a>,
+    /// The depth-0 session of the agent tree this request belongs to.
+    #[serde(default, borrow)]
+    pub root_correlation_id: Text<'a>,
+    #[serde(default, borrow)]
+    pub parent_correlation_id: Text<'a>,
+    #[serde(default)]
+    pub agent_depth: Field,
+    #[serde(default)]
+    pub was_cancelled: Flag,
+}
+
+/// A boolean field; anything but `true`/`false` reads as `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Flag(pub Option<bool>);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Ok(Flag(v.as_bool()))
+    }
 }
 
 /// One metric's `value`: a number, a list (the inter-chunk latencies: `None` when an

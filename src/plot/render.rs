@@ -18,7 +18,7 @@ use super::scale;
 
 pub const WIDTH: u32 = 1600;
 pub const HEIGHT: u32 = 800;
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 /// DejaVu Sans, so PNG text needs no system font (licence beside it).
 static FONT_BYTES: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
@@ -77,7 +77,7 @@ fn hex(c: RGBColor) -> String {
     format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
 }
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         for style in [FontStyle::Normal, FontStyle::Bold] {

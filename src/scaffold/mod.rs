@@ -1,6 +1,8 @@
 //! `aiperf config init|validate`: the bundled template configs, and a config file checked
 //! by the same reading and checks as `aiperf profile --config FILE`, with every error named
-//! by its path in the file.
+//! by its path in the file; `expand` lists a file's sweep points.
+
+mod expand;
 
 use std::io::Write;
 use std::path::Path;
@@ -46,6 +48,7 @@ pub fn run(args: &ConfigArgs) -> Result<Outcome, ScaffoldError> {
     match &args.action {
         ConfigAction::Init(a) => init(a).map(|()| Outcome::Done),
         ConfigAction::Validate(a) => validate(&a.config_file),
+        ConfigAction::Expand(a) => expand::expand(a),
     }
 }
 

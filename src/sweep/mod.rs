@@ -14,7 +14,7 @@ mod recipes;
 mod search;
 mod variants;
 
-pub use lists::{Lists, find as find_lists};
+pub use lists::{Lists, Variation, find as find_lists};
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,7 +23,6 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use self::adaptive::AdaptiveState;
-use self::lists::Variation;
 use self::plan::Layout;
 use self::search::SearchState;
 use crate::cli::{Cli, Command, ProfileArgs};
@@ -57,10 +56,7 @@ pub fn run(
     args: &ProfileArgs,
     ran: &mut Ran,
 ) -> Result<Outcome, ProfileError> {
-    let pareto =
-        args.multirun.search_recipe == Some(crate::cli::multirun::SearchRecipe::ParetoSweep);
-    let taken = recipes::take_concurrency_list(&mut lists, pareto);
-    let opts = MultiRunOptions::from_args(args, lists.is_sweep(), taken)?;
+    let opts = options(&mut lists, args)?;
     if !lists.is_sweep() && !opts.is_multi_run() {
         let dir = profile::run_files(args)?.artifact_dir;
         ran.base = dir.clone();
@@ -74,6 +70,61 @@ pub fn run(
     ran.multi = true;
     sweep.run_all(ran)?;
     sweep.finish()
+}
+
+/// Each point's first run as the sweep will make it, without running it: its variation
+/// and its resolved configuration (`input_config`) with the directory and seed the sweep
+/// gives it. A search chooses its points as it runs, so it has none to show.
+pub fn preview(lists: &Lists, args: &ProfileArgs) -> Result<Vec<(Variation, Value)>, ProfileError> {
+    let mut lists = lists.clone();
+    let opts = options(&mut lists, args)?;
+    if opts.search.is_some() {
+        return Err(ConfigError(
+            "a search recipe chooses its points as it runs; there is no list of them to show"
+                .into(),
+        )
+        .into());
+    }
+    let variations = variations(&lists, &opts).map_err(ConfigError)?;
+    let points = lists.is_sweep() || opts.grid.is_some() || !opts.variants.is_empty();
+    let multi = points || opts.is_multi_run();
+    let base = profile::run_files(args)?.artifact_dir;
+    let layout = match points {
+        true => Layout::Points {
+            trials: opts.runs,
+            order: opts.order,
+        },
+        false => Layout::Repeats,
+    };
+    let base_seed = plan::base_seed(args.random_seed, &opts);
+    let mut out = Vec::new();
+    for (p, v) in variations.into_iter().enumerate() {
+        let mut a = parse_point(&v.argv)?;
+        if multi {
+            a.artifact_dir = Some(layout.run_dir(&base, p, &v.dir_name(), 0));
+            a.random_seed = plan::run_seed(base_seed, &opts, p, &v.label(), 0);
+        }
+        let config = profile::run_files(&a)?.input_config;
+        out.push((v, config));
+    }
+    Ok(out)
+}
+
+/// The sweep's options; pareto-sweep takes the `--concurrency` list as its own.
+fn options(lists: &mut Lists, args: &ProfileArgs) -> Result<MultiRunOptions, ConfigError> {
+    let pareto =
+        args.multirun.search_recipe == Some(crate::cli::multirun::SearchRecipe::ParetoSweep);
+    let taken = recipes::take_concurrency_list(lists, pareto);
+    MultiRunOptions::from_args(args, lists.is_sweep(), taken)
+}
+
+/// The points: a grid recipe's, the `--variant` scenarios, or the lists'.
+fn variations(lists: &Lists, opts: &MultiRunOptions) -> Result<Vec<Variation>, String> {
+    match (&opts.grid, opts.variants.is_empty()) {
+        (Some(grid), _) => recipes::variations(grid, &lists.first),
+        (None, false) => variants::variations(&lists.first, &opts.variants),
+        (None, true) => lists.variations(opts.sweep_type),
+    }
 }
 
 /// Every directory the plan will create (each run's, each point's aggregate, the sweep
@@ -167,12 +218,7 @@ impl Sweep {
         args: &ProfileArgs,
         opts: MultiRunOptions,
     ) -> Result<Sweep, ProfileError> {
-        let variations = match (&opts.grid, opts.variants.is_empty()) {
-            (Some(grid), _) => recipes::variations(grid, &lists.first),
-            (None, false) => variants::variations(&lists.first, &opts.variants),
-            (None, true) => lists.variations(opts.sweep_type),
-        }
-        .map_err(ConfigError)?;
+        let variations = variations(lists, &opts).map_err(ConfigError)?;
         // Every point's flags are checked before anything is sent.
         let mut points = Vec::new();
         for variation in variations {
