@@ -680,6 +680,8 @@ mod tests {
             // What they ramp, a file, an --input-file.
             "prefill_concurrency_ramp_duration",
             "request_rate_series",
+            // Refused for what it locks (tested in tests/it/load_shapes.rs).
+            "scenario",
             "inter_turn_delay_cap_seconds",
             "num_users",
             "fixed_schedule_auto_offset",
