@@ -121,6 +121,23 @@ pub fn run_profile_measured(args: &[&str], envs: &[(&str, &str)]) -> (Output, u6
     (out, usage.ru_maxrss as u64 * 1024, started.elapsed())
 }
 
+/// `aiperf profile -m m --mock-server <extra>` exits 2 before running (the artifact
+/// directory could never be made), saying `want`.
+pub fn assert_refused(extra: &[&str], want: &str) {
+    let mut args = vec![
+        "-m",
+        "m",
+        "--mock-server",
+        "--artifact-dir",
+        "/nonexistent/never",
+    ];
+    args.extend_from_slice(extra);
+    let out = run_profile(&args);
+    let stderr = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+    assert!(stderr.contains(want), "{extra:?}: {stderr}");
+}
+
 /// The JSON lines of a file (none when it does not exist).
 pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)

@@ -402,26 +402,7 @@ fn bad_recipe_and_variant_command_lines_are_refused() {
         ),
     ];
     for (extra, want) in cases {
-        let mut args = vec![
-            "-m",
-            "m",
-            "--mock-server",
-            "--artifact-dir",
-            "/nonexistent/never",
-        ];
-        args.extend_from_slice(extra);
-        let out = run_profile(&args);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{extra:?}: {}",
-            stderr_text(&out)
-        );
-        assert!(
-            stderr_text(&out).contains(want),
-            "{extra:?}: {}",
-            stderr_text(&out)
-        );
+        common::assert_refused(extra, want);
     }
 }
 

@@ -291,25 +291,6 @@ fn search_flags_this_build_cannot_honour_are_refused() {
             "drop --search-metric",
         ),
     ] {
-        let mut args = vec![
-            "-m",
-            "m",
-            "--mock-server",
-            "--artifact-dir",
-            "/nonexistent/never",
-        ];
-        args.extend_from_slice(extra);
-        let out = run_profile(&args);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{extra:?}: {}",
-            stderr_text(&out)
-        );
-        assert!(
-            stderr_text(&out).contains(want),
-            "{extra:?}: {}",
-            stderr_text(&out)
-        );
+        common::assert_refused(extra, want);
     }
 }

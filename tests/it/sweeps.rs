@@ -484,26 +484,7 @@ fn bad_sweep_command_lines_are_refused_before_anything_runs() {
         ),
     ];
     for (extra, want) in cases {
-        let mut args = vec![
-            "-m",
-            "m",
-            "--mock-server",
-            "--artifact-dir",
-            "/nonexistent/never",
-        ];
-        args.extend_from_slice(extra);
-        let out = run_profile(&args);
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{extra:?}: {}",
-            stderr_text(&out)
-        );
-        assert!(
-            stderr_text(&out).contains(want),
-            "{extra:?}: {}",
-            stderr_text(&out)
-        );
+        common::assert_refused(extra, want);
     }
 }
 
