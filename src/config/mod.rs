@@ -20,6 +20,7 @@ use crate::transport::ConnectionReuse;
 use crate::ui::{LogDetail, UiType};
 
 mod accuracy;
+mod baseten;
 mod cache_bust;
 pub mod chat;
 mod collectors;

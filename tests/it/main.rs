@@ -14,6 +14,7 @@ mod aiperf_flags;
 mod audio_video;
 mod bad_files;
 mod bad_input;
+mod baseten_trace;
 mod cache_bust;
 mod chat;
 mod client_overhead;
