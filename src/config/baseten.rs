@@ -56,9 +56,9 @@ pub(super) fn replay(
     }
     let positive = |flag: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
         match v {
-            Some(x) if !(x.is_finite() && x > 0.0) => Err(config_error(format!(
-                "{flag} {x}: give a number above 0"
-            ))),
+            Some(x) if !(x.is_finite() && x > 0.0) => {
+                Err(config_error(format!("{flag} {x}: give a number above 0")))
+            }
             v => Ok(v),
         }
     };
@@ -92,6 +92,7 @@ pub(super) fn replay(
         omit_kv_hints: l.omit_kv_hints,
         force_min_tokens: !l.no_force_min_tokens,
         sample_ratio: ratio,
+        window: (a.fixed_schedule_start_offset, a.fixed_schedule_end_offset),
     };
     // The replay writes these into every body, over --extra-inputs.
     let mut collisions = Vec::new();

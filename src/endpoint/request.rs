@@ -674,7 +674,15 @@ fn self_contained_turns(
         };
         let delay = entry.delay;
         let text = entry.text.clone();
-        let req = prepare_one(endpoint, entry, system, context, opts, models.next_model(), template)?;
+        let req = prepare_one(
+            endpoint,
+            entry,
+            system,
+            context,
+            opts,
+            models.next_model(),
+            template,
+        )?;
         out.push(PreparedTurn {
             message: req.body,
             tail: Bytes::new(),

@@ -96,7 +96,9 @@ fn write_trace(path: &Path, rows: &[Row]) {
                 } else {
                     opt(&|r| r.block)
                 };
-                c.typed::<Int64Type>().write_batch(&v, Some(&d), None).unwrap();
+                c.typed::<Int64Type>()
+                    .write_batch(&v, Some(&d), None)
+                    .unwrap();
             }
             _ => {
                 // List levels: 0 = null list, 3 = an element; repetition 1 = same list.
@@ -235,10 +237,25 @@ fn open_loop_replay_sends_recorded_prompts_at_their_compressed_times() {
     // Each turn sends its own recorded prompt, no history.
     let p = &s1.1[1];
     assert_eq!(p["prompt"], "hello one and two");
-    assert_eq!((p["max_tokens"].as_u64(), p["min_tokens"].as_u64()), (Some(4), Some(4)));
-    assert!(p.get("hash_ids").is_none() && p.get("block_size").is_none(), "{p}");
-    assert_eq!((s2.1[0]["max_tokens"].as_u64(), s2.1[0]["min_tokens"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (p["max_tokens"].as_u64(), p["min_tokens"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert!(
+        p.get("hash_ids").is_none() && p.get("block_size").is_none(),
+        "{p}"
+    );
+    assert_eq!(
+        (
+            s2.1[0]["max_tokens"].as_u64(),
+            s2.1[0]["min_tokens"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
     assert_eq!(b[2].1[0]["prompt"], "lonely");
+    let summary = read_json(&dir.join("profile_export_aiperf.json"));
+    let main = &summary["input_config"]["datasets"][0];
+    assert_eq!(main["replay_speedup"], 2.0, "{main}");
 
     let t = send_ms(&dir);
     assert_eq!(t.len(), 4, "{t:?}");
@@ -250,7 +267,10 @@ fn open_loop_replay_sends_recorded_prompts_at_their_compressed_times() {
         ((lonely, 0), 1200.0),
     ] {
         let got = t[&key];
-        assert!(near(got, want), "{key:?}: sent at {got} ms, due at {want}: {t:?}");
+        assert!(
+            near(got, want),
+            "{key:?}: sent at {got} ms, due at {want}: {t:?}"
+        );
     }
 }
 
@@ -287,6 +307,17 @@ fn closed_loop_replay_waits_think_times_and_caps_idle_gaps() {
     );
     mock.terminate();
     assert_ok(&out);
+    let summary = read_json(&dir.join("profile_export_aiperf.json"));
+    let main = &summary["input_config"]["datasets"][0];
+    assert_eq!(
+        (
+            &main["open_loop_replay"],
+            &main["force_min_tokens"],
+            &main["omit_kv_hints"]
+        ),
+        (&Value::Bool(false), &Value::Bool(false), &Value::Bool(true)),
+        "{main}"
+    );
     for (_, payloads) in bodies(&dir) {
         for p in payloads {
             for key in ["min_tokens", "hash_ids", "block_size"] {
@@ -305,7 +336,7 @@ fn closed_loop_replay_waits_think_times_and_caps_idle_gaps() {
 }
 
 #[test]
-fn strict_open_loop_makes_every_row_a_session_and_parquet_is_detected() {
+fn strict_open_loop_makes_every_row_a_session_and_the_window_selects_rows() {
     let tmp = tempfile::tempdir().unwrap();
     let trace = tmp.path().join("trace.parquet");
     write_trace(
@@ -314,12 +345,19 @@ fn strict_open_loop_makes_every_row_a_session_and_parquet_is_detected() {
             row(T0, "x one", 1, Some("x")),
             row(T0 + 100, "x two", 1, Some("x")),
             row(T0 + 200, "y one", 1, Some("y")),
+            row(T0 + 300, "x three", 1, Some("x")),
         ],
     );
     let mock = MockChild::spawn(&["--fast"]);
     let dir = tmp.path().join("run");
-    // No --custom-dataset-type: a .parquet input is a Baseten trace.
-    let out = run(&dir, &mock.url, &trace, &["--open-loop-strict"]);
+    // No --custom-dataset-type: a .parquet input is a Baseten trace. The window drops the
+    // first row (0 ms from the first event).
+    let out = run(
+        &dir,
+        &mock.url,
+        &trace,
+        &["--open-loop-strict", "--fixed-schedule-start-offset", "50"],
+    );
     mock.terminate();
     assert_ok(&out);
     let ids: Vec<(String, usize)> = bodies(&dir)
@@ -376,19 +414,34 @@ fn bad_traces_and_flag_combinations_exit_2_with_the_reason() {
     let missing = tmp.path().join("missing.parquet");
     let schema = "message schema { required int64 timestamp_start_unix_ms; required int64 input_tokens; required int64 output_tokens; }";
     write_ints(&missing, schema, &[&[T0], &[1], &[1]]);
-    refused(&dir, &missing, &[], &["missing.parquet", "column 'prompt' is missing"]);
+    refused(
+        &dir,
+        &missing,
+        &[],
+        &["missing.parquet", "column 'prompt' is missing"],
+    );
 
     // A wrong type: prompt stored as a number.
     let typed = tmp.path().join("typed.parquet");
     let schema = "message schema { required int64 timestamp_start_unix_ms; required int64 prompt; required int64 input_tokens; required int64 output_tokens; }";
     write_ints(&typed, schema, &[&[T0], &[5], &[1], &[1]]);
-    refused(&dir, &typed, &[], &["typed.parquet: row 1: column 'prompt'", "string"]);
+    refused(
+        &dir,
+        &typed,
+        &[],
+        &["typed.parquet: row 1: column 'prompt'", "string"],
+    );
 
     // A negative count.
     let negative = tmp.path().join("negative.parquet");
     let schema = "message schema { required int64 timestamp_start_unix_ms; required binary prompt (UTF8); required int64 input_tokens; required int64 output_tokens; }";
     write_mixed(&negative, schema, T0, "p", -3);
-    refused(&dir, &negative, &[], &["row 1: column 'output_tokens'", "-3"]);
+    refused(
+        &dir,
+        &negative,
+        &[],
+        &["row 1: column 'output_tokens'", "-3"],
+    );
 
     let arrow = tmp.path().join("trace.arrow");
     std::fs::write(&arrow, b"ARROW1").unwrap();
@@ -412,7 +465,12 @@ fn bad_traces_and_flag_combinations_exit_2_with_the_reason() {
         &["--open-loop-strict", "--no-open-loop-replay"],
         &["--open-loop-strict", "--no-open-loop-replay"],
     );
-    refused(&dir, &good, &["--replay-speedup", "0"], &["--replay-speedup 0"]);
+    refused(
+        &dir,
+        &good,
+        &["--replay-speedup", "0"],
+        &["--replay-speedup 0"],
+    );
     refused(
         &dir,
         &good,
@@ -482,7 +540,9 @@ fn write_mixed(path: &Path, schema: &str, ts: i64, prompt: &str, osl: i64) {
                 .unwrap();
         } else {
             let v = [ts, 0, 1, osl][i];
-            c.typed::<Int64Type>().write_batch(&[v], None, None).unwrap();
+            c.typed::<Int64Type>()
+                .write_batch(&[v], None, None)
+                .unwrap();
         }
         c.close().unwrap();
         i += 1;

@@ -37,6 +37,9 @@ pub struct BasetenReplay {
     pub force_min_tokens: bool,
     /// `--trace-session-sample-ratio`: share of whole sessions kept.
     pub sample_ratio: Option<f64>,
+    /// `--fixed-schedule-start-offset` / `--fixed-schedule-end-offset` (ms from the first
+    /// event, inclusive): rows outside are dropped before they are grouped, as AIPerf does.
+    pub window: (Option<u64>, Option<u64>),
 }
 
 impl Default for BasetenReplay {
@@ -49,6 +52,7 @@ impl Default for BasetenReplay {
             omit_kv_hints: false,
             force_min_tokens: true,
             sample_ratio: None,
+            window: (None, None),
         }
     }
 }
@@ -91,7 +95,11 @@ fn suffix(path: &Path) -> String {
 /// The trace file's column names (Parquet only); None when it cannot be read as Parquet.
 pub fn parquet_columns(path: &Path) -> Option<Vec<String>> {
     let reader = SerializedFileReader::new(File::open(path).ok()?).ok()?;
-    let schema = reader.metadata().file_metadata().schema_descr().root_schema();
+    let schema = reader
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .root_schema();
     Some(
         schema
             .get_fields()
@@ -119,8 +127,17 @@ pub(super) fn load(opts: &CustomOptions, replay: &BasetenReplay) -> Result<Datas
         Some(ratio) => sample(rows, ratio, opts.seed),
         None => rows,
     };
-    for r in &mut rows {
-        r.t = (r.ts - first) as f64 / replay.speedup;
+    let (start, end) = replay.window;
+    let before = rows.len();
+    rows.retain(|r| {
+        let t = r.ts - first;
+        start.is_none_or(|s| t >= s) && end.is_none_or(|e| t <= e)
+    });
+    if rows.len() < before {
+        info!(
+            "Skipped {} trace rows outside the --fixed-schedule-start-offset/--fixed-schedule-end-offset window",
+            before - rows.len()
+        );
     }
     let s = &opts.synthesis;
     let before = rows.len();
@@ -133,9 +150,13 @@ pub(super) fn load(opts: &CustomOptions, replay: &BasetenReplay) -> Result<Datas
     }
     if rows.is_empty() {
         return Err(format!(
-            "{}: no row is left after --synthesis-max-isl",
+            "{}: no row is left after the schedule window and --synthesis-max-isl",
             file.display()
         ));
+    }
+    // Compressed once here; the gap cap and the think times work on replay time.
+    for r in &mut rows {
+        r.t = (r.ts - first) as f64 / replay.speedup;
     }
     // Closed-loop replay reflows only the session starts, after the think times are taken
     // from the recorded gaps.
@@ -156,9 +177,10 @@ pub(super) fn load(opts: &CustomOptions, replay: &BasetenReplay) -> Result<Datas
         sessions = sessions
             .into_iter()
             .flat_map(|(id, turns)| {
-                turns.into_iter().enumerate().map(move |(i, row)| {
-                    (id.as_ref().map(|id| format!("{id}#{i}")), vec![row])
-                })
+                turns
+                    .into_iter()
+                    .enumerate()
+                    .map(move |(i, row)| (id.as_ref().map(|id| format!("{id}#{i}")), vec![row]))
             })
             .collect();
     }
@@ -217,9 +239,10 @@ fn entry(opts: &CustomOptions, replay: &BasetenReplay, s: &Synthesis, row: Row) 
 /// Reads and checks every row; also returns the session column used (`provided_session_id`,
 /// else `poor_man_session_id`, else none).
 fn read_rows(file: &Path) -> Result<(Vec<Row>, Option<&'static str>), InputError> {
-    let cannot = |e: &dyn std::fmt::Display| format!("{}: cannot read as Parquet: {e}", file.display());
-    let reader =
-        SerializedFileReader::new(File::open(file).map_err(|e| cannot(&e))?).map_err(|e| cannot(&e))?;
+    let cannot =
+        |e: &dyn std::fmt::Display| format!("{}: cannot read as Parquet: {e}", file.display());
+    let reader = SerializedFileReader::new(File::open(file).map_err(|e| cannot(&e))?)
+        .map_err(|e| cannot(&e))?;
     let columns: Vec<String> = reader
         .metadata()
         .file_metadata()
@@ -285,13 +308,16 @@ fn read_rows(file: &Path) -> Result<(Vec<Row>, Option<&'static str>), InputError
                             .iter()
                             .map(whole_number)
                             .collect::<Option<_>>()
-                            .ok_or_else(|| at(name, "must be a list of whole numbers 0 or more", v))?,
+                            .ok_or_else(|| {
+                                at(name, "must be a list of whole numbers 0 or more", v)
+                            })?,
                         _ => return Err(at(name, "must be a list of whole numbers 0 or more", v)),
                     }
                 }
                 "duration_e2e_ms" => r.e2e_ms = optional(v, &whole, "must be whole ms, 0 or more")?,
                 "block_size" => {
-                    r.block_size = optional(v, &whole, "must be a whole number of tokens, 1 or more")?;
+                    r.block_size =
+                        optional(v, &whole, "must be a whole number of tokens, 1 or more")?;
                     if r.block_size == Some(0) {
                         return Err(at(name, "must be a whole number of tokens, 1 or more", v));
                     }
@@ -300,9 +326,9 @@ fn read_rows(file: &Path) -> Result<(Vec<Row>, Option<&'static str>), InputError
                     r.session = match v {
                         Field::Null => None,
                         Field::Str(s) => Some(s.clone()),
-                        _ => Some(
-                            whole("must be a string or a whole number 0 or more")?.to_string(),
-                        ),
+                        _ => {
+                            Some(whole("must be a string or a whole number 0 or more")?.to_string())
+                        }
                     }
                 }
                 POOR_MAN if session_key == Some(POOR_MAN) => {
@@ -366,7 +392,9 @@ fn sample(rows: Vec<Row>, ratio: f64, seed: u64) -> Vec<Row> {
     }
     let total = order.len();
     let null_rows = rows.iter().filter(|r| r.session.is_none()).count();
-    let keep_null: Vec<bool> = (0..null_rows).map(|_| rng.random::<f64>() < ratio).collect();
+    let keep_null: Vec<bool> = (0..null_rows)
+        .map(|_| rng.random::<f64>() < ratio)
+        .collect();
     info!(
         "--trace-session-sample-ratio {ratio}: kept {} of {total} sessions and {} of {null_rows} rows without a session",
         kept.len(),
@@ -415,12 +443,7 @@ fn group(rows: Vec<Row>, by_id: bool) -> Vec<(Option<String>, Vec<Row>)> {
     for (_, turns) in &mut out {
         turns.sort_by(|a, b| a.t.total_cmp(&b.t));
     }
-    out.sort_by(|a, b| {
-        a.1[0]
-            .t
-            .total_cmp(&b.1[0].t)
-            .then_with(|| a.0.cmp(&b.0))
-    });
+    out.sort_by(|a, b| a.1[0].t.total_cmp(&b.1[0].t).then_with(|| a.0.cmp(&b.0)));
     out
 }
 
@@ -462,7 +485,12 @@ mod tests {
 
     #[test]
     fn idle_gaps_longer_than_the_cap_are_cut_in_time_order() {
-        let mut rows = [row(None, 0), row(None, 50_000), row(None, 10), row(None, 50_300)];
+        let mut rows = [
+            row(None, 0),
+            row(None, 50_000),
+            row(None, 10),
+            row(None, 50_300),
+        ];
         let mut refs: Vec<&mut Row> = rows.iter_mut().collect();
         reflow_idle_gaps(&mut refs, 1000.0);
         let t: Vec<f64> = rows.iter().map(|r| r.t).collect();
@@ -500,7 +528,12 @@ mod tests {
 
     #[test]
     fn sessions_are_ordered_by_their_first_event() {
-        let rows = vec![row(Some("b"), 5), row(Some("a"), 9), row(None, 1), row(Some("b"), 2)];
+        let rows = vec![
+            row(Some("b"), 5),
+            row(Some("a"), 9),
+            row(None, 1),
+            row(Some("b"), 2),
+        ];
         let g = group(rows, true);
         let ids: Vec<Option<&str>> = g.iter().map(|(id, _)| id.as_deref()).collect();
         assert_eq!(ids, [None, Some("b"), Some("a")]);
