@@ -9,6 +9,9 @@ use super::{ConfigError, config_error};
 use crate::cli::ProfileArgs;
 use crate::dataset::custom::{BasetenReplay, CustomDatasetType};
 
+/// AIPerf's setting of which session column groups a trace that has both.
+const SESSION_COLUMN_ENV: &str = "AIPERF_DATASET_BASETEN_SESSION_COLUMN";
+
 /// The knobs for `kind`; Err when one is given for another input or out of range, or when
 /// `--extra-inputs` sets a field the replay writes into every body.
 pub(super) fn replay(
@@ -84,6 +87,15 @@ pub(super) fn replay(
             "--fixed-schedule-start-offset/--fixed-schedule-end-offset cannot be used with --replay-speedup: the window would be compared with compressed times; drop one",
         ));
     }
+    let prefer_poor_man = match std::env::var(SESSION_COLUMN_ENV).ok().as_deref() {
+        None | Some("" | "provided_session_id") => false,
+        Some("poor_man_session_id") => true,
+        Some(other) => {
+            return Err(config_error(format!(
+                "{SESSION_COLUMN_ENV}={other}: give provided_session_id or poor_man_session_id"
+            )));
+        }
+    };
     let out = BasetenReplay {
         speedup,
         idle_gap_cap_ms: gap_s.map(|s| s * 1000.0),
@@ -93,6 +105,7 @@ pub(super) fn replay(
         force_min_tokens: !l.no_force_min_tokens,
         sample_ratio: ratio,
         window: (a.fixed_schedule_start_offset, a.fixed_schedule_end_offset),
+        prefer_poor_man,
     };
     // The replay writes these into every body, over --extra-inputs.
     let mut collisions = Vec::new();

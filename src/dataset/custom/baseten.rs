@@ -40,6 +40,9 @@ pub struct BasetenReplay {
     /// `--fixed-schedule-start-offset` / `--fixed-schedule-end-offset` (ms from the first
     /// event, inclusive): rows outside are dropped before they are grouped, as AIPerf does.
     pub window: (Option<u64>, Option<u64>),
+    /// `AIPERF_DATASET_BASETEN_SESSION_COLUMN=poor_man_session_id`: that column groups the
+    /// sessions when both exist.
+    pub prefer_poor_man: bool,
 }
 
 impl Default for BasetenReplay {
@@ -53,6 +56,7 @@ impl Default for BasetenReplay {
             force_min_tokens: true,
             sample_ratio: None,
             window: (None, None),
+            prefer_poor_man: false,
         }
     }
 }
@@ -118,7 +122,7 @@ pub(super) fn load(opts: &CustomOptions, replay: &BasetenReplay) -> Result<Datas
             file.display()
         ));
     }
-    let (rows, session_key) = read_rows(file)?;
+    let (rows, session_key) = read_rows(file, replay.prefer_poor_man)?;
     if rows.is_empty() {
         return Err(super::no_entries(file));
     }
@@ -237,8 +241,11 @@ fn entry(opts: &CustomOptions, replay: &BasetenReplay, s: &Synthesis, row: Row) 
 }
 
 /// Reads and checks every row; also returns the session column used (`provided_session_id`,
-/// else `poor_man_session_id`, else none).
-fn read_rows(file: &Path) -> Result<(Vec<Row>, Option<&'static str>), InputError> {
+/// else `poor_man_session_id`, or the other way round; else none).
+fn read_rows(
+    file: &Path,
+    prefer_poor_man: bool,
+) -> Result<(Vec<Row>, Option<&'static str>), InputError> {
     let cannot =
         |e: &dyn std::fmt::Display| format!("{}: cannot read as Parquet: {e}", file.display());
     let reader = SerializedFileReader::new(File::open(file).map_err(|e| cannot(&e))?)
@@ -261,7 +268,12 @@ fn read_rows(file: &Path) -> Result<(Vec<Row>, Option<&'static str>), InputError
         ));
     }
     let has = |c: &str| columns.iter().any(|n| n == c);
-    let session_key = [PROVIDED, POOR_MAN].into_iter().find(|c| has(c));
+    let order = if prefer_poor_man {
+        [POOR_MAN, PROVIDED]
+    } else {
+        [PROVIDED, POOR_MAN]
+    };
+    let session_key = order.into_iter().find(|c| has(c));
     let mut rows = Vec::new();
     for (i, row) in reader.into_iter().enumerate() {
         let row = row.map_err(|e| cannot(&e))?;
@@ -524,6 +536,70 @@ mod tests {
         assert!(per.values().all(|&n| n == 4), "{per:?}");
         assert!(!per.is_empty() && per.len() < 10, "{per:?}");
         assert_eq!(sample(rows, 1e-9, 7).len(), 4);
+    }
+
+    /// Two rows: required columns, then optional int64 `provided_session_id`,
+    /// `poor_man_session_id` and `block_size` (None = null).
+    fn write(path: &Path, cols: [[Option<i64>; 2]; 3]) {
+        use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+        use parquet::file::properties::WriterProperties;
+        use parquet::file::writer::SerializedFileWriter;
+        use parquet::schema::parser::parse_message_type;
+        use std::sync::Arc;
+        let schema = "message schema { required int64 timestamp_start_unix_ms; required binary prompt (UTF8); required int64 input_tokens; required int64 output_tokens; optional int64 provided_session_id; optional int64 poor_man_session_id; optional int64 block_size; }";
+        let schema = Arc::new(parse_message_type(schema).unwrap());
+        let props = Arc::new(WriterProperties::builder().build());
+        let mut w = SerializedFileWriter::new(File::create(path).unwrap(), schema, props).unwrap();
+        let mut g = w.next_row_group().unwrap();
+        let mut i = 0;
+        while let Some(mut c) = g.next_column().unwrap() {
+            match i {
+                1 => {
+                    let v = [ByteArray::from("p"), ByteArray::from("q")];
+                    c.typed::<ByteArrayType>()
+                        .write_batch(&v, None, None)
+                        .unwrap();
+                }
+                0 | 2 | 3 => {
+                    let v = if i == 0 { [7, 9] } else { [1, 1] };
+                    c.typed::<Int64Type>().write_batch(&v, None, None).unwrap();
+                }
+                _ => {
+                    let col = cols[i - 4];
+                    let v: Vec<i64> = col.iter().flatten().copied().collect();
+                    let d: Vec<i16> = col.iter().map(|x| x.is_some() as i16).collect();
+                    c.typed::<Int64Type>()
+                        .write_batch(&v, Some(&d), None)
+                        .unwrap();
+                }
+            }
+            c.close().unwrap();
+            i += 1;
+        }
+        g.close().unwrap();
+        w.close().unwrap();
+    }
+
+    #[test]
+    fn integer_session_ids_and_the_preferred_column_group_the_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        write(
+            &path,
+            [[Some(5), None], [Some(1), Some(1)], [Some(16), None]],
+        );
+        let (rows, key) = read_rows(&path, false).unwrap();
+        assert_eq!(key, Some(PROVIDED));
+        let ids: Vec<Option<&str>> = rows.iter().map(|r| r.session.as_deref()).collect();
+        assert_eq!(ids, [Some("5"), None]);
+        assert_eq!((rows[0].block_size, rows[1].block_size), (Some(16), None));
+        let (rows, key) = read_rows(&path, true).unwrap();
+        assert_eq!(key, Some(POOR_MAN));
+        assert!(rows.iter().all(|r| r.session.as_deref() == Some("1")));
+
+        write(&path, [[None, None], [None, None], [Some(0), None]]);
+        let err = read_rows(&path, false).unwrap_err();
+        assert!(err.contains("row 1: column 'block_size'"), "{err}");
     }
 
     #[test]
