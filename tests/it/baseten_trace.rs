@@ -303,6 +303,9 @@ fn closed_loop_replay_waits_think_times_and_caps_idle_gaps() {
             "0.5",
             "--omit-kv-hints",
             "--no-force-min-tokens",
+            // --extra-inputs wins over the recorded length for max_tokens, as in AIPerf.
+            "--extra-inputs",
+            "max_tokens:7",
         ],
     );
     mock.terminate();
@@ -323,7 +326,7 @@ fn closed_loop_replay_waits_think_times_and_caps_idle_gaps() {
             for key in ["min_tokens", "hash_ids", "block_size"] {
                 assert!(p.get(key).is_none(), "{key} in {p}");
             }
-            assert_eq!(p["max_tokens"], 2);
+            assert_eq!(p["max_tokens"], 7);
         }
     }
     let t = send_ms(&dir);
