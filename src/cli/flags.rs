@@ -466,15 +466,20 @@ pub const FLAGS: &[Flag] = &[
         "datasets.main.inter_turn_delay_cap_seconds",
         Float,
     ),
-    // Baseten trace replay (refused: those datasets are not read here).
-    cli_only("max_idle_gap_cap_seconds", Float),
-    cli_only("replay_speedup", Float),
+    // Baseten trace replay. The positive switches are the defaults: the config key's
+    // `false` is the `--no-` flag.
+    row(
+        "max_idle_gap_cap_seconds",
+        "datasets.main.max_idle_gap_cap_seconds",
+        Float,
+    ),
+    row("replay_speedup", "datasets.main.replay_speedup", Float),
     cli_only("open_loop_replay", Switch),
-    cli_only("no_open_loop_replay", Switch),
-    cli_only("open_loop_strict", Switch),
-    cli_only("omit_kv_hints", Switch),
+    row("no_open_loop_replay", "datasets.main.open_loop_replay", Off),
+    row("open_loop_strict", "datasets.main.open_loop_strict", Switch),
+    row("omit_kv_hints", "datasets.main.omit_kv_hints", Switch),
     cli_only("force_min_tokens", Switch),
-    cli_only("no_force_min_tokens", Switch),
+    row("no_force_min_tokens", "datasets.main.force_min_tokens", Off),
     // AIPerf: `phases.profiling.rate` of a phase of type `user_centric`.
     cli_only("user_centric_rate", Float),
     sweep("num_users", "phases.profiling.users", Int),

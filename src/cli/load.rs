@@ -135,15 +135,22 @@ pub struct LoadArgs {
     #[arg(long, help_heading = "Conversation Input")]
     pub inter_turn_delay_cap_seconds: Option<f64>,
 
-    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    /// Baseten trace replay: every gap between consecutive requests (across sessions)
+    /// longer than this many seconds of replay time is cut to it, after --replay-speedup,
+    /// so a sparse or sampled trace does not replay dead air. Closed-loop replay cuts the
+    /// gaps between session starts only. baseten_trace only.
     #[arg(long, help_heading = "Conversation Input")]
     pub max_idle_gap_cap_seconds: Option<f64>,
 
-    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    /// Baseten trace replay: compress wall-clock time by this factor (10 = ten times
+    /// faster than recorded); divides the timestamps and think times, never the prompts or
+    /// KV hints. Default: real time. baseten_trace only.
     #[arg(long, help_heading = "Conversation Input")]
     pub replay_speedup: Option<f64>,
 
-    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    /// Baseten trace replay (the default): each session starts at its recorded time and
+    /// each later turn goes at its recorded time, but never before the previous reply.
+    /// baseten_trace only.
     #[arg(
         long,
         overrides_with = "no_open_loop_replay",
@@ -151,7 +158,9 @@ pub struct LoadArgs {
     )]
     pub open_loop_replay: bool,
 
-    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    /// Baseten trace replay, closed loop: a later turn goes a think time after the previous
+    /// reply (the recorded start-to-start gap minus the previous turn's recorded
+    /// duration_e2e_ms, capped by --inter-turn-delay-cap-seconds). baseten_trace only.
     #[arg(
         long,
         overrides_with = "open_loop_replay",
@@ -159,15 +168,19 @@ pub struct LoadArgs {
     )]
     pub no_open_loop_replay: bool,
 
-    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    /// Baseten trace replay, open loop: every row is a one-turn session of its own sent at
+    /// its recorded time (no session grouping, no waiting for replies). baseten_trace only.
     #[arg(long, help_heading = "Conversation Input")]
     pub open_loop_strict: bool,
 
-    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    /// Baseten trace replay: leave the recorded KV-cache hints (`hash_ids` from
+    /// total_hashes, `block_size`) out of the bodies, for servers that refuse unknown
+    /// fields. baseten_trace only.
     #[arg(long, help_heading = "Conversation Input")]
     pub omit_kv_hints: bool,
 
-    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    /// Baseten trace replay (the default): send `min_tokens` equal to the recorded output
+    /// length, so replies are as long as recorded. baseten_trace only.
     #[arg(
         long,
         overrides_with = "no_force_min_tokens",
@@ -175,7 +188,8 @@ pub struct LoadArgs {
     )]
     pub force_min_tokens: bool,
 
-    /// Replay knob of baseten traces only; refused for the dataset types read here.
+    /// Baseten trace replay: no `min_tokens`; replies end where the model stops (for
+    /// servers that refuse `min_tokens`). baseten_trace only.
     #[arg(
         long,
         overrides_with = "force_min_tokens",
@@ -202,7 +216,9 @@ pub struct LoadArgs {
     #[arg(long, help_heading = "Input")]
     pub max_context_length: Option<u64>,
 
-    /// Session sampling of baseten traces only; refused for the dataset types read here.
+    /// Baseten trace replay: keep this share (0 to 1] of the sessions, each whole, drawn
+    /// from --random-seed (at least one is kept); rows without a session id are kept one by
+    /// one at the same share. baseten_trace only.
     #[arg(long, help_heading = "Input")]
     pub trace_session_sample_ratio: Option<f64>,
 

@@ -875,6 +875,10 @@ pub enum CustomDatasetType {
     /// One whole request body (a JSON object) per line, sent as written; with
     /// `--endpoint-type raw` to `--url` as given.
     RawPayload,
+    /// Baseten completion traces (Parquet): each row's recorded `prompt` replayed at its
+    /// `timestamp_start_unix_ms`, grouped into sessions by `provided_session_id` (else
+    /// `poor_man_session_id`); see --replay-speedup and the other replay flags.
+    BasetenTrace,
 }
 
 /// A clap value parser for counts: a whole number, also in float notation (`1e6`), so that

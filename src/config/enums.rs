@@ -57,6 +57,7 @@ impl From<cli::CustomDatasetType> for CustomDatasetType {
             cli::CustomDatasetType::RandomPool => CustomDatasetType::RandomPool,
             cli::CustomDatasetType::MooncakeTrace => CustomDatasetType::MooncakeTrace,
             cli::CustomDatasetType::RawPayload => CustomDatasetType::RawPayload,
+            cli::CustomDatasetType::BasetenTrace => CustomDatasetType::BasetenTrace,
         }
     }
 }

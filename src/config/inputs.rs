@@ -137,7 +137,12 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
             )));
         }
         (Some(p), kind) => {
-            let kind = kind.unwrap_or(CustomDatasetType::SingleTurn);
+            // A Parquet (or Arrow) file can only be a Baseten trace, as AIPerf detects it.
+            let kind = kind.unwrap_or(if crate::dataset::custom::is_trace_file(p) {
+                CustomDatasetType::BasetenTrace
+            } else {
+                CustomDatasetType::SingleTurn
+            });
             if !p.exists() {
                 return Err(config_error(format!(
                     "--input-file: '{}' does not exist",
@@ -172,13 +177,16 @@ pub(super) fn input_options(a: &ProfileArgs) -> Result<InputOptions, ConfigError
             Some((p.clone(), kind))
         }
     };
-    let synthesis = synthesis(a, input_file.as_ref().map(|(_, k)| *k))?;
-    check_uuid_and_strip(a, input_file.as_ref().map(|(_, k)| *k))?;
+    let kind = input_file.as_ref().map(|(_, k)| *k);
+    let synthesis = synthesis(a, kind)?;
+    check_uuid_and_strip(a, kind)?;
+    let baseten = super::baseten::replay(a, kind, &parse_extra_inputs(&a.extra_inputs)?)?;
     Ok(InputOptions {
         image_source,
         image_sampling,
         input_file,
         synthesis,
+        baseten,
         isl_block_size: a.isl_block_size,
         sampling: a
             .dataset
@@ -276,6 +284,35 @@ fn synthesis(
         if value == Some(0) {
             return Err(config_error(format!("{flag} 0: give 1 or more")));
         }
+    }
+    if kind == Some(CustomDatasetType::BasetenTrace) {
+        if out.speedup_ratio != 1.0 {
+            return Err(config_error(
+                "--synthesis-speedup-ratio cannot be used with a baseten_trace; use --replay-speedup to scale replay pacing",
+            ));
+        }
+        for (flag, set) in [
+            (
+                "--synthesis-prefix-len-multiplier",
+                out.prefix_len_multiplier != 1.0,
+            ),
+            (
+                "--synthesis-prefix-root-multiplier",
+                out.prefix_root_multiplier != 1,
+            ),
+            (
+                "--synthesis-prompt-len-multiplier",
+                out.prompt_len_multiplier != 1.0,
+            ),
+        ] {
+            if set {
+                return Err(config_error(format!(
+                    "{flag} cannot be used with a baseten_trace: it replays the recorded prompts verbatim, so reshaping would change nothing sent and desync the hash_ids KV hints; drop it"
+                )));
+            }
+        }
+        // --synthesis-output-len-multiplier, --synthesis-max-isl and --synthesis-max-osl apply.
+        return Ok(out);
     }
     if out.is_set() && kind != Some(CustomDatasetType::MooncakeTrace) {
         return Err(config_error(

@@ -531,9 +531,8 @@ pub(super) fn check_servers_and_models(
 }
 
 const AGENTIC: &str = "agentic trace replay (dag_jsonl)";
-const BASETEN: &str = "baseten_trace";
 
-/// Trace knobs of dataset types that are not read here (weka, baseten, agentic replay)
+/// Trace knobs of dataset types that are not read here (weka, agentic replay)
 /// are refused rather than ignored; `--ignore-trace-delays` and `--no-fixed-schedule`
 /// are checked against the schedule.
 pub(super) fn check_trace_flags(
@@ -548,11 +547,6 @@ pub(super) fn check_trace_flags(
             "--max-context-length",
             l.max_context_length.is_some(),
             "weka_trace",
-        ),
-        (
-            "--trace-session-sample-ratio",
-            l.trace_session_sample_ratio.is_some(),
-            "baseten_trace",
         ),
         ("--allow-dataset-wrap", l.allow_dataset_wrap, AGENTIC),
         (
@@ -591,28 +585,10 @@ pub(super) fn check_trace_flags(
             l.hf_weka_dataset.is_some(),
             "weka_hf (Weka agentic trace)",
         ),
-        (
-            "--max-idle-gap-cap-seconds",
-            l.max_idle_gap_cap_seconds.is_some(),
-            BASETEN,
-        ),
-        ("--replay-speedup", l.replay_speedup.is_some(), BASETEN),
-        (
-            "--open-loop-replay/--no-open-loop-replay",
-            l.open_loop_replay || l.no_open_loop_replay,
-            BASETEN,
-        ),
-        ("--open-loop-strict", l.open_loop_strict, BASETEN),
-        ("--omit-kv-hints", l.omit_kv_hints, BASETEN),
-        (
-            "--force-min-tokens/--no-force-min-tokens",
-            l.force_min_tokens || l.no_force_min_tokens,
-            BASETEN,
-        ),
     ];
     if let Some((flag, _, kind)) = foreign.iter().find(|(_, given, _)| *given) {
         return Err(config_error(format!(
-            "{flag} applies to {kind} datasets only, which this aiperf does not read (it reads single_turn, multi_turn, random_pool and mooncake_trace); drop the flag"
+            "{flag} applies to {kind} datasets only, which this aiperf does not read (it reads single_turn, multi_turn, random_pool, mooncake_trace, raw_payload and baseten_trace); drop the flag"
         )));
     }
     if l.no_fixed_schedule && a.fixed_schedule {

@@ -21,6 +21,7 @@ use crate::ui::{LogDetail, UiType};
 
 mod accuracy;
 pub mod adaptive;
+mod baseten;
 mod cache_bust;
 pub mod chat;
 mod collectors;

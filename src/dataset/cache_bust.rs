@@ -135,7 +135,7 @@ pub fn mark(
     for (i, conv) in dataset.conversations.iter_mut().enumerate() {
         if conv.turns.iter().any(|t| t.own.is_some()) {
             return Err(BuildError::Input(format!(
-                "--cache-bust: conversation {} is sent as the input file's own messages or request body, where this aiperf cannot place a marker; drop --cache-bust or give prompts as text",
+                "--cache-bust: conversation {} is sent as the input file's own messages, request body or recorded prompt, where this aiperf cannot place a marker; drop --cache-bust or give prompts as text",
                 i + 1
             )));
         }

@@ -21,9 +21,11 @@ use super::{
 };
 use crate::tokenizer::Tokenizer;
 
+mod baseten;
 mod fields;
 mod synthesis;
 mod trace;
+pub use baseten::{BasetenReplay, is_trace_file, parquet_columns};
 use fields::*;
 pub use synthesis::Synthesis;
 pub(super) use trace::own_text;
@@ -44,6 +46,8 @@ pub enum CustomDatasetType {
     MooncakeTrace,
     /// One whole request body per line, sent as written.
     RawPayload,
+    /// Baseten completion traces (Parquet): recorded prompts replayed at their times.
+    BasetenTrace,
 }
 
 impl CustomDatasetType {
@@ -54,6 +58,7 @@ impl CustomDatasetType {
             CustomDatasetType::RandomPool => "random_pool",
             CustomDatasetType::MooncakeTrace => "mooncake_trace",
             CustomDatasetType::RawPayload => "raw_payload",
+            CustomDatasetType::BasetenTrace => "baseten_trace",
         }
     }
 }
@@ -75,6 +80,8 @@ pub struct CustomOptions<'a> {
     pub seed: u64,
     /// `--synthesis-*`: how a mooncake trace is reshaped before it is sent.
     pub synthesis: Synthesis,
+    /// `--replay-speedup` and the other knobs of a `baseten_trace` replay.
+    pub baseten: BasetenReplay,
 }
 
 /// A bad input file: `file:line: field: problem`.
@@ -96,6 +103,8 @@ pub fn load(opts: &CustomOptions) -> Result<Dataset, InputError> {
         CustomDatasetType::RandomPool => loader.random_pool(),
         CustomDatasetType::MooncakeTrace => loader.mooncake(),
         CustomDatasetType::RawPayload => super::raw_payload::load(opts.path, opts.tokenizer),
+        // Its timestamps are normalised to the first event: no span check on raw values.
+        CustomDatasetType::BasetenTrace => return baseten::load(opts, &opts.baseten),
     };
     // Also when the file is refused: a misspelt field is often why.
     if let Some(at) = &loader.first_unknown {
@@ -788,6 +797,11 @@ fn merge_entries(entries: impl Iterator<Item = Entry>) -> Entry {
 /// the first of its `turns`). Unreadable files say no; reading them fails later with a
 /// better message.
 pub fn first_record_has_timestamp(path: &std::path::Path) -> bool {
+    // A Baseten trace's timestamps are a column.
+    if suffix_is(path, "parquet") {
+        return parquet_columns(path)
+            .is_some_and(|c| c.iter().any(|n| n == "timestamp_start_unix_ms"));
+    }
     let mut first = None;
     let _ = for_each_line(path, |_, line| {
         if line.trim().is_empty() {
@@ -808,6 +822,12 @@ pub fn first_record_has_timestamp(path: &std::path::Path) -> bool {
         .is_some_and(|t| !t.is_null())
 }
 
+fn suffix_is(path: &Path, ext: &str) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -825,6 +845,7 @@ mod tests {
             pool_draws: 10,
             seed: 5,
             synthesis: Synthesis::default(),
+            baseten: BasetenReplay::default(),
         })
         .unwrap()
     }

@@ -152,6 +152,9 @@ pub enum OwnRequest {
     Messages(ChatMessages),
     /// A whole request body (`payload`), sent as written.
     Payload(serde_json::Map<String, serde_json::Value>),
+    /// A recorded prompt that already holds its conversation (a Baseten trace row): the
+    /// turn is sent as a request of its own (its `text`), without earlier turns or replies.
+    Prompt,
 }
 
 /// A trace row's OpenAI `messages` array.
@@ -236,6 +239,8 @@ pub struct InputOptions {
     pub input_file: Option<(std::path::PathBuf, CustomDatasetType)>,
     /// `--synthesis-*`: how a mooncake trace is reshaped.
     pub synthesis: Synthesis,
+    /// `--replay-speedup` and the other `baseten_trace` knobs.
+    pub baseten: custom::BasetenReplay,
     /// `--isl-block-size`.
     pub isl_block_size: Option<usize>,
     /// `--dataset-sampling-strategy`; None = the source's default.
@@ -310,6 +315,7 @@ pub fn build(
             pool_draws: synthetic.num_entries,
             seed,
             synthesis: inputs.synthesis.clone(),
+            baseten: inputs.baseten.clone(),
         };
         let mut dataset = custom::load(&opts).map_err(BuildError::Input)?;
         if inputs.uuid_and_strip {

@@ -56,6 +56,8 @@ fn prepare_one(
             audio_seconds,
         });
     }
+    // A self-contained prompt is an ordinary request once on its own.
+    entry.own.take_if(|own| matches!(own, OwnRequest::Prompt));
     if endpoint == EndpointType::AudioTranscription {
         return Ok(audio_transcription::prepare(entry, opts, model));
     }
@@ -315,6 +317,9 @@ pub struct PreparedTurn {
     pub standalone: bool,
     /// `message` is the whole body (an input file's payload row), sent as it is.
     pub whole_body: bool,
+    /// On a fixed schedule: due this long after the conversation's first turn, and never
+    /// before the previous reply (a trace turn replayed at its own time).
+    pub after_first: Option<std::time::Duration>,
 }
 
 /// The turns of a multi-turn conversation and how to splice them.
@@ -482,6 +487,12 @@ pub fn prepare_dataset_with_models(
     };
     let mut out = Vec::with_capacity(dataset.conversations.len());
     for conv in dataset.conversations {
+        // Every turn carries its whole prompt (a Baseten trace): sent one by one, on any
+        // endpoint that sends prompts.
+        let self_contained = conv
+            .turns
+            .iter()
+            .all(|t| matches!(t.own, Some(OwnRequest::Prompt)));
         let own_payloads = conv
             .turns
             .iter()
@@ -505,7 +516,7 @@ pub fn prepare_dataset_with_models(
         }
         // Payload rows are whole bodies: a raw conversation replays them as they are.
         if endpoint != EndpointType::Chat && endpoint != EndpointType::Raw {
-            if conv.turns.len() > 1 && !endpoint.is_conversational() {
+            if conv.turns.len() > 1 && !endpoint.is_conversational() && !self_contained {
                 return Err(EndpointMismatch::MultiTurn(endpoint));
             }
             if conv.turns.iter().any(|t| !t.images.is_empty()) && !endpoint.takes_images() {
@@ -549,7 +560,32 @@ pub fn prepare_dataset_with_models(
         let multi_turn = conv.turns.len() > 1;
         let mut entries = conv.turns.into_iter();
         let first_entry = entries.next().expect("conversations have a turn");
-        let (first, script) = if multi_turn {
+        let (first, script) = if multi_turn && self_contained {
+            let all = std::iter::once(first_entry).chain(entries).collect();
+            let turns = self_contained_turns(
+                endpoint,
+                all,
+                system,
+                context,
+                opts,
+                &mut models,
+                template.as_ref(),
+            )?;
+            let t = &turns[0];
+            let first = PreparedRequest {
+                body: t.message.clone(),
+                input_tokens: t.input_tokens,
+                num_images: t.num_images,
+                max_output_tokens: t.max_output_tokens,
+                audio_seconds: t.audio_seconds,
+            };
+            let script = TurnScript {
+                head: Bytes::new(),
+                turns,
+                lead,
+            };
+            (first, script)
+        } else if multi_turn {
             let turns = std::iter::once(first_entry)
                 .chain(entries)
                 .map(|entry| prepare_turn(endpoint, entry, system, opts, models.next_model()))
@@ -626,6 +662,52 @@ fn script_head(endpoint: EndpointType, system: Option<&str>, context: Option<&st
     head
 }
 
+/// The turns of a conversation whose every turn carries its whole prompt: each a complete
+/// body, sent without history; a timestamped turn is due at its offset from the first.
+fn self_contained_turns(
+    endpoint: EndpointType,
+    turns: Vec<Entry>,
+    system: Option<&str>,
+    context: Option<&str>,
+    opts: &BodyOptions,
+    models: &mut ModelPicker,
+    template: Option<&template::PayloadTemplate>,
+) -> Result<Vec<PreparedTurn>, EndpointMismatch> {
+    let first_ms = turns.first().and_then(|t| t.timestamp_ms);
+    let mut out = Vec::with_capacity(turns.len());
+    for entry in turns {
+        let after_first = match (first_ms, entry.timestamp_ms) {
+            (Some(f), Some(t)) => Some(std::time::Duration::from_millis(t.saturating_sub(f))),
+            _ => None,
+        };
+        let delay = entry.delay;
+        let text = entry.text.clone();
+        let req = prepare_one(
+            endpoint,
+            entry,
+            system,
+            context,
+            opts,
+            models.next_model(),
+            template,
+        )?;
+        out.push(PreparedTurn {
+            message: req.body,
+            tail: Bytes::new(),
+            input_tokens: req.input_tokens,
+            text,
+            num_images: req.num_images,
+            max_output_tokens: req.max_output_tokens,
+            audio_seconds: req.audio_seconds,
+            delay,
+            standalone: true,
+            whole_body: true,
+            after_first,
+        });
+    }
+    Ok(out)
+}
+
 /// One turn's message and body tail, for splicing at send time.
 fn prepare_turn(
     endpoint: EndpointType,
@@ -649,6 +731,7 @@ fn prepare_turn(
             delay: entry.delay,
             standalone: true,
             whole_body: true,
+            after_first: None,
         };
     }
     let mut fields = match endpoint {
@@ -709,6 +792,7 @@ fn prepare_turn(
         delay,
         standalone,
         whole_body: false,
+        after_first: None,
     }
 }
 

@@ -159,7 +159,10 @@ impl SendPlan {
     pub fn drop_delays(&mut self) {
         self.timestamps_ms.iter_mut().for_each(|t| *t = None);
         for script in &mut self.scripts {
-            script.turns.iter_mut().for_each(|t| t.delay = None);
+            script.turns.iter_mut().for_each(|t| {
+                t.delay = None;
+                t.after_first = None;
+            });
         }
     }
 

@@ -439,7 +439,8 @@ impl<E: Exchange> PhaseRun<E> {
         first_permit: Option<OwnedSemaphorePermit>,
         user_gap: Option<(Duration, Instant)>,
     ) -> Ended {
-        let mut last_due = user_gap.map_or_else(|| self.now(), |(_, due)| due);
+        let started = self.now();
+        let mut last_due = user_gap.map_or_else(|| started, |(_, due)| due);
         let ended = |go_on| Ended { go_on, last_due };
         let ctx = self.ctx.clone();
         let plan = &ctx.plan;
@@ -493,8 +494,13 @@ impl<E: Exchange> PhaseRun<E> {
                 // A reply later than the gap: the turn goes at once and the user's
                 // schedule restarts from there (no catching up in a burst).
                 Some((gap, _)) => (last_due + gap).max(self.now()),
-                // The think time counts from the reply; its end is this turn's scheduled time.
-                None => self.now() + t.delay.unwrap_or_default(),
+                None => match (t.after_first, &self.spec.pacing) {
+                    // A trace turn replayed at its own time, never before the previous reply.
+                    (Some(after), Pacing::Fixed { .. }) => (started + after).max(self.now()),
+                    // The think time counts from the reply; its end is this turn's scheduled
+                    // time.
+                    _ => self.now() + t.delay.unwrap_or_default(),
+                },
             };
             if user_gap.is_some() && self.issue_until.is_some_and(|end| due >= end) {
                 return Ended {

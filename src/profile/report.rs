@@ -683,6 +683,13 @@ mod tests {
             // Refused for what it locks (tested in tests/it/load_shapes.rs).
             "scenario",
             "inter_turn_delay_cap_seconds",
+            // A baseten_trace (tested in tests/it/baseten_trace.rs).
+            "max_idle_gap_cap_seconds",
+            "replay_speedup",
+            "no_open_loop_replay",
+            "open_loop_strict",
+            "omit_kv_hints",
+            "no_force_min_tokens",
             "num_users",
             "fixed_schedule_auto_offset",
             "fixed_schedule_start_offset",

@@ -403,14 +403,6 @@ fn replay_knobs_of_other_trace_types_are_refused() {
         (&["--agentic-cache-warmup-duration", "5"][..], "agentic"),
         (&["--agentic-warmup-grace-period", "5"][..], "agentic"),
         (&["--trace-idle-gap-cap-seconds", "5"][..], "weka_trace"),
-        (&["--max-idle-gap-cap-seconds", "5"][..], "baseten_trace"),
-        (&["--replay-speedup", "2"][..], "baseten_trace"),
-        (&["--open-loop-replay"][..], "baseten_trace"),
-        (&["--no-open-loop-replay"][..], "baseten_trace"),
-        (&["--open-loop-strict"][..], "baseten_trace"),
-        (&["--omit-kv-hints"][..], "baseten_trace"),
-        (&["--force-min-tokens"][..], "baseten_trace"),
-        (&["--no-force-min-tokens"][..], "baseten_trace"),
         (&["--hf-weka-dataset", "org/traces"][..], "weka_hf"),
     ] {
         let flag = args[0].trim_start_matches("--no-");

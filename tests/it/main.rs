@@ -15,6 +15,7 @@ mod analyze;
 mod audio_video;
 mod bad_files;
 mod bad_input;
+mod baseten_trace;
 mod cache_bust;
 mod chat;
 mod client_overhead;

@@ -213,6 +213,7 @@ pub(in crate::dataset) fn own_text(own: &OwnRequest) -> String {
             (_, Some(Value::String(prompt))) => prompt.clone(),
             _ => String::new(),
         },
+        OwnRequest::Prompt => String::new(),
     }
 }
 
@@ -308,7 +309,7 @@ enum RowKind {
 impl RowKind {
     fn of(own: Option<&OwnRequest>) -> RowKind {
         match own {
-            None => RowKind::Prompt,
+            None | Some(OwnRequest::Prompt) => RowKind::Prompt,
             Some(OwnRequest::Messages(m)) if m.delta => RowKind::Delta,
             Some(OwnRequest::Messages(_)) => RowKind::History,
             Some(OwnRequest::Payload(_)) => RowKind::Payload,

@@ -87,6 +87,7 @@ fn conversation_plan(conversations: &[&[u64]], sends: u64) -> SendPlan {
                     delay: (k > 0).then(|| ms(delay)),
                     standalone: false,
                     whole_body: false,
+                    after_first: None,
                 })
                 .collect();
             let script = TurnScript {
