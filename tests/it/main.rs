@@ -7,6 +7,7 @@ mod common;
 mod accuracy;
 mod accuracy_bbh;
 mod accuracy_lcb;
+mod accuracy_lighteval;
 mod accuracy_vision;
 mod aggregate_files;
 mod aiperf_command_lines;
