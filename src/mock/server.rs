@@ -235,17 +235,7 @@ async fn audio_transcriptions(State(shared): State<Arc<Shared>>, req: Request) -
         Err(e) => Err(format!("reading the request body failed: {e}")),
     };
     let received = Instant::now();
-    let seen = (
-        parts
-            .headers
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-        parts
-            .extensions
-            .get::<axum::extract::ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.port()),
-    );
+    let seen = request_ids(&parts);
     let t = match parsed {
         Ok(t) => t,
         Err(message) => {
@@ -365,17 +355,7 @@ fn video_answer(
     parts: &axum::http::request::Parts,
     answer: super::video_generation::Answer,
 ) -> Response {
-    let seen = (
-        parts
-            .headers
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-        parts
-            .extensions
-            .get::<axum::extract::ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.port()),
-    );
+    let seen = request_ids(parts);
     let received = Instant::now();
     let (status, response) = match answer {
         super::video_generation::Answer::Json(status, v) => {
@@ -424,17 +404,7 @@ async fn one_piece(
     answer: impl FnOnce(&[u8], &str) -> Result<(serde_json::Value, u64), String>,
 ) -> Response {
     let (parts, body) = req.into_parts();
-    let seen = (
-        parts
-            .headers
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-        parts
-            .extensions
-            .get::<axum::extract::ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.port()),
-    );
+    let seen = request_ids(&parts);
     let endpoint = route_name(parts.uri.path());
     let parsed = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => answer(&bytes, &shared.model),
@@ -592,8 +562,8 @@ struct Accepted {
     cached_tokens: Option<u64>,
 }
 
-async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
-    let (parts, body) = req.into_parts();
+/// The request's `X-Request-ID` and the client's port, for `--record-requests`.
+fn request_ids(parts: &axum::http::request::Parts) -> (Option<String>, Option<u16>) {
     let x_request_id = parts
         .headers
         .get("x-request-id")
@@ -603,6 +573,12 @@ async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
         .extensions
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
         .map(|c| c.0.port());
+    (x_request_id, peer_port)
+}
+
+async fn handle(shared: Arc<Shared>, req: Request, api: Api) -> Response {
+    let (parts, body) = req.into_parts();
+    let (x_request_id, peer_port) = request_ids(&parts);
     let bytes = axum::body::to_bytes(body, usize::MAX).await;
     // The latency schedule starts once the whole request is in.
     let received = Instant::now();

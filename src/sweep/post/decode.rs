@@ -144,19 +144,12 @@ fn plane_fit(triples: &[(f64, f64, f64)]) -> Option<(f64, f64, f64, f64)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing;
     use super::*;
-    use crate::export::aggregate::{MetricSummary, RunMetrics};
+    use crate::export::aggregate::RunMetrics;
 
     fn run(itl: f64) -> RunMetrics {
-        let mut m = RunMetrics::new();
-        m.insert(
-            METRIC.into(),
-            MetricSummary {
-                unit: "ms".into(),
-                stats: [("avg".to_string(), itl)].into_iter().collect(),
-            },
-        );
-        m
+        testing::run(&[(METRIC, "avg", itl)])
     }
 
     #[test]
@@ -173,14 +166,7 @@ mod tests {
                 runs.push(run(5.0 + 0.25 * c as f64 + 0.01 * osl as f64));
             }
         }
-        let cells: Vec<Cell> = values
-            .iter()
-            .zip(&runs)
-            .map(|(v, r)| Cell {
-                values: v,
-                runs: vec![r],
-            })
-            .collect();
+        let cells = testing::cells(&values, &runs);
         let body = process(&cells).unwrap().body;
         assert_eq!(body["surface"]["concurrency_axis"], json!([1.0, 4.0, 16.0]));
         assert_eq!(body["surface"]["osl_axis"], json!([64.0, 256.0]));

@@ -109,3 +109,41 @@ fn number(v: f64) -> Value {
         json!(v)
     }
 }
+
+/// What the derived files' tests build their points from.
+#[cfg(test)]
+pub(super) mod testing {
+    use super::Cell;
+    use crate::export::aggregate::{MetricSummary, RunMetrics};
+    use serde_json::Value;
+
+    /// A run with one statistic of each of `metrics` (tag, stat, value).
+    pub fn run(metrics: &[(&str, &str, f64)]) -> RunMetrics {
+        let mut m = RunMetrics::new();
+        for (tag, stat, v) in metrics {
+            m.insert(
+                (*tag).into(),
+                MetricSummary {
+                    unit: "x".into(),
+                    stats: [(stat.to_string(), *v)].into_iter().collect(),
+                },
+            );
+        }
+        m
+    }
+
+    /// One cell per point: its parameters and its one run.
+    pub fn cells<'a>(
+        values: &'a [Vec<(&'static str, Value)>],
+        runs: &'a [RunMetrics],
+    ) -> Vec<Cell<'a>> {
+        values
+            .iter()
+            .zip(runs)
+            .map(|(v, r)| Cell {
+                values: v,
+                runs: vec![r],
+            })
+            .collect()
+    }
+}

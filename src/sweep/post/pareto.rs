@@ -105,18 +105,12 @@ fn mark_optimal(points: &mut [Point]) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing;
     use super::*;
-    use crate::export::aggregate::{MetricSummary, RunMetrics};
+    use crate::export::aggregate::RunMetrics;
 
     fn run(ttft_p95: f64, tput: f64) -> RunMetrics {
-        let mut m = RunMetrics::new();
-        let summary = |k: &str, v: f64| MetricSummary {
-            unit: "x".into(),
-            stats: [(k.to_string(), v)].into_iter().collect(),
-        };
-        m.insert(X.0.into(), summary("p95", ttft_p95));
-        m.insert(Y.0.into(), summary("avg", tput));
-        m
+        testing::run(&[(X.0, "p95", ttft_p95), (Y.0, "avg", tput)])
     }
 
     #[test]
@@ -140,14 +134,7 @@ mod tests {
                 ]
             })
             .collect();
-        let cells: Vec<Cell> = values
-            .iter()
-            .zip(&runs)
-            .map(|(v, r)| Cell {
-                values: v,
-                runs: vec![r],
-            })
-            .collect();
+        let cells = testing::cells(&values, &runs);
         let d = process(&cells).unwrap();
         let optimal: Vec<bool> = d.body["cells"]
             .as_array()

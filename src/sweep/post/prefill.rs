@@ -77,19 +77,12 @@ pub fn process(cells: &[Cell]) -> Result<Derived, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing;
     use super::*;
-    use crate::export::aggregate::{MetricSummary, RunMetrics};
+    use crate::export::aggregate::RunMetrics;
 
     fn run(ttft: f64) -> RunMetrics {
-        let mut m = RunMetrics::new();
-        m.insert(
-            METRIC.into(),
-            MetricSummary {
-                unit: "ms".into(),
-                stats: [("avg".to_string(), ttft)].into_iter().collect(),
-            },
-        );
-        m
+        testing::run(&[(METRIC, "avg", ttft)])
     }
 
     fn derive(f: impl Fn(f64) -> f64, isls: &[u64]) -> Value {
@@ -103,14 +96,7 @@ mod tests {
             })
             .collect();
         let runs: Vec<RunMetrics> = isls.iter().map(|i| run(f(*i as f64))).collect();
-        let cells: Vec<Cell> = values
-            .iter()
-            .zip(&runs)
-            .map(|(v, r)| Cell {
-                values: v,
-                runs: vec![r],
-            })
-            .collect();
+        let cells = testing::cells(&values, &runs);
         process(&cells).unwrap().body
     }
 
