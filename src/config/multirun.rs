@@ -58,6 +58,18 @@ pub struct Sla {
     pub threshold: f64,
 }
 
+impl Sla {
+    /// As the search files write it (AIPerf's SLA filter keys).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "metric_tag": self.metric,
+            "stat": self.stat,
+            "op": self.op.as_str(),
+            "threshold": self.threshold,
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlaOp {
     Lt,

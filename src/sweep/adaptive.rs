@@ -14,6 +14,7 @@ use rand::rngs::ChaCha8Rng;
 use serde_json::{Map, Value, json};
 
 use super::bayes::{self, Box01, Halton, Method, Observation};
+use super::search::mean_of;
 use crate::config::adaptive::{
     Adaptive, Dim, Direction, IMPROVEMENT_PATIENCE, PLATEAU_THRESHOLD, PLATEAU_WINDOW, Planner,
     Sampler,
@@ -116,18 +117,6 @@ fn stat_of(run: &RunMetrics, metric: &str, stat: &str) -> Option<f64> {
         .get(stat)
         .copied()
         .filter(|v| v.is_finite())
-}
-
-fn mean_of(runs: &[&RunMetrics], metric: &str, stat: &str) -> Option<f64> {
-    let v: Vec<f64> = runs
-        .iter()
-        .filter_map(|r| stat_of(r, metric, stat))
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-fn sla_json(s: &Sla) -> Value {
-    json!({"metric_tag": s.metric, "stat": s.stat, "op": s.op.as_str(), "threshold": s.threshold})
 }
 
 impl AdaptiveState {
@@ -278,7 +267,7 @@ impl AdaptiveState {
             .zip(&observed)
             .find(|(s, _)| !runs.iter().any(|r| meets(r, s)))
             .map(|(s, o)| {
-                let mut j = sla_json(s);
+                let mut j = Sla::to_json(s);
                 j["observed"] = json!(o);
                 j
             });
@@ -437,7 +426,7 @@ impl AdaptiveState {
                     "hi": d.hi,
                     "kind": if d.int { "int" } else { "real" },
                 })).collect::<Vec<_>>(),
-                "sla_filters": c.slas.iter().map(sla_json).collect::<Vec<_>>(),
+                "sla_filters": c.slas.iter().map(Sla::to_json).collect::<Vec<_>>(),
             },
             "iterations": iterations,
             "best_trials": best_trials,

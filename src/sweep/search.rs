@@ -271,10 +271,7 @@ impl SearchState {
                 hi,
                 ladder,
             } => {
-                let slas: Vec<Value> = slas
-                    .iter()
-                    .map(|s| json!({"metric_tag": s.metric, "stat": s.stat, "op": s.op.as_str(), "threshold": s.threshold}))
-                    .collect();
+                let slas: Vec<Value> = slas.iter().map(Sla::to_json).collect();
                 let body = json!({
                     "recipe": "max-concurrency-under-sla",
                     "style": if ladder.is_some() { "grid" } else { "monotonic" },
@@ -301,10 +298,7 @@ impl SearchState {
             } => {
                 let slos: serde_json::Map<String, Value> =
                     slos.iter().map(|(m, v)| (m.clone(), json!(v))).collect();
-                let filters: Vec<Value> = filters
-                    .iter()
-                    .map(|s| json!({"metric_tag": s.metric, "stat": s.stat, "op": s.op.as_str(), "threshold": s.threshold}))
-                    .collect();
+                let filters: Vec<Value> = filters.iter().map(Sla::to_json).collect();
                 let best = self.best_goodput();
                 let body = json!({
                     "recipe": "max-goodput-under-slo",
