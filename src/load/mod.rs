@@ -14,6 +14,7 @@ pub mod pacing;
 mod phase;
 pub mod ramp;
 pub mod schedule;
+pub mod senders;
 pub mod shard;
 
 pub use options::{LoadOptions, UserCentric, WarmupOptions};
@@ -310,6 +311,8 @@ pub struct LoadContext<E = HttpClient> {
     pub stop: AtomicBool,
     /// Requests currently in flight.
     pub in_flight: AtomicU64,
+    /// The threads a phase's request tasks run on.
+    pub spawner: senders::Spawner,
 }
 
 #[cfg(test)]

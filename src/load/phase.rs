@@ -679,7 +679,8 @@ async fn run_closed_loop<E: Exchange>(run: Arc<PhaseRun<E>>) {
     for k in 0..workers {
         let run = run.clone();
         let opens = started + ramp::slot_opens_at(k, workers, run.spec.ramps.concurrency);
-        tasks.push(tokio::spawn(async move {
+        let spawner = run.ctx.spawner.clone();
+        tasks.push(spawner.spawn(k as usize, async move {
             // In steps, so that a phase that ends during the ramp is not held up.
             while run.now() < opens && !run.is_over() {
                 let step = opens.min(run.now() + Duration::from_millis(50));
@@ -759,7 +760,8 @@ async fn run_open_loop<E: Exchange>(run: Arc<PhaseRun<E>>) {
             scheduled_perf_ns: Some(ctx.clock.ns_of(due)),
             slot_wait_ns,
         };
-        tasks.spawn(
+        ctx.spawner.spawn_least_busy(
+            &mut tasks,
             run.clone()
                 .conversation(session, send, timing, permit, None),
         );
@@ -780,7 +782,8 @@ async fn run_users<E: Exchange>(run: Arc<PhaseRun<E>>, users: UserCentric) {
     for i in 0..users.users {
         let run = run.clone();
         let mut due = t0 + Duration::from_secs_f64(i as f64 / users.qps);
-        tasks.spawn(async move {
+        let spawner = run.ctx.spawner.clone();
+        spawner.spawn_least_busy(&mut tasks, async move {
             loop {
                 if run.issue_until.is_some_and(|end| due >= end) {
                     break;

@@ -33,6 +33,7 @@ use crate::clock::Clock;
 use crate::config::{ConfigError, ProfileConfig};
 use crate::dataset::BuildError;
 use crate::endpoint::EndpointMismatch;
+use crate::load::senders::{SenderThreads, Spawner};
 use crate::load::{LoadContext, SendPlan};
 use crate::overhead::OverheadMonitor;
 use crate::transport::HttpClient;
@@ -157,18 +158,21 @@ pub fn run_reusing(
         .transpose()?;
     let prepared = prepare::prepare(&mut cfg, reuse)?;
 
+    // The run's control, observers and probes; the requests go on the sender threads.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .thread_name("client-worker")
+        .thread_name("runtime-worker")
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let _guard = runtime.enter();
+    let senders = SenderThreads::start(SenderThreads::default_count())
+        .context("cannot start the sender threads")?;
     let mock_server = start_mock_server(&mut cfg)?;
     let grading = prepared
         .questions
         .zip(cfg.accuracy.as_ref())
         .map(|(q, opts)| crate::accuracy::export::Grading::new(q, opts));
-    let ctx = load_context(&cfg, prepared.plan)?;
+    let ctx = load_context(&cfg, prepared.plan, senders.spawner())?;
     let control = RunControl::start(
         ctx.clone(),
         cfg.failures.grace_period,
@@ -334,7 +338,11 @@ fn start_mock_server(cfg: &mut ProfileConfig) -> anyhow::Result<Option<InProcess
 }
 
 /// The HTTP client and the plan, shared by every request of the run.
-fn load_context(cfg: &ProfileConfig, plan: SendPlan) -> anyhow::Result<Arc<LoadContext>> {
+fn load_context(
+    cfg: &ProfileConfig,
+    plan: SendPlan,
+    spawner: Spawner,
+) -> anyhow::Result<Arc<LoadContext>> {
     let headers = cfg
         .endpoint_type
         .request_headers(cfg.api_key.as_deref(), &cfg.headers)
@@ -359,6 +367,7 @@ fn load_context(cfg: &ProfileConfig, plan: SendPlan) -> anyhow::Result<Arc<LoadC
         plan,
         stop: AtomicBool::new(false),
         in_flight: AtomicU64::new(0),
+        spawner,
     }))
 }
 

@@ -3,12 +3,17 @@
 //! An exchange takes a connection (the idle one of its server returned last, or a new one)
 //! and gives it back only once its response was read to the end; any other end (an error,
 //! the timeout, a cancel) drops it, which closes it. A connection is made only when no idle
-//! one is left, so a run never holds more connections than it has exchanges in flight.
+//! one is left on the thread's lane, so a run holds no more connections than it has
+//! exchanges in flight, besides the few its probes left on lane 0.
 //!
 //! A server that closes its connections right after each response although it says
 //! keep-alive (llama.cpp's server after a stream) is learned: after `CLOSES_TO_LEARN` closes
 //! that followed a response within `conn::CLOSE_AFTER_RESPONSE`, its connections are no longer
 //! kept, so no request goes out on one that is being closed.
+//!
+//! A connection's task runs on the runtime that made it, so each runtime thread that sends
+//! (see `set_thread_lane`) keeps its own idle list: a request never goes out on a connection
+//! driven by another thread, which would cost a cross-thread wake-up per frame.
 //!
 //! This is hyper's own per-connection client (`hyper::client::conn::http1`) under a list
 //! behind a mutex. hyper-util's pool, which this replaces, cost a raw client about 7-10 us
@@ -74,12 +79,30 @@ impl Target {
     }
 }
 
+thread_local! {
+    /// This thread's idle lists (0 unless `set_thread_lane` said otherwise).
+    static LANE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Gives the calling thread its own idle lists, `lane` (the sender threads of a run each
+/// take one; every other thread shares lane 0). A connection goes back to the lane of the
+/// thread that made it, and a request takes one from its own thread's lane.
+pub fn set_thread_lane(lane: usize) {
+    LANE.with(|l| l.set(lane));
+}
+
+fn thread_lane() -> usize {
+    LANE.with(|l| l.get())
+}
+
 /// One connection an exchange holds.
 pub struct Conn {
     pub sender: SendRequest<RequestBody>,
     /// The stamps of the connection and its current request (see `timing`).
     pub stamps: Arc<ConnStamps>,
     server: usize,
+    /// The idle list of the thread whose runtime drives the connection.
+    lane: usize,
     idle_since: Instant,
 }
 
@@ -98,7 +121,8 @@ pub struct ConnectError(#[source] pub BoxError);
 /// One server's idle connections, and what the pool learned of how it closes them.
 #[derive(Default)]
 struct ServerConns {
-    idle: Mutex<Vec<Conn>>,
+    /// Idle connections by lane (see `set_thread_lane`), grown as lanes appear.
+    idle: Mutex<Vec<Vec<Conn>>>,
     /// Closes seen within `CLOSE_AFTER_RESPONSE` of a response's end.
     closes_after_response: AtomicU32,
     /// Set after `CLOSES_TO_LEARN` of them: the server's connections are not kept.
@@ -146,7 +170,7 @@ impl Pool {
         self.connect(server, target.uri.clone()).await
     }
 
-    fn idle(&self, server: usize) -> std::sync::MutexGuard<'_, Vec<Conn>> {
+    fn idle(&self, server: usize) -> std::sync::MutexGuard<'_, Vec<Vec<Conn>>> {
         self.servers[server]
             .idle
             .lock()
@@ -154,7 +178,7 @@ impl Pool {
     }
 
     fn pop(&self, server: usize) -> Option<Conn> {
-        self.idle(server).pop()
+        self.idle(server).get_mut(thread_lane())?.pop()
     }
 
     /// Notes a kept-alive connection of server `server` found closed when a request came for
@@ -202,6 +226,7 @@ impl Pool {
             sender,
             stamps,
             server,
+            lane: thread_lane(),
             idle_since: Instant::now(),
         })
     }
@@ -215,7 +240,11 @@ impl Pool {
             return;
         }
         conn.idle_since = Instant::now();
-        let mut idle = self.idle(conn.server);
+        let mut lanes = self.idle(conn.server);
+        if lanes.len() <= conn.lane {
+            lanes.resize_with(conn.lane + 1, Vec::new);
+        }
+        let idle = &mut lanes[conn.lane];
         if idle.len() < self.max_idle {
             idle.push(conn);
         }

@@ -176,6 +176,7 @@ fn context(fake: Fake, plan: SendPlan) -> Arc<LoadContext<Fake>> {
         plan,
         stop: AtomicBool::new(false),
         in_flight: AtomicU64::new(0),
+        spawner: Default::default(),
     })
 }
 
