@@ -15,6 +15,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::OnceLock;
 
 use fancy_regex::Regex;
 
@@ -52,7 +53,11 @@ const HEAP_MERGE_MIN_LEN: usize = 128;
 pub struct Bpe {
     index: TokenIndex,
     special: Vec<(u32, &'static str)>,
-    pretokenizer: Regex,
+    /// Compiled on first use: o200k splits ASCII text without it (`o200k_ascii_piece_end`),
+    /// and compiling its pattern took about 24 M instructions, most of the embedded
+    /// tokenizer's start-up.
+    pretokenizer: OnceLock<Regex>,
+    pattern: &'static str,
     /// The pattern is o200k's, so ASCII text can be split by `o200k_ascii_piece_end`.
     o200k: bool,
 }
@@ -85,25 +90,39 @@ impl Bpe {
     pub fn from_tiktoken(
         vocab: &str,
         special: &[(u32, &'static str)],
-        pattern: &str,
+        pattern: &'static str,
     ) -> Result<Bpe, VocabError> {
         Bpe::with_index(TokenIndex::from_tiktoken(vocab)?, special, pattern)
     }
 
     /// An indexed vocabulary with its special tokens and pre-tokenizer pattern.
+    /// Another pattern than o200k's is compiled here, so that a bad one is an error now.
     fn with_index(
         index: TokenIndex,
         special: &[(u32, &'static str)],
-        pattern: &str,
+        pattern: &'static str,
     ) -> Result<Bpe, VocabError> {
+        let o200k = pattern == O200K_PATTERN;
+        let pretokenizer = OnceLock::new();
+        if !o200k {
+            let regex = Regex::new(pattern).map_err(|e| VocabError {
+                line: 0,
+                reason: format!("bad pattern: {e}"),
+            })?;
+            let _ = pretokenizer.set(regex);
+        }
         Ok(Bpe {
             index,
             special: special.to_vec(),
-            pretokenizer: Regex::new(pattern).map_err(|e| VocabError {
-                line: 0,
-                reason: format!("bad pattern: {e}"),
-            })?,
-            o200k: pattern == O200K_PATTERN,
+            pretokenizer,
+            pattern,
+            o200k,
+        })
+    }
+
+    fn pretokenizer(&self) -> &Regex {
+        self.pretokenizer.get_or_init(|| {
+            Regex::new(self.pattern).expect("o200k's pattern compiles (a test compiles it)")
         })
     }
 
@@ -148,7 +167,7 @@ impl Bpe {
         }
         let mut at = 0;
         while at < text.len() {
-            match self.pretokenizer.find_from_pos(text, at) {
+            match self.pretokenizer().find_from_pos(text, at) {
                 Ok(Some(piece)) if piece.end() > piece.start() => {
                     self.encode_piece(piece.as_str().as_bytes(), &mut out);
                     at = piece.end();
@@ -610,7 +629,7 @@ mod tests {
         fn ascii_pieces_are_the_patterns(
             text in "([A-Za-z]{1,6}|[0-9]{1,5}|[ \t\r\n\x0b\x0c]{1,4}|'([sStTmMdD]|[rR][eE]|[vV][eE]|[lL][lL])|[!-/:-@\\[-`{-~]{1,3}|[\x00-\x08\x0e-\x1f\x7f]){0,50}"
         ) {
-            let regex = &builtin().pretokenizer;
+            let regex = builtin().pretokenizer();
             let (mut ours, mut theirs) = (Vec::new(), Vec::new());
             let mut at = 0;
             while at < text.len() {
