@@ -20,9 +20,12 @@ pub struct ServiceArgs {
     #[arg(long, help_heading = HEADING)]
     pub zmq_dual_bind: bool,
 
-    /// AIPerf's number of worker processes. No effect: requests are sent from async tasks
-    /// of this process, as many as the load needs.
-    #[arg(long = "workers-max", visible_aliases = ["max-workers"], value_name = "N", help_heading = HEADING)]
+    /// Threads that send the requests (AIPerf: its worker processes). Each runs its share
+    /// of the requests on its own single-threaded runtime with its own connections. Default:
+    /// one per core (`TOKIO_WORKER_THREADS` if set). Fewer leave cores to a server on the
+    /// same machine.
+    #[arg(long = "workers-max", visible_aliases = ["max-workers"], value_name = "N",
+          value_parser = threads, help_heading = "Workers")]
     pub workers_max: Option<u64>,
 
     /// AIPerf's number of metric-computing services. No effect: one collector thread
@@ -44,6 +47,16 @@ pub struct ServiceArgs {
     pub stats_interval: Option<f64>,
 }
 
+/// A thread count: a whole number, at least 1.
+fn threads(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "{s:?} is not a thread count: give a whole number of at least 1"
+        )),
+    }
+}
+
 impl ServiceArgs {
     /// One line for each of these flags that was given: its name and why it does nothing.
     pub fn ignored(&self) -> Vec<String> {
@@ -52,11 +65,6 @@ impl ServiceArgs {
             ("--zmq-host", self.zmq_host.is_some(), one_process),
             ("--zmq-ipc-path", self.zmq_ipc_path.is_some(), one_process),
             ("--zmq-dual-bind", self.zmq_dual_bind, one_process),
-            (
-                "--workers-max",
-                self.workers_max.is_some(),
-                "requests are sent from async tasks of one process",
-            ),
             (
                 "--record-processor-service-count",
                 self.record_processor_service_count.is_some(),

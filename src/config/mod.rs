@@ -81,6 +81,8 @@ pub struct ProfileConfig {
     pub session_header: HeaderName,
     pub streaming: bool,
     pub request_timeout: Duration,
+    /// `--workers-max`: the sender threads (`None`: one per core).
+    pub workers_max: Option<usize>,
     pub max_response_bytes: u64,
     pub api_key: Option<String>,
     pub headers: Vec<(HeaderName, HeaderValue)>,
@@ -420,6 +422,7 @@ impl ProfileConfig {
             session_header: servers.session_header,
             streaming,
             request_timeout,
+            workers_max: a.service.workers_max.map(|n| n as usize),
             max_response_bytes: a.max_response_bytes,
             api_key,
             headers,

@@ -165,8 +165,13 @@ pub fn run_reusing(
         .build()
         .context("cannot start the async runtime")?;
     let _guard = runtime.enter();
-    let senders = SenderThreads::start(SenderThreads::default_count())
-        .context("cannot start the sender threads")?;
+    let sender_threads = cfg.workers_max.unwrap_or_else(SenderThreads::default_count);
+    let senders =
+        SenderThreads::start(sender_threads).context("cannot start the sender threads")?;
+    info!(
+        "Requests go out from {sender_threads} sender thread{}",
+        if sender_threads == 1 { "" } else { "s" }
+    );
     let mock_server = start_mock_server(&mut cfg)?;
     let grading = prepared
         .questions

@@ -240,7 +240,6 @@ fn service_flags_are_accepted_and_named_once_each() {
         "--zmq-host",
         "--zmq-ipc-path",
         "--zmq-dual-bind",
-        "--workers-max",
         "--record-processor-service-count",
         "--api-port",
         "--api-host",
@@ -254,6 +253,12 @@ fn service_flags_are_accepted_and_named_once_each() {
     }
     let flag = "--tokenizer-trust-remote-code: no Python code is run";
     assert_eq!(stderr.matches(flag).count(), 1, "{flag}: {stderr}");
+    // `--workers-max` sets the sender threads: no line says it is ignored.
+    assert!(!stderr.contains("Ignoring --workers-max"), "{stderr}");
+    assert!(
+        stderr.contains("Requests go out from 16 sender threads"),
+        "{stderr}"
+    );
     // The collector switches have an effect now: no line about them.
     assert!(!stderr.contains("--no-gpu-telemetry"), "{stderr}");
     assert!(!stderr.contains("--no-server-metrics"), "{stderr}");

@@ -529,3 +529,43 @@ fn request_rate_ramps_up_to_the_target() {
         assert!(e.contains(flag) && e.contains(needs), "{e}");
     }
 }
+
+#[test]
+fn workers_max_sets_the_sender_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mock = MockChild::spawn(&[]);
+    let run = |dir: &str, extra: &[&str]| {
+        let mut args = vec!["-m", "m", "-u", &mock.url, "--request-count", "8"];
+        args.extend(["--concurrency", "4"]);
+        args.extend_from_slice(extra);
+        profile(&tmp.path().join(dir), &args)
+    };
+    let one = run("one", &["--workers-max", "1"]);
+    assert!(one.status.success(), "{}", stderr(&one));
+    assert!(
+        stderr(&one).contains("Requests go out from 1 sender thread\n"),
+        "{}",
+        stderr(&one)
+    );
+    let json = read_json(&tmp.path().join("one/profile_export_aiperf.json"));
+    assert_eq!(json["request_count"]["avg"], 8.0, "{json}");
+    assert!(!stderr(&one).contains("Ignoring --workers-max"));
+
+    // The default: one per core.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let default = run("default", &[]);
+    assert!(default.status.success(), "{}", stderr(&default));
+    let expected = format!(
+        "Requests go out from {cores} sender thread{}\n",
+        if cores == 1 { "" } else { "s" }
+    );
+    assert!(stderr(&default).contains(&expected), "{}", stderr(&default));
+
+    let zero = run("zero", &["--max-workers", "0"]);
+    assert_eq!(zero.status.code(), Some(2), "{}", stderr(&zero));
+    assert!(
+        stderr(&zero).contains("--workers-max") && stderr(&zero).contains("at least 1"),
+        "{}",
+        stderr(&zero)
+    );
+}
