@@ -179,10 +179,12 @@ pub async fn run_phase<E: Exchange>(
         _ => None,
     };
 
+    // A schedule is walked on the first sender thread, where the requests it starts mostly
+    // run too (`Spawner::spawn_least_busy`): a send then wakes no other thread.
     if let Pacing::Users(users) = run.spec.pacing {
-        run_users(run.clone(), users).await;
+        joined(ctx.spawner.spawn(0, run_users(run.clone(), users))).await;
     } else if open_loop {
-        run_open_loop(run.clone()).await;
+        joined(ctx.spawner.spawn(0, run_open_loop(run.clone()))).await;
     } else {
         run_closed_loop(run.clone()).await;
     }
@@ -617,6 +619,15 @@ async fn cancellable_exchange<E: Exchange>(
                 ..RequestRecord::new(phase, kept_input, kept_id)
             }
         }
+    }
+}
+
+/// Waits for a task, passing its panic on.
+async fn joined(task: tokio::task::JoinHandle<()>) {
+    if let Err(e) = task.await
+        && e.is_panic()
+    {
+        std::panic::resume_unwind(e.into_panic());
     }
 }
 

@@ -18,7 +18,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use crate::transport::pool::set_thread_lane;
+use crate::transport::pool::{set_thread_lane, thread_lane};
 
 /// The sender threads of a run; dropping it stops them (their tasks are dropped with their
 /// runtimes) and waits for them to end.
@@ -126,8 +126,9 @@ impl Spawner {
     }
 
     /// Runs `task` in `set`, on the sender thread with the fewest such tasks running (the
-    /// first of the least busy): a phase whose requests seldom overlap keeps to one thread,
-    /// and so to the connections it kept alive there.
+    /// calling thread if it is one of the least busy, else the first of them): a phase whose
+    /// requests seldom overlap keeps to one thread, and so to the connections it kept alive
+    /// there.
     pub fn spawn_least_busy<F>(&self, set: &mut JoinSet<F::Output>, task: F)
     where
         F: Future + Send + 'static,
@@ -137,8 +138,10 @@ impl Spawner {
             set.spawn(task);
             return;
         }
+        // Among the least busy, this thread first: spawned here, the task wakes no other.
+        let here = thread_lane().checked_sub(1);
         let k = (0..self.busy.len())
-            .min_by_key(|&k| self.busy[k].load(Ordering::Relaxed))
+            .min_by_key(|&k| (self.busy[k].load(Ordering::Relaxed), Some(k) != here))
             .unwrap_or(0);
         self.busy[k].fetch_add(1, Ordering::Relaxed);
         let done = Done(self.busy.clone(), k);
@@ -213,6 +216,15 @@ mod tests {
         assert_eq!(placed[1], names[0]);
         assert_eq!(placed[2], names[1]);
         assert_eq!(placed[3], names[0]);
+        // Called from the second thread with both idle: the task stays there.
+        let inner = spawner.clone();
+        let task = async move {
+            let mut set = JoinSet::new();
+            inner.spawn_least_busy(&mut set, async { std::thread::current().id() });
+            set.join_next().await.unwrap().unwrap()
+        };
+        let from_second = runtime.block_on(spawner.spawn(1, task)).unwrap();
+        assert_eq!(from_second, names[1]);
         drop(senders);
         // The runtimes are gone with their threads: a spawn now finds no runtime to run on.
         let late = runtime.block_on(async { spawner.spawn(0, async { 1 }).await });

@@ -91,7 +91,8 @@ pub fn set_thread_lane(lane: usize) {
     LANE.with(|l| l.set(lane));
 }
 
-fn thread_lane() -> usize {
+/// The calling thread's lane (see `set_thread_lane`).
+pub fn thread_lane() -> usize {
     LANE.with(|l| l.get())
 }
 
