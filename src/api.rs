@@ -27,8 +27,10 @@ pub use crate::tokenizer::{Tokenizer, builtin_bpe};
 pub use crate::clock::Clock;
 pub use crate::export::jsonl::{RECORD_PROCESSOR_ID, WORKER_ID, format_record_line};
 pub use crate::metrics::{MetricId, RecordMetrics, RecordOptions};
-pub use crate::profile::PROBE_REQUEST_ID;
-pub use crate::record::{ErrorDetails, Phase, RequestInput, RequestRecord, SendTiming, Usage};
+pub use crate::profile::{PROBE_REQUEST_ID, RecordPath};
+pub use crate::record::{
+    ErrorDetails, HttpTiming, Phase, RequestInput, RequestRecord, SendTiming, Usage,
+};
 
 // Statistics and files across repeated runs and sweeps (the run driver and its tests).
 pub use crate::export::aggregate::{

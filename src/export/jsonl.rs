@@ -10,6 +10,8 @@ use crate::metrics::catalog::{CATALOG, METRIC_COUNT, MetricDef};
 use crate::metrics::{MetricId, RecordMetrics, RecordSink};
 use crate::record::{Phase, RequestRecord};
 
+use super::json_text::{WINDOW, push_i64, push_plain, push_str, push_u64, push_value, push_window};
+
 /// AIPerf names the process that sent a request and the one that processed it. Here one
 /// process does both, so every record carries the same two names.
 pub const WORKER_ID: &str = "worker_0";
@@ -90,117 +92,56 @@ fn push_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     serde_json::to_writer(&mut *out, value).expect("JSON into memory");
 }
 
-/// A string of the program's own (a unit, a phase, a fixed id) that needs no escaping, as
-/// JSON: quoted without serde's per-byte escape check, a tenth of the line's time.
-fn push_plain(out: &mut Vec<u8>, s: &'static str) {
-    debug_assert!(
-        !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\'),
-        "{s:?} needs escaping"
-    );
-    out.push(b'"');
-    out.extend_from_slice(s.as_bytes());
-    out.push(b'"');
-}
-
 fn push_key(out: &mut Vec<u8>, key: &str) {
     out.push(b'"');
     out.extend_from_slice(key.as_bytes());
     out.extend_from_slice(b"\":");
 }
 
-/// A metric value in display units: whole-number metrics as integers, others as floats.
-fn push_value(out: &mut Vec<u8>, value: f64, integer: bool) {
-    if integer && value.fract() == 0.0 && value.abs() < 9.0e15 {
-        push_json(out, &(value as i64));
-    } else if !push_whole_micros(out, value) {
-        push_json(out, &value);
-    }
-}
-
-/// Writes `value` as serde_json would when it is a whole number of millionths (a time in
-/// ms from whole ns, most of a line's floats): that number's digits with the point six
-/// places in. False (nothing written) for any other value. With `METRIC_PIECES`, by
-/// callgrind over a 3,000-request streamed run: `format_line` 53.1M -> 44.4M instructions;
-/// taking n's digits from `itoa` and placing the point after gave 51.8M, hence the digit
-/// pairs written here.
-///
-/// Why it is the same text: `value` is the double nearest `n / 10^6` (checked), so that
-/// decimal reads back as `value`; with at most 15 significant digits, every other decimal
-/// of as many or fewer digits lies more than half an ulp away, so it is also the shortest
-/// one, which is what serde_json prints; and from 1e-5 up to 1e16 serde_json prints it
-/// without an exponent, with `.0` when there is no fraction.
-fn push_whole_micros(out: &mut Vec<u8>, value: f64) -> bool {
-    const MICROS: f64 = 1e6;
-    if !(1e-5..1e9).contains(&value) {
-        return false;
-    }
-    // Below 1e15, so exact; the nearest whole number when `value` is one.
-    let n = (value * MICROS + 0.5) as u64;
-    if n as f64 / MICROS != value {
-        return false;
-    }
-    // The whole part, the point and six fraction digits, two digits at a time from the
-    // last; then the fraction's trailing zeros go (one digit stays).
-    let mut text = [0u8; 24];
-    let mut at = text.len();
-    let mut pair = |two: u64| {
-        at -= 2;
-        let i = two as usize * 2;
-        text[at..at + 2].copy_from_slice(&DIGIT_PAIRS[i..i + 2]);
-    };
-    let (mut whole, fraction) = (n / 1_000_000, n % 1_000_000);
-    pair(fraction % 100);
-    pair(fraction / 100 % 100);
-    pair(fraction / 10_000);
-    while whole >= 100 {
-        pair(whole % 100);
-        whole /= 100;
-    }
-    pair(whole);
-    // `pair` wrote two digits of the last part; a leading zero of it goes unless the
-    // whole part is 0.
-    if whole < 10 {
-        at += 1;
-    }
-    let point = text.len() - 6;
-    text.copy_within(at..point, at - 1);
-    at -= 1;
-    text[point - 1] = b'.';
-    let mut end = text.len();
-    while end > point + 1 && text[end - 1] == b'0' {
-        end -= 1;
-    }
-    out.extend_from_slice(&text[at..end]);
-    true
-}
-
-/// "00", "01", ... "99".
-const DIGIT_PAIRS: [u8; 200] = {
-    let mut t = [0u8; 200];
-    let mut i = 0;
-    while i < 100 {
-        t[2 * i] = b'0' + (i / 10) as u8;
-        t[2 * i + 1] = b'0' + (i % 10) as u8;
-        i += 1;
-    }
-    t
-};
-
 /// Each metric's `,"tag":{"value":` and `,"unit":"..."}`, made once: a line writes them
-/// as two pieces a metric instead of ten small appends.
-static METRIC_PIECES: LazyLock<Vec<(Vec<u8>, Vec<u8>)>> = LazyLock::new(|| {
-    let mut pieces = vec![(Vec::new(), Vec::new()); METRIC_COUNT];
+/// as two pieces a metric instead of ten small appends, each copied as a fixed window
+/// (`json_text::push_window`).
+struct MetricPieces {
+    /// The pieces one after the other, with a window's room after the last.
+    bytes: Vec<u8>,
+    /// Where each metric's head and tail start and end in `bytes`, by metric id.
+    heads: Vec<(usize, usize)>,
+    tails: Vec<(usize, usize)>,
+}
+
+static METRIC_PIECES: LazyLock<MetricPieces> = LazyLock::new(|| {
+    let mut pieces = MetricPieces {
+        bytes: Vec::new(),
+        heads: vec![(0, 0); METRIC_COUNT],
+        tails: vec![(0, 0); METRIC_COUNT],
+    };
     for def in &CATALOG {
-        let (head, tail) = &mut pieces[def.id as usize];
-        head.push(b',');
-        push_key(head, def.tag);
-        head.extend_from_slice(b"{\"value\":");
-        tail.extend_from_slice(b",\"unit\":");
-        push_plain(tail, def.unit);
-        tail.push(b'}');
+        let out = &mut pieces.bytes;
+        let start = out.len();
+        out.push(b',');
+        push_key(out, def.tag);
+        out.extend_from_slice(b"{\"value\":");
+        pieces.heads[def.id as usize] = (start, out.len());
+        let start = out.len();
+        out.extend_from_slice(b",\"unit\":");
+        push_plain(out, def.unit);
+        out.push(b'}');
+        pieces.tails[def.id as usize] = (start, out.len());
     }
+    pieces.bytes.extend_from_slice(&[0; WINDOW]);
+    // A piece longer than a window is copied as it is (none is today).
     pieces
 });
+
+impl MetricPieces {
+    fn push(&self, out: &mut Vec<u8>, (start, end): (usize, usize)) {
+        if end - start <= WINDOW {
+            push_window(out, &self.bytes, start, end);
+        } else {
+            out.extend_from_slice(&self.bytes[start..end]);
+        }
+    }
+}
 
 /// What a line carries besides the record itself: facts of the run, and which optional
 /// blocks are asked for.
@@ -212,13 +153,14 @@ pub struct LineLayout {
     pub http_trace: bool,
 }
 
-/// `,"key":value` for a value that is there; nothing for `None`. AIPerf leaves absent
-/// fields out of the line rather than writing `null`.
-fn push_opt<T: serde::Serialize>(out: &mut Vec<u8>, key: &str, value: Option<T>) {
+/// `,"key":n` for a number that is there (`key` written with its comma, quotes and
+/// colon); nothing for `None`. AIPerf leaves absent fields out of the line rather than
+/// writing `null`.
+#[inline]
+fn push_opt_u64(out: &mut Vec<u8>, key: &'static [u8], value: Option<u64>) {
     if let Some(v) = value {
-        out.push(b',');
-        push_key(out, key);
-        push_json(out, &v);
+        out.extend_from_slice(key);
+        push_u64(out, v);
     }
 }
 
@@ -242,85 +184,72 @@ pub(super) fn push_metadata(
 ) {
     let input = &record.input;
     let timing = &input.timing;
-    out.push(b'{');
-    push_key(out, "session_num");
-    push_json(out, &input.session_num);
-    out.push(b',');
-    push_key(out, "x_request_id");
-    push_json(out, &record.x_request_id);
-    out.push(b',');
+    // Keys as literals with their commas: fixed-size copies.
+    out.extend_from_slice(b"{\"session_num\":");
+    push_u64(out, input.session_num);
+    out.extend_from_slice(b",\"x_request_id\":");
+    push_str(out, &record.x_request_id);
     // One id per session (a dataset conversation can be replayed by several sessions).
-    push_key(out, "x_correlation_id");
-    push_json(out, &input.correlation_id);
-    out.push(b',');
-    push_key(out, "conversation_id");
-    push_json(out, &input.conversation_id);
-    out.push(b',');
-    push_key(out, "turn_index");
-    push_json(out, &input.turn_index);
+    out.extend_from_slice(b",\"x_correlation_id\":");
+    push_str(out, &input.correlation_id);
+    out.extend_from_slice(b",\"conversation_id\":");
+    push_str(out, &input.conversation_id);
+    out.extend_from_slice(b",\"turn_index\":");
+    push_u64(out, u64::from(input.turn_index));
     let issued = match timing.scheduled_perf_ns {
         Some(_) => clock.wall_ns(record.issued_perf_ns()),
         None => record.start_wall_ns,
     };
-    push_opt(out, "credit_issued_ns", Some(issued));
-    out.push(b',');
-    push_key(out, "request_start_ns");
-    push_json(out, &record.start_wall_ns);
-    push_opt(
-        out,
-        "request_sent_ns",
-        record.sent_perf_ns.map(|t| clock.wall_ns(t)),
-    );
-    push_opt(
-        out,
-        "request_ack_ns",
-        record.ack_perf_ns.map(|t| clock.wall_ns(t)),
-    );
-    out.push(b',');
-    push_key(out, "request_end_ns");
-    push_json(out, &record.end_wall_ns);
-    out.push(b',');
-    push_key(out, "worker_id");
+    out.extend_from_slice(b",\"credit_issued_ns\":");
+    push_u64(out, issued);
+    out.extend_from_slice(b",\"request_start_ns\":");
+    push_u64(out, record.start_wall_ns);
+    let wall = |perf_ns: Option<u64>| perf_ns.map(|t| clock.wall_ns(t));
+    push_opt_u64(out, b",\"request_sent_ns\":", wall(record.sent_perf_ns));
+    push_opt_u64(out, b",\"request_ack_ns\":", wall(record.ack_perf_ns));
+    out.extend_from_slice(b",\"request_end_ns\":");
+    push_u64(out, record.end_wall_ns);
+    out.extend_from_slice(b",\"worker_id\":");
     push_plain(out, WORKER_ID);
-    out.push(b',');
-    push_key(out, "record_processor_id");
+    out.extend_from_slice(b",\"record_processor_id\":");
     push_plain(out, RECORD_PROCESSOR_ID);
-    out.push(b',');
-    push_key(out, "benchmark_phase");
+    out.extend_from_slice(b",\"benchmark_phase\":");
     push_plain(out, record.phase.as_str());
     // The run's phases in order: an optional warmup, then one profiling phase.
     let (phase_index, profiling_index) = match record.phase {
-        Phase::Warmup => (0u32, None),
-        Phase::Profiling => (u32::from(layout.has_warmup), Some(0u32)),
+        Phase::Warmup => (0, None),
+        Phase::Profiling => (u64::from(layout.has_warmup), Some(0)),
     };
-    push_opt(out, "phase_index", Some(phase_index));
-    push_opt(out, "profiling_index", profiling_index);
-    push_opt(out, "phase_name", Some(record.phase.as_str()));
-    push_opt(out, "phase_kind", Some(record.phase.as_str()));
-    out.push(b',');
-    push_key(out, "was_cancelled");
-    push_json(out, &record.was_cancelled);
-    push_opt(
+    push_opt_u64(out, b",\"phase_index\":", Some(phase_index));
+    push_opt_u64(out, b",\"profiling_index\":", profiling_index);
+    out.extend_from_slice(b",\"phase_name\":");
+    push_plain(out, record.phase.as_str());
+    out.extend_from_slice(b",\"phase_kind\":");
+    push_plain(out, record.phase.as_str());
+    out.extend_from_slice(match record.was_cancelled {
+        true => b",\"was_cancelled\":true",
+        false => b",\"was_cancelled\":false",
+    });
+    push_opt_u64(
         out,
-        "cancellation_time_ns",
-        record.cancellation_perf_ns.map(|t| clock.wall_ns(t)),
+        b",\"cancellation_time_ns\":",
+        wall(record.cancellation_perf_ns),
     );
     // Every session is a root: no subagents fork from it.
-    push_opt(out, "agent_depth", Some(0u32));
-    push_opt(out, "root_correlation_id", Some(&input.correlation_id));
+    out.extend_from_slice(b",\"agent_depth\":0,\"root_correlation_id\":");
+    push_str(out, &input.correlation_id);
     // Not in AIPerf's schema: when the send was due, how late it went, and how long it
     // waited for a concurrency slot (0 in a closed loop).
-    push_opt(
-        out,
-        "scheduled_ns",
-        timing.scheduled_perf_ns.map(|t| clock.wall_ns(t)),
-    );
-    push_opt(out, "send_lag_ns", record.send_lag_ns());
-    push_opt(out, "slot_wait_ns", Some(timing.slot_wait_ns));
+    push_opt_u64(out, b",\"scheduled_ns\":", wall(timing.scheduled_perf_ns));
+    if let Some(lag) = record.send_lag_ns() {
+        out.extend_from_slice(b",\"send_lag_ns\":");
+        push_i64(out, lag);
+    }
+    push_opt_u64(out, b",\"slot_wait_ns\":", Some(timing.slot_wait_ns));
     // The output length asked for (`--osl`): `aiperf merge` counts OSL mismatches from it.
-    push_opt(
+    push_opt_u64(
         out,
-        "requested_output_tokens",
+        b",\"requested_output_tokens\":",
         input.requested_output_tokens,
     );
     out.push(b'}');
@@ -351,15 +280,15 @@ pub fn format_line(
     let pieces = &*METRIC_PIECES;
     let mut first = true;
     let mut head = |out: &mut Vec<u8>, def: &MetricDef| {
-        let piece = &pieces[def.id as usize].0;
+        let (start, end) = pieces.heads[def.id as usize];
         // The first metric has no comma before it.
-        out.extend_from_slice(&piece[usize::from(first)..]);
+        pieces.push(out, (start + usize::from(first), end));
         first = false;
     };
     for (def, value) in metrics.display_scalars() {
         head(out, def);
         push_value(out, value, def.integer);
-        out.extend_from_slice(&pieces[def.id as usize].1);
+        pieces.push(out, pieces.tails[def.id as usize]);
     }
     if let Some(gaps) = &metrics.inter_chunk_latency {
         let def = MetricId::InterChunkLatency.def();
@@ -372,7 +301,7 @@ pub fn format_line(
             push_value(out, gap / def.scale, false);
         }
         out.push(b']');
-        out.extend_from_slice(&pieces[def.id as usize].1);
+        pieces.push(out, pieces.tails[def.id as usize]);
     }
     out.push(b'}');
     if layout.http_trace {
@@ -534,81 +463,5 @@ mod tests {
         );
         assert_eq!(v["metadata"]["was_cancelled"], true);
         assert!(v["metadata"]["cancellation_time_ns"].is_u64());
-    }
-
-    fn serde_text(value: f64) -> String {
-        serde_json::to_string(&value).unwrap()
-    }
-
-    fn ours(value: f64) -> String {
-        let mut out = Vec::new();
-        push_value(&mut out, value, false);
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn whole_millionths_print_as_serde_prints_them() {
-        for value in [
-            1e-5,
-            0.00001,
-            0.000825,
-            0.00099,
-            0.1,
-            0.25,
-            1.0,
-            3.0,
-            3.425783,
-            16.5,
-            999_999_999.999_999,
-            123_456_789.0,
-        ] {
-            let mut out = Vec::new();
-            assert!(push_whole_micros(&mut out, value), "{value}");
-            assert_eq!(String::from_utf8(out).unwrap(), serde_text(value));
-        }
-        // Outside the range, or not whole millionths: left to serde_json.
-        for value in [
-            0.0,
-            9e-6,
-            -1.5,
-            1e9,
-            0.037644066666666,
-            1.0000005,
-            f64::NAN,
-            f64::INFINITY,
-        ] {
-            assert!(!push_whole_micros(&mut Vec::new(), value), "{value}");
-            if value.is_finite() {
-                assert_eq!(ours(value), serde_text(value));
-            }
-        }
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20000))]
-
-        /// Whole numbers of ns in ms, of every size, and any other double: the line's text
-        /// is serde_json's.
-        #[test]
-        fn values_print_as_serde_prints_them(
-            ns in proptest::prop_oneof![
-                0u64..2_000,
-                0u64..2_000_000,
-                0u64..10_000_000_000,
-                0u64..2_000_000_000_000_000,
-            ],
-            bits in proptest::prelude::any::<u64>(),
-            near in -3i64..3,
-        ) {
-            let ms = ns as f64 / 1e6;
-            proptest::prop_assert_eq!(ours(ms), serde_text(ms));
-            // The doubles just beside a whole millionth are not whole millionths.
-            let beside = f64::from_bits(ms.to_bits().saturating_add_signed(near));
-            proptest::prop_assert_eq!(ours(beside), serde_text(beside));
-            let any = f64::from_bits(bits);
-            if any.is_finite() {
-                proptest::prop_assert_eq!(ours(any), serde_text(any));
-            }
-        }
     }
 }

@@ -7,6 +7,7 @@ mod exporter;
 mod gpu_telemetry;
 mod inputs;
 pub mod json;
+mod json_text;
 pub mod jsonl;
 mod names;
 mod outputs;

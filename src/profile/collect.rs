@@ -78,13 +78,8 @@ impl Collection {
         // written rather than read the file back.
         let mut chart_rows = None;
         if cfg.export.html_report && cfg.export.level == export::Level::Records {
-            let rows = Arc::new(Mutex::new(ChartColumns::default()));
-            files = files.map(|files| -> Box<dyn RecordSink> {
-                Box::new(ChartRows {
-                    files,
-                    rows: rows.clone(),
-                })
-            });
+            let (charted, rows) = ChartRows::around(files);
+            files = charted;
             chart_rows = Some(rows);
         }
         if let Some(g) = grading {
@@ -230,6 +225,56 @@ impl Collection {
 struct ChartRows {
     files: Box<dyn RecordSink>,
     rows: Arc<Mutex<ChartColumns>>,
+}
+
+impl ChartRows {
+    /// `files` (when there are any) keeping the chart rows, and where they are kept.
+    fn around(
+        files: Option<Box<dyn RecordSink>>,
+    ) -> (Option<Box<dyn RecordSink>>, Arc<Mutex<ChartColumns>>) {
+        let rows = Arc::new(Mutex::new(ChartColumns::default()));
+        let files = files.map(|files| -> Box<dyn RecordSink> {
+            Box::new(ChartRows {
+                files,
+                rows: rows.clone(),
+            })
+        });
+        (files, rows)
+    }
+}
+
+/// The collector thread's work on each record of a default streamed chat run (the
+/// per-record file and the report's chart rows), without the thread and the run: what the
+/// `collector_record` bench times.
+pub struct RecordPath {
+    collector: Collector,
+}
+
+impl RecordPath {
+    /// Writes `profile_export.jsonl` in `dir`, counting tokens with `tokenizer`.
+    pub fn new(dir: &std::path::Path, tokenizer: Arc<Tokenizer>) -> std::io::Result<RecordPath> {
+        let clock = crate::clock::Clock::new();
+        let files =
+            export::record_files(dir, &export::Options::default(), clock, Default::default())?;
+        let (files, _rows) = ChartRows::around(files);
+        let options = CollectorOptions {
+            streaming: true,
+            ..CollectorOptions::default()
+        };
+        Ok(RecordPath {
+            collector: Collector::new(options, tokenizer, clock, files),
+        })
+    }
+
+    /// Takes one finished record, as the collector thread does (and drops it).
+    pub fn add(&mut self, record: RequestRecord) -> std::io::Result<()> {
+        self.collector.add(&record)
+    }
+
+    /// Flushes the file.
+    pub fn close(mut self) -> std::io::Result<()> {
+        self.collector.close_sink()
+    }
 }
 
 impl RecordSink for ChartRows {

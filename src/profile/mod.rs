@@ -17,6 +17,7 @@ pub mod shard;
 mod template_probe;
 
 pub use crate::dataset::input_lines::read_once as read_input_once;
+pub use collect::RecordPath;
 pub use template_probe::PROBE_REQUEST_ID;
 
 use std::sync::Arc;

@@ -239,7 +239,10 @@ impl Tokenizer {
 
     /// Number of tokens in `text`; equal to `encode(text).len()`.
     pub fn count(&self, text: &str) -> usize {
-        self.encode(text).len()
+        match &self.backend {
+            Backend::Builtin => builtin_bpe().count_ordinary(text),
+            _ => self.encode(text).len(),
+        }
     }
 }
 

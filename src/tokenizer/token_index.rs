@@ -208,7 +208,7 @@ impl TokenIndex {
             if rank == EMPTY {
                 return (slot, None);
             }
-            if self.token(rank) == bytes {
+            if same_bytes(self.token(rank), bytes) {
                 return (slot, Some(rank));
             }
             slot = (slot + 1) & mask;
@@ -254,11 +254,37 @@ fn hash(bytes: &[u8]) -> u64 {
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        let mut buf = [0u8; 8];
-        buf[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(26) ^ u64::from_le_bytes(buf)).wrapping_mul(K);
+        h = (h.rotate_left(26) ^ short_le(rest)).wrapping_mul(K);
     }
     h
+}
+
+/// The bytes (at most 8) as a little-endian u64 padded with zeros, without the `memcpy`
+/// call a copy of a variable length makes: most words are shorter than 8 bytes.
+fn short_le(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    debug_assert!(n <= 8);
+    let u32_at = |i: usize| u64::from(u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()));
+    match n {
+        0 => 0,
+        // First, middle and last byte (some the same one).
+        1..=3 => {
+            let byte = |i: usize| u64::from(bytes[i]) << (8 * i);
+            byte(0) | byte(n / 2) | byte(n - 1)
+        }
+        // The first four and the last four bytes, overlapping.
+        _ => u32_at(0) | u32_at(n - 4) << (8 * (n - 4)),
+    }
+}
+
+/// `a == b`, comparing tokens of up to 8 bytes (most) inline rather than through `memcmp`.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && if a.len() <= 8 {
+            short_le(a) == short_le(b)
+        } else {
+            a == b
+        }
 }
 
 #[cfg(test)]
@@ -271,6 +297,24 @@ mod tests {
         arena.extend_from_slice(b"abcd");
         let offsets = (0..=256).chain([258, 260]).collect();
         (arena, offsets)
+    }
+
+    #[test]
+    fn short_words_load_as_zero_padded_little_endian() {
+        assert_eq!(short_le(b""), 0);
+        assert_eq!(short_le(b"\x01"), 1);
+        assert_eq!(short_le(b" the"), u64::from_le_bytes(*b" the\0\0\0\0"));
+        assert_eq!(short_le(b"abcdefgh"), u64::from_le_bytes(*b"abcdefgh"));
+        for n in 0..=8 {
+            let bytes = &b"\x01\x02\x03\x04\x05\x06\x07\x08"[..n];
+            let mut padded = [0u8; 8];
+            padded[..n].copy_from_slice(bytes);
+            assert_eq!(short_le(bytes), u64::from_le_bytes(padded), "{n} bytes");
+        }
+        assert!(same_bytes(b"abc", b"abc") && same_bytes(b"", b""));
+        assert!(!same_bytes(b"abc", b"abd") && !same_bytes(b"ab", b"ab\0"));
+        let long = b"0123456789abcdef";
+        assert!(same_bytes(long, long) && !same_bytes(long, b"0123456789abcdeF"));
     }
 
     #[test]
