@@ -12,7 +12,7 @@
 
 use super::WeightedStats;
 use super::curve::{Curve, Points};
-use super::weighted::{Limits, Weighted, value_at};
+use super::weighted::{Limits, Scratch, Weighted, value_at};
 
 /// One figure of a curve `a` and the requests in flight `b` it goes with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +39,7 @@ pub(super) fn figures(
     (from, to): (f64, f64),
     wanted: &[Figure],
     limits: Limits,
+    scratch: &mut Scratch,
 ) -> [WeightedStats; FIGURES] {
     let mut out = [WeightedStats::default(); FIGURES];
     // An empty or backward window has no positive time: every figure is 0.
@@ -59,14 +60,14 @@ pub(super) fn figures(
             _ => Some(to - from),
         };
         if !empty {
-            taken[f as usize] = Some(Weighted::new(total, limits));
+            taken[f as usize] = Some(Weighted::new(total, limits, scratch));
         }
     }
     while taken.iter().flatten().any(|w| !w.done()) {
         let b_points = b.map_or(Points::Held([].iter()), |b| b.points_from(from));
         walk(a.points_from(from), b_points, (from, to), &mut taken);
         for w in taken.iter_mut().flatten() {
-            w.end_pass();
+            w.end_pass(scratch);
         }
     }
     for (o, w) in out.iter_mut().zip(&taken) {

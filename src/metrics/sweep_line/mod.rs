@@ -29,7 +29,7 @@ use curve::Curve;
 use events::List;
 use figures::{Figure, figures};
 pub use source::{OrderedSpans, SpanOrder};
-use weighted::Limits;
+use weighted::{Limits, Scratch};
 
 /// One profiling request's interval, in ns relative to an anchor (the run's first start).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,10 +118,11 @@ fn metrics_with(
     let curve = |lists: &[List]| Curve::build(spans, lists, limits);
     // Each rate is swept with the requests in flight it goes with, their figures taken
     // for every window, and both let go before the next.
-    let each = |a: &Curve, b: Option<&Curve>, wanted: &[Figure]| -> Vec<[WeightedStats; 5]> {
+    let mut scratch = Scratch::default();
+    let mut each = |a: &Curve, b: Option<&Curve>, wanted: &[Figure]| -> Vec<[WeightedStats; 5]> {
         windows
             .iter()
-            .map(|&w| figures(a, b, w, wanted, limits))
+            .map(|&w| figures(a, b, w, wanted, limits, &mut scratch))
             .collect()
     };
     let rate_figures = [

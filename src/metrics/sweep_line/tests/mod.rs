@@ -1,6 +1,6 @@
 use super::events::SLIVER;
 use super::figures::{Figure, figures};
-use super::weighted::{BUCKETED_FROM, Limits, sums_are_exact, weighted};
+use super::weighted::{BUCKETED_FROM, Limits, Scratch, sums_are_exact, weighted};
 use super::*;
 
 mod held;
@@ -220,7 +220,7 @@ proptest::proptest! {
                 let b = (!busy.is_empty()).then(|| Curve::build(&source, busy, limits));
                 let per_user = b.as_ref().map(|b| Curve::of_points(separate::divide(a.points(), b.points()), limits));
                 for (from, to) in windows {
-                    let now = figures(&a, b.as_ref(), (from, to), &all, limits);
+                    let now = figures(&a, b.as_ref(), (from, to), &all, limits, &mut Scratch::default());
                     let a_from = || a.points_from(from);
                     let mut before = [WeightedStats::default(); 5];
                     before[Figure::Effective as usize] = separate::effective(a_from, from, to, limits);
@@ -239,7 +239,7 @@ proptest::proptest! {
                         proptest::prop_assert_eq!(bits(x), bits(y), "{:?} {:?} {:?} {:?} {:?}", f, rate, (from, to), x, y);
                     }
                     // A figure left out is left at 0, and takes nothing from the others.
-                    let one = figures(&a, b.as_ref(), (from, to), &[Figure::Active], limits);
+                    let one = figures(&a, b.as_ref(), (from, to), &[Figure::Active], limits, &mut Scratch::default());
                     proptest::prop_assert_eq!(bits(&one[Figure::Active as usize]), bits(&now[Figure::Active as usize]));
                     proptest::prop_assert_eq!(bits(&one[Figure::Effective as usize]), bits(&WeightedStats::default()));
                 }
