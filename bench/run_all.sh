@@ -24,6 +24,7 @@ python3 bench/client.py memory 3
 if [ "$what" = all ]; then
     cargo bench --bench mock_throughput
     cargo bench --bench jsonl_format
+    cargo bench --bench sweep_line
     cargo bench --bench dataset_build
     cargo bench --bench pacing
     cargo bench --bench timer_accuracy

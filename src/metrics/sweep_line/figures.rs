@@ -43,7 +43,7 @@ pub(super) fn figures(
 ) -> [WeightedStats; FIGURES] {
     let mut out = [WeightedStats::default(); FIGURES];
     // An empty or backward window has no positive time: every figure is 0.
-    if !(from < to) {
+    if from.partial_cmp(&to) != Some(std::cmp::Ordering::Less) {
         return out;
     }
     let (a_empty, b_empty) = (a.is_empty(), b.is_none_or(Curve::is_empty));
