@@ -25,6 +25,7 @@ if [ "$what" = all ]; then
     cargo bench --bench mock_throughput
     cargo bench --bench jsonl_format
     cargo bench --bench collector_record
+    cargo bench --bench sweep_line
     cargo bench --bench dataset_build
     cargo bench --bench pacing
     cargo bench --bench timer_accuracy

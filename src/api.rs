@@ -43,3 +43,7 @@ pub use crate::metrics::confidence::{
     ConvergenceMode, MIN_RUNS, RunLevelStats, STAT_KEYS, distributions_match, has_converged,
     ks_2samp, t_critical,
 };
+
+// The end-of-run sweep-line metrics and what they read, for the `sweep_line` bench.
+pub use crate::metrics::column::encode as encode_column_value;
+pub use crate::metrics::{OrderedSpans, Span, SpanOrder, WeightedStats, sweep_line_metrics};

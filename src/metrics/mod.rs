@@ -32,6 +32,7 @@ pub use collector::{
 };
 pub use goodput::{GoodputSlo, parse_goodput};
 pub use record_metrics::{RecordMetrics, RecordOptions};
+pub use sweep_line::{OrderedSpans, Span, SpanOrder, WeightedStats, metrics as sweep_line_metrics};
 pub use template_overhead::{EntryRequest, TemplateOverhead};
 
 /// How the collector computes metrics for a run.

@@ -76,6 +76,7 @@ impl Curve {
     }
 
     /// A curve of `points` (times distinct, in order), held or spilled as a swept one.
+    #[cfg(test)]
     pub(super) fn of_points(points: impl Iterator<Item = (f64, f64)>, limits: Limits) -> Curve {
         let mut store = Building {
             held: Vec::new(),
@@ -100,7 +101,13 @@ impl Curve {
         Curve { floor: 0.0, store }
     }
 
+    /// Whether the curve has no point (a spilled one always has some).
+    pub(super) fn is_empty(&self) -> bool {
+        matches!(&self.store, Store::Held(points) if points.is_empty())
+    }
+
     /// `(time, value)` points in time order (times distinct).
+    #[cfg(test)]
     pub(super) fn points(&self) -> Points<'_> {
         self.points_from(f64::NEG_INFINITY)
     }
@@ -187,39 +194,4 @@ impl Iterator for Points<'_> {
             }
         }
     }
-}
-
-/// Point-wise quotient on the merged times; 0 where the divisor is not positive; nothing
-/// when either is empty.
-pub(super) fn divide(
-    a: impl Iterator<Item = (f64, f64)>,
-    b: impl Iterator<Item = (f64, f64)>,
-) -> impl Iterator<Item = (f64, f64)> {
-    use super::weighted::value_at;
-    let (mut a, mut b) = (a.peekable(), b.peekable());
-    let mut done = a.peek().is_none() || b.peek().is_none();
-    let (mut av, mut bv) = (0.0, 0.0);
-    std::iter::from_fn(move || {
-        if done {
-            return None;
-        }
-        let t = match (a.peek(), b.peek()) {
-            (Some(&(x, _)), Some(&(y, _))) => {
-                if x.total_cmp(&y).is_le() {
-                    x
-                } else {
-                    y
-                }
-            }
-            (Some(&(x, _)), None) => x,
-            (None, Some(&(y, _))) => y,
-            (None, None) => {
-                done = true;
-                return None;
-            }
-        };
-        av = value_at(&mut a, t, av);
-        bv = value_at(&mut b, t, bv);
-        Some((t, if bv > 0.0 { av / bv } else { 0.0 }))
-    })
 }

@@ -254,13 +254,17 @@ impl Cursors<'_> {
 /// the heap holds only each cursor's next event, so it stays as small as the concurrency.
 pub(super) struct Events<'a> {
     spans: Box<dyn SpanStream + 'a>,
+    /// The next request's first event, read once per request rather than once per event.
+    next_first: Option<f64>,
     cursors: Cursors<'a>,
 }
 
 impl<'a> Events<'a> {
     pub(super) fn new(spans: &'a dyn SpanSource, lists: &'a [List]) -> Self {
+        let mut spans = spans.stream();
         Events {
-            spans: spans.stream(),
+            next_first: spans.peek_first(),
+            spans,
             cursors: Cursors {
                 lists,
                 heap: BinaryHeap::new(),
@@ -277,7 +281,7 @@ impl Iterator for Events<'_> {
     fn next(&mut self) -> Option<(f64, f64)> {
         let c = &mut self.cursors;
         // Take in every request that may have an event at or before the earliest waiting.
-        while let Some(first) = self.spans.peek_first() {
+        while let Some(first) = self.next_first {
             if let Some(Reverse(top)) = c.heap.peek()
                 && total_order_key(first) > (top >> 64) as u64
             {
@@ -285,6 +289,7 @@ impl Iterator for Events<'_> {
             }
             let (i, s) = self.spans.take();
             c.take_in(i, &s);
+            self.next_first = self.spans.peek_first();
         }
         let mut top = c.heap.peek_mut()?;
         let slot = slot_of(top.0);

@@ -9,12 +9,15 @@
 //! requests are read in the order of their first event (`source`: sorted once, through a
 //! spill when many), and their events merged in time order through a heap of one cursor
 //! per request in flight (`events`). Each curve is swept once (`curve`): held when small,
-//! written to a spill as it is swept when large, and read back for every figure of every
-//! window; the figures take a few passes over it each (`weighted`) rather than holding its
-//! segments, so memory stays flat however long the run.
+//! written to a spill as it is swept when large, and read back for every window; a rate's
+//! figures and those of the requests in flight it goes with are taken together
+//! (`figures`), in a few passes over both curves per window that feed every figure
+//! (`weighted`), rather than holding their segments, so memory stays flat however long
+//! the run.
 
 mod curve;
 mod events;
+mod figures;
 mod source;
 #[cfg(test)]
 mod tests;
@@ -22,10 +25,11 @@ mod weighted;
 
 use super::catalog::MetricId;
 use super::column;
-use curve::{Curve, divide};
+use curve::Curve;
 use events::List;
+use figures::{Figure, figures};
 pub use source::{OrderedSpans, SpanOrder};
-use weighted::{Limits, active, effective};
+use weighted::{Limits, Scratch};
 
 /// One profiling request's interval, in ns relative to an anchor (the run's first start).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -94,38 +98,6 @@ fn per_second(s: WeightedStats) -> WeightedStats {
     }
 }
 
-/// One window's figures of a rate curve and its concurrency `busy`, per second: effective
-/// and active, of the rate and of the rate per request in flight.
-type RateFigures = [WeightedStats; 4];
-
-fn rate_figures(
-    rate: &Curve,
-    per_user: &Curve,
-    busy: &Curve,
-    (from, to): (f64, f64),
-    limits: Limits,
-) -> RateFigures {
-    let per_user = || per_user.points_from(from);
-    [
-        per_second(effective(|| rate.points_from(from), from, to, limits)),
-        per_second(active(
-            || rate.points_from(from),
-            || busy.points_from(from),
-            from,
-            to,
-            limits,
-        )),
-        per_second(effective(per_user, from, to, limits)),
-        per_second(active(
-            per_user,
-            || busy.points_from(from),
-            from,
-            to,
-            limits,
-        )),
-    ]
-}
-
 /// Every sweep-line metric over each window `[from, to]` (ns, same anchor as the spans),
 /// in the order of `windows`. Rates are tokens/sec, concurrencies requests, tokens in
 /// flight tokens.
@@ -142,74 +114,91 @@ fn metrics_with(
     windows: &[(f64, f64)],
     limits: Limits,
 ) -> Vec<Vec<(MetricId, WeightedStats)>> {
+    use Figure as F;
     let curve = |lists: &[List]| Curve::build(spans, lists, limits);
-    let each = |f: &dyn Fn((f64, f64)) -> WeightedStats| -> Vec<WeightedStats> {
-        windows.iter().map(|&w| f(w)).collect()
-    };
-    let effective_of =
-        |c: &Curve| each(&|(from, to)| effective(|| c.points_from(from), from, to, limits));
-    // The concurrencies stay while the rates that need them are swept one by one.
-    let overall = curve(&[List::Requests]);
-    let decode_conc = curve(&[List::Decoding]);
-    let prefill_conc = curve(&[List::Prefilling]);
-    let concurrency = effective_of(&overall);
-    let decode_concurrency = effective_of(&decode_conc);
-    let prefill_concurrency = effective_of(&prefill_conc);
-    let rates = |c: Curve, busy: &Curve| -> Vec<RateFigures> {
-        // The rate per request in flight, made once for every figure and window.
-        let per_user = Curve::of_points(divide(c.points(), busy.points()), limits);
+    // Each rate is swept with the requests in flight it goes with, their figures taken
+    // for every window, and both let go before the next.
+    let mut scratch = Scratch::default();
+    let mut each = |a: &Curve, b: Option<&Curve>, wanted: &[Figure]| -> Vec<[WeightedStats; 5]> {
         windows
             .iter()
-            .map(|&w| rate_figures(&c, &per_user, busy, w, limits))
+            .map(|&w| figures(a, b, w, wanted, limits, &mut scratch))
             .collect()
     };
+    let rate_figures = [
+        F::Effective,
+        F::Active,
+        F::EffectivePerUser,
+        F::ActivePerUser,
+        F::EffectiveBusy,
+    ];
     let decode_list: &[List] = if spans.has_chunks() {
         &[List::DecodeByChunk]
     } else {
         &[List::Decode]
     };
-    let decode = rates(curve(decode_list), &decode_conc);
-    let prefill = rates(curve(&[List::Prefill]), &prefill_conc);
-    let total_curve = curve(&[List::Prefill, List::Decode]);
-    let total_effective = each(&|(from, to)| {
-        per_second(effective(
-            || total_curve.points_from(from),
-            from,
-            to,
-            limits,
-        ))
-    });
-    let total_active = each(&|(from, to)| {
-        per_second(active(
-            || total_curve.points_from(from),
-            || overall.points_from(from),
-            from,
-            to,
-            limits,
-        ))
-    });
-    drop(total_curve);
-    let tokens = effective_of(&curve(&[List::Tokens]));
+    let decode = each(
+        &curve(decode_list),
+        Some(&curve(&[List::Decoding])),
+        &rate_figures,
+    );
+    let prefill = each(
+        &curve(&[List::Prefill]),
+        Some(&curve(&[List::Prefilling])),
+        &rate_figures,
+    );
+    let total = each(
+        &curve(&[List::Prefill, List::Decode]),
+        Some(&curve(&[List::Requests])),
+        &[F::Effective, F::Active, F::EffectiveBusy],
+    );
+    let tokens = each(&curve(&[List::Tokens]), None, &[F::Effective]);
 
     use MetricId as M;
     (0..windows.len())
         .map(|w| {
-            let (d, p) = (decode[w], prefill[w]);
+            let (d, p, t) = (
+                decode[w].map(per_second),
+                prefill[w].map(per_second),
+                total[w],
+            );
+            let figure = |f: [WeightedStats; 5], which: Figure| f[which as usize];
             vec![
-                (M::EffectiveConcurrency, concurrency[w]),
-                (M::EffectiveDecodeConcurrency, decode_concurrency[w]),
-                (M::EffectivePrefillConcurrency, prefill_concurrency[w]),
-                (M::EffectiveDecodeThroughput, d[0]),
-                (M::EffectivePrefillThroughput, p[0]),
-                (M::EffectiveTotalThroughput, total_effective[w]),
-                (M::EffectiveDecodeThroughputPerUser, d[2]),
-                (M::EffectivePrefillThroughputPerUser, p[2]),
-                (M::TokensInFlight, tokens[w]),
-                (M::ActiveDecodeThroughput, d[1]),
-                (M::ActivePrefillThroughput, p[1]),
-                (M::ActiveTotalThroughput, total_active[w]),
-                (M::ActiveDecodeThroughputPerUser, d[3]),
-                (M::ActivePrefillThroughputPerUser, p[3]),
+                (M::EffectiveConcurrency, figure(t, F::EffectiveBusy)),
+                (
+                    M::EffectiveDecodeConcurrency,
+                    figure(decode[w], F::EffectiveBusy),
+                ),
+                (
+                    M::EffectivePrefillConcurrency,
+                    figure(prefill[w], F::EffectiveBusy),
+                ),
+                (M::EffectiveDecodeThroughput, figure(d, F::Effective)),
+                (M::EffectivePrefillThroughput, figure(p, F::Effective)),
+                (
+                    M::EffectiveTotalThroughput,
+                    per_second(figure(t, F::Effective)),
+                ),
+                (
+                    M::EffectiveDecodeThroughputPerUser,
+                    figure(d, F::EffectivePerUser),
+                ),
+                (
+                    M::EffectivePrefillThroughputPerUser,
+                    figure(p, F::EffectivePerUser),
+                ),
+                (M::TokensInFlight, figure(tokens[w], F::Effective)),
+                (M::ActiveDecodeThroughput, figure(d, F::Active)),
+                (M::ActivePrefillThroughput, figure(p, F::Active)),
+                (M::ActiveTotalThroughput, per_second(figure(t, F::Active))),
+                (
+                    M::ActiveDecodeThroughputPerUser,
+                    figure(d, F::ActivePerUser),
+                ),
+                (
+                    M::ActivePrefillThroughputPerUser,
+                    figure(p, F::ActivePerUser),
+                ),
             ]
         })
         .collect()

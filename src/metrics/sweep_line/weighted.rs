@@ -42,6 +42,28 @@ impl Default for Limits {
     }
 }
 
+/// The buffers of segments a figure's passes gather in, handed on from one figure to the
+/// next: a fresh one grown to `Limits::gather` segments cost its copies and page faults
+/// each time (7% of the sweep by perf, 20,000 requests). It holds no more of them than
+/// were in use at once.
+#[derive(Default)]
+pub(super) struct Scratch {
+    segments: Vec<Vec<(f64, f64)>>,
+}
+
+impl Scratch {
+    fn take(&mut self) -> Vec<(f64, f64)> {
+        self.segments.pop().unwrap_or_default()
+    }
+
+    fn give(&mut self, mut buffer: Vec<(f64, f64)>) {
+        if buffer.capacity() > 0 {
+            buffer.clear();
+            self.segments.push(buffer);
+        }
+    }
+}
+
 /// The weighted percentiles' levels.
 const LEVELS: [f64; 4] = [0.50, 0.90, 0.95, 0.99];
 
@@ -89,140 +111,315 @@ struct FirstPass {
     few: Option<Vec<(f64, f64)>>,
     /// Past that: their time and number by the top bits of their value's key.
     coarse: Vec<(f64, u64)>,
+    /// The buffer `few` was, once the segments outgrew it.
+    spare: Vec<(f64, f64)>,
 }
 
 /// The key bits under one coarse bucket: buckets by sign, exponent and the top 4 bits of
 /// the mantissa, 16 to each power of two.
 const COARSE_SHIFT: u32 = 48;
 
-fn first_pass(segments: impl Iterator<Item = (f64, f64)>, gather: usize) -> FirstPass {
-    let zero: f64 = std::iter::empty::<f64>().sum();
-    let mut p = FirstPass {
-        kept: 0,
-        moment: zero,
-        covered: zero,
-        all: zero,
-        min: u64::MAX,
-        max: u64::MIN,
-        unit: Some(i32::MAX),
-        few: Some(Vec::new()),
-        coarse: Vec::new(),
-    };
-    let coarse_add = |coarse: &mut Vec<(f64, u64)>, key: u64, d: f64| {
-        let bucket = &mut coarse[(key >> COARSE_SHIFT) as usize];
-        bucket.0 += d;
-        bucket.1 += 1;
-    };
-    for (v, d) in segments {
-        p.all += d;
+impl FirstPass {
+    /// A first pass that gathers its few segments into `few` (emptied).
+    fn new(mut few: Vec<(f64, f64)>) -> FirstPass {
+        few.clear();
+        let zero: f64 = std::iter::empty::<f64>().sum();
+        FirstPass {
+            kept: 0,
+            moment: zero,
+            covered: zero,
+            all: zero,
+            min: u64::MAX,
+            max: u64::MIN,
+            unit: Some(i32::MAX),
+            few: Some(few),
+            coarse: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, v: f64, d: f64, gather: usize) {
+        let coarse_add = |coarse: &mut Vec<(f64, u64)>, key: u64, d: f64| {
+            let bucket = &mut coarse[(key >> COARSE_SHIFT) as usize];
+            bucket.0 += d;
+            bucket.1 += 1;
+        };
+        self.all += d;
         if d.partial_cmp(&0.0) != Some(Ordering::Greater) {
-            continue;
+            return;
         }
         let key = total_order_key(v);
-        p.min = p.min.min(key);
-        p.max = p.max.max(key);
-        p.kept += 1;
-        p.moment += v * d;
-        p.covered += d;
-        p.unit = p.unit.zip(lowest_bit_exponent(d)).map(|(u, e)| u.min(e));
-        match &mut p.few {
+        self.min = self.min.min(key);
+        self.max = self.max.max(key);
+        self.kept += 1;
+        self.moment += v * d;
+        self.covered += d;
+        self.unit = self.unit.zip(lowest_bit_exponent(d)).map(|(u, e)| u.min(e));
+        match &mut self.few {
             Some(few) if few.len() < gather => few.push((v, d)),
             Some(few) => {
                 // Too many to hold: counted into the coarse buckets from now on.
-                p.coarse = vec![(0.0, 0); 1 << (64 - COARSE_SHIFT)];
+                self.coarse = vec![(0.0, 0); 1 << (64 - COARSE_SHIFT)];
                 for &(v, d) in few.iter() {
-                    coarse_add(&mut p.coarse, total_order_key(v), d);
+                    coarse_add(&mut self.coarse, total_order_key(v), d);
                 }
-                p.few = None;
-                coarse_add(&mut p.coarse, key, d);
+                self.spare = std::mem::take(few);
+                self.spare.clear();
+                self.few = None;
+                coarse_add(&mut self.coarse, key, d);
             }
-            None => coarse_add(&mut p.coarse, key, d),
+            None => coarse_add(&mut self.coarse, key, d),
         }
     }
-    p
+}
+
+/// Weighted statistics of segments taken in passes over them: `add` each segment (the
+/// same ones, in the same time order, in every pass), then `end_pass`, until `done`.
+/// Percentiles are the first value whose cumulative time share reaches the level.
+pub(super) struct Weighted {
+    /// The time the average is taken over; `None` for the segments' own time.
+    total: Option<f64>,
+    limits: Limits,
+    pass: Pass,
+}
+
+/// What the next pass does with each segment.
+enum Pass {
+    First(FirstPass),
+    /// Exact sums, too many segments to hold: the second pass takes the spread, and it and
+    /// each later one count or gather the segments of `ranges` (keys within `lo..=hi`).
+    Ranges {
+        found: Found,
+        ranges: Vec<Range>,
+        lo: u64,
+        hi: u64,
+        spread: bool,
+    },
+    /// Inexact sums, too many segments to hold: the spread, and a sort by (value, time
+    /// order) of the segments, the `next`th held one next.
+    Sorting {
+        found: Found,
+        sorter: Sorter<KeyValue>,
+        next: u64,
+    },
+    Done(WeightedStats),
+}
+
+/// What the passes after the first one need, and the figures found so far.
+struct Found {
+    avg: f64,
+    min: f64,
+    max: f64,
+    covered: f64,
+    total: f64,
+    spread: f64,
+    at: [f64; 4],
+}
+
+impl Found {
+    fn stats(&self) -> WeightedStats {
+        let var = self.spread / self.total;
+        WeightedStats {
+            avg: self.avg,
+            min: self.min,
+            max: self.max,
+            p50: self.at[0],
+            p90: self.at[1],
+            p95: self.at[2],
+            p99: self.at[3],
+            std: var.sqrt(),
+        }
+    }
+
+    #[inline]
+    fn add_spread(&mut self, v: f64, d: f64) {
+        self.spread += d * (v - self.avg) * (v - self.avg);
+    }
+}
+
+impl Weighted {
+    pub(super) fn new(total: Option<f64>, limits: Limits, scratch: &mut Scratch) -> Weighted {
+        Weighted {
+            total,
+            limits,
+            pass: Pass::First(FirstPass::new(scratch.take())),
+        }
+    }
+
+    /// Whether the figures are found (no more passes).
+    pub(super) fn done(&self) -> bool {
+        matches!(self.pass, Pass::Done(_))
+    }
+
+    /// The figures; call once `done`.
+    pub(super) fn stats(&self) -> WeightedStats {
+        match self.pass {
+            Pass::Done(stats) => stats,
+            _ => panic!("the passes are not over"),
+        }
+    }
+
+    /// Takes the next segment of this pass.
+    #[inline]
+    pub(super) fn add(&mut self, v: f64, d: f64) {
+        match &mut self.pass {
+            Pass::First(p) => p.add(v, d, self.limits.gather),
+            Pass::Ranges {
+                found,
+                ranges,
+                lo,
+                hi,
+                spread,
+            } => {
+                if d.partial_cmp(&0.0) != Some(Ordering::Greater) {
+                    return;
+                }
+                if *spread {
+                    found.add_spread(v, d);
+                }
+                let key = total_order_key(v);
+                // Most segments lie outside every range: one test sets them aside.
+                if key < *lo || key > *hi {
+                    return;
+                }
+                if let Some(r) = ranges.iter_mut().find(|r| r.holds(key)) {
+                    r.add(key, v, d);
+                }
+            }
+            Pass::Sorting {
+                found,
+                sorter,
+                next,
+            } => {
+                if d.partial_cmp(&0.0) != Some(Ordering::Greater) {
+                    return;
+                }
+                found.add_spread(v, d);
+                sorter.push(KeyValue {
+                    key: u128::from(total_order_key(v)) << 64 | u128::from(*next),
+                    value: d.to_bits(),
+                });
+                *next += 1;
+            }
+            Pass::Done(_) => {}
+        }
+    }
+
+    /// Ends a pass: the figures, or what the next pass must do.
+    pub(super) fn end_pass(&mut self, scratch: &mut Scratch) {
+        let limits = self.limits;
+        let pass = std::mem::replace(&mut self.pass, Pass::Done(WeightedStats::default()));
+        self.pass = match pass {
+            Pass::First(p) => after_first(p, self.total, limits, scratch),
+            Pass::Ranges {
+                mut found, ranges, ..
+            } => {
+                let next = narrow(ranges, found.covered, limits, &mut found.at, scratch);
+                ranges_or_done(found, next, false)
+            }
+            Pass::Sorting {
+                mut found, sorter, ..
+            } => {
+                let sorted = sorter.finish();
+                let pairs = || {
+                    sorted.iter().map(|s| {
+                        (
+                            from_total_order_key((s.key >> 64) as u64),
+                            f64::from_bits(s.value),
+                        )
+                    })
+                };
+                let covered: f64 = pairs().map(|s| s.1).sum();
+                walk(pairs(), covered, &mut found.at);
+                Pass::Done(found.stats())
+            }
+            done @ Pass::Done(_) => done,
+        };
+    }
+}
+
+/// After the first pass: the figures when the segments were few (held since), else the
+/// second pass.
+fn after_first(p: FirstPass, total: Option<f64>, limits: Limits, scratch: &mut Scratch) -> Pass {
+    scratch.give(p.spare);
+    let total = total.unwrap_or(p.all);
+    if p.kept == 0 || total <= 0.0 {
+        return Pass::Done(WeightedStats::default());
+    }
+    let (min, max) = (from_total_order_key(p.min), from_total_order_key(p.max));
+    let avg = p.moment / total;
+    let exact = sums_are_exact(p.covered, p.kept, p.unit);
+    let mut found = Found {
+        avg,
+        min,
+        max,
+        covered: p.covered,
+        total,
+        spread: std::iter::empty::<f64>().sum(),
+        at: [max; 4],
+    };
+    if let Some(mut few) = p.few {
+        // Few, and held since the first pass: selected or sorted in memory.
+        for &(v, d) in &few {
+            found.add_spread(v, d);
+        }
+        if exact {
+            select_by_buckets(&mut few, p.covered, (min, max), &mut found.at);
+        } else {
+            sorted_walk(&mut few, &mut found.at);
+        }
+        scratch.give(few);
+        Pass::Done(found.stats())
+    } else if exact {
+        // Each level's coarse bucket; the second pass gathers or counts into finer
+        // buckets the segments of those alone.
+        let ranges = coarse_ranges(&p.coarse, (p.min, p.max), p.covered, limits, scratch);
+        ranges_or_done(found, ranges, true)
+    } else {
+        // The second pass also sorts them, by value then time order.
+        Pass::Sorting {
+            found,
+            sorter: Sorter::new(&Spill::new(), limits.sort_bytes),
+            next: 0,
+        }
+    }
+}
+
+/// A pass over `ranges` (always, for the spread), or the figures when no range is left.
+fn ranges_or_done(found: Found, ranges: Vec<Range>, spread: bool) -> Pass {
+    if ranges.is_empty() && !spread {
+        return Pass::Done(found.stats());
+    }
+    let lo = ranges.iter().map(|r| r.lo).min().unwrap_or(0);
+    let hi = ranges.iter().map(|r| r.hi).max().unwrap_or(0);
+    Pass::Ranges {
+        found,
+        ranges,
+        lo,
+        hi,
+        spread,
+    }
 }
 
 /// Weighted statistics of the segments `segments()` makes (the same ones, in the same
 /// order, each time); `total` is the time the average is taken over, `None` for the
-/// segments' own time. Percentiles are the first value whose cumulative time share
-/// reaches the level.
+/// segments' own time.
+#[cfg(test)]
 pub(super) fn weighted<I: Iterator<Item = (f64, f64)>>(
     segments: impl Fn() -> I,
     total: Option<f64>,
     limits: Limits,
 ) -> WeightedStats {
-    let p = first_pass(segments(), limits.gather);
-    let total = total.unwrap_or(p.all);
-    if p.kept == 0 || total <= 0.0 {
-        return WeightedStats::default();
+    let scratch = &mut Scratch::default();
+    let mut w = Weighted::new(total, limits, scratch);
+    while !w.done() {
+        for (v, d) in segments() {
+            w.add(v, d);
+        }
+        w.end_pass(scratch);
     }
-    let (min, max) = (from_total_order_key(p.min), from_total_order_key(p.max));
-    let avg = p.moment / total;
-    let exact = sums_are_exact(p.covered, p.kept, p.unit);
-    let held = || segments().filter(|s| s.1.partial_cmp(&0.0) == Some(Ordering::Greater));
-    let zero: f64 = std::iter::empty::<f64>().sum();
-    let mut spread = zero;
-    let mut at = [max; 4];
-    if let Some(mut few) = p.few {
-        // Few, and held since the first pass: selected or sorted in memory.
-        for &(v, d) in &few {
-            spread += d * (v - avg) * (v - avg);
-        }
-        if exact {
-            select_by_buckets(&mut few, p.covered, (min, max), &mut at);
-        } else {
-            sorted_walk(&mut few, &mut at);
-        }
-    } else if exact {
-        // Each level's coarse bucket; the second pass gathers or counts into finer
-        // buckets the segments of those alone.
-        let mut ranges = coarse_ranges(&p.coarse, (p.min, p.max), p.covered, limits);
-        let lo = ranges.iter().map(|r| r.lo).min().unwrap_or(0);
-        let hi = ranges.iter().map(|r| r.hi).max().unwrap_or(0);
-        for (v, d) in held() {
-            spread += d * (v - avg) * (v - avg);
-            let key = total_order_key(v);
-            if key < lo || key > hi {
-                continue;
-            }
-            if let Some(r) = ranges.iter_mut().find(|r| r.holds(key)) {
-                r.add(key, v, d);
-            }
-        }
-        select_in_passes(&held, ranges, p.covered, limits, &mut at);
-    } else {
-        // The second pass also sorts them, by value then time order.
-        let mut sorter = Sorter::new(&Spill::new(), limits.sort_bytes);
-        for (i, (v, d)) in held().enumerate() {
-            spread += d * (v - avg) * (v - avg);
-            sorter.push(KeyValue {
-                key: u128::from(total_order_key(v)) << 64 | i as u128,
-                value: d.to_bits(),
-            });
-        }
-        let sorted = sorter.finish();
-        let pairs = || {
-            sorted.iter().map(|s| {
-                (
-                    from_total_order_key((s.key >> 64) as u64),
-                    f64::from_bits(s.value),
-                )
-            })
-        };
-        let covered: f64 = pairs().map(|s| s.1).sum();
-        walk(pairs(), covered, &mut at);
-    }
-    let var = spread / total;
-    WeightedStats {
-        avg,
-        min,
-        max,
-        p50: at[0],
-        p90: at[1],
-        p95: at[2],
-        p99: at[3],
-        std: var.sqrt(),
-    }
+    w.stats()
 }
 
 /// The coarse bucket each level falls in, as a range of keys (within the extremes) to
@@ -233,6 +430,7 @@ fn coarse_ranges(
     (min, max): (u64, u64),
     covered: f64,
     limits: Limits,
+    scratch: &mut Scratch,
 ) -> Vec<Range> {
     let mut ranges = Vec::new();
     let (mut level, mut acc) = (0, 0.0);
@@ -249,7 +447,7 @@ fn coarse_ranges(
         let lo = ((b as u64) << COARSE_SHIFT).max(min);
         let hi = ((b as u64) << COARSE_SHIFT | ((1 << COARSE_SHIFT) - 1)).min(max);
         ranges.push(if count <= limits.gather as u64 {
-            Range::gathering(lo, hi, below, first..level)
+            Range::gathering(lo, hi, below, first..level, scratch.take())
         } else {
             Range::new(lo, hi, below, first..level, true)
         });
@@ -298,10 +496,23 @@ pub(super) fn select_by_buckets(
     (min, max): (f64, f64),
     out: &mut [f64; 4],
 ) {
+    select_within(segments, 0.0, covered, (min, max), &LEVELS, out);
+}
+
+/// `select_by_buckets` for `levels` (a run of `LEVELS`) among segments of values within
+/// `min..=max`, above `below` time of segments under all of them.
+fn select_within(
+    segments: &mut [(f64, f64)],
+    below: f64,
+    covered: f64,
+    (min, max): (f64, f64),
+    levels: &[f64],
+    out: &mut [f64],
+) {
     let scale = BUCKETS as f64 / (max - min);
     // Infinite or NaN extremes, one value, or a range too narrow or too wide for f64.
     if segments.len() < BUCKETED_FROM || !(scale.is_finite() && scale > 0.0) {
-        select_levels(segments, 0.0, covered, &LEVELS, out);
+        select_levels(segments, below, covered, levels, out);
         return;
     }
     // Rounding is monotone, so a larger value never lands in a lower bucket; equal
@@ -320,12 +531,12 @@ pub(super) fn select_by_buckets(
     // Each level's bucket and the time below that bucket; the whole time reaches every
     // level, as sums are exact.
     let mut found = [(0, 0.0); LEVELS.len()];
-    let (mut level, mut acc) = (0, 0.0);
+    let (mut level, mut acc) = (0, below);
     for (b, &t) in time.iter().enumerate() {
-        let below = acc;
+        let under = acc;
         acc += t;
-        while level < LEVELS.len() && reached(acc, covered, LEVELS[level]) {
-            found[level] = (b, below);
+        while level < levels.len() && reached(acc, covered, levels[level]) {
+            found[level] = (b, under);
             level += 1;
         }
     }
@@ -344,14 +555,14 @@ pub(super) fn select_by_buckets(
         }
     }
     for (g, (first, members)) in groups.iter_mut().enumerate() {
-        let (b, below) = found[*first];
+        let (b, under) = found[*first];
         let last = *first + found[*first..level].iter().take_while(|f| f.0 == b).count();
         debug_assert_eq!(usize::from(group_of[b]), g);
         select_levels(
             members,
-            below,
+            under,
             covered,
-            &LEVELS[*first..last],
+            &levels[*first..last],
             &mut out[*first..last],
         );
     }
@@ -463,7 +674,14 @@ impl Range {
     }
 
     /// A range whose segments are few enough to gather.
-    fn gathering(lo: u64, hi: u64, below: f64, levels: std::ops::Range<usize>) -> Range {
+    fn gathering(
+        lo: u64,
+        hi: u64,
+        below: f64,
+        levels: std::ops::Range<usize>,
+        mut gathered: Vec<(f64, f64)>,
+    ) -> Range {
+        gathered.clear();
         Range {
             lo,
             hi,
@@ -475,7 +693,7 @@ impl Range {
             largest: Vec::new(),
             linear: None,
             shift: 0,
-            gathered: Vec::new(),
+            gathered,
         }
     }
 
@@ -500,132 +718,62 @@ impl Range {
     }
 }
 
-/// Selects the levels of the first `ranges` (from the second pass), narrowing each range
-/// to the bucket its levels fall in with a pass per round, until each level's bucket holds
-/// one value or is gathered and selected among.
-fn select_in_passes<I: Iterator<Item = (f64, f64)>>(
-    held: &impl Fn() -> I,
-    mut ranges: Vec<Range>,
+/// One round of the selection: each range counted in the last pass gives its levels'
+/// values when their bucket holds one value or was gathered (selected among), else a
+/// narrower range of that bucket for the next pass to count; those are returned.
+fn narrow(
+    ranges: Vec<Range>,
     covered: f64,
     limits: Limits,
     out: &mut [f64; 4],
-) {
-    while !ranges.is_empty() {
-        let mut next = Vec::new();
-        for mut r in ranges {
-            if r.time.is_empty() {
-                select_levels(
-                    &mut r.gathered,
-                    r.below,
-                    covered,
-                    &LEVELS[r.levels.clone()],
-                    &mut out[r.levels.clone()],
-                );
+    scratch: &mut Scratch,
+) -> Vec<Range> {
+    let mut next = Vec::new();
+    for mut r in ranges {
+        if r.time.is_empty() {
+            let values = (from_total_order_key(r.lo), from_total_order_key(r.hi));
+            select_within(
+                &mut r.gathered,
+                r.below,
+                covered,
+                values,
+                &LEVELS[r.levels.clone()],
+                &mut out[r.levels.clone()],
+            );
+            scratch.give(r.gathered);
+            continue;
+        }
+        // Each level's bucket: where the time through it first reaches the level. The
+        // whole range's time reaches every level it holds, as sums are exact.
+        let mut level = r.levels.start;
+        let mut acc = r.below;
+        for b in 0..BUCKETS {
+            let below = acc;
+            acc += r.time[b];
+            let first = level;
+            while level < r.levels.end && reached(acc, covered, LEVELS[level]) {
+                level += 1;
+            }
+            if level == first {
                 continue;
             }
-            // Each level's bucket: where the time through it first reaches the level. The
-            // whole range's time reaches every level it holds, as sums are exact.
-            let mut level = r.levels.start;
-            let mut acc = r.below;
-            for b in 0..BUCKETS {
-                let below = acc;
-                acc += r.time[b];
-                let first = level;
-                while level < r.levels.end && reached(acc, covered, LEVELS[level]) {
-                    level += 1;
-                }
-                if level == first {
-                    continue;
-                }
-                let (least, largest) = (r.least[b], r.largest[b]);
-                if least == largest {
-                    out[first..level].fill(from_total_order_key(least));
-                } else if r.count[b] <= limits.gather {
-                    next.push(Range::gathering(least, largest, below, first..level));
-                } else {
-                    next.push(Range::new(least, largest, below, first..level, false));
-                }
-            }
-        }
-        if !next.is_empty() {
-            // Most segments lie outside every range: one test sets them aside.
-            let lo = next.iter().map(|r| r.lo).min().unwrap_or(0);
-            let hi = next.iter().map(|r| r.hi).max().unwrap_or(0);
-            for (v, d) in held() {
-                let key = total_order_key(v);
-                if key < lo || key > hi {
-                    continue;
-                }
-                if let Some(r) = next.iter_mut().find(|r| r.holds(key)) {
-                    r.add(key, v, d);
-                }
-            }
-        }
-        ranges = next;
-    }
-}
-
-/// The segments of `points` over the whole window `[from, to]`, 0 before the first point.
-/// `points` must not be empty.
-pub(super) fn effective_segments(
-    points: impl Iterator<Item = (f64, f64)>,
-    from: f64,
-    to: f64,
-) -> impl Iterator<Item = (f64, f64)> {
-    let mut points = Some(points);
-    let (mut at, mut value) = (from, 0.0);
-    std::iter::from_fn(move || {
-        let inner = points.as_mut()?;
-        for (t, v) in inner.by_ref() {
-            if t <= from {
-                value = v;
-            } else if t < to {
-                let segment = (value, t - at);
-                (at, value) = (t, v);
-                return Some(segment);
+            let (least, largest) = (r.least[b], r.largest[b]);
+            if least == largest {
+                out[first..level].fill(from_total_order_key(least));
+            } else if r.count[b] <= limits.gather {
+                next.push(Range::gathering(
+                    least,
+                    largest,
+                    below,
+                    first..level,
+                    scratch.take(),
+                ));
             } else {
-                break;
+                next.push(Range::new(least, largest, below, first..level, false));
             }
         }
-        points = None;
-        Some((value, to - at))
-    })
-}
-
-/// The segments of `points` over the parts of `[from, to]` where `mask` is positive.
-pub(super) fn active_segments(
-    points: impl Iterator<Item = (f64, f64)>,
-    mask: impl Iterator<Item = (f64, f64)>,
-    from: f64,
-    to: f64,
-) -> impl Iterator<Item = (f64, f64)> {
-    let (mut points, mut mask) = (points.peekable(), mask.peekable());
-    // Edges: `from`, every point of either inside the window, `to`; each segment takes
-    // the values at its left edge.
-    let (mut value, mut masked) = (0.0, 0.0);
-    let mut edge = from;
-    let mut done = false;
-    std::iter::from_fn(move || {
-        while !done {
-            value = value_at(&mut points, edge, value);
-            masked = value_at(&mut mask, edge, masked);
-            if edge >= to {
-                done = true;
-                break;
-            }
-            let next = [points.peek(), mask.peek()]
-                .into_iter()
-                .flatten()
-                .map(|p| p.0)
-                .fold(to, f64::min);
-            let segment = (value, next - edge);
-            edge = next;
-            if masked > 0.0 {
-                return Some(segment);
-            }
-        }
-        None
-    })
+    }
+    next
 }
 
 /// The curve's value at `t`: moves `points` past every point at or before `t` and returns
@@ -642,39 +790,4 @@ pub(super) fn value_at<I: Iterator<Item = (f64, f64)>>(
         points.next();
     }
     value
-}
-
-/// Over the whole window `[from, to]`, 0 before the first point.
-pub(super) fn effective<I: Iterator<Item = (f64, f64)>>(
-    points: impl Fn() -> I,
-    from: f64,
-    to: f64,
-    limits: Limits,
-) -> WeightedStats {
-    if points().next().is_none() {
-        return WeightedStats::default();
-    }
-    weighted(
-        || effective_segments(points(), from, to),
-        Some(to - from),
-        limits,
-    )
-}
-
-/// Over the parts of the window where `mask` is positive only.
-pub(super) fn active<I: Iterator<Item = (f64, f64)>, M: Iterator<Item = (f64, f64)>>(
-    points: impl Fn() -> I,
-    mask: impl Fn() -> M,
-    from: f64,
-    to: f64,
-    limits: Limits,
-) -> WeightedStats {
-    let forward = matches!(
-        from.partial_cmp(&to),
-        Some(Ordering::Less | Ordering::Equal)
-    );
-    if points().next().is_none() || !forward {
-        return WeightedStats::default();
-    }
-    weighted(|| active_segments(points(), mask(), from, to), None, limits)
 }

@@ -1,8 +1,10 @@
 use super::events::SLIVER;
-use super::weighted::{BUCKETED_FROM, Limits, sums_are_exact, weighted};
+use super::figures::{Figure, figures};
+use super::weighted::{BUCKETED_FROM, Limits, Scratch, sums_are_exact, weighted};
 use super::*;
 
 mod held;
+mod separate;
 
 const MS: f64 = 1e6;
 
@@ -187,6 +189,59 @@ proptest::proptest! {
                 proptest::prop_assert_eq!(bits(&values), bits(&held.values), "{:?} {:?}", lists, limits);
                 if limits.hold_points == 0 && !times.is_empty() {
                     proptest::prop_assert!(streamed.is_spilled());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shared_passes_match_separate_ones(raw in raw_spans(), scale in proptest::sample::select(vec![1.0, 1e6, 1.7e3, 0.37]), from in 0u32..200, len in 0u32..400) {
+        let gaps = gap_bytes(&raw, scale);
+        let spans = build(&raw, &gaps, scale);
+        let windows = [(from, from + len), (from + len, from), (0, 450), (from, from)]
+            .map(|(from, to)| (from as f64 * scale, to as f64 * scale));
+        let pairs: [(&[List], &[List]); 4] = [
+            (&[List::DecodeByChunk], &[List::Decoding]),
+            (&[List::Prefill], &[List::Prefilling]),
+            (&[List::Prefill, List::Decode], &[List::Requests]),
+            (&[List::Tokens], &[]),
+        ];
+        let all = [
+            Figure::Effective,
+            Figure::Active,
+            Figure::EffectivePerUser,
+            Figure::ActivePerUser,
+            Figure::EffectiveBusy,
+        ];
+        for (limit, limits) in [(1 << 20, Limits::default()), (100, TIGHT[0]), (300, TIGHT[1]), (1 << 20, TIGHT[2])] {
+            let source = ordered(&spans, limit);
+            for (rate, busy) in pairs {
+                let a = Curve::build(&source, rate, limits);
+                let b = (!busy.is_empty()).then(|| Curve::build(&source, busy, limits));
+                let per_user = b.as_ref().map(|b| Curve::of_points(separate::divide(a.points(), b.points()), limits));
+                for (from, to) in windows {
+                    let now = figures(&a, b.as_ref(), (from, to), &all, limits, &mut Scratch::default());
+                    let a_from = || a.points_from(from);
+                    let mut before = [WeightedStats::default(); 5];
+                    before[Figure::Effective as usize] = separate::effective(a_from, from, to, limits);
+                    if let (Some(b), Some(u)) = (&b, &per_user) {
+                        let b_from = || b.points_from(from);
+                        let u_from = || u.points_from(from);
+                        before[Figure::Active as usize] = separate::active(a_from, b_from, from, to, limits);
+                        before[Figure::EffectivePerUser as usize] = separate::effective(u_from, from, to, limits);
+                        before[Figure::ActivePerUser as usize] = separate::active(u_from, b_from, from, to, limits);
+                        before[Figure::EffectiveBusy as usize] = separate::effective(b_from, from, to, limits);
+                    } else {
+                        // No requests in flight: nothing is active, nothing per request.
+                        before[Figure::Active as usize] = separate::active(a_from, std::iter::empty, from, to, limits);
+                    }
+                    for (f, (x, y)) in all.iter().zip(now.iter().zip(&before)) {
+                        proptest::prop_assert_eq!(bits(x), bits(y), "{:?} {:?} {:?} {:?} {:?}", f, rate, (from, to), x, y);
+                    }
+                    // A figure left out is left at 0, and takes nothing from the others.
+                    let one = figures(&a, b.as_ref(), (from, to), &[Figure::Active], limits, &mut Scratch::default());
+                    proptest::prop_assert_eq!(bits(&one[Figure::Active as usize]), bits(&now[Figure::Active as usize]));
+                    proptest::prop_assert_eq!(bits(&one[Figure::Effective as usize]), bits(&WeightedStats::default()));
                 }
             }
         }
