@@ -154,6 +154,9 @@ impl Collection {
                         if got == 0 {
                             break;
                         }
+                        // The bars move once a batch: each `inc` reads the clock and
+                        // updates the bar's rate estimate, even when the bar is hidden.
+                        let (mut warmup, mut profiling) = (0, 0);
                         for record in batch.drain(..) {
                             if control.hurrying() {
                                 collector.skip_tokenizer();
@@ -164,8 +167,13 @@ impl Collection {
                             watch.observe(&record);
                             trace_record(&record);
                             match record.phase {
-                                Phase::Warmup => wb.inc(1),
-                                Phase::Profiling => pb.inc(1),
+                                Phase::Warmup => warmup += 1,
+                                Phase::Profiling => profiling += 1,
+                            }
+                        }
+                        for (bar, n) in [(&wb, warmup), (&pb, profiling)] {
+                            if n > 0 {
+                                bar.inc(n);
                             }
                         }
                         collector.publish_live(false);
