@@ -256,6 +256,91 @@ impl Pool {
 mod tests {
     use super::*;
 
+    use crate::clock::Clock;
+    use crate::record::{Phase, RequestInput, RequestRecord};
+    use crate::transport::HttpClient;
+
+    /// One streamed chat request of `tokens` tokens.
+    async fn stream_once(client: &HttpClient, tokens: u64) -> RequestRecord {
+        let body = serde_json::json!({
+            "model": "m",
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": tokens,
+            "stream": true,
+        });
+        client
+            .exchange(
+                &Clock::new(),
+                Phase::Profiling,
+                RequestInput::default(),
+                "x".into(),
+                bytes::Bytes::from(body.to_string()),
+            )
+            .await
+    }
+
+    fn chat_client(base_url: &str, timeout: Duration) -> HttpClient {
+        let uri: Uri = format!("{base_url}/v1/chat/completions").parse().unwrap();
+        HttpClient::new(uri, &[], timeout).unwrap()
+    }
+
+    /// Each sending thread (lane) keeps its own kept-alive connections: a request on
+    /// another lane opens its own, and the first lane's is still there for it afterwards.
+    #[test]
+    fn a_thread_reuses_its_own_connections_and_no_other_threads() {
+        let server_rt = tokio::runtime::Runtime::new().unwrap();
+        let server = server_rt
+            .block_on(crate::mock::start(
+                crate::mock::MockServerArgs::fast_defaults(),
+            ))
+            .unwrap();
+        // Short: a request that went out on the other lane's connection would wait for a
+        // runtime that is not running (the first lane's thread is blocked).
+        let client = chat_client(&server.url(), Duration::from_secs(5));
+        let on_lane = |lane: usize| {
+            set_thread_lane(lane);
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let reused = |r: &RequestRecord| {
+            assert!(r.error.is_none(), "{:?}", r.error);
+            r.http.as_ref().unwrap().connection_reused
+        };
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let client = &client;
+        let (on_lane, reused) = (&on_lane, &reused);
+        let (first, other, last) = std::thread::scope(|scope| {
+            // Owned here: a failure below drops it, which ends the first lane's wait.
+            let go_tx = go_tx;
+            let first_lane = scope.spawn(move || {
+                let rt = on_lane(1);
+                let first: Vec<bool> = (0..3)
+                    .map(|_| reused(&rt.block_on(stream_once(client, 2))))
+                    .collect();
+                // Its connection stays with this runtime while lane 2 sends.
+                done_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                (first, reused(&rt.block_on(stream_once(client, 2))))
+            });
+            done_rx.recv().unwrap();
+            let other = scope
+                .spawn(|| reused(&on_lane(2).block_on(stream_once(client, 2))))
+                .join()
+                .unwrap();
+            go_tx.send(()).unwrap();
+            let (first, last) = first_lane.join().unwrap();
+            (first, other, last)
+        });
+        assert!(!other, "lane 2 took lane 1's connection");
+        assert!(!first[0], "the first request found a connection");
+        assert!(first[1..].iter().any(|&r| r), "{first:?}");
+        assert!(last, "lane 1's connection was not reused after lane 2 sent");
+        server_rt.block_on(server.shutdown());
+    }
+
     #[test]
     fn targets_name_the_origin_and_the_host_without_a_default_port() {
         let t = Target::new(
