@@ -821,13 +821,13 @@ mod tests {
     }
 
     /// A client for the chat endpoint of the server at `base_url`.
-    fn chat_client(base_url: &str, timeout: Duration) -> HttpClient {
+    pub(super) fn chat_client(base_url: &str, timeout: Duration) -> HttpClient {
         let uri: Uri = format!("{base_url}/v1/chat/completions").parse().unwrap();
         HttpClient::new(uri, &[], timeout).unwrap()
     }
 
     /// One streamed chat request asking for `tokens` tokens.
-    async fn stream_once(client: &HttpClient, tokens: u64) -> RequestRecord {
+    pub(super) async fn stream_once(client: &HttpClient, tokens: u64) -> RequestRecord {
         client
             .exchange(
                 &Clock::new(),

@@ -256,33 +256,8 @@ impl Pool {
 mod tests {
     use super::*;
 
-    use crate::clock::Clock;
-    use crate::record::{Phase, RequestInput, RequestRecord};
-    use crate::transport::HttpClient;
-
-    /// One streamed chat request of `tokens` tokens.
-    async fn stream_once(client: &HttpClient, tokens: u64) -> RequestRecord {
-        let body = serde_json::json!({
-            "model": "m",
-            "messages": [{"role": "user", "content": "hi"}],
-            "max_tokens": tokens,
-            "stream": true,
-        });
-        client
-            .exchange(
-                &Clock::new(),
-                Phase::Profiling,
-                RequestInput::default(),
-                "x".into(),
-                bytes::Bytes::from(body.to_string()),
-            )
-            .await
-    }
-
-    fn chat_client(base_url: &str, timeout: Duration) -> HttpClient {
-        let uri: Uri = format!("{base_url}/v1/chat/completions").parse().unwrap();
-        HttpClient::new(uri, &[], timeout).unwrap()
-    }
+    use crate::record::RequestRecord;
+    use crate::transport::tests::{chat_client, stream_once};
 
     /// Each sending thread (lane) keeps its own kept-alive connections: a request on
     /// another lane opens its own, and the first lane's is still there for it afterwards.
